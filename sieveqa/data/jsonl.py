@@ -1,0 +1,138 @@
+"""The generic JSONL format: one question per line, the format ``sieveqa rank`` reads and writes.
+
+``{"qid": str, "question": str, "candidates": [{"id": str, "text": str, "label": 0|1 (optional),
+"passage_id": str (optional), "doc_id": str (optional)}]}``; ranked output adds ``score`` and ``rank``.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import IO, Any
+
+from sieveqa.data.records import Candidate, Question, RankingExample, ScoredCandidate
+from sieveqa.errors import DataFormatError
+from sieveqa.io import atomic_open
+
+_OPTIONAL_STR = ("passage_id", "doc_id")
+
+
+def _open_text(path: Path) -> IO[str]:
+    if path.suffix == ".gz":
+        return gzip.open(path, "rt", encoding="utf-8")
+    return path.open("r", encoding="utf-8")
+
+
+def _require_str(obj: dict[str, Any], key: str, where: str) -> str:
+    value = obj.get(key)
+    if not isinstance(value, str) or not value.strip():
+        raise DataFormatError(f"{where}: field {key!r} must be a non-empty string, got {value!r}")
+    return value
+
+
+def parse_example(obj: Any, where: str) -> RankingExample:
+    """Validate one decoded JSON object and turn it into a RankingExample."""
+    if not isinstance(obj, dict):
+        raise DataFormatError(f"{where}: expected a JSON object, got {type(obj).__name__}")
+    qid = _require_str(obj, "qid", where)
+    question = _require_str(obj, "question", where)
+    raw = obj.get("candidates")
+    if not isinstance(raw, list):
+        raise DataFormatError(f"{where}: field 'candidates' must be a list, got {type(raw).__name__}")
+    candidates = []
+    seen: set[str] = set()
+    for i, cand in enumerate(raw):
+        at = f"{where}: candidates[{i}]"
+        if not isinstance(cand, dict):
+            raise DataFormatError(f"{at}: expected a JSON object, got {type(cand).__name__}")
+        cid = cand.get("id")
+        if isinstance(cid, int) and not isinstance(cid, bool):
+            cid = str(cid)
+        if not isinstance(cid, str) or not cid:
+            raise DataFormatError(f"{at}: field 'id' must be a non-empty string, got {cid!r}")
+        if cid in seen:
+            raise DataFormatError(f"{at}: duplicate candidate id {cid!r}")
+        seen.add(cid)
+        text = cand.get("text")
+        if not isinstance(text, str):
+            raise DataFormatError(f"{at}: field 'text' must be a string, got {text!r}")
+        label = cand.get("label")
+        if label is not None and (isinstance(label, bool) or label not in (0, 1)):
+            raise DataFormatError(f"{at}: field 'label' must be 0 or 1, got {label!r}")
+        extra = {}
+        for key in _OPTIONAL_STR:
+            value = cand.get(key)
+            if value is not None and not isinstance(value, str):
+                raise DataFormatError(f"{at}: field {key!r} must be a string, got {value!r}")
+            extra[key] = value
+        candidates.append(Candidate(id=cid, text=text, label=label, **extra))
+    return RankingExample(Question(qid, question), candidates)
+
+
+def iter_jsonl(path: str | os.PathLike[str]) -> Iterator[RankingExample]:
+    """Yield the examples of a JSONL(.gz) file; a bad line raises DataFormatError with its number."""
+    path = Path(path)
+    if not path.is_file():
+        raise DataFormatError(f"{path}: no such file")
+    with _open_text(path) as handle:
+        for lineno, line in enumerate(handle, start=1):
+            if not line.strip():
+                continue
+            where = f"{path}:{lineno}"
+            try:
+                obj = json.loads(line)
+            except json.JSONDecodeError as err:
+                raise DataFormatError(f"{where}: invalid JSON ({err.msg} at column {err.colno})") from err
+            yield parse_example(obj, where)
+
+
+def read_jsonl(path: str | os.PathLike[str]) -> list[RankingExample]:
+    """Read a whole JSONL(.gz) file; question ids must be unique."""
+    examples = list(iter_jsonl(path))
+    seen: set[str] = set()
+    for ex in examples:
+        if ex.qid in seen:
+            raise DataFormatError(f"{path}: duplicate qid {ex.qid!r}")
+        seen.add(ex.qid)
+    return examples
+
+
+def candidate_dict(cand: Candidate) -> dict[str, Any]:
+    """A candidate as its JSON object, optional fields left out when unset."""
+    out: dict[str, Any] = {"id": cand.id, "text": cand.text}
+    if cand.label is not None:
+        out["label"] = cand.label
+    for key in _OPTIONAL_STR:
+        value = getattr(cand, key)
+        if value is not None:
+            out[key] = value
+    return out
+
+
+def example_dict(example: RankingExample, ranked: list[ScoredCandidate] | None = None) -> dict[str, Any]:
+    """An example as its JSON object; with ``ranked``, candidates in rank order with score and rank."""
+    if ranked is None:
+        cands = [candidate_dict(c) for c in example.candidates]
+    else:
+        cands = [{**candidate_dict(s.candidate), "score": round(s.score, 6), "rank": s.rank} for s in ranked]
+    return {"qid": example.qid, "question": example.question.text, "candidates": cands}
+
+
+def write_jsonl(path: str | os.PathLike[str], rows: Iterable[dict[str, Any]]) -> int:
+    """Write JSON objects one per line, atomically; ``.gz`` paths are gzipped reproducibly."""
+    path = Path(path)
+    count = 0
+    if path.suffix == ".gz":
+        with atomic_open(path, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) as gz:
+            for row in rows:
+                gz.write((json.dumps(row, ensure_ascii=False) + "\n").encode("utf-8"))
+                count += 1
+        return count
+    with atomic_open(path, "w", encoding="utf-8") as handle:
+        for row in rows:
+            handle.write(json.dumps(row, ensure_ascii=False) + "\n")
+            count += 1
+    return count

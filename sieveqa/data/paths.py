@@ -1,0 +1,34 @@
+"""Where the real datasets live: ``$SIEVEQA_DATA``, else ``../shared/data`` when it exists."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from sieveqa.errors import DatasetNotFoundError
+
+_CANDIDATES = (Path.cwd() / ".." / "shared" / "data", Path(__file__).resolve().parents[3] / "shared" / "data")
+
+
+def data_root() -> Path:
+    """Return the folder holding wikiqa/, trecqa/ and squad/ (raises if there is none)."""
+    env = os.environ.get("SIEVEQA_DATA")
+    if env:
+        root = Path(env).expanduser()
+        if not root.is_dir():
+            raise DatasetNotFoundError(f"SIEVEQA_DATA={env!r} is not a folder")
+        return root
+    for root in _CANDIDATES:
+        if root.is_dir():
+            return root.resolve()
+    raise DatasetNotFoundError(
+        "no data folder: set SIEVEQA_DATA to the folder holding wikiqa/, trecqa/ and squad/"
+    )
+
+
+def cache_root() -> Path:
+    """Folder for derived data (SQuAD-AS2): ``$SIEVEQA_CACHE``, else ``~/.cache/sieveqa``."""
+    env = os.environ.get("SIEVEQA_CACHE")
+    root = Path(env).expanduser() if env else Path.home() / ".cache" / "sieveqa"
+    root.mkdir(parents=True, exist_ok=True)
+    return root

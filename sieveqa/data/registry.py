@@ -1,0 +1,102 @@
+"""Dataset names usable everywhere: ``wikiqa:test``, ``trecqa:test-clean``, ``squad-as2:dev``, ``jsonl:PATH``.
+
+The field's filtering conventions are part of the names:
+
+- ``wikiqa:{train,dev,test}`` keep the questions with at least one correct answer (the standard
+  243 test questions); ``wikiqa:{split}-raw`` keep every question (633 in test).
+- ``trecqa:{train,train-all,dev,test}`` are the raw files; ``trecqa:{dev,test}-clean`` drop the
+  questions whose candidates are all correct or all incorrect (65 dev, 68 test questions).
+- ``squad-as2:{train,dev,test}`` is the SQuAD-AS2 benchmark built from SQuAD v1.1 dev (dev and test
+  are fixed subsets of 300 and 500 questions; ``dev-all`` and ``test-all`` are the whole splits).
+- ``jsonl:PATH`` reads the generic JSONL format (a bare path ending in .jsonl or .jsonl.gz works too).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from sieveqa.data.jsonl import read_jsonl
+from sieveqa.data.paths import data_root
+from sieveqa.data.readers import read_trecqa, read_wikiqa
+from sieveqa.data.records import RankingExample
+from sieveqa.errors import DatasetNotFoundError
+
+Loader = Callable[[str], list[RankingExample]]
+
+
+def _wikiqa(split: str) -> list[RankingExample]:
+    raw = split.endswith("-raw")
+    base = split.removesuffix("-raw")
+    if base not in ("train", "dev", "test"):
+        raise DatasetNotFoundError(
+            f"wikiqa has no split {split!r}: use train, dev, test (add -raw for all questions)"
+        )
+    examples = read_wikiqa(data_root() / "wikiqa" / f"WikiQA-{base}.tsv.gz")
+    return examples if raw else [ex for ex in examples if ex.has_positive()]
+
+
+_TRECQA_FILES = {
+    "train": "train",
+    "train-all": "train-all",
+    "dev": "dev",
+    "test": "test",
+    "dev-clean": "dev.clean",
+    "test-clean": "test.clean",
+}
+
+
+def _trecqa(split: str) -> list[RankingExample]:
+    stem = _TRECQA_FILES.get(split)
+    if stem is None:
+        raise DatasetNotFoundError(f"trecqa has no split {split!r}: use one of {', '.join(_TRECQA_FILES)}")
+    examples = read_trecqa(data_root() / "trecqa" / f"{stem}.tsv.gz")
+    # The .clean files are published already filtered; the rule is applied too so the name always means it.
+    return [ex for ex in examples if ex.is_clean()] if split.endswith("-clean") else examples
+
+
+_SQUAD_AS2_SPLITS = ("train", "dev", "test", "dev-all", "test-all")
+
+
+def _squad_as2(split: str) -> list[RankingExample]:
+    if split not in _SQUAD_AS2_SPLITS:
+        raise DatasetNotFoundError(
+            f"squad-as2 has no split {split!r}: use one of {', '.join(_SQUAD_AS2_SPLITS)}"
+        )
+    from sieveqa.data.squad_as2 import ensure_squad_as2
+
+    return read_jsonl(ensure_squad_as2() / f"{split}.jsonl.gz")
+
+
+def _jsonl(path: str) -> list[RankingExample]:
+    if not Path(path).is_file():
+        raise DatasetNotFoundError(f"jsonl:{path}: no such file")
+    return read_jsonl(path)
+
+
+LOADERS: dict[str, Loader] = {"wikiqa": _wikiqa, "trecqa": _trecqa, "squad-as2": _squad_as2, "jsonl": _jsonl}
+
+
+def load_dataset(name: str) -> list[RankingExample]:
+    """Load a dataset by name (see the module docstring); raises DatasetNotFoundError on a bad name."""
+    if name.endswith((".jsonl", ".jsonl.gz")) and not name.startswith("jsonl:"):
+        name = f"jsonl:{name}"
+    family, sep, split = name.partition(":")
+    if not sep or not split:
+        raise DatasetNotFoundError(f"dataset name {name!r} must look like FAMILY:SPLIT, e.g. wikiqa:test")
+    loader = LOADERS.get(family)
+    if loader is None:
+        raise DatasetNotFoundError(
+            f"unknown dataset family {family!r} in {name!r}: known {', '.join(LOADERS)}"
+        )
+    return loader(split)
+
+
+def load_datasets(names: str | list[str]) -> list[RankingExample]:
+    """Load and concatenate several datasets (a list, or one comma-separated string)."""
+    if isinstance(names, str):
+        names = [n.strip() for n in names.split(",") if n.strip()]
+    out: list[RankingExample] = []
+    for name in names:
+        out.extend(load_dataset(name))
+    return out

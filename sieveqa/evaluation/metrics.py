@@ -1,0 +1,97 @@
+"""Ranking metrics through pytrec_eval (trec_eval's own code): MAP, MRR, P@1, nDCG@10, HITS@k.
+
+Runs are ranked lists, not raw scores: sieveqa turns each ranking into strictly decreasing scores
+before evaluation, so trec_eval's tie-breaking (by document id) can never reorder what a ranker
+decided, and candidates a cascade dropped early keep the rank it gave them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+import pytrec_eval
+
+from sieveqa.data.records import RankingExample
+
+HITS_AT = (1, 3, 5, 10)
+_MEASURES = {"map", "recip_rank", "P.1", "ndcg_cut.10", "success." + ",".join(map(str, HITS_AT))}
+_NAMES = {"map": "map", "recip_rank": "mrr", "P_1": "p@1", "ndcg_cut_10": "ndcg@10"}
+_NAMES.update({f"success_{k}": f"hits@{k}" for k in HITS_AT})
+METRICS = ("map", "mrr", "p@1", "ndcg@10", *(f"hits@{k}" for k in HITS_AT))
+
+
+@dataclass
+class MetricReport:
+    """Mean metrics over questions, and the per-question values they average."""
+
+    mean: dict[str, float]
+    per_question: dict[str, dict[str, float]] = field(repr=False)
+
+    @property
+    def n_questions(self) -> int:
+        return len(self.per_question)
+
+    def as_dict(self, digits: int = 4) -> dict[str, float]:
+        return {k: round(v, digits) for k, v in self.mean.items()}
+
+
+def qrels_from_examples(examples: Sequence[RankingExample]) -> dict[str, dict[str, int]]:
+    """Relevance judgements of labelled examples; unlabelled candidates raise ValueError."""
+    qrels: dict[str, dict[str, int]] = {}
+    for ex in examples:
+        judged = {}
+        for cand in ex.candidates:
+            if cand.label is None:
+                raise ValueError(
+                    f"question {ex.qid!r}: candidate {cand.id!r} has no label; metrics need labels"
+                )
+            judged[cand.id] = int(cand.label)
+        qrels[ex.qid] = judged
+    return qrels
+
+
+def evaluate_ranked(
+    qrels: Mapping[str, Mapping[str, int]], rankings: Mapping[str, Sequence[str]]
+) -> MetricReport:
+    """Evaluate ranked candidate-id lists (best first) against ``qrels``.
+
+    Every question in ``qrels`` counts; a question with no correct candidate scores 0 everywhere
+    (choose which questions to include through the dataset name, e.g. ``wikiqa:test`` vs ``-raw``).
+    """
+    missing = [q for q in qrels if q not in rankings]
+    if missing:
+        raise ValueError(f"{len(missing)} question(s) have no ranking, e.g. {missing[0]!r}")
+    run = {}
+    for qid in qrels:
+        ranked = rankings[qid]
+        if len(set(ranked)) != len(ranked):
+            raise ValueError(f"question {qid!r}: a candidate id appears twice in its ranking")
+        n = len(ranked)
+        run[qid] = {cid: float(n - i) for i, cid in enumerate(ranked)}
+    # trec_eval ignores a question with no judged-relevant candidate; sieveqa counts it as 0 instead.
+    evaluator = pytrec_eval.RelevanceEvaluator({q: dict(j) for q, j in qrels.items()}, _MEASURES)
+    raw = evaluator.evaluate(run)
+    per_question = {}
+    for qid in qrels:
+        values = raw.get(qid)
+        per_question[qid] = (
+            {_NAMES[k]: float(v) for k, v in values.items() if k in _NAMES}
+            if values
+            else dict.fromkeys(METRICS, 0.0)
+        )
+    mean = {m: sum(v[m] for v in per_question.values()) / max(len(per_question), 1) for m in METRICS}
+    return MetricReport(mean=mean, per_question=per_question)
+
+
+def evaluate_scores(examples: Sequence[RankingExample], scores: Sequence[Sequence[float]]) -> MetricReport:
+    """Evaluate one score per candidate (higher is better; ties keep the input order)."""
+    if len(examples) != len(scores):
+        raise ValueError(f"{len(examples)} examples but {len(scores)} score lists")
+    rankings = {}
+    for ex, sc in zip(examples, scores, strict=True):
+        if len(sc) != len(ex.candidates):
+            raise ValueError(f"question {ex.qid!r}: {len(ex.candidates)} candidates but {len(sc)} scores")
+        order = sorted(range(len(sc)), key=lambda i: (-float(sc[i]), i))
+        rankings[ex.qid] = [ex.candidates[i].id for i in order]
+    return evaluate_ranked(qrels_from_examples(examples), rankings)

@@ -1,0 +1,88 @@
+"""A small, deterministic BM25 index over plain texts with string ids, built on ``bm25s``.
+
+Texts are lower-cased, split on ``\\b\\w\\w+\\b`` (the scikit-learn pattern bm25s uses) and English
+stopwords are removed; no stemming, so the index needs nothing beyond ``bm25s`` and numpy.
+Scoring is Lucene's BM25 variant. Results are ordered by score, ties broken by id, so the same
+corpus and query always give the same list whatever order the documents were added in.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import bm25s
+import numpy as np
+from bm25s.tokenization import Tokenizer
+
+__all__ = ["BM25Index"]
+
+
+class BM25Index:
+    """BM25 over a fixed list of ``(id, text)`` documents; build it with :meth:`build`."""
+
+    def __init__(self, ids: list[str], tokenizer: Tokenizer, model: bm25s.BM25) -> None:
+        self._ids = ids
+        self._tokenizer = tokenizer
+        self._model = model
+        # Position of each document in id order: the secondary sort key that makes ties deterministic.
+        self._id_rank = np.argsort(np.argsort(np.asarray(ids, dtype=object), kind="stable"), kind="stable")
+
+    @classmethod
+    def build(cls, ids: Sequence[str], texts: Sequence[str], k1: float = 1.5, b: float = 0.75) -> BM25Index:
+        """Index ``texts`` under ``ids`` (same length, ids unique)."""
+        ids = [str(i) for i in ids]
+        texts = list(texts)
+        if len(ids) != len(texts):
+            raise ValueError(f"BM25Index.build: {len(ids)} ids but {len(texts)} texts")
+        if not ids:
+            raise ValueError("BM25Index.build: the corpus is empty")
+        if len(set(ids)) != len(ids):
+            dupes = sorted({i for i in ids if ids.count(i) > 1})[:5]
+            raise ValueError(f"BM25Index.build: duplicate ids, e.g. {dupes}")
+        tokenizer = Tokenizer(lower=True, stopwords="en", stemmer=None)
+        token_ids = tokenizer.tokenize(texts, update_vocab=True, return_as="ids", show_progress=False)
+        model = bm25s.BM25(k1=k1, b=b, method="lucene", backend="numpy")
+        model.index((token_ids, tokenizer.get_vocab_dict()), show_progress=False)
+        return cls(ids, tokenizer, model)
+
+    def __len__(self) -> int:
+        return len(self._ids)
+
+    @property
+    def ids(self) -> list[str]:
+        """Document ids in insertion order."""
+        return list(self._ids)
+
+    def search(self, query: str, k: int) -> list[tuple[str, float]]:
+        """Return the ``min(k, len(self))`` best ``(id, score)`` pairs for ``query``, best first."""
+        return self.search_many([query], k)[0]
+
+    def search_many(self, queries: Sequence[str], k: int) -> list[list[tuple[str, float]]]:
+        """:meth:`search` for many queries: one tokenizer pass, then one score vector per query."""
+        if not queries:
+            return []
+        # Words the corpus never saw cannot score, so the vocabulary is frozen; allow_empty=False keeps
+        # a stopword-only query from matching the placeholder token bm25s gives empty documents.
+        token_ids = self._tokenizer.tokenize(
+            list(queries), update_vocab=False, return_as="ids", show_progress=False, allow_empty=False
+        )
+        return [self._top_k(self._scores(ids), k) for ids in token_ids]
+
+    def _scores(self, token_ids: list[int]) -> np.ndarray:
+        if not token_ids:
+            return np.zeros(len(self._ids), dtype=np.float32)
+        return self._model.get_scores_from_ids(token_ids)
+
+    def _top_k(self, scores: np.ndarray, k: int) -> list[tuple[str, float]]:
+        n = len(scores)
+        k = min(k, n)
+        if k <= 0:
+            return []
+        if k < n:
+            # Keep every document tied with the k-th score so the id tie-break sees all of them.
+            threshold = np.partition(scores, n - k)[n - k]
+            pool = np.flatnonzero(scores >= threshold)
+        else:
+            pool = np.arange(n)
+        order = np.lexsort((self._id_rank[pool], -scores[pool]))[:k]
+        return [(self._ids[i], float(scores[i])) for i in pool[order]]

@@ -1,0 +1,66 @@
+"""Training configuration (a dataclass with help text; the CLI builds its options from it)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+
+@dataclass
+class TrainConfig:
+    """How to train a ranker: optimisation, data sampling, evaluation and checkpoints."""
+
+    epochs: float = field(
+        default=1.0, metadata={"help": "passes over the training pairs (fractions allowed)"}
+    )
+    batch_size: int = field(default=32, metadata={"help": "pairs per forward pass"})
+    grad_accum: int = field(default=1, metadata={"help": "forward passes per optimizer step"})
+    lr: float = field(default=3e-5, metadata={"help": "peak learning rate of AdamW"})
+    weight_decay: float = field(
+        default=0.01, metadata={"help": "AdamW weight decay (not on biases/LayerNorm)"}
+    )
+    warmup_ratio: float = field(default=0.1, metadata={"help": "share of steps with linear warm-up"})
+    max_grad_norm: float = field(default=1.0, metadata={"help": "gradient clipping norm"})
+    seed: int = field(default=42, metadata={"help": "seed for sampling, shuffling and dropout"})
+    max_negatives: int | None = field(
+        default=None, metadata={"help": "keep at most this many negatives per question (sampled)"}
+    )
+    max_pairs: int | None = field(
+        default=None, metadata={"help": "cap on training pairs (sampled by question)"}
+    )
+    eval_every: int = field(
+        default=0, metadata={"help": "also evaluate every N optimizer steps (0: per epoch)"}
+    )
+    checkpoint_every: int = field(
+        default=200, metadata={"help": "write a resumable checkpoint every N steps"}
+    )
+    metric: str = field(default="map", metadata={"help": "dev metric that picks the best checkpoint"})
+    progress: bool = field(default=True, metadata={"help": "show progress bars"})
+
+    def __post_init__(self) -> None:
+        checks = {
+            "epochs": self.epochs > 0,
+            "batch_size": self.batch_size >= 1,
+            "grad_accum": self.grad_accum >= 1,
+            "lr": self.lr > 0,
+            "warmup_ratio": 0 <= self.warmup_ratio < 1,
+        }
+        bad = [name for name, ok in checks.items() if not ok]
+        if bad:
+            raise ValueError(f"TrainConfig: invalid {', '.join(f'{b}={getattr(self, b)!r}' for b in bad)}")
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, path: str | Path, **overrides: Any) -> TrainConfig:
+        """Read a JSON file of fields; unknown keys are an error naming the key."""
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+        known = {f.name for f in fields(cls)}
+        unknown = set(data) - known
+        if unknown:
+            raise ValueError(f"{path}: unknown TrainConfig field(s) {sorted(unknown)}")
+        data.update({k: v for k, v in overrides.items() if v is not None})
+        return cls(**data)

@@ -1,0 +1,57 @@
+"""Labelled (question, candidate) pairs for pointwise training, with negative sampling."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from sieveqa.data.records import RankingExample
+
+
+@dataclass
+class LabelledPairs:
+    """Parallel lists of question texts, candidate texts and 0/1 labels."""
+
+    questions: list[str]
+    texts: list[str]
+    labels: list[int]
+
+    def __len__(self) -> int:
+        return len(self.labels)
+
+    @property
+    def n_positive(self) -> int:
+        return sum(self.labels)
+
+
+def make_pairs(
+    examples: Sequence[RankingExample],
+    max_negatives: int | None = None,
+    max_pairs: int | None = None,
+    seed: int = 0,
+) -> LabelledPairs:
+    """All positives of every question plus at most ``max_negatives`` sampled negatives each.
+
+    ``max_pairs`` then samples whole questions until the budget is reached, so a transfer set
+    larger than this machine can train on keeps its per-question balance.
+    """
+    rng = random.Random(seed)
+    order = list(range(len(examples)))
+    if max_pairs is not None:
+        rng.shuffle(order)
+    out = LabelledPairs([], [], [])
+    for i in order:
+        ex = examples[i]
+        labelled = [c for c in ex.candidates if c.label is not None]
+        pos = [c for c in labelled if c.label == 1]
+        neg = [c for c in labelled if c.label == 0]
+        if max_negatives is not None and len(neg) > max_negatives:
+            neg = rng.sample(neg, max_negatives)
+        if max_pairs is not None and len(out) + len(pos) + len(neg) > max_pairs and len(out) > 0:
+            break
+        for cand in pos + neg:
+            out.questions.append(ex.question.text)
+            out.texts.append(cand.text)
+            out.labels.append(int(cand.label))
+    return out

@@ -1,0 +1,243 @@
+"""One training loop for every sieveqa model: AdamW, linear warm-up then decay, gradient accumulation,
+seeded runs, progress bars, dev evaluation that keeps the best model, and checkpoints that resume
+exactly where a killed run stopped.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+import numpy as np
+import torch
+from safetensors.torch import load_file, save_file
+from torch import Tensor, nn
+from tqdm.auto import tqdm
+from transformers import get_linear_schedule_with_warmup
+
+from sieveqa.batching import PairFeatures, collate, length_batches
+from sieveqa.io import atomic_dir, atomic_write_json
+from sieveqa.training.config import TrainConfig
+
+
+class Objective(Protocol):
+    """A training loss: given the model and a collated batch (with ``labels``), return a scalar."""
+
+    def __call__(self, model: nn.Module, batch: dict[str, Tensor]) -> Tensor: ...
+
+
+class SavableModel(Protocol):
+    def save_pretrained(self, path: str | Path, extra: dict[str, Any] | None = None) -> Path: ...
+
+
+Evaluate = Callable[[nn.Module], dict[str, float]]
+
+
+@dataclass
+class TrainState:
+    """Where a run is: what the checkpoint records besides weights and optimizer."""
+
+    epoch: int = 0
+    batch_in_epoch: int = 0
+    step: int = 0
+    best_metric: float = -math.inf
+    best_step: int = -1
+    history: list[dict[str, Any]] = field(default_factory=list)
+
+
+def seed_everything(seed: int) -> None:
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)
+
+
+def _param_groups(model: nn.Module, weight_decay: float) -> list[dict[str, Any]]:
+    decay, no_decay = [], []
+    for name, param in model.named_parameters():
+        if not param.requires_grad:
+            continue
+        (no_decay if param.ndim < 2 or "LayerNorm" in name else decay).append(param)
+    return [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
+
+
+class Trainer:
+    """Trains ``model`` on tokenized pairs with ``objective``; writes everything under ``out_dir``.
+
+    ``out_dir/best`` holds the best model by the dev metric (or the last one without ``evaluate``),
+    ``out_dir/checkpoint`` the resumable state, ``out_dir/train_log.json`` the history.
+    """
+
+    def __init__(
+        self,
+        model: nn.Module,
+        objective: Objective,
+        features: PairFeatures,
+        labels: list[int] | list[float],
+        config: TrainConfig,
+        out_dir: str | Path,
+        evaluate: Evaluate | None = None,
+        pad_id: int = 0,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        if len(features) != len(labels) or len(labels) == 0:
+            raise ValueError(
+                f"need one label per training pair, got {len(features)} pairs / {len(labels)} labels"
+            )
+        self.model, self.objective, self.features, self.config = model, objective, features, config
+        self.labels = torch.tensor(labels, dtype=torch.float32)
+        self.out_dir = Path(out_dir)
+        self.evaluate = evaluate
+        self.pad_id = pad_id
+        self.meta = meta or {}
+        self.batches_per_epoch = math.ceil(len(features) / config.batch_size)
+        self.total_batches = max(1, round(self.batches_per_epoch * config.epochs))
+        self.total_steps = math.ceil(self.total_batches / config.grad_accum)
+        self.optimizer = torch.optim.AdamW(_param_groups(model, config.weight_decay), lr=config.lr)
+        self.scheduler = get_linear_schedule_with_warmup(
+            self.optimizer, int(config.warmup_ratio * self.total_steps), self.total_steps
+        )
+        self.state = TrainState()
+
+    # -- checkpoints --------------------------------------------------------------------------------
+
+    @property
+    def checkpoint_dir(self) -> Path:
+        return self.out_dir / "checkpoint"
+
+    def save_checkpoint(self) -> None:
+        with atomic_dir(self.checkpoint_dir) as tmp:
+            save_file(
+                {k: v.contiguous() for k, v in self.model.state_dict().items()},
+                str(tmp / "model.safetensors"),
+            )
+            torch.save(
+                {
+                    "optimizer": self.optimizer.state_dict(),
+                    "scheduler": self.scheduler.state_dict(),
+                    "torch_rng": torch.get_rng_state(),
+                },
+                tmp / "optimizer.pt",
+            )
+            state = {**self.state.__dict__, "config": self.config.to_dict(), "n_pairs": len(self.features)}
+            (tmp / "trainer_state.json").write_text(json.dumps(state, indent=2), encoding="utf-8")
+
+    def try_resume(self) -> bool:
+        """Load ``out_dir/checkpoint`` if present; refuse one written for other data or settings."""
+        path = self.checkpoint_dir
+        if not (path / "trainer_state.json").is_file():
+            return False
+        saved = json.loads((path / "trainer_state.json").read_text(encoding="utf-8"))
+        ours = {"config": self.config.to_dict(), "n_pairs": len(self.features)}
+        for key, value in ours.items():
+            if saved.get(key) != value:
+                raise ValueError(
+                    f"{path}: checkpoint was written with another {key} ({saved.get(key)!r}); "
+                    "use a new output folder or delete the checkpoint"
+                )
+        self.model.load_state_dict(load_file(str(path / "model.safetensors")))
+        blob = torch.load(path / "optimizer.pt", weights_only=True)
+        self.optimizer.load_state_dict(blob["optimizer"])
+        self.scheduler.load_state_dict(blob["scheduler"])
+        torch.set_rng_state(blob["torch_rng"])
+        fields_ = {k: saved[k] for k in TrainState.__dataclass_fields__}
+        self.state = TrainState(**fields_)
+        return True
+
+    # -- the loop -------------------------------------------------------------------------------------
+
+    def _epoch_batches(self, epoch: int) -> list[list[int]]:
+        rng = random.Random(self.config.seed * 1_000_003 + epoch)
+        return length_batches(self.features.lengths, self.config.batch_size, rng=rng)
+
+    def _run_eval(self, reason: str) -> None:
+        record: dict[str, Any] = {"step": self.state.step, "epoch": self.state.epoch, "when": reason}
+        if self.evaluate is not None:
+            self.model.eval()
+            metrics = self.evaluate(self.model)
+            self.model.train()
+            record.update(metrics)
+            value = metrics[self.config.metric]
+            if value > self.state.best_metric:
+                self.state.best_metric, self.state.best_step = value, self.state.step
+                self._save_best()
+        else:
+            self._save_best()
+        self.state.history.append(record)
+        atomic_write_json(self.out_dir / "train_log.json", self.state.history)
+        tqdm.write(
+            f"[{reason}] " + ", ".join(f"{k}={v:.4f}" for k, v in record.items() if isinstance(v, float))
+        )
+
+    def _save_best(self) -> None:
+        if hasattr(self.model, "save_pretrained"):
+            extra = {"training": {**self.meta, "step": self.state.step, "config": self.config.to_dict()}}
+            self.model.save_pretrained(self.out_dir / "best", extra=extra)
+
+    def train(self, resume: bool = True) -> TrainState:
+        """Run (or continue) training; returns the final state with the history."""
+        seed_everything(self.config.seed)
+        if resume and self.try_resume():
+            tqdm.write(f"resumed from {self.checkpoint_dir} at step {self.state.step}")
+        self.model.train()
+        done = self.state.epoch * self.batches_per_epoch + self.state.batch_in_epoch
+        bar = tqdm(
+            total=self.total_batches,
+            initial=done,
+            desc="training",
+            unit="batch",
+            disable=not self.config.progress,
+            dynamic_ncols=True,
+        )
+        accum, running, started = 0, 0.0, time.perf_counter()
+        while done < self.total_batches:
+            batches = self._epoch_batches(self.state.epoch)
+            for rows in batches[self.state.batch_in_epoch :]:
+                if done >= self.total_batches:
+                    break
+                batch = collate(self.features, rows, self.pad_id)
+                batch["labels"] = self.labels[rows]
+                loss = self.objective(self.model, batch) / self.config.grad_accum
+                loss.backward()
+                accum += 1
+                running = (
+                    0.98 * running + 0.02 * loss.item() * self.config.grad_accum if done else loss.item()
+                )
+                self.state.batch_in_epoch += 1
+                done += 1
+                bar.update(1)
+                bar.set_postfix(loss=f"{running:.4f}", lr=f"{self.scheduler.get_last_lr()[0]:.2e}")
+                if accum == self.config.grad_accum or done == self.total_batches:
+                    self._optimizer_step()
+                    accum = 0
+                    if self.config.eval_every and self.state.step % self.config.eval_every == 0:
+                        self._run_eval(f"step {self.state.step}")
+                    if self.state.step % self.config.checkpoint_every == 0:
+                        self.save_checkpoint()
+            if self.state.batch_in_epoch >= len(batches):
+                self.state.epoch += 1
+                self.state.batch_in_epoch = 0
+                self._run_eval(f"epoch {self.state.epoch}")
+                self.save_checkpoint()
+        bar.close()
+        if not self.state.history or self.state.history[-1]["step"] != self.state.step:
+            self._run_eval("end")
+        self.save_checkpoint()
+        tqdm.write(
+            f"trained {self.state.step} steps in {time.perf_counter() - started:.0f}s; "
+            f"best {self.config.metric}={self.state.best_metric:.4f} at step {self.state.best_step}"
+        )
+        return self.state
+
+    def _optimizer_step(self) -> None:
+        params = [p for group in self.optimizer.param_groups for p in group["params"]]
+        torch.nn.utils.clip_grad_norm_(params, self.config.max_grad_norm)
+        self.optimizer.step()
+        self.scheduler.step()
+        self.optimizer.zero_grad(set_to_none=True)
+        self.state.step += 1

@@ -1,0 +1,48 @@
+"""Shared fixtures: a tiny random cross-encoder built once per session, small hand-made data files."""
+
+from __future__ import annotations
+
+import copy
+import gzip
+from pathlib import Path
+
+import pytest
+
+from sieveqa.data.paths import data_root
+from sieveqa.errors import DatasetNotFoundError
+
+
+@pytest.fixture(scope="session")
+def _tiny_model_once():
+    from sieveqa.models.cross_encoder import CrossEncoder, CrossEncoderConfig
+
+    return CrossEncoder(CrossEncoderConfig(backbone="tiny", max_length=64))
+
+
+@pytest.fixture
+def tiny_model(_tiny_model_once):
+    """A fresh copy of the tiny random cross-encoder (tests may train or mutate it)."""
+    return copy.deepcopy(_tiny_model_once)
+
+
+@pytest.fixture(scope="session")
+def real_data() -> Path:
+    """The shared real datasets; tests needing them skip when they are absent."""
+    try:
+        return data_root()
+    except DatasetNotFoundError:
+        pytest.skip("real datasets not available (set SIEVEQA_DATA)")
+
+
+def write_gz(path: Path, text: str) -> Path:
+    with gzip.open(path, "wt", encoding="utf-8") as handle:
+        handle.write(text)
+    return path
+
+
+@pytest.fixture
+def example_jsonl() -> Path:
+    """The small example file shipped with the package."""
+    from sieveqa.models.zoo import RESOURCES
+
+    return RESOURCES / "example.jsonl"

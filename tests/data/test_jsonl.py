@@ -1,0 +1,71 @@
+import json
+from pathlib import Path
+
+import pytest
+
+from sieveqa.data.jsonl import example_dict, read_jsonl, write_jsonl
+from sieveqa.data.records import Candidate, Question, RankingExample, ScoredCandidate
+from sieveqa.errors import DataFormatError
+
+
+def _example() -> RankingExample:
+    return RankingExample(
+        Question("q1", "Who wrote Hamlet?"),
+        [Candidate("a", "Shakespeare wrote it.", 1, "p1", "d1"), Candidate("b", "It is a play.", 0)],
+    )
+
+
+@pytest.mark.parametrize("suffix", [".jsonl", ".jsonl.gz"])
+def test_round_trip(tmp_path: Path, suffix: str) -> None:
+    path = tmp_path / f"x{suffix}"
+    assert write_jsonl(path, [example_dict(_example())]) == 1
+    (back,) = read_jsonl(path)
+    assert back.question == _example().question
+    assert back.candidates == _example().candidates
+
+
+def test_gzip_output_is_reproducible(tmp_path: Path) -> None:
+    a, b = tmp_path / "a.jsonl.gz", tmp_path / "b.jsonl.gz"
+    write_jsonl(a, [example_dict(_example())])
+    write_jsonl(b, [example_dict(_example())])
+    assert a.read_bytes() == b.read_bytes()
+
+
+def test_ranked_output_adds_score_and_rank() -> None:
+    ex = _example()
+    ranked = [ScoredCandidate(ex.candidates[1], 2.0, 1), ScoredCandidate(ex.candidates[0], -1.0, 2)]
+    row = example_dict(ex, ranked)
+    assert [(c["id"], c["rank"], c["score"]) for c in row["candidates"]] == [("b", 1, 2.0), ("a", 2, -1.0)]
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        ("{not json", r"x\.jsonl:2: invalid JSON"),
+        (
+            json.dumps({"qid": "q", "question": "?", "candidates": {}}),
+            r"x\.jsonl:2: field 'candidates' must be a list",
+        ),
+        (json.dumps({"qid": "", "question": "?", "candidates": []}), r"x\.jsonl:2: field 'qid'"),
+        (
+            json.dumps({"qid": "q", "question": "?", "candidates": [{"id": "a", "text": "t", "label": 2}]}),
+            r"x\.jsonl:2: candidates\[0\]: field 'label' must be 0 or 1",
+        ),
+        (
+            json.dumps(
+                {
+                    "qid": "q",
+                    "question": "?",
+                    "candidates": [{"id": "a", "text": "t"}, {"id": "a", "text": "u"}],
+                }
+            ),
+            r"candidates\[1\]: duplicate candidate id 'a'",
+        ),
+    ],
+)
+def test_malformed_line_names_file_line_and_field(tmp_path: Path, line: str, message: str) -> None:
+    path = tmp_path / "x.jsonl"
+    good = json.dumps({"qid": "ok", "question": "?", "candidates": [{"id": "a", "text": "t"}]})
+    path.write_text(good + "\n" + line + "\n", encoding="utf-8")
+    with pytest.raises(DataFormatError, match=message):
+        read_jsonl(path)

@@ -1,0 +1,87 @@
+from pathlib import Path
+
+import pytest
+import torch
+
+from sieveqa.data.jsonl import read_jsonl
+from sieveqa.errors import ModelFormatError
+from sieveqa.models.cross_encoder import WORD_EMBEDDINGS, CrossEncoder
+
+
+def test_scores_do_not_depend_on_batching(tiny_model, example_jsonl: Path) -> None:
+    examples = read_jsonl(example_jsonl)
+    tiny_model.batch_size = 64
+    whole = tiny_model.score(examples)
+    tiny_model.batch_size = 3
+    pieces = tiny_model.score(examples)
+    for a, b in zip(whole, pieces, strict=True):
+        assert a == pytest.approx(b, abs=1e-5)
+    assert tiny_model.last_stats.pairs == sum(len(e.candidates) for e in examples)
+    assert tiny_model.last_stats.layer_units == 4 * tiny_model.last_stats.pairs
+
+
+def test_rank_sorts_by_score(tiny_model, example_jsonl: Path) -> None:
+    examples = read_jsonl(example_jsonl)
+    for ex, ranked in zip(examples, tiny_model.rank(examples), strict=True):
+        assert [s.rank for s in ranked] == list(range(1, len(ex.candidates) + 1))
+        scores = [s.score for s in ranked]
+        assert scores == sorted(scores, reverse=True)
+        assert {s.candidate.id for s in ranked} == {c.id for c in ex.candidates}
+
+
+def test_save_load_round_trip_fp16(tiny_model, example_jsonl: Path, tmp_path: Path) -> None:
+    examples = read_jsonl(example_jsonl)
+    before = tiny_model.score(examples)
+    tiny_model.save_pretrained(tmp_path / "m")
+    loaded = CrossEncoder.from_pretrained(tmp_path / "m")
+    for a, b in zip(before, loaded.score(examples), strict=True):
+        assert a == pytest.approx(b, abs=1e-3)
+
+
+def test_load_refuses_missing_tensors(tiny_model, tmp_path: Path) -> None:
+    from safetensors.torch import load_file, save_file
+
+    tiny_model.save_pretrained(tmp_path / "m")
+    weights = tmp_path / "m" / "model.safetensors"
+    state = load_file(str(weights))
+    state.pop("head.1.weight")
+    save_file(state, str(weights))
+    with pytest.raises(ModelFormatError, match=r"missing \['head\.1\.weight'\]"):
+        CrossEncoder.from_pretrained(tmp_path / "m")
+
+
+def test_not_a_model_folder(tmp_path: Path) -> None:
+    with pytest.raises(ModelFormatError, match="neither a shipped model"):
+        CrossEncoder.from_pretrained(tmp_path / "nothing")
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(ModelFormatError, match="not a sieveqa model folder"):
+        CrossEncoder.from_pretrained(tmp_path / "empty")
+
+
+@pytest.mark.parametrize("precision", ["bf16", "int8"])
+def test_reduced_precision_stays_close(tiny_model, example_jsonl: Path, precision: str) -> None:
+    examples = read_jsonl(example_jsonl)
+    ref = tiny_model.score(examples)
+    tiny_model.precision = precision
+    low = tiny_model.score(examples)
+    ref_t = torch.tensor([x for row in ref for x in row])
+    low_t = torch.tensor([x for row in low for x in row])
+    # bf16 keeps ~3 significant digits; int8 quantizes weights per tensor. Both stay near fp32.
+    assert (ref_t - low_t).abs().max() < 0.05
+    assert not torch.equal(ref_t, low_t)
+
+
+@pytest.mark.real
+def test_real_model_excludes_frozen_embeddings(tmp_path: Path) -> None:
+    model = CrossEncoder()
+    model.save_pretrained(tmp_path / "m")
+    size_mb = (tmp_path / "m" / "model.safetensors").stat().st_size / 1e6
+    assert size_mb < 25
+    from safetensors import safe_open
+
+    with safe_open(str(tmp_path / "m" / "model.safetensors"), "pt") as f:
+        assert not any(k.startswith(WORD_EMBEDDINGS) for k in f.keys())  # noqa: SIM118
+    # A different base (here: perturbed embeddings) is refused, not silently mixed in.
+    with torch.no_grad():
+        emb = model.encoder.backbone.embeddings.word_embeddings.weight
+        assert emb.requires_grad is False
