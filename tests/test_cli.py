@@ -1,0 +1,103 @@
+"""The command line, end to end on a tiny saved model."""
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from sieveqa.cli import app
+from sieveqa.data.jsonl import read_jsonl
+
+runner = CliRunner()
+
+
+@pytest.fixture
+def saved_tiny(tiny_model, tmp_path: Path) -> Path:
+    return tiny_model.save_pretrained(tmp_path / "tiny-model")
+
+
+def test_rank_prints_and_writes_ranked_jsonl(saved_tiny: Path, example_jsonl: Path, tmp_path: Path) -> None:
+    out = tmp_path / "ranked.jsonl"
+    result = runner.invoke(
+        app,
+        [
+            "rank",
+            "--model",
+            str(saved_tiny),
+            "--input",
+            str(example_jsonl),
+            "--output",
+            str(out),
+            "--top",
+            "2",
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    assert "How tall is the Eiffel Tower?" in result.output
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [r["qid"] for r in rows] == [e.qid for e in read_jsonl(example_jsonl)]
+    for row in rows:
+        ranks = [c["rank"] for c in row["candidates"]]
+        scores = [c["score"] for c in row["candidates"]]
+        assert ranks == list(range(1, len(ranks) + 1))
+        assert scores == sorted(scores, reverse=True)
+
+
+def test_eval_writes_the_promised_json(saved_tiny: Path, example_jsonl: Path, tmp_path: Path) -> None:
+    out = tmp_path / "m.json"
+    result = runner.invoke(
+        app, ["eval", "--model", str(saved_tiny), "--dataset", f"jsonl:{example_jsonl}", "--json", str(out)]
+    )
+    assert result.exit_code == 0, result.output
+    metrics = json.loads(out.read_text())
+    for key in ("map", "mrr", "p@1", "ndcg@10", "n_questions", "pairs_per_second", "layer_units"):
+        assert key in metrics
+    assert metrics["n_questions"] == 3
+    assert metrics["layer_units"] == 4 * 16  # 16 pairs, 4 layers each
+    assert 0.0 <= metrics["map"] <= 1.0
+
+
+def test_bad_dataset_name_is_a_clear_error(saved_tiny: Path) -> None:
+    result = runner.invoke(app, ["eval", "--model", str(saved_tiny), "--dataset", "wikiqa:validation"])
+    assert result.exit_code != 0
+    assert "wikiqa has no split 'validation'" in str(result.exception)
+
+
+def test_bad_precision_rejected(saved_tiny: Path, example_jsonl: Path) -> None:
+    result = runner.invoke(
+        app, ["rank", "--model", str(saved_tiny), "--input", str(example_jsonl), "--precision", "fp8"]
+    )
+    assert result.exit_code == 2
+    assert "fp8" in result.output or "precision" in result.output
+
+
+def test_train_then_rank_with_tiny_backbone(example_jsonl: Path, tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    args = [
+        "train",
+        "--train",
+        f"jsonl:{example_jsonl}",
+        "--init",
+        "tiny",
+        "--dev",
+        f"jsonl:{example_jsonl}",
+        "--out",
+        str(out),
+        "--epochs",
+        "1",
+        "--batch-size",
+        "8",
+    ]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    assert (out / "best" / "model.safetensors").is_file()
+    result = runner.invoke(app, ["rank", "--model", str(out / "best"), "--input", str(example_jsonl)])
+    assert result.exit_code == 0, result.output
+
+
+def test_help_explains_commands() -> None:
+    result = runner.invoke(app, ["--help"])
+    assert result.exit_code == 0
+    for command in ("train", "eval", "rank", "backbones", "data"):
+        assert command in result.output
