@@ -34,6 +34,17 @@ def real_data() -> Path:
         pytest.skip("real datasets not available (set SIEVEQA_DATA)")
 
 
+@pytest.fixture(scope="session")
+def squad_path(real_data: Path) -> Path:
+    """The real SQuAD v1.1 dev JSON."""
+    from sieveqa.data.squad import default_squad_path
+
+    path = default_squad_path()
+    if not path.is_file():
+        pytest.skip(f"{path} missing")
+    return path
+
+
 def write_gz(path: Path, text: str) -> Path:
     with gzip.open(path, "wt", encoding="utf-8") as handle:
         handle.write(text)

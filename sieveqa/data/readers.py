@@ -5,7 +5,7 @@ from __future__ import annotations
 import csv
 import gzip
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO
 
@@ -14,6 +14,8 @@ from sieveqa.errors import DataFormatError
 
 WIKIQA_COLUMNS = ("QuestionID", "Question", "DocumentID", "DocumentTitle", "SentenceID", "Sentence", "Label")
 TRECQA_COLUMNS = ("qid", "question", "answer", "label")
+
+CandidateMaker = Callable[[dict[str, str], int, int], Candidate]
 
 
 def _open_tsv(path: Path) -> IO[str]:
@@ -44,41 +46,35 @@ def _label(value: str, path: Path, lineno: int) -> int:
     return int(value)
 
 
-def read_wikiqa(path: str | os.PathLike[str]) -> list[RankingExample]:
-    """Read a WikiQA TSV (original release): every question with all of its candidate sentences."""
-    path = Path(path)
+def _group(
+    path: Path, columns: tuple[str, ...], qid_col: str, question_col: str, make: CandidateMaker
+) -> list[RankingExample]:
+    """Group consecutive-or-not rows by question id; a qid must keep one question text."""
     examples: dict[str, RankingExample] = {}
-    for lineno, row in _rows(path, WIKIQA_COLUMNS):
-        qid = row["QuestionID"]
+    for lineno, row in _rows(path, columns):
+        qid = row[qid_col]
         ex = examples.get(qid)
         if ex is None:
-            ex = examples[qid] = RankingExample(Question(qid, row["Question"]))
-        ex.candidates.append(
-            Candidate(
-                id=row["SentenceID"],
-                text=row["Sentence"],
-                label=_label(row["Label"], path, lineno),
-                passage_id=row["DocumentID"],
-                doc_id=row["DocumentTitle"],
-            )
-        )
+            ex = examples[qid] = RankingExample(Question(qid, row[question_col]))
+        elif ex.question.text != row[question_col]:
+            raise DataFormatError(f"{path}:{lineno}: qid {qid!r} reappears with another question text")
+        ex.candidates.append(make(row, _label(row[columns[-1]], path, lineno), len(ex.candidates)))
     return list(examples.values())
+
+
+def read_wikiqa(path: str | os.PathLike[str]) -> list[RankingExample]:
+    """Read a WikiQA TSV (original release): every question with all of its candidate sentences."""
+
+    def make(row: dict[str, str], label: int, _: int) -> Candidate:
+        return Candidate(row["SentenceID"], row["Sentence"], label, row["DocumentID"], row["DocumentTitle"])
+
+    return _group(Path(path), WIKIQA_COLUMNS, "QuestionID", "Question", make)
 
 
 def read_trecqa(path: str | os.PathLike[str]) -> list[RankingExample]:
     """Read a TrecQA TSV (qid, question, answer, label); candidate ids are ``{qid}-{index}``."""
-    path = Path(path)
-    examples: dict[str, RankingExample] = {}
-    for lineno, row in _rows(path, TRECQA_COLUMNS):
-        qid = row["qid"]
-        ex = examples.get(qid)
-        if ex is None:
-            ex = examples[qid] = RankingExample(Question(qid, row["question"]))
-        elif ex.question.text != row["question"]:
-            raise DataFormatError(f"{path}:{lineno}: qid {qid!r} reappears with another question text")
-        ex.candidates.append(
-            Candidate(
-                id=f"{qid}-{len(ex.candidates)}", text=row["answer"], label=_label(row["label"], path, lineno)
-            )
-        )
-    return list(examples.values())
+
+    def make(row: dict[str, str], label: int, index: int) -> Candidate:
+        return Candidate(f"{row['qid']}-{index}", row["answer"], label)
+
+    return _group(Path(path), TRECQA_COLUMNS, "qid", "question", make)

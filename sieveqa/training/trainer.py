@@ -134,6 +134,9 @@ class Trainer:
             return False
         saved = json.loads((path / "trainer_state.json").read_text(encoding="utf-8"))
         ours = {"config": self.config.to_dict(), "n_pairs": len(self.features)}
+        # Showing progress bars or not changes nothing in the run; every other setting does.
+        for cfg in (saved.get("config", {}), ours["config"]):
+            cfg.pop("progress", None)
         for key, value in ours.items():
             if saved.get(key) != value:
                 raise ValueError(

@@ -10,19 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from sieveqa.data.squad import SquadParagraph, SquadQuestion, default_squad_path, read_squad
+from sieveqa.data.squad import SquadParagraph, SquadQuestion, read_squad
 from sieveqa.errors import DataFormatError, DatasetNotFoundError
-
-
-@pytest.fixture(scope="module")
-def squad_path() -> Path:
-    try:
-        path = default_squad_path()
-    except DatasetNotFoundError:
-        pytest.skip("no data folder")
-    if not path.is_file():
-        pytest.skip(f"{path} missing")
-    return path
 
 
 def test_real_file_counts(squad_path: Path) -> None:

@@ -10,23 +10,16 @@ import pytest
 
 from sieveqa.data.jsonl import read_jsonl
 from sieveqa.data.records import RankingExample
-from sieveqa.data.squad import SquadArticle, default_squad_path, read_squad
+from sieveqa.data.squad import SquadArticle, read_squad
 from sieveqa.data.squad_as2 import build_squad_as2, split_articles
-from sieveqa.errors import DatasetNotFoundError
 
 FILES = ["train.jsonl.gz", "dev-all.jsonl.gz", "test-all.jsonl.gz", "dev.jsonl.gz", "test.jsonl.gz"]
 SLICE = {"top_k": 3, "max_articles": 3, "dev_size": 20, "test_size": 50, "progress": False}
 
 
 @pytest.fixture(scope="module")
-def articles() -> list[SquadArticle]:
-    try:
-        path = default_squad_path()
-    except DatasetNotFoundError:
-        pytest.skip("no data folder")
-    if not path.is_file():
-        pytest.skip(f"{path} missing")
-    return read_squad(path)
+def articles(squad_path: Path) -> list[SquadArticle]:
+    return read_squad(squad_path)
 
 
 @pytest.fixture(scope="module")
