@@ -63,13 +63,14 @@ def main() -> None:
     parser.add_argument("--dataset", default="wikiqa:test")
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--limit", type=int, default=None, help="only the first N questions")
     parser.add_argument("--precisions", default="fp32,bf16,int8")
     parser.add_argument("--out", type=Path, default=Path("bench/results/throughput.json"))
     args = parser.parse_args()
 
     from sentence_transformers import CrossEncoder as STCrossEncoder
 
-    examples = load_dataset(args.dataset)
+    examples = load_dataset(args.dataset)[: args.limit]
     pairs = [(ex.question.text, c.text) for ex in examples for c in ex.candidates]
     ours = CrossEncoder.from_pretrained(args.model)
     ours.batch_size = args.batch_size

@@ -1,0 +1,36 @@
+"""The shipped default ranker loads in one line and ranks real questions well (tiny slices only)."""
+
+from pathlib import Path
+
+import pytest
+
+from sieveqa.data.jsonl import read_jsonl
+from sieveqa.data.registry import load_dataset
+from sieveqa.evaluation.metrics import evaluate_scores
+from sieveqa.models.cross_encoder import CrossEncoder
+from sieveqa.models.zoo import SHIPPED
+
+pytestmark = pytest.mark.real
+
+
+@pytest.fixture(scope="module")
+def default_model() -> CrossEncoder:
+    return CrossEncoder.from_pretrained("default")
+
+
+def test_shipped_files_are_small() -> None:
+    weights = SHIPPED["default"] / "model.safetensors"
+    assert weights.stat().st_size < 25 * 1024 * 1024
+
+
+def test_example_file_answers_rank_first(default_model: CrossEncoder, example_jsonl: Path) -> None:
+    examples = read_jsonl(example_jsonl)
+    for ex, ranked in zip(examples, default_model.rank(examples), strict=True):
+        assert ranked[0].candidate.label == 1, (ex.question.text, ranked[0].candidate.text)
+
+
+def test_wikiqa_slice_is_far_above_chance(default_model: CrossEncoder, real_data) -> None:
+    examples = load_dataset("wikiqa:dev")[:30]
+    report = evaluate_scores(examples, default_model.score(examples))
+    # A random ranking of this slice scores MAP ≈ 0.37 (mean of 50 shuffles); a trained model far more.
+    assert report.mean["map"] > 0.6
