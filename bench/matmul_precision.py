@@ -6,13 +6,12 @@ python bench/matmul_precision.py --out bench/results/matmul_precision.json
 from __future__ import annotations
 
 import argparse
-import platform
 import time
-from datetime import date
 from pathlib import Path
 
 import torch
 
+from sieveqa.evaluation.provenance import run_info
 from sieveqa.io import atomic_write_json
 
 
@@ -27,16 +26,6 @@ def gflops(n: int, dtype: torch.dtype, repeats: int) -> float:
     return 2 * n**3 / best / 1e9
 
 
-def cpu_flags() -> list[str]:
-    try:
-        text = Path("/proc/cpuinfo").read_text()
-    except OSError:
-        return []
-    wanted = ("avx2", "avx512f", "avx512_bf16", "amx_bf16", "avx512_vnni", "avx_vnni")
-    flags = set(next((line for line in text.splitlines() if line.startswith("flags")), "").split())
-    return [f for f in wanted if f in flags]
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--size", type=int, default=512)
@@ -49,11 +38,7 @@ def main() -> None:
     }
     result = {
         "bench": "matmul_precision",
-        "command": f"python bench/matmul_precision.py --size {args.size} --repeats {args.repeats}",
-        "date": date.today().isoformat(),
-        "machine": f"{platform.processor() or platform.machine()}, {torch.get_num_threads()} torch threads, "
-        f"flags: {', '.join(cpu_flags())}",
-        "torch": torch.__version__,
+        **run_info(f"python bench/matmul_precision.py --size {args.size} --repeats {args.repeats}"),
         "size": args.size,
         "gflops": rows,
         "bf16_over_fp32": round(rows["bfloat16"] / rows["float32"], 4),

@@ -12,11 +12,9 @@ to about (eps·|h|)² relative error, and the ranking agreement is measured rath
 from __future__ import annotations
 
 import argparse
-import platform
 import statistics
 import tempfile
 import time
-from datetime import date
 from pathlib import Path
 
 import torch
@@ -24,6 +22,7 @@ from transformers import BertConfig, BertForSequenceClassification
 
 from sieveqa.data.registry import load_dataset
 from sieveqa.evaluation.metrics import evaluate_scores
+from sieveqa.evaluation.provenance import run_info
 from sieveqa.io import atomic_write_json
 from sieveqa.models.cross_encoder import CrossEncoder
 
@@ -125,12 +124,12 @@ def main() -> None:
     base = rows["sentence-transformers"]["pairs_per_second"]
     for row in rows.values():
         row["speedup_vs_st"] = round(row["pairs_per_second"] / base, 2)
+    command = "python bench/throughput.py " + " ".join(
+        f"--{k.replace('_', '-')} {v}" for k, v in vars(args).items() if v is not None
+    )
     result = {
         "bench": "throughput",
-        "command": "python bench/throughput.py "
-        + " ".join(f"--{k.replace('_', '-')} {v}" for k, v in vars(args).items()),
-        "date": date.today().isoformat(),
-        "machine": f"{platform.processor() or platform.machine()}, {torch.get_num_threads()} torch threads",
+        **run_info(command),
         "dataset": args.dataset,
         "n_pairs": len(pairs),
         "n_questions": len(examples),

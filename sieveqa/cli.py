@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Annotated
 
@@ -128,6 +129,7 @@ def evaluate(
 
     from sieveqa.data.registry import load_dataset
     from sieveqa.evaluation.metrics import evaluate_scores
+    from sieveqa.evaluation.provenance import run_info
     from sieveqa.io import atomic_write_json
 
     examples = load_dataset(dataset)
@@ -146,6 +148,7 @@ def evaluate(
         "layer_units": stats.layer_units,
         "flops": stats.flops,
     }
+    result["run"] = run_info("sieveqa " + " ".join(sys.argv[1:]))
     if per_question:
         result["per_question"] = report.per_question
     table = Table(title=f"{model} on {dataset} ({report.n_questions} questions)")

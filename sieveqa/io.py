@@ -50,6 +50,10 @@ def atomic_dir(path: str | os.PathLike[str]) -> Iterator[Path]:
     tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent))
     try:
         yield tmp
+        # mkdtemp makes an owner-only folder; give the result the permissions mkdir/open() would.
+        os.chmod(tmp, 0o777 & ~_UMASK)
+        for child in tmp.rglob("*"):
+            os.chmod(child, (0o777 if child.is_dir() else 0o666) & ~_UMASK)
         old = path.with_name(f".{path.name}.old")
         if path.exists():
             shutil.rmtree(old, ignore_errors=True)

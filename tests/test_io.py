@@ -34,3 +34,5 @@ def test_atomic_dir_replaces_whole_folder(tmp_path: Path) -> None:
         (tmp / "c").write_text("3")
     assert sorted(p.name for p in target.iterdir()) == ["c"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["model"]
+    assert target.stat().st_mode & 0o055 == 0o055
+    assert (target / "c").stat().st_mode & 0o044 == 0o044

@@ -208,9 +208,8 @@ class Trainer:
                 loss = self.objective(self.model, batch) / self.config.grad_accum
                 loss.backward()
                 accum += 1
-                running = (
-                    0.98 * running + 0.02 * loss.item() * self.config.grad_accum if done else loss.item()
-                )
+                value = loss.item() * self.config.grad_accum
+                running = value if running == 0.0 else 0.98 * running + 0.02 * value
                 self.state.batch_in_epoch += 1
                 done += 1
                 bar.update(1)
