@@ -1,60 +1,80 @@
 """sieveqa: answer sentence selection and open-domain QA with as little transformer compute as needed.
 
->>> from sieveqa import CrossEncoder, load_dataset, evaluate_scores
->>> ranker = CrossEncoder.from_pretrained("default")
->>> examples = load_dataset("wikiqa:test")
->>> evaluate_scores(examples, ranker.score(examples)).mean["map"]
+    >>> from sieveqa import CrossEncoder, load_dataset, evaluate_scores
+    >>> ranker = CrossEncoder.from_pretrained("default")
+    >>> examples = load_dataset("wikiqa:test")
+    >>> evaluate_scores(examples, ranker.score(examples)).mean["map"]
+
+Names are imported on first use, so ``import sieveqa`` (and ``sieveqa --help``) stays fast.
 """
 
-from sieveqa.backbones import load_backbone
-from sieveqa.data import (
-    Candidate,
-    Question,
-    RankingExample,
-    ScoredCandidate,
-    load_dataset,
-    read_jsonl,
-    write_jsonl,
-)
-from sieveqa.encoder import CostCounter, EncoderState, SteppableEncoder
-from sieveqa.errors import (
-    BackboneError,
-    DataFormatError,
-    DatasetNotFoundError,
-    MissingExtraError,
-    ModelFormatError,
-    SieveQAError,
-)
-from sieveqa.evaluation import MetricReport, evaluate_ranked, evaluate_scores
-from sieveqa.models import CrossEncoder, CrossEncoderConfig, Ranker
-from sieveqa.training import TrainConfig, Trainer
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 
-__all__ = [
-    "BackboneError",
-    "Candidate",
-    "CostCounter",
-    "CrossEncoder",
-    "CrossEncoderConfig",
-    "DataFormatError",
-    "DatasetNotFoundError",
-    "EncoderState",
-    "MetricReport",
-    "MissingExtraError",
-    "ModelFormatError",
-    "Question",
-    "Ranker",
-    "RankingExample",
-    "ScoredCandidate",
-    "SieveQAError",
-    "SteppableEncoder",
-    "TrainConfig",
-    "Trainer",
-    "evaluate_ranked",
-    "evaluate_scores",
-    "load_backbone",
-    "load_dataset",
-    "read_jsonl",
-    "write_jsonl",
-]
+_EXPORTS = {
+    "load_backbone": "sieveqa.backbones",
+    "Candidate": "sieveqa.data",
+    "Question": "sieveqa.data",
+    "RankingExample": "sieveqa.data",
+    "ScoredCandidate": "sieveqa.data",
+    "load_dataset": "sieveqa.data",
+    "read_jsonl": "sieveqa.data",
+    "write_jsonl": "sieveqa.data",
+    "CostCounter": "sieveqa.encoder",
+    "EncoderState": "sieveqa.encoder",
+    "SteppableEncoder": "sieveqa.encoder",
+    "BackboneError": "sieveqa.errors",
+    "DataFormatError": "sieveqa.errors",
+    "DatasetNotFoundError": "sieveqa.errors",
+    "MissingExtraError": "sieveqa.errors",
+    "ModelFormatError": "sieveqa.errors",
+    "SieveQAError": "sieveqa.errors",
+    "MetricReport": "sieveqa.evaluation",
+    "evaluate_ranked": "sieveqa.evaluation",
+    "evaluate_scores": "sieveqa.evaluation",
+    "CrossEncoder": "sieveqa.models",
+    "CrossEncoderConfig": "sieveqa.models",
+    "Ranker": "sieveqa.models",
+    "TrainConfig": "sieveqa.training",
+    "Trainer": "sieveqa.training",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'sieveqa' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+if TYPE_CHECKING:
+    from sieveqa.backbones import load_backbone
+    from sieveqa.data import (
+        Candidate,
+        Question,
+        RankingExample,
+        ScoredCandidate,
+        load_dataset,
+        read_jsonl,
+        write_jsonl,
+    )
+    from sieveqa.encoder import CostCounter, EncoderState, SteppableEncoder
+    from sieveqa.errors import (
+        BackboneError,
+        DataFormatError,
+        DatasetNotFoundError,
+        MissingExtraError,
+        ModelFormatError,
+        SieveQAError,
+    )
+    from sieveqa.evaluation import MetricReport, evaluate_ranked, evaluate_scores
+    from sieveqa.models import CrossEncoder, CrossEncoderConfig, Ranker
+    from sieveqa.training import TrainConfig, Trainer
