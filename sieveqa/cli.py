@@ -35,8 +35,15 @@ ModelOpt = Annotated[
 ]
 
 
+def _given_on_command_line(ctx: typer.Context, name: str) -> bool:
+    # Typer vendors click, so compare the source by name rather than by a click enum import.
+    source = ctx.get_parameter_source(name)
+    return source is not None and source.name == "COMMANDLINE"
+
+
 @app.command()
 def train(
+    ctx: typer.Context,
     train_sets: Annotated[str, typer.Option("--train", help="comma-separated dataset names to train on")],
     out: Annotated[Path, typer.Option("--out", "-o", help="output folder (best model lands in OUT/best)")],
     init: Annotated[
@@ -83,7 +90,12 @@ def train(
         eval_every=eval_every,
         seed=seed,
     )
-    cfg = TrainConfig.from_json(config, **settings) if config else TrainConfig(**settings)
+    if config:
+        # Only flags typed on the command line override the file; defaults do not.
+        given = {k: v for k, v in settings.items() if _given_on_command_line(ctx, k)}
+        cfg = TrainConfig.from_json(config, **given)
+    else:
+        cfg = TrainConfig(**settings)
     state = train_cross_encoder(
         train_sets,
         out,

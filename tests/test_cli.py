@@ -101,3 +101,62 @@ def test_help_explains_commands() -> None:
     assert result.exit_code == 0
     for command in ("train", "eval", "rank", "backbones", "data"):
         assert command in result.output
+
+
+def test_backbones_lists_registered_names() -> None:
+    result = runner.invoke(app, ["backbones", "--no-verify"])
+    assert result.exit_code == 0, result.output
+    for name in ("minilm-l6", "minilm-l3", "mpnet-12", "tiny"):
+        assert name in result.output
+
+
+def test_data_build_unknown_benchmark() -> None:
+    result = runner.invoke(app, ["data", "build", "asnq"])
+    assert result.exit_code == 2
+    assert "unknown benchmark 'asnq'" in result.output
+
+
+def test_train_reads_a_json_config(example_jsonl: Path, tmp_path: Path) -> None:
+    config = tmp_path / "train.json"
+    config.write_text(json.dumps({"epochs": 1, "batch_size": 4, "bogus": 1}))
+    args = [
+        "train",
+        "--train",
+        f"jsonl:{example_jsonl}",
+        "--init",
+        "tiny",
+        "--dev",
+        "",
+        "--out",
+        str(tmp_path / "r"),
+        "--config",
+        str(config),
+    ]
+    result = runner.invoke(app, args)
+    assert result.exit_code != 0
+    assert "unknown TrainConfig field(s) ['bogus']" in str(result.exception)
+
+
+def test_json_config_values_win_over_flag_defaults(example_jsonl: Path, tmp_path: Path) -> None:
+    config = tmp_path / "train.json"
+    config.write_text(json.dumps({"epochs": 2, "batch_size": 4}))
+    out = tmp_path / "r"
+    args = [
+        "train",
+        "--train",
+        f"jsonl:{example_jsonl}",
+        "--init",
+        "tiny",
+        "--dev",
+        "",
+        "--out",
+        str(out),
+        "--config",
+        str(config),
+        "--batch-size",
+        "8",
+    ]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    saved = json.loads((out / "checkpoint" / "trainer_state.json").read_text())["config"]
+    assert (saved["epochs"], saved["batch_size"]) == (2, 8)
