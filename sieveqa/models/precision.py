@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import warnings
 from collections.abc import Iterator
 from typing import Literal
 
@@ -19,7 +20,8 @@ def apply_precision(model: nn.Module, precision: str) -> Iterator[nn.Module]:
     """Yield the module to run at ``precision``.
 
     bf16 runs the fp32 weights under CPU autocast; int8 runs a dynamically quantized copy (made once
-    per model and cached: quantizing takes longer than scoring a small batch).
+    per model and cached: quantizing takes longer than scoring a small batch, so weights changed after
+    the first int8 call are not seen by later int8 calls).
     """
     if precision == "fp32":
         yield model
@@ -29,9 +31,14 @@ def apply_precision(model: nn.Module, precision: str) -> Iterator[nn.Module]:
     elif precision == "int8":
         cached = getattr(model, "_int8_copy", None)
         if cached is None:
-            cached = torch.ao.quantization.quantize_dynamic(
-                copy.deepcopy(model), {nn.Linear}, dtype=torch.qint8
-            )
+            # torch.ao's eager quantization is deprecated in favour of torchao (not a dependency);
+            # it still works in the pinned torch, and its warnings would only repeat that.
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", category=DeprecationWarning)
+                warnings.simplefilter("ignore", category=UserWarning)
+                cached = torch.ao.quantization.quantize_dynamic(
+                    copy.deepcopy(model), {nn.Linear}, dtype=torch.qint8
+                )
             object.__setattr__(model, "_int8_copy", cached)
         yield cached
     else:
