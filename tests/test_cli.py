@@ -116,13 +116,14 @@ def test_data_build_unknown_benchmark() -> None:
     assert "unknown benchmark 'asnq'" in result.output
 
 
-def test_train_reads_a_json_config(example_jsonl: Path, tmp_path: Path) -> None:
+def _train_with_config(example_jsonl: Path, tmp_path: Path, settings: dict, *flags: str):
     config = tmp_path / "train.json"
-    config.write_text(json.dumps({"epochs": 1, "batch_size": 4, "bogus": 1}))
+    config.write_text(json.dumps(settings))
+    data = f"jsonl:{example_jsonl}"
     args = [
         "train",
         "--train",
-        f"jsonl:{example_jsonl}",
+        data,
         "--init",
         "tiny",
         "--dev",
@@ -132,31 +133,17 @@ def test_train_reads_a_json_config(example_jsonl: Path, tmp_path: Path) -> None:
         "--config",
         str(config),
     ]
-    result = runner.invoke(app, args)
+    return runner.invoke(app, [*args, *flags])
+
+
+def test_train_reads_a_json_config(example_jsonl: Path, tmp_path: Path) -> None:
+    result = _train_with_config(example_jsonl, tmp_path, {"epochs": 1, "batch_size": 4, "bogus": 1})
     assert result.exit_code != 0
     assert "unknown TrainConfig field(s) ['bogus']" in str(result.exception)
 
 
 def test_json_config_values_win_over_flag_defaults(example_jsonl: Path, tmp_path: Path) -> None:
-    config = tmp_path / "train.json"
-    config.write_text(json.dumps({"epochs": 2, "batch_size": 4}))
-    out = tmp_path / "r"
-    args = [
-        "train",
-        "--train",
-        f"jsonl:{example_jsonl}",
-        "--init",
-        "tiny",
-        "--dev",
-        "",
-        "--out",
-        str(out),
-        "--config",
-        str(config),
-        "--batch-size",
-        "8",
-    ]
-    result = runner.invoke(app, args)
+    result = _train_with_config(example_jsonl, tmp_path, {"epochs": 2, "batch_size": 4}, "--batch-size", "8")
     assert result.exit_code == 0, result.output
-    saved = json.loads((out / "checkpoint" / "trainer_state.json").read_text())["config"]
+    saved = json.loads((tmp_path / "r" / "checkpoint" / "trainer_state.json").read_text())["config"]
     assert (saved["epochs"], saved["batch_size"]) == (2, 8)

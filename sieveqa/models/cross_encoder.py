@@ -68,6 +68,8 @@ class CrossEncoder(nn.Module, Ranker):
         self.precision: Precision = "fp32"
         self.batch_size = 64
         self.last_stats = ScoringStats()
+        # What save_pretrained recorded (training provenance) when loaded from a folder.
+        self.meta: dict[str, Any] = {}
 
     def forward(
         self, input_ids: Tensor, attention_mask: Tensor, token_type_ids: Tensor | None = None
