@@ -119,3 +119,19 @@ def test_rebuild_is_byte_identical_and_skipped_when_current(built: tuple[Path, d
     (tmp_path / "dev.jsonl.gz").write_bytes(b"broken")
     assert build_squad_as2(tmp_path, **SLICE) == manifest
     assert (tmp_path / "dev.jsonl.gz").read_bytes() == (out / "dev.jsonl.gz").read_bytes()
+
+
+def test_dataset_names_read_the_built_files(
+    built: tuple[Path, dict], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import sieveqa.data.squad_as2 as squad_as2
+    from sieveqa.data.registry import load_dataset
+
+    out_dir, manifest = built
+    monkeypatch.setattr(squad_as2, "ensure_squad_as2", lambda: out_dir)
+    for split, fname in [
+        ("train", "train.jsonl.gz"),
+        ("dev", "dev.jsonl.gz"),
+        ("test-all", "test-all.jsonl.gz"),
+    ]:
+        assert len(load_dataset(f"squad-as2:{split}")) == manifest["files"][fname]["questions"]
