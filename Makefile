@@ -38,11 +38,11 @@ install-mpnet: install
 	$(SIEVEQA) backbones
 
 # The shipped default ranker: MiniLM-L6, TANDA transfer (TrecQA train-all + SQuAD-AS2 train) then adapt
-# (WikiQA train + TrecQA train), best dev checkpoint copied into the package. About 45 min on 2 CPU cores.
-RUN ?= runs/default
+# (WikiQA train + TrecQA train), best dev checkpoint copied into the package. About 55 min on 2 CPU cores.
+RUN ?= runs/default-v2
 default-model: install
 	$(SIEVEQA) train --train trecqa:train-all,squad-as2:train --init minilm-l6 --dev wikiqa:dev,trecqa:dev-clean \
-		--out $(RUN)/transfer --epochs 1 --max-negatives 3 --max-pairs 36000 --lr 3e-5 --eval-every 400
+		--out $(RUN)/transfer --epochs 1 --max-negatives 6 --max-pairs 90000 --lr 3e-5 --eval-every 1000
 	$(SIEVEQA) train --train wikiqa:train,trecqa:train --init $(RUN)/transfer/best --dev wikiqa:dev,trecqa:dev-clean \
 		--out $(RUN)/adapt --epochs 2 --lr 2e-5
 	rm -rf sieveqa/resources/default-ranker && cp -r $(RUN)/adapt/best sieveqa/resources/default-ranker
