@@ -192,7 +192,8 @@ def rank(
 
     examples = read_jsonl(input_path)
     ranker = _load_ranker(model, precision, batch_size)
-    ranked = ranker.rank(examples, progress=True)
+    # A bar only where scoring takes long enough to watch (a few seconds on this CPU).
+    ranked = ranker.rank(examples, progress=sum(len(e.candidates) for e in examples) > 500)
     console = Console()
     for ex, answers in zip(examples, ranked, strict=True):
         console.print(f"[bold]{ex.question.text}[/bold]  [dim]({ex.qid})[/dim]")
