@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from sieveqa.errors import SieveQAError
+
+if TYPE_CHECKING:
+    from sieveqa.models.cross_encoder import CrossEncoder
 
 app = typer.Typer(
     help="sieveqa: answer sentence selection with as little transformer compute as the answer needs.",
@@ -114,7 +117,7 @@ PrecisionOpt = Annotated[
 BatchOpt = Annotated[int, typer.Option(help="pairs per forward pass at inference")]
 
 
-def _load_ranker(model: str, precision: str, batch_size: int):
+def _load_ranker(model: str, precision: str, batch_size: int) -> CrossEncoder:
     from sieveqa.models.cross_encoder import CrossEncoder
     from sieveqa.models.precision import PRECISIONS
 
