@@ -24,6 +24,7 @@ from sieveqa.data.registry import load_dataset
 from sieveqa.evaluation.metrics import evaluate_scores
 from sieveqa.evaluation.provenance import run_info
 from sieveqa.io import atomic_write_json
+from sieveqa.models.base import regroup
 from sieveqa.models.cross_encoder import CrossEncoder
 
 
@@ -80,13 +81,6 @@ def main() -> None:
             max_length=ours.config.max_length,
         )
 
-    def split(flat: list[float]) -> list[list[float]]:
-        out, i = [], 0
-        for ex in examples:
-            out.append(flat[i : i + len(ex.candidates)])
-            i += len(ex.candidates)
-        return out
-
     def run_st() -> list[float]:
         return [float(s) for s in st.predict(pairs, batch_size=args.batch_size, show_progress_bar=False)]
 
@@ -108,10 +102,10 @@ def main() -> None:
             fn()
             times[name].append(time.perf_counter() - start)
 
-    reference = split(scores["sentence-transformers"])
+    reference = regroup(examples, scores["sentence-transformers"])
     rows = {}
     for name in systems:
-        per_q = split(scores[name])
+        per_q = regroup(examples, scores[name])
         metrics = evaluate_scores(examples, per_q).as_dict()
         seconds = statistics.median(times[name])
         rows[name] = {

@@ -8,6 +8,17 @@ from collections.abc import Sequence
 from sieveqa.data.records import RankingExample, ScoredCandidate
 
 
+def regroup(examples: Sequence[RankingExample], flat: Sequence[float]) -> list[list[float]]:
+    """Cut one score per candidate, in example order, back into one list per example."""
+    out, start = [], 0
+    for ex in examples:
+        out.append(list(flat[start : start + len(ex.candidates)]))
+        start += len(ex.candidates)
+    if start != len(flat):
+        raise ValueError(f"{len(flat)} scores for {start} candidates")
+    return out
+
+
 class Ranker(ABC):
     """Anything that scores (question, candidate) pairs; higher scores rank first."""
 

@@ -18,7 +18,7 @@ from sieveqa.data.records import RankingExample
 from sieveqa.encoder import SteppableEncoder, pool
 from sieveqa.errors import ModelFormatError
 from sieveqa.models._saving import load_into, read_meta, save_model_folder, tensor_fingerprint
-from sieveqa.models.base import Ranker
+from sieveqa.models.base import Ranker, regroup
 from sieveqa.models.precision import Precision, apply_precision
 
 WORD_EMBEDDINGS = "encoder.backbone.embeddings.word_embeddings."
@@ -106,11 +106,7 @@ class CrossEncoder(nn.Module, Ranker):
         questions = [ex.question.text for ex in examples for _ in ex.candidates]
         texts = [c.text for ex in examples for c in ex.candidates]
         flat = self.score_pairs(questions, texts, progress=progress)
-        out, start = [], 0
-        for ex in examples:
-            out.append(flat[start : start + len(ex.candidates)])
-            start += len(ex.candidates)
-        return out
+        return regroup(examples, flat)
 
     # -- persistence ------------------------------------------------------------------------------
 

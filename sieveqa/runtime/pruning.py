@@ -20,7 +20,7 @@ def drop_count(k: int, alpha: float) -> int:
         raise ValueError(f"drop ratio alpha must be in [0, 1), got {alpha}")
     if k < 0:
         raise ValueError(f"candidate count must be >= 0, got {k}")
-    # The epsilon keeps products such as 0.3 * 10 = 2.9999999999999996 from losing a whole candidate.
+    # The epsilon keeps products such as 0.29 * 100 = 28.999999999999996 from losing a whole candidate.
     return math.floor(alpha * k + 1e-9)
 
 
