@@ -17,7 +17,7 @@ from safetensors.torch import load_file, save_file
 from torch import nn
 
 from sieveqa.errors import ModelFormatError
-from sieveqa.io import atomic_dir
+from sieveqa.io import atomic_dir, atomic_write_json
 
 FORMAT_VERSION = 1
 
@@ -55,9 +55,12 @@ def save_model_folder(
     return path
 
 
-def read_meta(path: str | Path, kind: str) -> dict[str, Any]:
-    """Read and check a model folder's config.json (``kind`` is the expected ``sieveqa_model``)."""
-    path = Path(path)
+def model_kind(path: str | Path) -> str:
+    """The ``sieveqa_model`` kind a model folder holds (``cross-encoder``, ``cascade``, ...)."""
+    return str(_read_config(Path(path)).get("sieveqa_model"))
+
+
+def _read_config(path: Path) -> dict[str, Any]:
     cfg = path / "config.json"
     if not cfg.is_file() or not (path / "model.safetensors").is_file():
         raise ModelFormatError(
@@ -67,6 +70,14 @@ def read_meta(path: str | Path, kind: str) -> dict[str, Any]:
         meta = json.loads(cfg.read_text(encoding="utf-8"))
     except json.JSONDecodeError as err:
         raise ModelFormatError(f"{cfg}: invalid JSON ({err.msg}, line {err.lineno})") from err
+    return meta
+
+
+def read_meta(path: str | Path, kind: str) -> dict[str, Any]:
+    """Read and check a model folder's config.json (``kind`` is the expected ``sieveqa_model``)."""
+    path = Path(path)
+    cfg = path / "config.json"
+    meta = _read_config(path)
     if meta.get("sieveqa_model") != kind:
         raise ModelFormatError(f"{cfg}: holds a {meta.get('sieveqa_model')!r} model, expected {kind!r}")
     if meta.get("format_version") != FORMAT_VERSION:
@@ -88,3 +99,17 @@ def load_into(path: str | Path, module: nn.Module, meta: dict[str, Any]) -> None
         )
     own = module.state_dict()
     module.load_state_dict({n: t.to(own[n].dtype) for n, t in state.items()}, strict=False)
+
+
+def update_meta(path: str | Path, kind: str, updates: dict[str, Any]) -> dict[str, Any]:
+    """Merge ``updates`` into a model folder's config.json (atomically; weights untouched).
+
+    A value that is a dict is merged one level deep, so ``{"config": {"drop_ratios": ...}}`` keeps
+    the rest of the architecture.
+    """
+    path = Path(path)
+    meta = read_meta(path, kind)
+    for key, value in updates.items():
+        meta[key] = {**meta.get(key, {}), **value} if isinstance(value, dict) else value
+    atomic_write_json(path / "config.json", meta)
+    return meta

@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from sieveqa.errors import ModelFormatError
+
+if TYPE_CHECKING:
+    from sieveqa.models.pair_model import PairModel
 
 RESOURCES = Path(__file__).resolve().parent.parent / "resources"
 SHIPPED = {"default": RESOURCES / "default-ranker"}
@@ -20,3 +24,19 @@ def resolve_model(name_or_path: str | Path) -> Path:
             f"model {str(name_or_path)!r} is neither a shipped model ({names}) nor a folder"
         )
     return path
+
+
+def load_model(name_or_path: str | Path) -> PairModel:
+    """Load any saved sieveqa pair model, picking the class from the folder's recorded kind."""
+    from sieveqa.models._saving import model_kind
+    from sieveqa.models.cascade import CascadeTransformer
+    from sieveqa.models.cross_encoder import CrossEncoder
+
+    path = resolve_model(name_or_path)
+    classes: dict[str, type[PairModel]] = {c.kind: c for c in (CrossEncoder, CascadeTransformer)}
+    kind = model_kind(path)
+    if kind not in classes:
+        raise ModelFormatError(
+            f"{path}/config.json: unknown model kind {kind!r}; known: {', '.join(classes)}"
+        )
+    return classes[kind].from_pretrained(path)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
+import numpy as np
 import torch
 from torch import Tensor
 
@@ -28,23 +29,41 @@ def keep_top(scores: Tensor, groups: Tensor, alpha: float) -> Tensor:
     """Boolean mask of the rows that survive: per group, all but the ⌊α·k⌋ lowest scores.
 
     ``groups[i]`` says which question row ``i`` belongs to. Ties are broken by row order (the
-    earlier row survives), so the result is deterministic.
+    earlier row survives), so the result is deterministic. Vectorised: one sort for all groups.
     """
     if scores.shape != groups.shape or scores.ndim != 1:
         raise ValueError(
             f"scores and groups must be 1-D and equal in length, got {tuple(scores.shape)} "
             f"and {tuple(groups.shape)}"
         )
-    keep = torch.ones_like(scores, dtype=torch.bool)
-    for group in torch.unique(groups):
-        rows = (groups == group).nonzero(as_tuple=True)[0]
-        n_drop = drop_count(len(rows), alpha)
-        if n_drop == 0:
-            continue
-        # Stable sort on (-score) keeps earlier rows ahead among equal scores.
-        order = torch.sort(-scores[rows], stable=True).indices
-        keep[rows[order[len(rows) - n_drop :]]] = False
+    drop_count(0, alpha)  # validates alpha
+    if len(scores) == 0 or alpha == 0.0:
+        return torch.ones_like(scores, dtype=torch.bool)
+    order = grouped_order(torch.zeros_like(groups), scores, groups)
+    sorted_groups = groups[order]
+    _, counts = torch.unique_consecutive(sorted_groups, return_counts=True)
+    starts = torch.repeat_interleave(torch.cumsum(counts, 0) - counts, counts)
+    position = torch.arange(len(order)) - starts  # rank inside the row's group, best first
+    k = torch.repeat_interleave(counts, counts)
+    n_keep = k - torch.floor(alpha * k.double() + 1e-9).long()
+    keep = torch.empty_like(scores, dtype=torch.bool)
+    keep[order] = position < n_keep
     return keep
+
+
+def grouped_order(last_exit: Tensor, last_score: Tensor, groups: Tensor) -> Tensor:
+    """Row indices sorted by group, then deepest exit reached, then score (both descending), then row.
+
+    Within each group this is the cascade's final ranking: candidates that reached a later exit come
+    before every candidate dropped earlier, and within one exit the score that exit gave decides.
+    """
+    keys = (
+        np.arange(len(groups)),
+        -last_score.double().numpy(),
+        -last_exit.long().numpy(),
+        groups.long().numpy(),
+    )
+    return torch.from_numpy(np.lexsort(keys))
 
 
 def cascade_order(last_exit: Sequence[int], last_score: Sequence[float]) -> list[int]:
@@ -56,4 +75,6 @@ def cascade_order(last_exit: Sequence[int], last_score: Sequence[float]) -> list
     """
     if len(last_exit) != len(last_score):
         raise ValueError(f"{len(last_exit)} exits but {len(last_score)} scores")
-    return sorted(range(len(last_exit)), key=lambda i: (-last_exit[i], -last_score[i], i))
+    exits = torch.tensor(list(last_exit), dtype=torch.long)
+    order = grouped_order(exits, torch.tensor(list(last_score), dtype=torch.float64), torch.zeros_like(exits))
+    return order.tolist()

@@ -2,14 +2,63 @@
 
 from __future__ import annotations
 
+import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
+
+
+def _inputs(batch: dict[str, Tensor]) -> dict[str, Tensor]:
+    return {k: v for k, v in batch.items() if k != "labels"}
 
 
 class PointwiseBCE:
     """Binary cross-entropy on each pair's logit: the pointwise AS2 objective (TANDA)."""
 
     def __call__(self, model: nn.Module, batch: dict[str, Tensor]) -> Tensor:
+        return F.binary_cross_entropy_with_logits(model(**_inputs(batch)), batch["labels"])
+
+
+class CascadeBCE:
+    """Pointwise BCE for a multi-exit model (Cascade Transformer, section 4.3.1).
+
+    ``sampling="random"`` (the paper) draws one exit per mini-batch uniformly and back-propagates its
+    loss through every layer below it, down to the embeddings; layers above that exit are not run.
+    ``sampling="all"`` averages the losses of all exits in one pass (the alternative we compare with).
+    The draw uses torch's generator, which checkpoints save, so a resumed run draws the same exits.
+    """
+
+    def __init__(self, n_exits: int, sampling: str = "random") -> None:
+        if sampling not in ("random", "all"):
+            raise ValueError(f"exit sampling must be 'random' or 'all', got {sampling!r}")
+        self.n_exits, self.sampling = n_exits, sampling
+
+    def __call__(self, model: nn.Module, batch: dict[str, Tensor]) -> Tensor:
         labels = batch["labels"]
-        inputs = {k: v for k, v in batch.items() if k != "labels"}
-        return F.binary_cross_entropy_with_logits(model(**inputs), labels)
+        if self.sampling == "random":
+            exit_index = int(torch.randint(self.n_exits, ()).item())
+            logits = model(**_inputs(batch), exits=[exit_index])[:, 0]
+            return F.binary_cross_entropy_with_logits(logits, labels)
+        logits = model(**_inputs(batch))
+        return F.binary_cross_entropy_with_logits(logits, labels.unsqueeze(1).expand_as(logits))
+
+
+class ExitDistillation:
+    """Retrofit loss: exits regress (MSE) onto a teacher logit.
+
+    ``teacher="self"``: the teacher is the model's own last exit, detached, and only the other exits
+    are fitted (the body and last head stay as they were trained; batch labels are ignored).
+    ``teacher="labels"``: batch labels are teacher logits computed beforehand by the original model,
+    and every exit, the last included, is fitted to them, so a lightly tuned body cannot drift.
+    """
+
+    def __init__(self, teacher: str = "self") -> None:
+        if teacher not in ("self", "labels"):
+            raise ValueError(f"teacher must be 'self' or 'labels', got {teacher!r}")
+        self.teacher = teacher
+
+    def __call__(self, model: nn.Module, batch: dict[str, Tensor]) -> Tensor:
+        logits = model(**_inputs(batch))
+        if self.teacher == "labels":
+            return F.mse_loss(logits, batch["labels"].unsqueeze(1).expand_as(logits))
+        student, target = logits[:, :-1], logits[:, -1:].detach()
+        return F.mse_loss(student, target.expand_as(student))

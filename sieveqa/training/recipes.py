@@ -1,29 +1,121 @@
-"""Training recipes: the cross-encoder on named datasets, and TANDA's transfer-then-adapt."""
+"""Training recipes: rankers on named datasets (TANDA's transfer-then-adapt is two calls), and the
+retrofit that turns a trained cross-encoder into a cascade."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from torch import nn
 from tqdm.auto import tqdm
 
+from sieveqa.data.records import RankingExample
 from sieveqa.data.registry import load_datasets
 from sieveqa.evaluation.metrics import evaluate_scores
+from sieveqa.models._saving import model_kind
+from sieveqa.models.base import regroup
+from sieveqa.models.cascade import CascadeConfig, CascadeTransformer
 from sieveqa.models.cross_encoder import CrossEncoder, CrossEncoderConfig
+from sieveqa.models.pair_model import PairModel, PairModelConfig
 from sieveqa.training.config import TrainConfig
-from sieveqa.training.objectives import PointwiseBCE
+from sieveqa.training.objectives import CascadeBCE, ExitDistillation, PointwiseBCE
 from sieveqa.training.pairs import make_pairs
-from sieveqa.training.trainer import Trainer, TrainState, seed_everything
+from sieveqa.training.trainer import Objective, Trainer, TrainState, seed_everything
+
+ARCHITECTURES: dict[str, type[PairModel]] = {"cross-encoder": CrossEncoder, "cascade": CascadeTransformer}
 
 
-def init_cross_encoder(init: str, model_config: CrossEncoderConfig | None = None) -> CrossEncoder:
-    """A cross-encoder from a saved sieveqa model folder (adapt step) or a backbone name (fresh head)."""
-    if (Path(init) / "config.json").is_file() and (Path(init) / "model.safetensors").is_file():
-        return CrossEncoder.from_pretrained(init).train()
-    config = model_config or CrossEncoderConfig()
+def _is_model_folder(init: str) -> bool:
+    return (Path(init) / "config.json").is_file() and (Path(init) / "model.safetensors").is_file()
+
+
+def init_model(
+    init: str, arch: str = "cross-encoder", model_config: PairModelConfig | None = None
+) -> PairModel:
+    """A model to train: from a saved sieveqa folder (adapt step) or a backbone name (fresh heads).
+
+    A cascade may start from a cross-encoder folder: it keeps that body and head (as the last exit).
+    """
+    if arch not in ARCHITECTURES:
+        raise ValueError(f"unknown architecture {arch!r}; known: {', '.join(ARCHITECTURES)}")
+    cls = ARCHITECTURES[arch]
+    if _is_model_folder(init):
+        kind = model_kind(init)
+        if kind == cls.kind:
+            return cls.from_pretrained(init).train()
+        if kind == CrossEncoder.kind and cls is CascadeTransformer:
+            exits = model_config.exits if isinstance(model_config, CascadeConfig) else None
+            return CascadeTransformer.from_cross_encoder(CrossEncoder.from_pretrained(init), exits).train()
+        raise ValueError(f"{init} holds a {kind!r} model; cannot start a {arch!r} from it")
+    config = model_config or cls.config_class()
     config.backbone = init
-    return CrossEncoder(config)
+    return cls(config)
+
+
+def dev_evaluator(model: PairModel, dev_examples: Sequence[RankingExample]) -> dict[str, float]:
+    """Dev metrics; for a cascade, of the last exit, plus MAP and P@1 of every exit as ``map@L2`` ..."""
+    if not isinstance(model, CascadeTransformer):
+        return evaluate_scores(dev_examples, model.score(dev_examples)).mean
+    questions = [ex.question.text for ex in dev_examples for _ in ex.candidates]
+    texts = [c.text for ex in dev_examples for c in ex.candidates]
+    scores = model.exit_scores(questions, texts)
+    out: dict[str, float] = {}
+    for i, layer in enumerate(model.exits):
+        mean = evaluate_scores(dev_examples, regroup(dev_examples, scores[:, i].tolist())).mean
+        out.update({f"map@L{layer}": mean["map"], f"p@1@L{layer}": mean["p@1"]})
+    out["map@mean"] = sum(out[f"map@L{layer}"] for layer in model.exits) / len(model.exits)
+    return {**mean, **out}
+
+
+def train_ranker(
+    train: str | list[str],
+    out_dir: str | Path,
+    init: str = "minilm-l6",
+    dev: str | None = "wikiqa:dev",
+    config: TrainConfig | None = None,
+    model_config: PairModelConfig | None = None,
+    arch: str = "cross-encoder",
+    exit_sampling: str = "random",
+    resume: bool = True,
+) -> TrainState:
+    """Train a ranker on the named datasets; the best dev model lands in ``out_dir/best``.
+
+    ``arch="cascade"`` trains every exit with ``CascadeBCE(exit_sampling)``.
+    """
+    config = config or TrainConfig()
+    seed_everything(config.seed)
+    model = init_model(init, arch, model_config)
+    examples = load_datasets(train)
+    pairs = make_pairs(examples, config.max_negatives, config.max_pairs, seed=config.seed)
+    tqdm.write(f"training on {len(pairs)} pairs ({pairs.n_positive} positive) from {len(examples)} questions")
+    features = model.featurize(pairs.questions, pairs.texts)
+    dev_examples = load_datasets(dev) if dev else None
+    objective: Objective = (
+        CascadeBCE(len(model.exits), exit_sampling)
+        if isinstance(model, CascadeTransformer)
+        else PointwiseBCE()
+    )
+
+    def evaluate(m: nn.Module) -> dict[str, float]:
+        assert isinstance(m, PairModel) and dev_examples is not None
+        return dev_evaluator(m, dev_examples)
+
+    meta: dict[str, Any] = {"train": train, "dev": dev, "init": init, "n_pairs": len(pairs)}
+    if isinstance(model, CascadeTransformer):
+        meta["exit_sampling"] = exit_sampling
+    trainer = Trainer(
+        model,
+        objective,
+        features,
+        pairs.labels,
+        config,
+        out_dir,
+        evaluate=evaluate if dev_examples else None,
+        pad_id=model.tokenizer.pad_token_id,
+        meta=meta,
+    )
+    return trainer.train(resume=resume)
 
 
 def train_cross_encoder(
@@ -35,26 +127,58 @@ def train_cross_encoder(
     model_config: CrossEncoderConfig | None = None,
     resume: bool = True,
 ) -> TrainState:
-    """Train a pointwise cross-encoder on the named datasets; the best dev model lands in out_dir/best."""
-    config = config or TrainConfig()
+    """Train a pointwise cross-encoder (see ``train_ranker``)."""
+    return train_ranker(train, out_dir, init, dev, config, model_config, "cross-encoder", resume=resume)
+
+
+def retrofit_cascade(
+    base: str,
+    train: str | list[str],
+    out_dir: str | Path,
+    exits: Sequence[int] | None = None,
+    dev: str | None = "wikiqa:dev,trecqa:dev-clean",
+    config: TrainConfig | None = None,
+    tune_body: bool = False,
+    resume: bool = True,
+) -> TrainState:
+    """Give a trained cross-encoder exits: fit new exit heads to reproduce its score (labels unused).
+
+    With the body frozen (default) only the new heads learn, from the model's own last exit; the
+    last exit keeps the cross-encoder's head, so at α = 0 the cascade ranks exactly as it did.
+    ``tune_body`` also lets the body move, fitting every exit to the original model's logits.
+    The best checkpoint is picked by dev ``map@mean`` (mean MAP over the exits) unless
+    ``config.metric`` says otherwise.
+    """
+    config = config or TrainConfig(metric="map@mean")
     seed_everything(config.seed)
-    model = init_cross_encoder(init, model_config)
-    examples = load_datasets(train)
-    pairs = make_pairs(examples, config.max_negatives, config.max_pairs, seed=config.seed)
-    tqdm.write(f"training on {len(pairs)} pairs ({pairs.n_positive} positive) from {len(examples)} questions")
-    features = model.featurize(pairs.questions, pairs.texts)
+    teacher = CrossEncoder.from_pretrained(base)
+    model = CascadeTransformer.from_cross_encoder(teacher, exits)
+    pairs = make_pairs(load_datasets(train), config.max_negatives, config.max_pairs, seed=config.seed)
+    tqdm.write(f"retrofitting on {len(pairs)} pairs")
+    if tune_body:
+        teacher.batch_size = 128
+        labels = teacher.score_pairs(pairs.questions, pairs.texts, progress=config.progress)
+    else:
+        model.freeze_body()
+        labels = [0.0] * len(pairs)
     dev_examples = load_datasets(dev) if dev else None
 
     def evaluate(m: nn.Module) -> dict[str, float]:
-        assert isinstance(m, CrossEncoder)
-        return evaluate_scores(dev_examples, m.score(dev_examples)).mean
+        assert isinstance(m, CascadeTransformer) and dev_examples is not None
+        return dev_evaluator(m, dev_examples)
 
-    meta: dict[str, Any] = {"train": train, "dev": dev, "init": init, "n_pairs": len(pairs)}
+    meta: dict[str, Any] = {
+        "retrofit_of": base,
+        "train": train,
+        "dev": dev,
+        "tune_body": tune_body,
+        "n_pairs": len(pairs),
+    }
     trainer = Trainer(
         model,
-        PointwiseBCE(),
-        features,
-        pairs.labels,
+        ExitDistillation("labels" if tune_body else "self"),
+        model.featurize(pairs.questions, pairs.texts),
+        labels,
         config,
         out_dir,
         evaluate=evaluate if dev_examples else None,

@@ -5,7 +5,8 @@ import torch
 
 from sieveqa.data.jsonl import read_jsonl
 from sieveqa.errors import ModelFormatError
-from sieveqa.models.cross_encoder import WORD_EMBEDDINGS, CrossEncoder
+from sieveqa.models.cross_encoder import CrossEncoder
+from sieveqa.models.pair_model import WORD_EMBEDDINGS
 
 
 def test_scores_do_not_depend_on_batching(tiny_model, example_jsonl: Path) -> None:

@@ -1,0 +1,165 @@
+"""What every (question, candidate) pair model shares: backbone, tokenizer, batched scoring, persistence.
+
+The cross-encoder and the cascade differ only in their heads; loading the backbone, freezing the base
+word embeddings, length-sorted inference and the safetensors folder format live here once.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar, Self
+
+import torch
+from torch import Tensor, nn
+from tqdm.auto import tqdm
+
+from sieveqa.backbones import Backbone, load_backbone
+from sieveqa.batching import PairFeatures, collate, length_batches, tokenize_pairs
+from sieveqa.encoder import SteppableEncoder
+from sieveqa.errors import ModelFormatError
+from sieveqa.models._saving import load_into, read_meta, save_model_folder, tensor_fingerprint
+from sieveqa.models.base import Ranker
+from sieveqa.models.precision import Precision, apply_precision
+
+WORD_EMBEDDINGS = "encoder.backbone.embeddings.word_embeddings."
+
+
+@dataclass
+class PairModelConfig:
+    """Backbone and input settings every pair model has."""
+
+    backbone: str = field(default="minilm-l6", metadata={"help": "backbone name or Hugging Face folder"})
+    max_length: int = field(default=128, metadata={"help": "tokens per (question, candidate) pair"})
+    num_layers: int | None = field(
+        default=None, metadata={"help": "keep only the backbone's first N layers (None: all)"}
+    )
+    dropout: float = field(default=0.1, metadata={"help": "dropout inside the scoring head(s)"})
+    freeze_word_embeddings: bool = field(
+        default=True, metadata={"help": "keep the base word embeddings (smaller saved model, faster steps)"}
+    )
+
+
+@dataclass
+class ScoringStats:
+    """What the last scoring call cost."""
+
+    pairs: int = 0
+    seconds: float = 0.0
+    layer_units: int = 0
+    flops: int = 0
+
+    @property
+    def pairs_per_second(self) -> float:
+        return self.pairs / self.seconds if self.seconds > 0 else 0.0
+
+
+def truncate_layers(backbone: Backbone, num_layers: int) -> None:
+    """Keep the first ``num_layers`` transformer layers of ``backbone`` (a shallower monolithic model)."""
+    layers = backbone.model.encoder.layer
+    if not 1 <= num_layers <= len(layers):
+        raise ValueError(f"num_layers must be in 1..{len(layers)}, got {num_layers}")
+    backbone.model.encoder.layer = layers[:num_layers]
+    backbone.model.config.num_hidden_layers = num_layers
+
+
+class PairModel(nn.Module, Ranker):
+    """Base of the pair rankers: a steppable encoder over a (possibly truncated) backbone."""
+
+    kind: ClassVar[str]
+    config_class: ClassVar[type[PairModelConfig]]
+
+    def __init__(self, config: PairModelConfig, backbone: Backbone | None = None) -> None:
+        super().__init__()
+        self.config = config
+        backbone = backbone or load_backbone(config.backbone)
+        if config.num_layers is not None:
+            truncate_layers(backbone, config.num_layers)
+        self.tokenizer = backbone.tokenizer
+        self.encoder = SteppableEncoder(backbone.model)
+        if config.freeze_word_embeddings:
+            backbone.model.embeddings.word_embeddings.weight.requires_grad_(False)
+        self.precision: Precision = "fp32"
+        self.batch_size = 64
+        self.last_stats = ScoringStats()
+        # What save_pretrained recorded (training provenance) when loaded from a folder.
+        self.meta: dict[str, Any] = {}
+
+    def featurize(self, questions: Sequence[str], texts: Sequence[str]) -> PairFeatures:
+        return tokenize_pairs(self.tokenizer, questions, texts, self.config.max_length)
+
+    def run_batches(
+        self,
+        features: PairFeatures,
+        fn: Callable[[nn.Module, dict[str, Tensor]], Tensor],
+        progress: bool = False,
+    ) -> Tensor:
+        """Apply ``fn(model, batch)`` to length-sorted batches under ``inference_mode``; input row order.
+
+        ``fn`` returns one value (or one row of values) per pair; ``last_stats`` records the cost.
+        """
+        out: Tensor | None = None
+        was_training = self.training
+        self.eval()
+        start = time.perf_counter()
+        batches = length_batches(features.lengths, self.batch_size)
+        with torch.inference_mode(), apply_precision(self, self.precision) as model:
+            # An int8 run happens in a quantized copy, which counts its own cost.
+            cost = model.encoder.cost
+            cost.reset()
+            for rows in tqdm(batches, desc="scoring", unit="batch", disable=not progress, leave=False):
+                values = fn(model, collate(features, rows, self.tokenizer.pad_token_id)).float()
+                if out is None:
+                    out = torch.empty((len(features), *values.shape[1:]))
+                out[rows] = values
+        self.train(was_training)
+        self.last_stats = ScoringStats(
+            len(features), time.perf_counter() - start, cost.layer_units, cost.flops
+        )
+        return out if out is not None else torch.empty(0)
+
+    # -- persistence ------------------------------------------------------------------------------
+
+    def _excluded(self) -> tuple[str, ...]:
+        # A random test backbone has no installed base to read frozen weights from: store them all.
+        return (
+            (WORD_EMBEDDINGS,)
+            if self.config.freeze_word_embeddings and self.config.backbone != "tiny"
+            else ()
+        )
+
+    def save_pretrained(self, path: str | Path, extra: dict[str, Any] | None = None) -> Path:
+        """Save config and weights (fp16; frozen base embeddings left out and fingerprinted)."""
+        meta = {
+            "sieveqa_model": self.kind,
+            "config": asdict(self.config),
+            "base_fingerprint": tensor_fingerprint(self.encoder.backbone.embeddings.word_embeddings.weight),
+            **(extra or {}),
+        }
+        return save_model_folder(path, self, meta, exclude=self._excluded())
+
+    @classmethod
+    def from_pretrained(cls, path: str | Path) -> Self:
+        """Load a folder written by ``save_pretrained`` (or a shipped model name, e.g. ``default``)."""
+        from sieveqa.models.zoo import resolve_model
+
+        path = resolve_model(path)
+        meta = read_meta(path, cls.kind)
+        try:
+            config = cls.config_class(**meta["config"])
+        except TypeError as err:
+            raise ModelFormatError(f"{path}/config.json: bad model config ({err})") from err
+        model = cls(config)
+        if model._excluded():
+            found = tensor_fingerprint(model.encoder.backbone.embeddings.word_embeddings.weight)
+            if found != meta.get("base_fingerprint"):
+                expected = str(meta.get("base_fingerprint"))[:12]
+                raise ModelFormatError(
+                    f"{path}: trained over other base weights than the installed backbone "
+                    f"{model.config.backbone!r} (fingerprint {found[:12]} != {expected})"
+                )
+        load_into(path, model, meta)
+        model.meta = meta
+        return model.eval()
