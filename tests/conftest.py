@@ -26,6 +26,19 @@ def tiny_model(_tiny_model_once):
 
 
 @pytest.fixture(scope="session")
+def _tiny_cascade_once():
+    from sieveqa.models.cascade import CascadeConfig, CascadeTransformer
+
+    return CascadeTransformer(CascadeConfig(backbone="tiny", max_length=64))
+
+
+@pytest.fixture
+def tiny_cascade(_tiny_cascade_once):
+    """A fresh copy of a tiny random cascade with exits after layers 1, 2, 3 and 4."""
+    return copy.deepcopy(_tiny_cascade_once)
+
+
+@pytest.fixture(scope="session")
 def real_data() -> Path:
     """The shared real datasets; tests needing them skip when they are absent."""
     try:

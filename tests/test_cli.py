@@ -147,3 +147,56 @@ def test_json_config_values_win_over_flag_defaults(example_jsonl: Path, tmp_path
     assert result.exit_code == 0, result.output
     saved = json.loads((tmp_path / "r" / "checkpoint" / "trainer_state.json").read_text())["config"]
     assert (saved["epochs"], saved["batch_size"]) == (2, 8)
+
+
+@pytest.fixture
+def saved_cascade(tiny_cascade, tmp_path: Path) -> Path:
+    return tiny_cascade.save_pretrained(tmp_path / "tiny-cascade")
+
+
+def test_eval_of_a_cascade_reports_cost_and_every_exit(
+    saved_cascade: Path, example_jsonl: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "c.json"
+    args = ["eval", "-m", str(saved_cascade), "-d", f"jsonl:{example_jsonl}", "--json", str(out)]
+    result = runner.invoke(app, [*args, "--alpha", "0.5"])
+    assert result.exit_code == 0, result.output
+    metrics = json.loads(out.read_text())
+    assert metrics["drop_ratios"] == [0.5, 0.5, 0.5] and metrics["exits"] == [1, 2, 3, 4]
+    # 16 candidates in 3 questions (6, 5, 5): ⌊k/2⌋ dropped per question at each exit,
+    # so 6 → 3 → 2 → 1 and 5 → 3 → 2 → 1.
+    assert metrics["survivors"] == [16, 9, 6, 3]
+    assert metrics["layer_units"] == 16 + 9 + 6 + 3
+    assert metrics["relative_cost"] == pytest.approx(34 / 64, abs=1e-4)
+    assert set(metrics["per_exit"]) == {"L1", "L2", "L3", "L4"}
+    result = runner.invoke(app, [*args, "--alpha", "0.5,0.2"])
+    assert result.exit_code == 2 and "need 3 drop ratios" in result.output
+
+
+def test_alpha_on_a_cross_encoder_is_refused(saved_tiny: Path, example_jsonl: Path) -> None:
+    result = runner.invoke(
+        app, ["eval", "-m", str(saved_tiny), "-d", f"jsonl:{example_jsonl}", "--alpha", "0.3"]
+    )
+    assert result.exit_code == 2 and "not a cascade" in result.output
+
+
+def test_tune_cascade_saves_the_choice_and_rank_uses_it(
+    saved_cascade: Path, example_jsonl: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "tuning"
+    args = ["tune-cascade", "-m", str(saved_cascade), "-o", str(out), "-d", f"jsonl:{example_jsonl}"]
+    result = runner.invoke(app, [*args, "--grid", "0.2,0.5", "--tolerance", "1.0"])
+    assert result.exit_code == 0, result.output
+    report = json.loads((out / "grid.json").read_text())
+    assert len(report["grid"]) == 1 + 2**3
+    # Any loss is tolerated, so the cheapest configuration wins: 0.5 at every exit.
+    assert report["chosen"]["drop_ratios"] == [0.5, 0.5, 0.5]
+    assert (out / "pareto.png").read_bytes()[:4] == b"\x89PNG"
+    saved = json.loads((saved_cascade / "config.json").read_text())
+    assert saved["config"]["drop_ratios"] == [0.5, 0.5, 0.5] and saved["tuning"]["metric"] == "p@1"
+    ranked = tmp_path / "r.jsonl"
+    result = runner.invoke(
+        app, ["rank", "-m", str(saved_cascade), "-i", str(example_jsonl), "-o", str(ranked)]
+    )
+    assert result.exit_code == 0, result.output
+    assert all(len(json.loads(line)["candidates"]) >= 5 for line in ranked.read_text().splitlines())

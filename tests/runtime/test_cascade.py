@@ -1,0 +1,137 @@
+"""Cascade inference: the pruning loop, its cost, and the real, sequential and simulated rankers agreeing."""
+
+import math
+
+import pytest
+import torch
+
+from sieveqa.data.records import Candidate, Question, RankingExample
+from sieveqa.models.cross_encoder import CrossEncoder, CrossEncoderConfig
+from sieveqa.runtime.cascade import (
+    CascadeRanker,
+    SequentialRanker,
+    cascade_layer_units,
+    prune_loop,
+    sequential_layer_units,
+    simulate,
+)
+
+WORDS = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta", "iota", "kappa"]
+
+
+def _examples(sizes: list[int]) -> list[RankingExample]:
+    out = []
+    for q, size in enumerate(sizes):
+        cands = [
+            Candidate(
+                f"q{q}c{i}",
+                " ".join(WORDS[(q + i + j) % len(WORDS)] for j in range(1 + (i * 7) % 11)),
+                i % 3 == 0,
+            )
+            for i in range(size)
+        ]
+        out.append(RankingExample(Question(f"q{q}", f"question {q} about {WORDS[q % len(WORDS)]}?"), cands))
+    return out
+
+
+def test_prune_loop_drops_the_lowest_per_question_and_records_every_exit() -> None:
+    # Two questions of 5; scores at exit i are fixed per row.
+    table = torch.tensor(
+        [
+            [0.9, 0.8],
+            [0.1, 0.0],
+            [0.5, 0.4],
+            [0.3, 0.2],
+            [0.8, 0.9],
+            [0.2, 0.1],
+            [0.7, 0.6],
+            [0.4, 0.3],
+            [0.6, 0.5],
+            [0.0, 0.0],
+        ]
+    )
+    groups = torch.tensor([0] * 5 + [1] * 5)
+    seen = []
+
+    def stage(i: int, rows: torch.Tensor) -> torch.Tensor:
+        seen.append(rows.tolist())
+        return table[rows, i]
+
+    trace = prune_loop(groups, 2, stage, drop_ratios=[0.4])
+    assert seen == [list(range(10)), [0, 2, 4, 6, 7, 8]]
+    assert trace.survivors == [10, 6]
+    assert trace.last_exit.tolist() == [1, 0, 1, 0, 1, 0, 1, 1, 1, 0]
+    assert math.isnan(trace.scores[1, 1].item()) and trace.scores[4, 1].item() == pytest.approx(0.9)
+    # Survivors ranked by the last exit, then the dropped ones by the score they had when dropped.
+    assert trace.orders() == [[4, 0, 2, 3, 1], [1, 3, 2, 0, 4]]
+    assert trace.orders(exit_index=0) == [[0, 4, 2, 3, 1], [1, 3, 2, 0, 4]]
+
+
+def test_thresholds_drop_rows_below_them() -> None:
+    scores = torch.tensor([[0.9, 1.0], [0.1, 1.0], [0.5, 1.0]])
+    trace = simulate(scores, torch.zeros(3, dtype=torch.long), thresholds=[0.4])
+    assert trace.survivors == [3, 2] and trace.last_exit.tolist() == [1, 0, 1]
+    with pytest.raises(ValueError, match="either drop_ratios or thresholds"):
+        simulate(scores, torch.zeros(3, dtype=torch.long))
+
+
+def test_relative_cost_reproduces_the_papers_worked_example() -> None:
+    # Section 4.3.2: 128 candidates, α = 0.3, exits after layers 4, 6, ..., 12 of a 12-layer model.
+    trace = simulate(torch.rand(128, 5), torch.zeros(128, dtype=torch.long), [0.3] * 4)
+    assert trace.survivors == [128, 90, 63, 45, 32]
+    units = cascade_layer_units(trace.survivors, [4, 6, 8, 10, 12])
+    assert units == 4 * 128 + 2 * (90 + 63 + 45 + 32)
+    assert units / (128 * 12) == pytest.approx(0.632, abs=1e-3)  # the paper's −37%
+    assert sequential_layer_units([128, 90], [4, 12]) == 4 * 128 + 12 * 90
+
+
+@pytest.mark.parametrize("ratios", [0.0, 0.3, [0.5, 0.0, 0.4]])
+def test_real_cascade_equals_the_simulation_from_unpruned_scores(tiny_cascade, ratios) -> None:
+    examples = _examples([7, 1, 12, 5, 9])
+    questions = [e.question.text for e in examples for _ in e.candidates]
+    texts = [c.text for e in examples for c in e.candidates]
+    groups = torch.tensor([q for q, e in enumerate(examples) for _ in e.candidates])
+    full = tiny_cascade.exit_scores(questions, texts)
+    ranker = CascadeRanker(tiny_cascade, ratios, batch_size=3, max_rows=15)
+    result = ranker.run(examples)
+    expected = simulate(full, groups, ranker.drop_ratios)
+    assert result.trace.survivors == expected.survivors
+    assert result.trace.orders() == expected.orders()
+    reached = ~torch.isnan(expected.scores)
+    assert torch.equal(~torch.isnan(result.trace.scores), reached)
+    assert torch.allclose(result.trace.scores[reached], expected.scores[reached], atol=1e-5)
+    assert result.layer_units == cascade_layer_units(expected.survivors, tiny_cascade.exits)
+    assert result.relative_cost == pytest.approx(result.layer_units / (34 * 4))
+
+
+def test_packing_and_mini_batch_size_do_not_change_the_ranking(tiny_cascade) -> None:
+    examples = _examples([6, 11, 3, 8])
+    a = CascadeRanker(tiny_cascade, 0.4, batch_size=64, max_rows=4096).rank(examples)
+    b = CascadeRanker(tiny_cascade, 0.4, batch_size=2, max_rows=1).rank(examples)
+    assert [[s.candidate.id for s in r] for r in a] == [[s.candidate.id for s in r] for r in b]
+    assert all([s.rank for s in r] == list(range(1, len(r) + 1)) for r in a)
+
+
+def test_saved_drop_ratios_are_the_default(tiny_cascade) -> None:
+    tiny_cascade.config.drop_ratios = [0.5, 0.5, 0.5]
+    assert CascadeRanker(tiny_cascade).drop_ratios == [0.5, 0.5, 0.5]
+    assert CascadeRanker(tiny_cascade, 0.1).drop_ratios == [0.1, 0.1, 0.1]
+
+
+def test_sequential_ranker_reruns_each_model_on_what_the_last_kept(tiny_model) -> None:
+    shallow = CrossEncoder(CrossEncoderConfig(backbone="tiny", max_length=64, num_layers=2))
+    assert shallow.encoder.num_layers == 2
+    examples = _examples([6, 10])
+    questions = [e.question.text for e in examples for _ in e.candidates]
+    texts = [c.text for e in examples for c in e.candidates]
+    groups = torch.tensor([q for q, e in enumerate(examples) for _ in e.candidates])
+    stacked = torch.stack(
+        [torch.tensor(m.score_pairs(questions, texts)) for m in (shallow, tiny_model)], dim=1
+    )
+    ranker = SequentialRanker([shallow, tiny_model], drop_ratios=0.5)
+    result = ranker.run(examples)
+    expected = simulate(stacked, groups, [0.5])
+    assert result.trace.survivors == [16, 8] and result.trace.orders() == expected.orders()
+    assert result.layer_units == 2 * 16 + 4 * 8
+    with pytest.raises(ValueError, match="increasing depth"):
+        SequentialRanker([tiny_model, shallow])

@@ -1,0 +1,109 @@
+"""Cascade objectives (random exit, all exits, self-distillation) and the retrofit recipe."""
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+
+from sieveqa.batching import collate
+from sieveqa.data.jsonl import example_dict, write_jsonl
+from sieveqa.models.cascade import CascadeTransformer
+from sieveqa.training.config import TrainConfig
+from sieveqa.training.objectives import CascadeBCE, ExitDistillation
+from sieveqa.training.recipes import retrofit_cascade, train_ranker
+from tests.training.test_trainer import _toy_examples
+
+
+def _batch(model) -> dict[str, torch.Tensor]:
+    examples = _toy_examples(4)
+    q = [e.question.text for e in examples for _ in e.candidates]
+    t = [c.text for e in examples for c in e.candidates]
+    batch = collate(model.featurize(q, t), list(range(len(q))), model.tokenizer.pad_token_id)
+    batch["labels"] = torch.tensor([float(c.label) for e in examples for c in e.candidates])
+    return batch
+
+
+def _heads_with_grad(model) -> list[int]:
+    return [
+        i
+        for i, h in enumerate(model.heads)
+        if any(p.grad is not None and p.grad.abs().sum() > 0 for p in h.parameters())
+    ]
+
+
+def test_random_exit_trains_one_exit_per_batch_uniformly(tiny_cascade) -> None:
+    objective, batch = CascadeBCE(4, "random"), _batch(tiny_cascade)
+    torch.manual_seed(0)
+    chosen = []
+    for _ in range(200):
+        tiny_cascade.zero_grad()
+        objective(tiny_cascade, batch).backward()
+        heads = _heads_with_grad(tiny_cascade)
+        assert len(heads) == 1
+        chosen.append(heads[0])
+        # The loss reaches the embeddings whatever the exit (section 4.3.1).
+        assert tiny_cascade.encoder.backbone.embeddings.position_embeddings.weight.grad.abs().sum() > 0
+    counts = [chosen.count(i) for i in range(4)]
+    assert min(counts) > 30, counts  # 50 expected each
+
+
+def test_all_exits_trains_every_head(tiny_cascade) -> None:
+    tiny_cascade.zero_grad()
+    CascadeBCE(4, "all")(tiny_cascade, _batch(tiny_cascade)).backward()
+    assert _heads_with_grad(tiny_cascade) == [0, 1, 2, 3]
+    with pytest.raises(ValueError, match="'random' or 'all'"):
+        CascadeBCE(4, "first")
+
+
+def test_self_distillation_leaves_body_and_last_head_alone(tiny_model) -> None:
+    cascade = CascadeTransformer.from_cross_encoder(tiny_model)
+    cascade.freeze_body()
+    cascade.train()
+    ExitDistillation("self")(cascade, _batch(cascade)).backward()
+    assert _heads_with_grad(cascade) == [0, 1, 2]
+    assert all(p.grad is None for p in cascade.encoder.parameters())
+
+
+def _write_toy(tmp_path: Path) -> str:
+    path = tmp_path / "toy.jsonl"
+    write_jsonl(path, (example_dict(e) for e in _toy_examples()))
+    return f"jsonl:{path}"
+
+
+def test_retrofit_fits_new_exits_and_keeps_the_final_scores(tiny_model, tmp_path: Path) -> None:
+    base = tiny_model.save_pretrained(tmp_path / "base")
+    data = _write_toy(tmp_path)
+    config = TrainConfig(progress=False, batch_size=8, lr=1e-2, epochs=3, metric="map@mean")
+    state = retrofit_cascade(str(base), data, tmp_path / "retro", exits=[2, 4], dev=data, config=config)
+    assert state.step == 9
+    cascade = CascadeTransformer.from_pretrained(tmp_path / "retro" / "best")
+    examples = _toy_examples()
+    q = [e.question.text for e in examples for _ in e.candidates]
+    t = [c.text for e in examples for c in e.candidates]
+    original = type(tiny_model).from_pretrained(base)
+    assert torch.allclose(
+        cascade.exit_scores(q, t)[:, -1], torch.tensor(original.score_pairs(q, t)), atol=1e-4
+    )
+    log = json.loads((tmp_path / "retro" / "train_log.json").read_text())
+    assert {"map@L2", "map@L4", "map@mean"} <= set(log[-1])
+
+
+def test_cascade_training_runs_through_the_one_trainer(tmp_path: Path) -> None:
+    from sieveqa.models.cascade import CascadeConfig
+
+    data = _write_toy(tmp_path)
+    config = TrainConfig(progress=False, batch_size=8, lr=1e-3, epochs=1)
+    train_ranker(
+        data,
+        tmp_path / "ct",
+        init="tiny",
+        dev=data,
+        config=config,
+        model_config=CascadeConfig(max_length=32, exits=[2, 4]),
+        arch="cascade",
+        exit_sampling="all",
+    )
+    saved = json.loads((tmp_path / "ct" / "best" / "config.json").read_text())
+    assert saved["sieveqa_model"] == "cascade" and saved["config"]["exits"] == [2, 4]
+    assert saved["training"]["exit_sampling"] == "all"
