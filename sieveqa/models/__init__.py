@@ -1,6 +1,15 @@
 """Rankers: one file per technique, all on the steppable encoder."""
 
 from sieveqa.models.base import Ranker
+from sieveqa.models.cascade import CascadeConfig, CascadeTransformer
 from sieveqa.models.cross_encoder import CrossEncoder, CrossEncoderConfig
+from sieveqa.models.zoo import load_model
 
-__all__ = ["CrossEncoder", "CrossEncoderConfig", "Ranker"]
+__all__ = [
+    "CascadeConfig",
+    "CascadeTransformer",
+    "CrossEncoder",
+    "CrossEncoderConfig",
+    "Ranker",
+    "load_model",
+]

@@ -1,0 +1,366 @@
+"""Cascade Transformer benchmarks: the paper's Tables 2 and 3, wall-clock throughput, thresholds.
+
+Exit scores are computed once per (model, dataset) with nothing pruned and cached under
+runs/scores/; every pruning configuration (cascade or sequential ranker) is then simulated from them.
+The simulation is exact: tests/runtime/test_cascade.py checks the real pruned run against it, and the
+``throughput`` command re-checks it on the benchmark's own data.
+
+    python bench/cascade.py table2 --cascade runs/cascade/adapt/best --mono 6=default ...
+    python bench/cascade.py table3 --cascade CT --mono 6=MODEL6 --mono 4=MODEL4 ...
+    python bench/cascade.py throughput --cascade ... --mono ... --alpha 0.3
+    python bench/cascade.py thresholds --cascade ... --dev squad-as2:dev --test squad-as2:test
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from throughput import export_for_sentence_transformers
+
+from sieveqa.data.records import RankingExample
+from sieveqa.data.registry import load_dataset
+from sieveqa.evaluation.cascade_search import (
+    evaluate_config,
+    evaluate_trace,
+    exit_score_matrix,
+    groups_of,
+)
+from sieveqa.evaluation.metrics import qrels_from_examples
+from sieveqa.evaluation.provenance import run_info
+from sieveqa.io import atomic_write_json
+from sieveqa.models.cascade import CascadeTransformer, check_drop_ratios
+from sieveqa.models.cross_encoder import CrossEncoder
+from sieveqa.models.zoo import load_model, resolve_model
+from sieveqa.runtime.cascade import (
+    CascadeRanker,
+    SequentialRanker,
+    cascade_layer_units,
+    sequential_layer_units,
+    simulate,
+)
+
+CACHE = Path("runs/scores")
+METRICS = ("map", "ndcg@10", "p@1", "mrr")
+
+
+def score_matrix(model_path: str, dataset: str, examples: Sequence[RankingExample]) -> torch.Tensor:
+    """Unpruned scores (candidates × exits; one column for a cross-encoder), cached by weights + data."""
+    folder = resolve_model(model_path)
+    weights = (folder / "model.safetensors").stat()
+    key = hashlib.sha1(
+        f"{folder.resolve()}|{weights.st_mtime_ns}|{weights.st_size}|{dataset}".encode()
+    ).hexdigest()
+    path = CACHE / f"{key[:16]}.pt"
+    if path.is_file():
+        return torch.load(path)
+    model = load_model(model_path)
+    model.batch_size = 128
+    if isinstance(model, CascadeTransformer):
+        matrix = exit_score_matrix(model, examples, progress=True)
+    else:
+        questions = [ex.question.text for ex in examples for _ in ex.candidates]
+        texts = [c.text for ex in examples for c in ex.candidates]
+        matrix = torch.tensor(model.score_pairs(questions, texts, progress=True)).unsqueeze(1)
+    CACHE.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    torch.save(matrix, tmp)
+    tmp.replace(path)
+    return matrix
+
+
+def _parse_monos(specs: Sequence[str]) -> dict[int, str]:
+    """``DEPTH=PATH`` pairs, e.g. ``6=default``."""
+    out = {}
+    for spec in specs:
+        depth, _, path = spec.partition("=")
+        out[int(depth)] = path
+    return dict(sorted(out.items()))
+
+
+def _row(name: str, alpha: Any, metrics: dict[str, float], cost: float) -> dict[str, Any]:
+    return {
+        "method": name,
+        "alpha": alpha,
+        **{m: round(100 * metrics[m], 1) for m in METRICS},
+        "relative_cost": round(cost, 3),
+    }
+
+
+def _markdown(rows: Sequence[dict[str, Any]]) -> str:
+    keys = ["method", "alpha", *METRICS, "relative_cost"]
+    lines = ["| " + " | ".join(keys) + " |", "|" + "---|" * len(keys)]
+    for r in rows:
+        lines.append("| " + " | ".join(str(r[k]) for k in keys) + " |")
+    return "\n".join(lines)
+
+
+def _finish(args: argparse.Namespace, name: str, payload: dict[str, Any]) -> None:
+    command = "python bench/cascade.py " + " ".join(sys.argv[1:])
+    atomic_write_json(args.out, {"bench": f"cascade-{name}", **run_info(command), **payload})
+    print(f"wrote {args.out}")
+
+
+def table2(args: argparse.Namespace) -> None:
+    """Every exit alone (α = 0) against monolithic models of the same depth, per dataset."""
+    cascade = CascadeTransformer.from_pretrained(args.cascade)
+    monos = _parse_monos(args.mono)
+    out: dict[str, Any] = {
+        "cascade": args.cascade,
+        "exits": cascade.exits,
+        "monolithic": monos,
+        "datasets": {},
+    }
+    for dataset in args.datasets.split(","):
+        examples = load_dataset(dataset)
+        qrels = qrels_from_examples(examples)
+        scores = score_matrix(args.cascade, dataset, examples)
+        rows = []
+        for depth, path in monos.items():
+            mono = score_matrix(path, dataset, examples)
+            metrics = evaluate_config(examples, mono, [depth], [], qrels).metrics
+            rows.append(
+                {"model": f"monolithic {depth} layers", **{m: round(100 * metrics[m], 1) for m in METRICS}}
+            )
+        for i, layer in enumerate(cascade.exits):
+            trace = simulate(scores[:, : i + 1], groups_of(examples), [0.0] * i)
+            metrics = evaluate_trace(examples, trace, qrels=qrels).mean
+            rows.append(
+                {
+                    "model": f"CT exit at layer {layer}, α=0",
+                    **{m: round(100 * metrics[m], 1) for m in METRICS},
+                }
+            )
+        out["datasets"][dataset] = rows
+        print(f"\n{dataset}")
+        for r in rows:
+            print(r)
+    _finish(args, "table2", out)
+
+
+def table3(args: argparse.Namespace) -> None:
+    """Monolithic models, the sequential ranker and the cascade at several α on one test set."""
+    examples = load_dataset(args.dataset)
+    qrels = qrels_from_examples(examples)
+    groups = groups_of(examples)
+    n = len(groups)
+    alphas = [float(a) for a in args.alphas.split(",")]
+    monos = _parse_monos(args.mono)
+    full_depth = max(monos) if monos else None
+    rows = []
+    mono_scores = {d: score_matrix(p, args.dataset, examples) for d, p in monos.items()}
+    for depth, scores in mono_scores.items():
+        metrics = evaluate_config(examples, scores, [depth], [], qrels).metrics
+        rows.append(_row(f"monolithic {depth} layers", "-", metrics, depth / full_depth))
+    if len(mono_scores) >= 2:
+        stacked = torch.cat(list(mono_scores.values()), dim=1)
+        for alpha in alphas:
+            trace = simulate(stacked, groups, [alpha] * (len(mono_scores) - 1))
+            metrics = evaluate_trace(examples, trace, qrels=qrels).mean
+            cost = sequential_layer_units(trace.survivors, list(mono_scores)) / (n * full_depth)
+            rows.append(_row(f"SR {'+'.join(map(str, mono_scores))}", alpha, metrics, cost))
+    for name, path in [("CT", args.cascade), *(("retrofit CT", p) for p in args.retrofit)]:
+        cascade = CascadeTransformer.from_pretrained(path)
+        scores = score_matrix(path, args.dataset, examples)
+        exits = cascade.exits
+        for i, layer in enumerate(exits[:-1]):
+            trace = simulate(scores[:, : i + 1], groups, [0.0] * i)
+            metrics = evaluate_trace(examples, trace, qrels=qrels).mean
+            rows.append(_row(f"{name} exit L{layer}", 0.0, metrics, layer / exits[-1]))
+        settings: list[Any] = [0.0, *alphas]
+        if cascade.config.drop_ratios:
+            settings.append(cascade.config.drop_ratios)
+        for alpha in settings:
+            point = evaluate_config(examples, scores, exits, check_drop_ratios(alpha, len(exits)), qrels)
+            label = alpha if isinstance(alpha, float) else "tuned " + "/".join(f"{a:g}" for a in alpha)
+            rows.append(_row(f"{name} (all {exits[-1]} layers)", label, point.metrics, point.relative_cost))
+    print(_markdown(rows))
+    _finish(
+        args,
+        "table3",
+        {
+            "dataset": args.dataset,
+            "n_questions": len(examples),
+            "n_pairs": n,
+            "cascade": args.cascade,
+            "retrofit": args.retrofit,
+            "monolithic": monos,
+            "rows": rows,
+            "markdown": _markdown(rows),
+        },
+    )
+
+
+def throughput(args: argparse.Namespace) -> None:
+    """Wall clock on the same pairs, one process, alternating: ST CrossEncoder, monolithic, cascade."""
+    from sentence_transformers import CrossEncoder as STCrossEncoder
+
+    examples = load_dataset(args.dataset)[: args.limit]
+    pairs = [(ex.question.text, c.text) for ex in examples for c in ex.candidates]
+    monos = _parse_monos(args.mono)
+    mono = CrossEncoder.from_pretrained(monos[max(monos)])
+    mono.batch_size = args.batch_size
+    cascade = CascadeTransformer.from_pretrained(args.cascade)
+    alpha: Any = [float(a) for a in args.alpha.split(",")] if args.alpha else None
+    ranker = CascadeRanker(
+        cascade, alpha[0] if alpha and len(alpha) == 1 else alpha, batch_size=args.batch_size
+    )
+    with tempfile.TemporaryDirectory() as tmp:
+        st = STCrossEncoder(
+            str(export_for_sentence_transformers(mono, Path(tmp) / "st")),
+            device="cpu",
+            max_length=mono.config.max_length,
+        )
+    questions, texts = [q for q, _ in pairs], [t for _, t in pairs]
+    # Tokenization is inside every timed call: sentence-transformers tokenizes in predict().
+    systems = {
+        "sentence-transformers CrossEncoder": lambda: st.predict(
+            pairs, batch_size=args.batch_size, show_progress_bar=False
+        ),
+        "sieveqa monolithic": lambda: mono.score_pairs(questions, texts),
+        "sieveqa cascade": lambda: ranker.run(examples),
+    }
+    if len(monos) > 1:
+        models = [CrossEncoder.from_pretrained(p) for p in monos.values()]
+        sr = SequentialRanker(models, ranker.drop_ratios, batch_size=args.batch_size)
+        systems["sieveqa sequential ranker"] = lambda: sr.run(examples)
+    times: dict[str, list[float]] = {k: [] for k in systems}
+    for fn in systems.values():
+        fn()
+    for _ in range(args.repeats):
+        for name, fn in systems.items():
+            start = time.perf_counter()
+            fn()
+            times[name].append(time.perf_counter() - start)
+    result = ranker.run(examples)
+    expected = simulate(cascade.exit_scores(questions, texts), groups_of(examples), ranker.drop_ratios)
+    rows = {}
+    for name, ts in times.items():
+        seconds = statistics.median(ts)
+        rows[name] = {"median_seconds": round(seconds, 3), "pairs_per_second": round(len(pairs) / seconds, 1)}
+    base_st = rows["sentence-transformers CrossEncoder"]["pairs_per_second"]
+    base_mono = rows["sieveqa monolithic"]["pairs_per_second"]
+    for row in rows.values():
+        row["vs_sentence_transformers"] = round(row["pairs_per_second"] / base_st, 2)
+        row["vs_monolithic"] = round(row["pairs_per_second"] / base_mono, 2)
+    payload = {
+        "dataset": args.dataset,
+        "n_questions": len(examples),
+        "n_pairs": len(pairs),
+        "repeats": args.repeats,
+        "drop_ratios": ranker.drop_ratios,
+        "relative_cost": round(result.relative_cost, 4),
+        "flops_ratio": round(result.flops / (mono.last_stats.flops or 1), 4),
+        "real_run_matches_simulation": result.trace.orders() == expected.orders(),
+        "results": rows,
+    }
+    for name, row in rows.items():
+        print(f"{name:40s} {row}")
+    _finish(args, "throughput", payload)
+
+
+def thresholds(args: argparse.Namespace) -> None:
+    """The paper's objection to score thresholds: batch sizes become unpredictable.
+
+    Thresholds are set on dev so that each exit drops the same share of rows overall as α does;
+    then, on test, the per-question share kept at each exit is compared for both policies.
+    """
+    cascade = CascadeTransformer.from_pretrained(args.cascade)
+    n_exits = len(cascade.exits)
+    alpha = float(args.alpha)
+    dev = load_dataset(args.dev)
+    dev_scores = score_matrix(args.cascade, args.dev, dev)
+    dev_trace = simulate(dev_scores, groups_of(dev), [alpha] * (n_exits - 1))
+    cuts = []
+    for i in range(n_exits - 1):
+        reached = dev_scores[~torch.isnan(dev_trace.scores[:, i]), i]
+        cuts.append(float(torch.quantile(reached, alpha)))
+    test = load_dataset(args.test)
+    test_scores = score_matrix(args.cascade, args.test, test)
+    groups = groups_of(test)
+    sizes = torch.bincount(groups).double()
+    out: dict[str, Any] = {"alpha": alpha, "thresholds_from_dev": [round(c, 4) for c in cuts], "policies": {}}
+    for name, trace in {
+        "fixed ratio": simulate(test_scores, groups, [alpha] * (n_exits - 1)),
+        "threshold": simulate(test_scores, groups, thresholds=cuts),
+    }.items():
+        per_exit = []
+        for i in range(n_exits):
+            kept = (
+                torch.bincount(groups[~torch.isnan(trace.scores[:, i])], minlength=len(sizes)).double()
+                / sizes
+            )
+            per_exit.append(
+                {
+                    "exit": cascade.exits[i],
+                    "mean_kept": round(float(kept.mean()), 3),
+                    "std_kept": round(float(kept.std()), 3),
+                    "min_kept": round(float(kept.min()), 3),
+                    "max_kept": round(float(kept.max()), 3),
+                }
+            )
+        metrics = evaluate_trace(test, trace).mean
+        units = cascade_layer_units(trace.survivors, cascade.exits)
+        out["policies"][name] = {
+            "per_exit": per_exit,
+            "p@1": round(metrics["p@1"], 4),
+            "map": round(metrics["map"], 4),
+            "relative_cost": round(units / (len(groups) * cascade.exits[-1]), 4),
+        }
+        print(name, out["policies"][name])
+    _finish(args, "thresholds", {"cascade": args.cascade, "dev": args.dev, "test": args.test, **out})
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    p2 = sub.add_parser("table2", help=table2.__doc__)
+    p2.add_argument("--cascade", required=True)
+    p2.add_argument("--mono", action="append", default=[], help="DEPTH=MODEL, repeatable")
+    p2.add_argument("--datasets", default="wikiqa:test,trecqa:test-clean")
+    p2.add_argument("--out", type=Path, default=Path("bench/results/cascade/table2.json"))
+    p3 = sub.add_parser("table3", help=table3.__doc__)
+    p3.add_argument("--cascade", required=True)
+    p3.add_argument("--retrofit", action="append", default=[], help="retrofitted cascade(s) to compare")
+    p3.add_argument("--mono", action="append", default=[], help="DEPTH=MODEL, repeatable")
+    p3.add_argument("--dataset", default="squad-as2:test")
+    p3.add_argument("--alphas", default="0.3,0.4,0.5")
+    p3.add_argument("--out", type=Path, default=Path("bench/results/cascade/table3.json"))
+    pt = sub.add_parser("throughput", help=throughput.__doc__)
+    pt.add_argument("--cascade", required=True)
+    pt.add_argument(
+        "--mono",
+        action="append",
+        required=True,
+        help="DEPTH=MODEL; the deepest is the baseline, all form the SR",
+    )
+    pt.add_argument("--alpha", default=None, help="default: the ratios saved with the cascade")
+    pt.add_argument("--dataset", default="squad-as2:test")
+    pt.add_argument("--limit", type=int, default=100)
+    pt.add_argument("--batch-size", type=int, default=64)
+    pt.add_argument("--repeats", type=int, default=3)
+    pt.add_argument("--out", type=Path, default=Path("bench/results/cascade/throughput.json"))
+    ph = sub.add_parser("thresholds", help=thresholds.__doc__)
+    ph.add_argument("--cascade", required=True)
+    ph.add_argument("--alpha", default="0.3")
+    ph.add_argument("--dev", default="squad-as2:dev")
+    ph.add_argument("--test", default="squad-as2:test")
+    ph.add_argument("--out", type=Path, default=Path("bench/results/cascade/thresholds.json"))
+    args = parser.parse_args()
+    {"table2": table2, "table3": table3, "throughput": throughput, "thresholds": thresholds}[args.command](
+        args
+    )
+
+
+if __name__ == "__main__":
+    main()
