@@ -52,7 +52,7 @@ default-model: install
 	rm -rf sieveqa/resources/default-ranker && cp -r $(RUN)/adapt/best sieveqa/resources/default-ranker
 
 # Cascade Transformer experiments (docs/RESULTS.md): the cascade trained with one random exit per batch
-# (EXITS=all: the sum of every exit's loss), its drop ratios tuned on SQuAD-AS2 dev, and a retrofit of
+# (EXITS=all: the mean of every exit's loss), its drop ratios tuned on SQuAD-AS2 dev, and a retrofit of
 # the monolithic transfer model (exits fitted to its own score, body frozen).
 EXITS ?= random
 CASCADE ?= runs/cascade$(if $(filter all,$(EXITS)),-all,)

@@ -39,6 +39,7 @@ from sieveqa.evaluation.cascade_search import (
 from sieveqa.evaluation.metrics import qrels_from_examples
 from sieveqa.evaluation.provenance import run_info
 from sieveqa.io import atomic_write_json
+from sieveqa.models.base import flatten_pairs
 from sieveqa.models.cascade import CascadeTransformer, check_drop_ratios
 from sieveqa.models.cross_encoder import CrossEncoder
 from sieveqa.models.zoo import load_model, resolve_model
@@ -69,9 +70,7 @@ def score_matrix(model_path: str, dataset: str, examples: Sequence[RankingExampl
     if isinstance(model, CascadeTransformer):
         matrix = exit_score_matrix(model, examples, progress=True)
     else:
-        questions = [ex.question.text for ex in examples for _ in ex.candidates]
-        texts = [c.text for ex in examples for c in ex.candidates]
-        matrix = torch.tensor(model.score_pairs(questions, texts, progress=True)).unsqueeze(1)
+        matrix = torch.tensor(model.score_pairs(*flatten_pairs(examples), progress=True)).unsqueeze(1)
     CACHE.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp")
     torch.save(matrix, tmp)
@@ -221,7 +220,7 @@ def throughput(args: argparse.Namespace) -> None:
             device="cpu",
             max_length=mono.config.max_length,
         )
-    questions, texts = [q for q, _ in pairs], [t for _, t in pairs]
+    questions, texts = flatten_pairs(examples)
     # Tokenization is inside every timed call: sentence-transformers tokenizes in predict().
     systems = {
         "sentence-transformers CrossEncoder": lambda: st.predict(
@@ -232,7 +231,12 @@ def throughput(args: argparse.Namespace) -> None:
     }
     if len(monos) > 1:
         models = [CrossEncoder.from_pretrained(p) for p in monos.values()]
-        sr = SequentialRanker(models, ranker.drop_ratios, batch_size=args.batch_size)
+        # The SR uses the cascade's ratios when it has as many stages, else the one α given.
+        same = len(models) == len(cascade.exits)
+        sr_ratios = ranker.drop_ratios if same else (alpha[0] if alpha and len(alpha) == 1 else None)
+        if sr_ratios is None:
+            raise SystemExit("give one --alpha, or as many --mono models as the cascade has exits")
+        sr = SequentialRanker(models, sr_ratios, batch_size=args.batch_size)
         systems["sieveqa sequential ranker"] = lambda: sr.run(examples)
     times: dict[str, list[float]] = {k: [] for k in systems}
     for fn in systems.values():

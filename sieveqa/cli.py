@@ -88,7 +88,7 @@ def train(
         typer.Option(help="cascade: layers with a classifier, e.g. 2,3,4,5,6 (default: paper's rule)"),
     ] = None,
     exit_sampling: Annotated[
-        str, typer.Option(help="cascade: 'random' (one exit per batch, the paper) or 'all' (sum of exits)")
+        str, typer.Option(help="cascade: 'random' (one exit per batch, the paper) or 'all' (mean of exits)")
     ] = "random",
     pooling: Annotated[
         str | None, typer.Option(help="head input: cls or mean (default: cls; cascade exits: mean)")
@@ -114,6 +114,19 @@ def train(
         raise typer.BadParameter("must be cross-encoder or cascade", param_hint="--arch")
     if arch != "cascade" and exits:
         raise typer.BadParameter("only a cascade has exits", param_hint="--exits")
+    if exit_sampling not in ("random", "all"):
+        raise typer.BadParameter("must be random or all", param_hint="--exit-sampling")
+    architecture_flags = [
+        f"--{n.replace('_', '-')}"
+        for n in ("exits", "num_layers", "pooling")
+        if _given_on_command_line(ctx, n)
+    ]
+    if architecture_flags and (Path(init) / "config.json").is_file():
+        raise typer.BadParameter(
+            f"{', '.join(architecture_flags)} cannot change a saved model's architecture; "
+            f"{init} brings its own",
+            param_hint="--init",
+        )
     model_config: CrossEncoderConfig | CascadeConfig = (
         CascadeConfig(max_length=max_length, num_layers=num_layers, exits=_int_list(exits, "--exits"))
         if arch == "cascade"
@@ -194,11 +207,14 @@ def _load_ranker(
         raise typer.BadParameter(f"must be one of {', '.join(PRECISIONS)}", param_hint="--precision")
     loaded = load_model(model)
     if isinstance(loaded, CascadeTransformer):
-        ratios = _float_list(alpha, "--alpha")
+        if alpha and threshold:
+            raise typer.BadParameter(
+                "give --alpha or --threshold, not both", param_hint="--alpha/--threshold"
+            )
         try:
             return CascadeRanker(
                 loaded,
-                drop_ratios=ratios[0] if ratios and len(ratios) == 1 else ratios,
+                drop_ratios=_float_list(alpha, "--alpha"),
                 thresholds=_float_list(threshold, "--threshold"),
                 batch_size=batch_size,
                 precision=precision,  # type: ignore[arg-type]
@@ -324,21 +340,22 @@ def tune_cascade(
     from sieveqa.evaluation.provenance import run_info
     from sieveqa.io import atomic_write_json
     from sieveqa.models._saving import update_meta
-    from sieveqa.models.cascade import CascadeTransformer
+    from sieveqa.models.cascade import CascadeTransformer, check_drop_ratios
     from sieveqa.models.zoo import resolve_model
 
     if metric not in METRICS:
         raise typer.BadParameter(f"must be one of {', '.join(METRICS)}", param_hint="--metric")
     values = _float_list(grid, "--grid") or []
-    if not values or not all(0.0 <= a < 1.0 for a in values):
-        raise typer.BadParameter("drop ratios must be in [0, 1)", param_hint="--grid")
+    try:
+        check_drop_ratios(values, len(values) + 1)
+    except ValueError as err:
+        raise typer.BadParameter(str(err), param_hint="--grid") from None
     cascade = CascadeTransformer.from_pretrained(model)
     cascade.batch_size = batch_size
     examples = load_dataset(dataset)
     scores = exit_score_matrix(cascade, examples, progress=True)
-    n_configs = len(values) ** (len(cascade.exits) - 1)
-    typer.echo(f"simulating {n_configs} configurations on {len(examples)} questions")
     points = grid_search(examples, scores, cascade.exits, values, progress=True)
+    n_configs = len(points)
     chosen = choose(points, metric, tolerance)
     full = next(p for p in points if not any(p.drop_ratios))
     title = f"{Path(model).name} on {dataset}: {n_configs} drop-ratio configurations"
@@ -388,6 +405,9 @@ def retrofit(
     tune_body: Annotated[bool, typer.Option(help="also tune the body (to the original logits)")] = False,
     epochs: Annotated[float, typer.Option(help="passes over the pairs")] = 1.0,
     max_pairs: Annotated[int | None, typer.Option(help="cap on pairs (whole questions sampled)")] = 30000,
+    max_negatives: Annotated[
+        int | None, typer.Option(help="pairs per question beyond the correct ones (more questions, same cap)")
+    ] = 20,
     lr: Annotated[float, typer.Option(help="peak learning rate")] = 1e-3,
     batch_size: Annotated[int, typer.Option(help="pairs per forward pass")] = 64,
     eval_every: Annotated[int, typer.Option(help="also evaluate every N steps (0: each epoch)")] = 0,
@@ -407,6 +427,7 @@ def retrofit(
         batch_size=batch_size,
         lr=lr,
         max_pairs=max_pairs,
+        max_negatives=max_negatives,
         eval_every=eval_every,
         seed=seed,
         metric="map@mean",

@@ -169,6 +169,8 @@ def test_eval_of_a_cascade_reports_cost_and_every_exit(
     assert metrics["layer_units"] == 16 + 9 + 6 + 3
     assert metrics["relative_cost"] == pytest.approx(34 / 64, abs=1e-4)
     assert set(metrics["per_exit"]) == {"L1", "L2", "L3", "L4"}
+    # Stopped at the last exit, the cascade is the cascade.
+    assert metrics["per_exit"]["L4"]["map"] == metrics["map"]
     result = runner.invoke(app, [*args, "--alpha", "0.5,0.2"])
     assert result.exit_code == 2 and "need 3 drop ratios" in result.output
 
@@ -199,4 +201,15 @@ def test_tune_cascade_saves_the_choice_and_rank_uses_it(
         app, ["rank", "-m", str(saved_cascade), "-i", str(example_jsonl), "-o", str(ranked)]
     )
     assert result.exit_code == 0, result.output
-    assert all(len(json.loads(line)["candidates"]) >= 5 for line in ranked.read_text().splitlines())
+    # The ranking is the one the saved ratios give, not the unpruned one.
+    from sieveqa.data.jsonl import read_jsonl
+    from sieveqa.models.base import flatten_pairs
+    from sieveqa.models.cascade import CascadeTransformer
+    from sieveqa.runtime.cascade import groups_of, simulate
+
+    examples = read_jsonl(example_jsonl)
+    model = CascadeTransformer.from_pretrained(saved_cascade)
+    expected = simulate(model.exit_scores(*flatten_pairs(examples)), groups_of(examples), [0.5] * 3).orders()
+    rows = [json.loads(line) for line in ranked.read_text().splitlines()]
+    for ex, row, order in zip(examples, rows, expected, strict=True):
+        assert [c["id"] for c in row["candidates"]] == [ex.candidates[i].id for i in order]

@@ -14,31 +14,24 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import torch
 from torch import Tensor
 from tqdm.auto import tqdm
 
 from sieveqa.data.records import RankingExample
 from sieveqa.evaluation.metrics import MetricReport, evaluate_ranked, qrels_from_examples
 from sieveqa.io import atomic_open
+from sieveqa.models.base import flatten_pairs
 from sieveqa.models.cascade import CascadeTransformer
-from sieveqa.runtime.cascade import CascadeTrace, cascade_layer_units, simulate
+from sieveqa.runtime.cascade import CascadeTrace, cascade_layer_units, groups_of, relative_cost, simulate
 
 DEFAULT_GRID = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6)
-
-
-def groups_of(examples: Sequence[RankingExample]) -> Tensor:
-    """Question index of every candidate, in example order."""
-    return torch.tensor([q for q, ex in enumerate(examples) for _ in ex.candidates], dtype=torch.long)
 
 
 def exit_score_matrix(
     model: CascadeTransformer, examples: Sequence[RankingExample], progress: bool = False
 ) -> Tensor:
     """Every exit's score of every candidate, nothing pruned (candidates × exits, example order)."""
-    questions = [ex.question.text for ex in examples for _ in ex.candidates]
-    texts = [c.text for ex in examples for c in ex.candidates]
-    return model.exit_scores(questions, texts, progress=progress)
+    return model.exit_scores(*flatten_pairs(examples), progress=progress)
 
 
 def evaluate_trace(
@@ -87,8 +80,8 @@ def evaluate_config(
     qrels: dict[str, dict[str, int]] | None = None,
 ) -> GridPoint:
     """Simulate one configuration: its metrics and relative cost in layer-units."""
-    trace = simulate(exit_scores, groups_of(examples), drop_ratios)
-    cost = cascade_layer_units(trace.survivors, exits) / (len(exit_scores) * exits[-1])
+    trace = simulate(exit_scores, groups_of(examples), drop_ratios, n_groups=len(examples))
+    cost = relative_cost(cascade_layer_units(trace.survivors, exits), len(exit_scores), exits[-1])
     return GridPoint(tuple(drop_ratios), cost, evaluate_trace(examples, trace, qrels=qrels).mean)
 
 
@@ -99,9 +92,10 @@ def grid_search(
     grid: Sequence[float] = DEFAULT_GRID,
     progress: bool = False,
 ) -> list[GridPoint]:
-    """Every per-exit combination of ``grid`` values (|grid|^(exits-1) points), plus α = 0 everywhere."""
+    """Every per-exit combination of ``grid`` values, plus α = 0 everywhere, first (once)."""
     qrels = qrels_from_examples(examples)
-    combos = [(0.0,) * (len(exits) - 1), *itertools.product(grid, repeat=len(exits) - 1)]
+    unpruned = (0.0,) * (len(exits) - 1)
+    combos = [unpruned, *(c for c in itertools.product(grid, repeat=len(exits) - 1) if c != unpruned)]
     return [
         evaluate_config(examples, exit_scores, exits, combo, qrels)
         for combo in tqdm(combos, desc="grid", unit="config", disable=not progress, leave=False)
@@ -119,7 +113,10 @@ def pareto_front(points: Sequence[GridPoint], metric: str) -> list[GridPoint]:
 
 def choose(points: Sequence[GridPoint], metric: str, tolerance: float) -> GridPoint:
     """The cheapest point whose ``metric`` is within ``tolerance`` (absolute) of the unpruned one."""
-    reference = next(p for p in points if not any(p.drop_ratios)).metrics[metric]
+    unpruned = [p for p in points if not any(p.drop_ratios)]
+    if not unpruned:
+        raise ValueError("the grid has no unpruned point (all drop ratios 0) to compare with")
+    reference = unpruned[0].metrics[metric]
     ok = [p for p in points if p.metrics[metric] >= reference - tolerance - 1e-12]
     return min(ok, key=lambda p: (p.relative_cost, -p.metrics[metric]))
 

@@ -8,6 +8,12 @@ from collections.abc import Sequence
 from sieveqa.data.records import RankingExample, ScoredCandidate
 
 
+def flatten_pairs(examples: Sequence[RankingExample]) -> tuple[list[str], list[str]]:
+    """Question text and candidate text of every candidate, in example order."""
+    questions = [ex.question.text for ex in examples for _ in ex.candidates]
+    return questions, [c.text for ex in examples for c in ex.candidates]
+
+
 def regroup(examples: Sequence[RankingExample], flat: Sequence[float]) -> list[list[float]]:
     """Cut one score per candidate, in example order, back into one list per example."""
     out, start = [], 0

@@ -8,8 +8,9 @@ used in training, and the saved inference settings (drop ratios).
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import torch
 from torch import Tensor, nn
@@ -17,19 +18,19 @@ from torch import Tensor, nn
 from sieveqa.backbones import Backbone
 from sieveqa.data.records import RankingExample
 from sieveqa.encoder import pool
-from sieveqa.models.base import regroup
+from sieveqa.models.base import flatten_pairs, regroup
 from sieveqa.models.cross_encoder import CrossEncoder
 from sieveqa.models.pair_model import PairModel, PairModelConfig
 
 
 def default_exits(num_layers: int) -> list[int]:
-    """The paper's exit placement scaled to depth: from layer n/3 every n/6 layers, ending at n.
+    """The paper's placement scaled to depth: five exits evenly from layer n/3 to n (fewer if shallow).
 
-    12 layers → 4, 6, 8, 10, 12 (the paper's ρ); 6 layers → 2, 3, 4, 5, 6.
+    12 layers → 4, 6, 8, 10, 12 (the paper's ρ); 6 layers → 2, 3, 4, 5, 6; 4 layers → 1, 2, 3, 4.
     """
-    start, step = max(1, round(num_layers / 3)), max(1, round(num_layers / 6))
-    exits = list(range(start, num_layers, step))
-    return [*exits, num_layers] if not exits or exits[-1] != num_layers else exits
+    first = num_layers / 3
+    points = (first + k * (num_layers - first) / 4 for k in range(5))
+    return sorted({max(1, int(p + 0.5)) for p in points})
 
 
 @dataclass
@@ -40,7 +41,7 @@ class CascadeConfig(PairModelConfig):
         default=None, metadata={"help": "layers with a classifier, e.g. 2,3,4,5,6 (None: the paper's rule)"}
     )
     pooling: str = field(
-        default="mean", metadata={"help": "exit input: 'mean' of all tokens (paper) or 'cls'"}
+        default="mean", metadata={"help": "exit input: 'mean' of all token states (paper) or 'cls'"}
     )
     head_layers: int = field(
         default=3, metadata={"help": "linear layers per exit head (3: the paper's tanh feed-forward)"}
@@ -89,11 +90,15 @@ class CascadeTransformer(PairModel):
     config: CascadeConfig
 
     def __init__(self, config: CascadeConfig | None = None, backbone: Backbone | None = None) -> None:
-        super().__init__(config or CascadeConfig(), backbone)
+        # A copy: the caller's config object is not changed by filling in defaults.
+        super().__init__(replace(config) if config else CascadeConfig(), backbone)
         cfg, depth = self.config, self.encoder.num_layers
         cfg.exits = list(cfg.exits) if cfg.exits else default_exits(depth)
-        if cfg.exits != sorted(set(cfg.exits)) or cfg.exits[0] < 1 or cfg.exits[-1] > depth:
-            raise ValueError(f"exits must be increasing layer numbers in 1..{depth}, got {cfg.exits}")
+        if cfg.exits != sorted(set(cfg.exits)) or cfg.exits[0] < 1 or cfg.exits[-1] != depth:
+            raise ValueError(
+                f"exits must be increasing layer numbers in 1..{depth} ending at {depth} (layers above "
+                f"the last exit would never run), got {cfg.exits}"
+            )
         if cfg.drop_ratios is not None:
             cfg.drop_ratios = check_drop_ratios(cfg.drop_ratios, len(cfg.exits))
         hidden, last = self.encoder.hidden_size, len(cfg.exits) - 1
@@ -149,17 +154,23 @@ class CascadeTransformer(PairModel):
 
     def exit_scores(self, questions: Sequence[str], texts: Sequence[str], progress: bool = False) -> Tensor:
         """Every exit's score for every pair, no pruning: pairs × exits (input order)."""
-        return self.run_batches(
-            self.featurize(questions, texts), lambda model, batch: model(**batch), progress
-        )
+        started = time.perf_counter()
+        features = self.featurize(questions, texts)
+        run = self.run_batches
+        return run(features, lambda m, batch: m(**batch), progress, len(self.exits), started)
 
     def score(self, examples: Sequence[RankingExample], progress: bool = False) -> list[list[float]]:
-        """The final exit's scores with nothing pruned (the cascade used as a monolithic model)."""
-        questions = [ex.question.text for ex in examples for _ in ex.candidates]
-        texts = [c.text for ex in examples for c in ex.candidates]
+        """The last exit's scores with nothing pruned (the cascade used as a monolithic model).
+
+        Pruning is a question-time policy: ``sieveqa.runtime.CascadeRanker`` applies the drop
+        ratios saved with the model (the CLI does so for every cascade it loads).
+        """
+        started = time.perf_counter()
+        features = self.featurize(*flatten_pairs(examples))
         last = len(self.exits) - 1
-        features = self.featurize(questions, texts)
-        flat = self.run_batches(features, lambda model, batch: model(**batch, exits=[last])[:, 0], progress)
+        flat = self.run_batches(
+            features, lambda m, batch: m(**batch, exits=[last])[:, 0], progress, None, started
+        )
         return regroup(examples, flat.tolist())
 
     @classmethod
@@ -184,10 +195,6 @@ class CascadeTransformer(PairModel):
             final_head_layers=1,
         )
         cascade = cls(config)
-        if cascade.exits[-1] != cascade.encoder.num_layers:
-            raise ValueError(
-                f"the last exit must be the final layer {cascade.encoder.num_layers} to keep the head"
-            )
         cascade.encoder.load_state_dict(model.encoder.state_dict())
         final = cascade.heads[-1].net[-1]
         assert isinstance(final, nn.Linear)
@@ -197,7 +204,9 @@ class CascadeTransformer(PairModel):
 
 
 def check_drop_ratios(ratios: float | Sequence[float], n_exits: int) -> list[float]:
-    """One α per pruning exit (every exit but the last); a single value applies to all of them."""
+    """One α per pruning exit (every exit but the last); one value (alone or in a list) applies to all."""
+    if not isinstance(ratios, int | float) and len(ratios) == 1:
+        ratios = ratios[0]
     if isinstance(ratios, int | float):
         ratios = [float(ratios)] * (n_exits - 1)
     ratios = [float(a) for a in ratios]

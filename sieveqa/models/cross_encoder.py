@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -10,7 +11,7 @@ from torch import Tensor, nn
 from sieveqa.backbones import Backbone
 from sieveqa.data.records import RankingExample
 from sieveqa.encoder import pool
-from sieveqa.models.base import regroup
+from sieveqa.models.base import flatten_pairs, regroup
 from sieveqa.models.pair_model import PairModel, PairModelConfig
 
 
@@ -43,10 +44,11 @@ class CrossEncoder(PairModel):
         self, questions: Sequence[str], texts: Sequence[str], progress: bool = False
     ) -> list[float]:
         """Score pairs in length-sorted batches under ``torch.inference_mode``; returns input order."""
+        started = time.perf_counter()
         features = self.featurize(questions, texts)
-        return self.run_batches(features, lambda model, batch: model(**batch), progress).tolist()
+        return self.run_batches(
+            features, lambda model, batch: model(**batch), progress, started=started
+        ).tolist()
 
     def score(self, examples: Sequence[RankingExample], progress: bool = False) -> list[list[float]]:
-        questions = [ex.question.text for ex in examples for _ in ex.candidates]
-        texts = [c.text for ex in examples for c in ex.candidates]
-        return regroup(examples, self.score_pairs(questions, texts, progress=progress))
+        return regroup(examples, self.score_pairs(*flatten_pairs(examples), progress=progress))

@@ -95,15 +95,18 @@ class PairModel(nn.Module, Ranker):
         features: PairFeatures,
         fn: Callable[[nn.Module, dict[str, Tensor]], Tensor],
         progress: bool = False,
+        width: int | None = None,
+        started: float | None = None,
     ) -> Tensor:
         """Apply ``fn(model, batch)`` to length-sorted batches under ``inference_mode``; input row order.
 
-        ``fn`` returns one value (or one row of values) per pair; ``last_stats`` records the cost.
+        ``fn`` returns one value per pair, or ``width`` values. ``last_stats`` records the cost, timed
+        from ``started`` (a ``time.perf_counter()`` taken before tokenizing) when given.
         """
-        out: Tensor | None = None
+        out = torch.empty((0,) if width is None else (0, width))
         was_training = self.training
         self.eval()
-        start = time.perf_counter()
+        start = time.perf_counter() if started is None else started
         batches = length_batches(features.lengths, self.batch_size)
         with torch.inference_mode(), apply_precision(self, self.precision) as model:
             # An int8 run happens in a quantized copy, which counts its own cost.
@@ -111,14 +114,14 @@ class PairModel(nn.Module, Ranker):
             cost.reset()
             for rows in tqdm(batches, desc="scoring", unit="batch", disable=not progress, leave=False):
                 values = fn(model, collate(features, rows, self.tokenizer.pad_token_id)).float()
-                if out is None:
+                if len(out) != len(features):
                     out = torch.empty((len(features), *values.shape[1:]))
                 out[rows] = values
         self.train(was_training)
         self.last_stats = ScoringStats(
             len(features), time.perf_counter() - start, cost.layer_units, cost.flops
         )
-        return out if out is not None else torch.empty(0)
+        return out
 
     # -- persistence ------------------------------------------------------------------------------
 

@@ -9,10 +9,11 @@ Rows are independent in a transformer, so the three agree wherever their scores 
 
 from __future__ import annotations
 
+import itertools
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import torch
 from torch import Tensor
@@ -21,7 +22,7 @@ from tqdm.auto import tqdm
 
 from sieveqa.batching import collate, length_batches
 from sieveqa.data.records import RankingExample, ScoredCandidate
-from sieveqa.models.base import Ranker, regroup
+from sieveqa.models.base import Ranker, flatten_pairs, regroup
 from sieveqa.models.cascade import CascadeTransformer, check_drop_ratios
 from sieveqa.models.cross_encoder import CrossEncoder
 from sieveqa.models.precision import Precision, apply_precision
@@ -30,39 +31,47 @@ from sieveqa.runtime.pruning import grouped_order, keep_top
 StageScorer = Callable[[int, Tensor], Tensor]
 
 
+def groups_of(examples: Sequence[RankingExample]) -> Tensor:
+    """Question index of every candidate, in example order (the layout every trace uses)."""
+    return torch.tensor([q for q, ex in enumerate(examples) for _ in ex.candidates], dtype=torch.long)
+
+
 @dataclass
 class CascadeTrace:
     """Where each candidate left the cascade, and what each exit it reached thought of it.
 
-    ``scores[r, i]`` is exit i's score of row r (NaN where r was dropped before exit i);
-    ``survivors[i]`` is how many rows exit i scored. ``chunk_sizes[c][i]`` is the same per batch of
-    questions (the batch sizes the paper wants predictable).
+    Rows are candidates in example order; ``groups[r]`` is row r's question (0 .. n_groups-1,
+    non-decreasing; a question may have no rows). ``scores[r, i]`` is exit i's score of row r (NaN
+    where r was dropped earlier), ``last_exit[r]`` the last exit that scored it, and ``survivors[i]``
+    how many rows exit i scored.
     """
 
     scores: Tensor
+    last_exit: Tensor
     groups: Tensor
+    n_groups: int
     survivors: list[int]
-    chunk_sizes: list[list[int]] = field(default_factory=list)
-
-    @property
-    def last_exit(self) -> Tensor:
-        return (~torch.isnan(self.scores)).sum(dim=1) - 1
 
     def stopped_at(self, exit_index: int) -> tuple[Tensor, Tensor]:
         """(exit, score) of every row if the cascade had ended at ``exit_index``."""
         exits = self.last_exit.clamp(max=exit_index)
         return exits, self.scores.gather(1, exits.unsqueeze(1)).squeeze(1)
 
+    def cascade_scores(self) -> Tensor:
+        """One score per row that sorts like the cascade's ranking: the index of the last exit
+        reached plus the sigmoid of that exit's score (scores of different exits are not comparable)."""
+        exits, scores = self.stopped_at(self.scores.shape[1] - 1)
+        return exits.double() + torch.sigmoid(scores.double())
+
     def orders(self, exit_index: int | None = None) -> list[list[int]]:
         """Per question, its candidates' local indices best first (cascade order)."""
         exits, scores = self.stopped_at(self.scores.shape[1] - 1 if exit_index is None else exit_index)
-        order = grouped_order(exits, scores, self.groups)
-        counts = torch.bincount(self.groups, minlength=int(self.groups.max()) + 1 if len(self.groups) else 0)
-        starts = torch.cumsum(counts, 0) - counts
-        out, pos = [], 0
-        for start, count in zip(starts.tolist(), counts.tolist(), strict=True):
-            out.append([r - start for r in order[pos : pos + count].tolist()])
-            pos += count
+        order = grouped_order(exits, scores, self.groups).tolist()
+        counts = torch.bincount(self.groups, minlength=self.n_groups).tolist()
+        out, start = [], 0
+        for count in counts:
+            out.append([r - start for r in order[start : start + count]])
+            start += count
         return out
 
 
@@ -72,49 +81,55 @@ def prune_loop(
     score_stage: StageScorer,
     drop_ratios: Sequence[float] | None = None,
     thresholds: Sequence[float] | None = None,
+    n_groups: int | None = None,
 ) -> CascadeTrace:
     """Score rows stage by stage; after each stage but the last drop ⌊α·k⌋ per question (or, with
     ``thresholds``, every row scoring below the stage's threshold).
 
     ``score_stage(i, rows)`` returns stage i's scores of ``rows`` (indices into ``groups``).
+    ``n_groups`` counts questions without candidates too (default: ``groups.max() + 1``).
     """
     if (drop_ratios is None) == (thresholds is None):
-        raise ValueError("give either drop_ratios or thresholds")
+        raise ValueError("give either drop_ratios or thresholds, not both or neither")
     limits = list(drop_ratios if drop_ratios is not None else thresholds or [])
     if len(limits) != n_stages - 1:
         raise ValueError(
             f"need {n_stages - 1} pruning settings (one per exit but the last), got {len(limits)}"
         )
+    if len(groups) and bool((groups[1:] < groups[:-1]).any()):
+        raise ValueError("groups must be non-decreasing (candidates of a question next to each other)")
     n = len(groups)
     scores = torch.full((n, n_stages), float("nan"))
+    last_exit = torch.zeros(n, dtype=torch.long)
     alive = torch.arange(n)
-    survivors = []
+    survivors = [0] * n_stages
     for i in range(n_stages):
-        survivors.append(len(alive))
         if len(alive) == 0:
             break
+        survivors[i] = len(alive)
         stage = score_stage(i, alive).float()
         scores[alive, i] = stage
-        if i == n_stages - 1:
-            break
-        fixed = drop_ratios is not None
-        alive = alive[keep_top(stage, groups[alive], limits[i]) if fixed else stage >= limits[i]]
-    survivors += [0] * (n_stages - len(survivors))
-    return CascadeTrace(scores, groups, survivors, [survivors])
+        last_exit[alive] = i
+        if i < n_stages - 1:
+            fixed = drop_ratios is not None
+            alive = alive[keep_top(stage, groups[alive], limits[i]) if fixed else stage >= limits[i]]
+    if n_groups is None:
+        n_groups = int(groups.max()) + 1 if n else 0
+    return CascadeTrace(scores, last_exit, groups, n_groups, survivors)
 
 
 def merge_traces(traces: Sequence[CascadeTrace]) -> CascadeTrace:
-    """One trace from traces of consecutive batches of questions."""
-    offsets, groups, total = [], [], 0
+    """One trace from the traces of consecutive batches of questions."""
+    groups, offset = [], 0
     for t in traces:
-        groups.append(t.groups + total)
-        total += int(t.groups.max()) + 1 if len(t.groups) else 0
-        offsets.append(total)
+        groups.append(t.groups + offset)
+        offset += t.n_groups
     return CascadeTrace(
         torch.cat([t.scores for t in traces]),
+        torch.cat([t.last_exit for t in traces]),
         torch.cat(groups),
+        offset,
         [sum(col) for col in zip(*(t.survivors for t in traces), strict=True)],
-        [size for t in traces for size in t.chunk_sizes],
     )
 
 
@@ -123,10 +138,11 @@ def simulate(
     groups: Tensor,
     drop_ratios: Sequence[float] | None = None,
     thresholds: Sequence[float] | None = None,
+    n_groups: int | None = None,
 ) -> CascadeTrace:
     """The cascade's decisions from exit scores computed with nothing pruned (rows × exits)."""
     return prune_loop(
-        groups, exit_scores.shape[1], lambda i, rows: exit_scores[rows, i], drop_ratios, thresholds
+        groups, exit_scores.shape[1], lambda i, rows: exit_scores[rows, i], drop_ratios, thresholds, n_groups
     )
 
 
@@ -141,9 +157,17 @@ def sequential_layer_units(survivors: Sequence[int], depths: Sequence[int]) -> i
     return sum(k * d for k, d in zip(survivors, depths, strict=True))
 
 
+def relative_cost(layer_units: int, n_pairs: int, full_depth: int) -> float:
+    """Layer-units spent over those of the full-depth monolithic model (the paper's cost column)."""
+    return layer_units / (n_pairs * full_depth) if n_pairs else 0.0
+
+
 @dataclass
 class CascadeResult:
-    """A ranking run: the trace, and what it cost against running every pair through every layer."""
+    """A ranking run: the trace, and what it cost against running every pair through every layer.
+
+    ``seconds`` covers tokenization too, like ``PairModel.last_stats``.
+    """
 
     trace: CascadeTrace
     n_pairs: int
@@ -154,8 +178,7 @@ class CascadeResult:
 
     @property
     def relative_cost(self) -> float:
-        """Layer-units spent over those of the full-depth monolithic model (the paper's last column)."""
-        return self.layer_units / (self.n_pairs * self.full_depth) if self.n_pairs else 0.0
+        return relative_cost(self.layer_units, self.n_pairs, self.full_depth)
 
     @property
     def pairs_per_second(self) -> float:
@@ -163,7 +186,9 @@ class CascadeResult:
 
 
 def _question_chunks(examples: Sequence[RankingExample], max_rows: int) -> Iterator[tuple[int, int]]:
-    """Consecutive (start, end) example ranges with at most ``max_rows`` candidates (whole questions)."""
+    """Consecutive (start, end) example ranges of whole questions with at most ``max_rows``
+    candidates, except that a question larger than ``max_rows`` forms a range of its own: splitting
+    it would change ⌊α·k⌋."""
     start, rows = 0, 0
     for i, ex in enumerate(examples):
         if rows and rows + len(ex.candidates) > max_rows:
@@ -185,6 +210,10 @@ class _PrunedRanker(Ranker, ABC):
         drop_ratios: float | Sequence[float] | None,
         thresholds: Sequence[float] | None,
     ) -> None:
+        if max_rows < 1:
+            raise ValueError(f"max_rows must be >= 1, got {max_rows}")
+        if drop_ratios is not None and thresholds is not None:
+            raise ValueError("give drop ratios or thresholds, not both")
         self.n_stages, self.full_depth, self.max_rows = n_stages, full_depth, max_rows
         self.drop_ratios: list[float] | None = None
         self.thresholds: list[float] | None = None
@@ -200,7 +229,9 @@ class _PrunedRanker(Ranker, ABC):
         self.last_result: CascadeResult | None = None
 
     @abstractmethod
-    def _run_chunk(self, questions: list[str], texts: list[str], groups: Tensor) -> CascadeTrace:
+    def _run_chunk(
+        self, questions: list[str], texts: list[str], groups: Tensor, n_groups: int
+    ) -> CascadeTrace:
         """Prune and score one batch of whole questions, adding what it cost to ``units``/``flops``."""
 
     def run(self, examples: Sequence[RankingExample], progress: bool = False) -> CascadeResult:
@@ -211,31 +242,33 @@ class _PrunedRanker(Ranker, ABC):
         bar = tqdm(total=len(examples), desc="ranking", unit="q", disable=not progress, leave=False)
         for lo, hi in _question_chunks(examples, self.max_rows):
             chunk = examples[lo:hi]
-            questions = [ex.question.text for ex in chunk for _ in ex.candidates]
-            texts = [c.text for ex in chunk for c in ex.candidates]
-            groups = torch.tensor([q for q, ex in enumerate(chunk) for _ in ex.candidates], dtype=torch.long)
-            traces.append(self._run_chunk(questions, texts, groups))
+            questions, texts = flatten_pairs(chunk)
+            traces.append(self._run_chunk(questions, texts, groups_of(chunk), len(chunk)))
             bar.update(len(chunk))
         bar.close()
         seconds = time.perf_counter() - start
-        if not traces:
-            raise ValueError("nothing to rank: no examples")
         n_pairs = sum(len(ex.candidates) for ex in examples)
-        result = CascadeResult(
-            merge_traces(traces), n_pairs, self.full_depth, self.units, self.flops, seconds
+        trace = (
+            merge_traces(traces)
+            if traces
+            else simulate(
+                torch.empty(0, self.n_stages),
+                torch.empty(0, dtype=torch.long),
+                thresholds=[0.0] * (self.n_stages - 1),
+            )
         )
-        self.last_result = result
-        return result
+        self.last_result = CascadeResult(trace, n_pairs, self.full_depth, self.units, self.flops, seconds)
+        return self.last_result
 
     def score(self, examples: Sequence[RankingExample], progress: bool = False) -> list[list[float]]:
-        """Each candidate's score at the exit where it stopped. Scores of different exits are not
-        comparable, so rank with ``rank`` (or ``run``), which orders by exit first."""
-        trace = self.run(examples, progress).trace
-        return regroup(examples, trace.stopped_at(self.n_stages - 1)[1].tolist())
+        """Scores that sort like the cascade's ranking: last exit reached + sigmoid of its score
+        (see ``CascadeTrace.cascade_scores``); ``last_result.trace`` keeps every exit's raw score."""
+        return regroup(examples, self.run(examples, progress).trace.cascade_scores().tolist())
 
     def rank(self, examples: Sequence[RankingExample], progress: bool = False) -> list[list[ScoredCandidate]]:
+        """Candidates in cascade order (exact, even where sigmoids saturate), with cascade scores."""
         trace = self.run(examples, progress).trace
-        scores = regroup(examples, trace.stopped_at(self.n_stages - 1)[1].tolist())
+        scores = regroup(examples, trace.cascade_scores().tolist())
         return [
             [ScoredCandidate(ex.candidates[i], sc[i], r + 1) for r, i in enumerate(order)]
             for ex, sc, order in zip(examples, scores, trace.orders(), strict=True)
@@ -247,8 +280,9 @@ class CascadeRanker(_PrunedRanker):
 
     ``drop_ratios``: one α for all exits or one per exit but the last (default: the ratios saved
     with the model, else none). ``thresholds`` replaces them by score thresholds. Questions are packed
-    into batches of up to ``max_rows`` candidates; inside a batch each layer runs on length-sorted
-    mini-batches of ``batch_size`` rows, re-formed after every exit from the rows still alive.
+    into batches of about ``max_rows`` candidates (a bigger question stays whole, alone); inside a
+    batch each layer runs on length-sorted mini-batches of ``batch_size`` rows, re-formed after every
+    exit from the rows still alive.
     """
 
     def __init__(
@@ -260,23 +294,29 @@ class CascadeRanker(_PrunedRanker):
         max_rows: int = 2048,
         precision: Precision = "fp32",
     ) -> None:
-        ratios = drop_ratios if drop_ratios is not None else model.config.drop_ratios
+        saved = model.config.drop_ratios if thresholds is None else None
+        ratios = drop_ratios if drop_ratios is not None else saved
         super().__init__(len(model.exits), model.encoder.num_layers, max_rows, ratios, thresholds)
-        self.model, self.batch_size, self.precision = model.eval(), batch_size, precision
+        self.model, self.batch_size, self.precision = model, batch_size, precision
 
-    def _run_chunk(self, questions: list[str], texts: list[str], groups: Tensor) -> CascadeTrace:
+    def _run_chunk(
+        self, questions: list[str], texts: list[str], groups: Tensor, n_groups: int
+    ) -> CascadeTrace:
         features = self.model.featurize(questions, texts)
         lengths = torch.tensor(features.lengths)
         pad_id = self.model.tokenizer.pad_token_id
         exits = self.model.exits
         store: dict[int, Tensor] = {}
+        was_training = self.model.training
+        self.model.eval()
         with torch.inference_mode(), apply_precision(self.model, self.precision) as model:
             encoder = model.encoder
             encoder.cost.reset()
 
             def score_stage(i: int, alive: Tensor) -> Tensor:
                 nonlocal store
-                # Hidden states of rows dropped at the last exit are let go here.
+                # Rows dropped at the previous exit leave the store (their states are copies, so
+                # the memory is freed with them).
                 store = {r: store[r] for r in alive.tolist()} if i else {}
                 out = torch.empty(len(alive))
                 for pos in length_batches(lengths[alive].tolist(), self.batch_size):
@@ -293,12 +333,13 @@ class CascadeRanker(_PrunedRanker):
                     out[pos] = model.heads[i](hidden, mask).float()
                     if i < len(exits) - 1:
                         for j, r in enumerate(rows):
-                            store[r] = hidden[j, : int(lengths[r])]
+                            store[r] = hidden[j, : int(lengths[r])].clone()
                 return out
 
-            trace = prune_loop(groups, len(exits), score_stage, self.drop_ratios, self.thresholds)
+            trace = prune_loop(groups, len(exits), score_stage, self.drop_ratios, self.thresholds, n_groups)
             self.units += encoder.cost.layer_units
             self.flops += encoder.cost.flops
+        self.model.train(was_training)
         return trace
 
 
@@ -315,14 +356,16 @@ class SequentialRanker(_PrunedRanker):
         max_rows: int = 2048,
     ) -> None:
         depths = [m.encoder.num_layers for m in models]
-        if len(models) < 2 or depths != sorted(depths):
+        if len(models) < 2 or any(b <= a for a, b in itertools.pairwise(depths)):
             raise ValueError(f"need two or more models in increasing depth, got depths {depths}")
         super().__init__(len(models), depths[-1], max_rows, drop_ratios, thresholds)
         self.models, self.depths = list(models), depths
         for m in self.models:
             m.batch_size = batch_size
 
-    def _run_chunk(self, questions: list[str], texts: list[str], groups: Tensor) -> CascadeTrace:
+    def _run_chunk(
+        self, questions: list[str], texts: list[str], groups: Tensor, n_groups: int
+    ) -> CascadeTrace:
         def score_stage(i: int, alive: Tensor) -> Tensor:
             rows, model = alive.tolist(), self.models[i]
             scores = model.score_pairs([questions[r] for r in rows], [texts[r] for r in rows])
@@ -330,4 +373,4 @@ class SequentialRanker(_PrunedRanker):
             self.flops += model.last_stats.flops
             return torch.tensor(scores)
 
-        return prune_loop(groups, self.n_stages, score_stage, self.drop_ratios, self.thresholds)
+        return prune_loop(groups, self.n_stages, score_stage, self.drop_ratios, self.thresholds, n_groups)

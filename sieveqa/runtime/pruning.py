@@ -14,15 +14,21 @@ import numpy as np
 import torch
 from torch import Tensor
 
+# Keeps products such as 0.29 * 100 = 28.999999999999996 from losing a whole candidate to the floor.
+_EPS = 1e-9
+
+
+def _check_alpha(alpha: float) -> None:
+    if not 0.0 <= alpha < 1.0:
+        raise ValueError(f"drop ratio alpha must be in [0, 1), got {alpha}")
+
 
 def drop_count(k: int, alpha: float) -> int:
     """How many of ``k`` candidates an exit with drop ratio ``alpha`` removes: ⌊α·k⌋."""
-    if not 0.0 <= alpha < 1.0:
-        raise ValueError(f"drop ratio alpha must be in [0, 1), got {alpha}")
+    _check_alpha(alpha)
     if k < 0:
         raise ValueError(f"candidate count must be >= 0, got {k}")
-    # The epsilon keeps products such as 0.29 * 100 = 28.999999999999996 from losing a whole candidate.
-    return math.floor(alpha * k + 1e-9)
+    return math.floor(alpha * k + _EPS)
 
 
 def keep_top(scores: Tensor, groups: Tensor, alpha: float) -> Tensor:
@@ -36,7 +42,7 @@ def keep_top(scores: Tensor, groups: Tensor, alpha: float) -> Tensor:
             f"scores and groups must be 1-D and equal in length, got {tuple(scores.shape)} "
             f"and {tuple(groups.shape)}"
         )
-    drop_count(0, alpha)  # validates alpha
+    _check_alpha(alpha)
     if len(scores) == 0 or alpha == 0.0:
         return torch.ones_like(scores, dtype=torch.bool)
     order = grouped_order(torch.zeros_like(groups), scores, groups)
@@ -45,7 +51,7 @@ def keep_top(scores: Tensor, groups: Tensor, alpha: float) -> Tensor:
     starts = torch.repeat_interleave(torch.cumsum(counts, 0) - counts, counts)
     position = torch.arange(len(order)) - starts  # rank inside the row's group, best first
     k = torch.repeat_interleave(counts, counts)
-    n_keep = k - torch.floor(alpha * k.double() + 1e-9).long()
+    n_keep = k - torch.floor(alpha * k.double() + _EPS).long()
     keep = torch.empty_like(scores, dtype=torch.bool)
     keep[order] = position < n_keep
     return keep

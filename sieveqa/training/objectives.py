@@ -23,7 +23,8 @@ class CascadeBCE:
 
     ``sampling="random"`` (the paper) draws one exit per mini-batch uniformly and back-propagates its
     loss through every layer below it, down to the embeddings; layers above that exit are not run.
-    ``sampling="all"`` averages the losses of all exits in one pass (the alternative we compare with).
+    ``sampling="all"`` averages the losses of all exits in one pass (the alternative we compare with;
+    the mean, not the sum, so the learning rate means the same in both).
     The draw uses torch's generator, which checkpoints save, so a resumed run draws the same exits.
     """
 

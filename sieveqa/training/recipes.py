@@ -14,7 +14,7 @@ from sieveqa.data.records import RankingExample
 from sieveqa.data.registry import load_datasets
 from sieveqa.evaluation.metrics import evaluate_scores
 from sieveqa.models._saving import model_kind
-from sieveqa.models.base import regroup
+from sieveqa.models.base import flatten_pairs, regroup
 from sieveqa.models.cascade import CascadeConfig, CascadeTransformer
 from sieveqa.models.cross_encoder import CrossEncoder, CrossEncoderConfig
 from sieveqa.models.pair_model import PairModel, PairModelConfig
@@ -54,18 +54,20 @@ def init_model(
 
 
 def dev_evaluator(model: PairModel, dev_examples: Sequence[RankingExample]) -> dict[str, float]:
-    """Dev metrics; for a cascade, of the last exit, plus MAP and P@1 of every exit as ``map@L2`` ..."""
+    """Dev metrics; for a cascade those of its last exit, plus every exit's MAP and P@1 (``map@L2``,
+    ``p@1@L2``, ...) and their mean MAP (``map@mean``)."""
     if not isinstance(model, CascadeTransformer):
         return evaluate_scores(dev_examples, model.score(dev_examples)).mean
-    questions = [ex.question.text for ex in dev_examples for _ in ex.candidates]
-    texts = [c.text for ex in dev_examples for c in ex.candidates]
-    scores = model.exit_scores(questions, texts)
-    out: dict[str, float] = {}
-    for i, layer in enumerate(model.exits):
-        mean = evaluate_scores(dev_examples, regroup(dev_examples, scores[:, i].tolist())).mean
+    scores = model.exit_scores(*flatten_pairs(dev_examples))
+    per_exit = [
+        evaluate_scores(dev_examples, regroup(dev_examples, scores[:, i].tolist())).mean
+        for i in range(len(model.exits))
+    ]
+    out = dict(per_exit[-1])
+    for layer, mean in zip(model.exits, per_exit, strict=True):
         out.update({f"map@L{layer}": mean["map"], f"p@1@L{layer}": mean["p@1"]})
-    out["map@mean"] = sum(out[f"map@L{layer}"] for layer in model.exits) / len(model.exits)
-    return {**mean, **out}
+    out["map@mean"] = sum(m["map"] for m in per_exit) / len(per_exit)
+    return out
 
 
 def train_ranker(
@@ -81,9 +83,12 @@ def train_ranker(
 ) -> TrainState:
     """Train a ranker on the named datasets; the best dev model lands in ``out_dir/best``.
 
-    ``arch="cascade"`` trains every exit with ``CascadeBCE(exit_sampling)``.
+    ``arch="cascade"`` trains the exits with ``CascadeBCE(exit_sampling)``: one random exit per batch
+    (the paper) or the mean of all exits' losses (``"all"``).
     """
     config = config or TrainConfig()
+    if exit_sampling not in ("random", "all"):
+        raise ValueError(f"exit sampling must be 'random' or 'all', got {exit_sampling!r}")
     seed_everything(config.seed)
     model = init_model(init, arch, model_config)
     examples = load_datasets(train)

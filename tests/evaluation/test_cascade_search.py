@@ -64,6 +64,12 @@ def test_grid_search_covers_every_combination_plus_no_pruning() -> None:
     assert len(points) == 1 + 2**2
     assert points[0].drop_ratios == (0.0, 0.0)
     assert {p.drop_ratios for p in points[1:]} == {(0.25, 0.25), (0.25, 0.5), (0.5, 0.25), (0.5, 0.5)}
+    # Exits after layers 1, 2, 4; 8 rows in two questions of 4: α = 0.5 then 0.5 keeps 8 → 4 → 2.
+    cost = {p.drop_ratios: p.relative_cost for p in points}
+    assert cost[(0.5, 0.5)] == pytest.approx((8 * 1 + 4 * 1 + 2 * 2) / (8 * 4))
+    assert cost[(0.25, 0.5)] == pytest.approx((8 * 1 + 6 * 1 + 4 * 2) / (8 * 4))
+    with_zero = grid_search(examples, scores3, [1, 2, 4], grid=(0.0, 0.5))
+    assert len(with_zero) == 4  # the unpruned point is not repeated
 
 
 def _pt(ratios, cost, p1) -> GridPoint:

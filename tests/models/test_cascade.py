@@ -99,7 +99,7 @@ def test_save_and_load_round_trip(tiny_cascade, tmp_path: Path) -> None:
         CrossEncoder.from_pretrained(path)
 
 
-@pytest.mark.parametrize("exits", [[2, 1, 4], [0, 4], [1, 5], [2, 2, 4]])
+@pytest.mark.parametrize("exits", [[2, 1, 4], [0, 4], [1, 5], [2, 2, 4], [1, 2]])
 def test_bad_exit_lists_are_refused(exits: list[int]) -> None:
     with pytest.raises(ValueError, match="exits must be increasing"):
         CascadeTransformer(CascadeConfig(backbone="tiny", exits=exits))
@@ -107,6 +107,7 @@ def test_bad_exit_lists_are_refused(exits: list[int]) -> None:
 
 def test_drop_ratio_checks() -> None:
     assert check_drop_ratios(0.3, 5) == [0.3] * 4
+    assert check_drop_ratios([0.3], 5) == [0.3] * 4
     assert check_drop_ratios([0.5, 0.1, 0.0, 0.2], 5) == [0.5, 0.1, 0.0, 0.2]
     with pytest.raises(ValueError, match="need 4 drop ratios"):
         check_drop_ratios([0.1, 0.2], 5)
@@ -119,7 +120,7 @@ def test_from_cross_encoder_keeps_the_original_scores_at_the_last_exit(tiny_mode
     assert cascade.config.final_pooling == "cls" and cascade.config.final_head_layers == 1
     original = torch.tensor(tiny_model.score_pairs(QUESTIONS, TEXTS))
     assert torch.allclose(cascade.exit_scores(QUESTIONS, TEXTS)[:, -1], original, atol=1e-6)
-    with pytest.raises(ValueError, match="last exit must be the final layer"):
+    with pytest.raises(ValueError, match="ending at 4"):
         CascadeTransformer.from_cross_encoder(tiny_model, exits=[1, 2])
 
 
@@ -132,3 +133,13 @@ def test_freeze_body_trains_only_the_new_heads_without_dropout_in_the_body(tiny_
     }
     assert trainable == {"heads.0", "heads.1", "heads.2"}
     assert not cascade.encoder.training and not cascade.heads[-1].training and cascade.heads[0].training
+
+
+def test_config_given_is_not_changed(tiny_cascade) -> None:
+    config = CascadeConfig(backbone="tiny")
+    model = CascadeTransformer(config)
+    assert config.exits is None and model.config.exits == [1, 2, 3, 4]
+
+
+def test_exit_scores_of_nothing_has_one_column_per_exit(tiny_cascade) -> None:
+    assert tiny_cascade.exit_scores([], []).shape == (0, 4)

@@ -6,11 +6,13 @@ import pytest
 import torch
 
 from sieveqa.data.records import Candidate, Question, RankingExample
+from sieveqa.models.base import flatten_pairs
 from sieveqa.models.cross_encoder import CrossEncoder, CrossEncoderConfig
 from sieveqa.runtime.cascade import (
     CascadeRanker,
     SequentialRanker,
     cascade_layer_units,
+    groups_of,
     prune_loop,
     sequential_layer_units,
     simulate,
@@ -71,12 +73,14 @@ def test_thresholds_drop_rows_below_them() -> None:
     scores = torch.tensor([[0.9, 1.0], [0.1, 1.0], [0.5, 1.0]])
     trace = simulate(scores, torch.zeros(3, dtype=torch.long), thresholds=[0.4])
     assert trace.survivors == [3, 2] and trace.last_exit.tolist() == [1, 0, 1]
-    with pytest.raises(ValueError, match="either drop_ratios or thresholds"):
+    with pytest.raises(ValueError, match="either drop_ratios or thresholds, not both"):
         simulate(scores, torch.zeros(3, dtype=torch.long))
 
 
 def test_relative_cost_reproduces_the_papers_worked_example() -> None:
     # Section 4.3.2: 128 candidates, α = 0.3, exits after layers 4, 6, ..., 12 of a 12-layer model.
+    # The paper's text says 44 then 31 (and 28 in its average) after 63; ⌊0.3·63⌋ = 18 gives 45, and
+    # ⌊0.3·45⌋ = 13 gives 32: slips in the paper's arithmetic, not a different rule.
     trace = simulate(torch.rand(128, 5), torch.zeros(128, dtype=torch.long), [0.3] * 4)
     assert trace.survivors == [128, 90, 63, 45, 32]
     units = cascade_layer_units(trace.survivors, [4, 6, 8, 10, 12])
@@ -135,3 +139,41 @@ def test_sequential_ranker_reruns_each_model_on_what_the_last_kept(tiny_model) -
     assert result.layer_units == 2 * 16 + 4 * 8
     with pytest.raises(ValueError, match="increasing depth"):
         SequentialRanker([tiny_model, shallow])
+
+
+def test_real_cascade_with_thresholds_equals_the_simulation(tiny_cascade) -> None:
+    examples = _examples([7, 12, 5])
+    full = tiny_cascade.exit_scores(*flatten_pairs(examples))
+    cuts = [float(full[:, i].median()) for i in range(3)]
+    result = CascadeRanker(tiny_cascade, thresholds=cuts, batch_size=4).run(examples)
+    expected = simulate(full, groups_of(examples), thresholds=cuts)
+    assert result.trace.survivors == expected.survivors and result.trace.orders() == expected.orders()
+    with pytest.raises(ValueError, match="not both"):
+        CascadeRanker(tiny_cascade, 0.3, thresholds=cuts)
+
+
+def test_a_question_larger_than_max_rows_stays_whole(tiny_cascade) -> None:
+    examples = _examples([3, 20, 4])
+    full = tiny_cascade.exit_scores(*flatten_pairs(examples))
+    result = CascadeRanker(tiny_cascade, 0.5, batch_size=4, max_rows=6).run(examples)
+    expected = simulate(full, groups_of(examples), [0.5] * 3)
+    # ⌊0.5·20⌋ = 10 of the big question go at the first exit, as if it had been alone.
+    assert result.trace.survivors == expected.survivors == [27, 14, 7, 5]  # 20 → 10 → 5 → 3
+    assert result.trace.orders() == expected.orders()
+
+
+def test_questions_without_candidates_keep_their_place(tiny_cascade) -> None:
+    examples = _examples([3, 0, 4, 0])
+    ranker = CascadeRanker(tiny_cascade, 0.5, max_rows=3)
+    ranked = ranker.rank(examples)
+    assert [len(r) for r in ranked] == [3, 0, 4, 0]
+    assert [len(s) for s in ranker.score(examples)] == [3, 0, 4, 0]
+    assert ranker.run([]).n_pairs == 0
+
+
+def test_scores_sort_like_the_cascade_ranking(tiny_cascade) -> None:
+    examples = _examples([9, 6])
+    ranker = CascadeRanker(tiny_cascade, 0.4)
+    for ex, scores, ranked in zip(examples, ranker.score(examples), ranker.rank(examples), strict=True):
+        by_score = sorted(range(len(scores)), key=lambda i: -scores[i])
+        assert [ex.candidates[i].id for i in by_score] == [s.candidate.id for s in ranked]
