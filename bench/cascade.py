@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import json
 import statistics
 import sys
 import tempfile
@@ -31,6 +32,8 @@ from throughput import export_for_sentence_transformers
 from sieveqa.data.records import RankingExample
 from sieveqa.data.registry import load_dataset
 from sieveqa.evaluation.cascade_search import (
+    GridPoint,
+    choose,
     evaluate_config,
     evaluate_trace,
     exit_score_matrix,
@@ -176,12 +179,21 @@ def table3(args: argparse.Namespace) -> None:
             trace = simulate(scores[:, : i + 1], groups, [0.0] * i)
             metrics = evaluate_trace(examples, trace, qrels=qrels).mean
             rows.append(_row(f"{name} exit L{layer}", 0.0, metrics, layer / exits[-1]))
-        settings: list[Any] = [0.0, *alphas]
-        if cascade.config.drop_ratios:
-            settings.append(cascade.config.drop_ratios)
-        for alpha in settings:
+        settings: list[tuple[str, Any]] = [(str(a), a) for a in [0.0, *alphas]]
+        grid_file = args.tuning.get(path)
+        if grid_file:
+            # Chosen on dev (tune-cascade's grid), reported here on test.
+            dev_points = [
+                GridPoint(tuple(p["drop_ratios"]), p["relative_cost"], p)
+                for p in json.loads(Path(grid_file).read_text())["grid"]
+            ]
+            for tol in args.tolerances:
+                pick = choose(dev_points, "p@1", tol)
+                ratios = "/".join(f"{a:g}" for a in pick.drop_ratios)
+                label = f"dev-tuned, ≤{100 * tol:g} pt: {ratios}"
+                settings.append((label, list(pick.drop_ratios)))
+        for label, alpha in settings:
             point = evaluate_config(examples, scores, exits, check_drop_ratios(alpha, len(exits)), qrels)
-            label = alpha if isinstance(alpha, float) else "tuned " + "/".join(f"{a:g}" for a in alpha)
             rows.append(_row(f"{name} (all {exits[-1]} layers)", label, point.metrics, point.relative_cost))
     print(_markdown(rows))
     _finish(
@@ -339,6 +351,10 @@ def main() -> None:
     p3.add_argument("--mono", action="append", default=[], help="DEPTH=MODEL, repeatable")
     p3.add_argument("--dataset", default="squad-as2:test")
     p3.add_argument("--alphas", default="0.3,0.4,0.5")
+    p3.add_argument(
+        "--tuning", action="append", default=[], help="MODEL=GRID_JSON: tune-cascade's dev grid for a cascade"
+    )
+    p3.add_argument("--tolerances", default="0.01,0.02", help="P@1 losses allowed on dev when choosing")
     p3.add_argument("--out", type=Path, default=Path("bench/results/cascade/table3.json"))
     pt = sub.add_parser("throughput", help=throughput.__doc__)
     pt.add_argument("--cascade", required=True)
@@ -361,6 +377,9 @@ def main() -> None:
     ph.add_argument("--test", default="squad-as2:test")
     ph.add_argument("--out", type=Path, default=Path("bench/results/cascade/thresholds.json"))
     args = parser.parse_args()
+    if args.command == "table3":
+        args.tuning = dict(spec.split("=", 1) for spec in args.tuning)
+        args.tolerances = [float(t) for t in args.tolerances.split(",")]
     {"table2": table2, "table3": table3, "throughput": throughput, "thresholds": thresholds}[args.command](
         args
     )
