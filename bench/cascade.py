@@ -1,9 +1,9 @@
 """Cascade Transformer benchmarks: the paper's Tables 2 and 3, wall-clock throughput, thresholds.
 
-Exit scores are computed once per (model, dataset) with nothing pruned and cached under
-runs/scores/; every pruning configuration (cascade or sequential ranker) is then simulated from them.
-The simulation is exact: tests/runtime/test_cascade.py checks the real pruned run against it, and the
-``throughput`` command re-checks it on the benchmark's own data.
+Exit scores are computed once per (model, dataset) with nothing pruned and cached (in
+~/.cache/sieveqa/scores/); every pruning configuration, cascade or sequential ranker, is then
+simulated from them. The simulation is exact: tests/runtime/test_cascade.py checks the real pruned
+run against it, and the ``throughput`` command re-checks it on the benchmark's own data.
 
     python bench/cascade.py table2 --cascade runs/cascade/adapt/best --mono 6=default ...
     python bench/cascade.py table3 --cascade CT --mono 6=MODEL6 --mono 4=MODEL4 ...
@@ -14,7 +14,6 @@ The simulation is exact: tests/runtime/test_cascade.py checks the real pruned ru
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import statistics
 import sys
@@ -36,16 +35,15 @@ from sieveqa.evaluation.cascade_search import (
     choose,
     evaluate_config,
     evaluate_trace,
-    exit_score_matrix,
     groups_of,
 )
 from sieveqa.evaluation.metrics import qrels_from_examples
 from sieveqa.evaluation.provenance import run_info
+from sieveqa.evaluation.score_cache import cached_scores
 from sieveqa.io import atomic_write_json
 from sieveqa.models.base import flatten_pairs
 from sieveqa.models.cascade import CascadeTransformer, check_drop_ratios
 from sieveqa.models.cross_encoder import CrossEncoder
-from sieveqa.models.zoo import load_model, resolve_model
 from sieveqa.runtime.cascade import (
     CascadeRanker,
     SequentialRanker,
@@ -54,31 +52,12 @@ from sieveqa.runtime.cascade import (
     simulate,
 )
 
-CACHE = Path("runs/scores")
 METRICS = ("map", "ndcg@10", "p@1", "mrr")
 
 
 def score_matrix(model_path: str, dataset: str, examples: Sequence[RankingExample]) -> torch.Tensor:
-    """Unpruned scores (candidates × exits; one column for a cross-encoder), cached by weights + data."""
-    folder = resolve_model(model_path)
-    weights = (folder / "model.safetensors").stat()
-    key = hashlib.sha1(
-        f"{folder.resolve()}|{weights.st_mtime_ns}|{weights.st_size}|{dataset}".encode()
-    ).hexdigest()
-    path = CACHE / f"{key[:16]}.pt"
-    if path.is_file():
-        return torch.load(path)
-    model = load_model(model_path)
-    model.batch_size = 128
-    if isinstance(model, CascadeTransformer):
-        matrix = exit_score_matrix(model, examples, progress=True)
-    else:
-        matrix = torch.tensor(model.score_pairs(*flatten_pairs(examples), progress=True)).unsqueeze(1)
-    CACHE.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    torch.save(matrix, tmp)
-    tmp.replace(path)
-    return matrix
+    """Unpruned scores (candidates × exits; one column for a cross-encoder), cached."""
+    return cached_scores(model_path, dataset, examples, progress=True)
 
 
 def _parse_monos(specs: Sequence[str]) -> dict[int, str]:

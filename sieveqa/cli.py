@@ -325,19 +325,22 @@ def tune_cascade(
     batch_size: BatchOpt = 64,
 ) -> None:
     """Grid-search per-exit drop ratios on a dev set (paper section 5.5) and keep the cheapest
-    configuration within TOLERANCE of the unpruned METRIC; plot accuracy against relative cost."""
+    configuration within TOLERANCE of the unpruned METRIC; plot accuracy against relative cost.
+
+    The model's unpruned scores are cached (~/.cache/sieveqa/scores), so another grid is quick.
+    """
     from rich.console import Console
 
     from sieveqa.data.registry import load_dataset
     from sieveqa.evaluation.cascade_search import (
         choose,
-        exit_score_matrix,
         grid_search,
         pareto_front,
         plot_pareto,
     )
     from sieveqa.evaluation.metrics import METRICS
     from sieveqa.evaluation.provenance import run_info
+    from sieveqa.evaluation.score_cache import cached_scores
     from sieveqa.io import atomic_write_json
     from sieveqa.models._saving import update_meta
     from sieveqa.models.cascade import CascadeTransformer, check_drop_ratios
@@ -353,12 +356,12 @@ def tune_cascade(
     cascade = CascadeTransformer.from_pretrained(model)
     cascade.batch_size = batch_size
     examples = load_dataset(dataset)
-    scores = exit_score_matrix(cascade, examples, progress=True)
+    scores = cached_scores(model, dataset, examples, progress=True, batch_size=batch_size)
     points = grid_search(examples, scores, cascade.exits, values, progress=True)
     n_configs = len(points)
     chosen = choose(points, metric, tolerance)
     full = next(p for p in points if not any(p.drop_ratios))
-    title = f"{Path(model).name} on {dataset}: {n_configs} drop-ratio configurations"
+    title = f"{model} on {dataset}: {n_configs} drop-ratio configurations"
     plot_pareto(points, out / "pareto.png", chosen=chosen, title=title)
     report = {
         "model": model,

@@ -183,8 +183,9 @@ def test_alpha_on_a_cross_encoder_is_refused(saved_tiny: Path, example_jsonl: Pa
 
 
 def test_tune_cascade_saves_the_choice_and_rank_uses_it(
-    saved_cascade: Path, example_jsonl: Path, tmp_path: Path
+    saved_cascade: Path, example_jsonl: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setenv("SIEVEQA_CACHE", str(tmp_path / "cache"))  # the score cache lands here
     out = tmp_path / "tuning"
     args = ["tune-cascade", "-m", str(saved_cascade), "-o", str(out), "-d", f"jsonl:{example_jsonl}"]
     result = runner.invoke(app, [*args, "--grid", "0.2,0.5", "--tolerance", "1.0"])

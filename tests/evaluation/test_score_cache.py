@@ -1,0 +1,23 @@
+"""The score cache: computed once, read back identically, invalidated when the weights change."""
+
+from pathlib import Path
+
+import torch
+
+from sieveqa.evaluation.score_cache import cached_scores
+from tests.runtime.test_cascade import _examples
+
+
+def test_scores_are_cached_and_refreshed_with_new_weights(tiny_cascade, tmp_path: Path) -> None:
+    examples = _examples([4, 3])
+    folder = tiny_cascade.save_pretrained(tmp_path / "m")
+    first = cached_scores(str(folder), "toy", examples, cache_dir=tmp_path / "cache")
+    assert first.shape == (7, 4) and len(list((tmp_path / "cache").glob("*.pt"))) == 1
+    again = cached_scores(str(folder), "toy", examples, cache_dir=tmp_path / "cache")
+    assert torch.equal(first, again) and len(list((tmp_path / "cache").glob("*.pt"))) == 1
+    with torch.no_grad():
+        tiny_cascade.heads[0].net[-1].bias += 1.0
+    tiny_cascade.save_pretrained(folder)
+    changed = cached_scores(str(folder), "toy", examples, cache_dir=tmp_path / "cache")
+    assert len(list((tmp_path / "cache").glob("*.pt"))) == 2
+    assert torch.allclose(changed[:, 0], first[:, 0] + 1.0, atol=1e-2)
