@@ -191,44 +191,46 @@ def table3(args: argparse.Namespace) -> None:
     )
 
 
+def _cascade_spec(spec: str) -> tuple[str, list[float] | None]:
+    """``MODEL`` or ``MODEL@ALPHA`` or ``MODEL@A1/A2/A3/A4``; no α: the ratios saved with the model."""
+    path, _, alpha = spec.partition("@")
+    return path, [float(a) for a in alpha.split("/")] if alpha else None
+
+
 def throughput(args: argparse.Namespace) -> None:
-    """Wall clock on the same pairs, one process, alternating: ST CrossEncoder, monolithic, cascade."""
+    """Wall clock on the same pairs, one process, alternating: ST CrossEncoder, monolithic, cascades."""
     from sentence_transformers import CrossEncoder as STCrossEncoder
 
     examples = load_dataset(args.dataset)[: args.limit]
     pairs = [(ex.question.text, c.text) for ex in examples for c in ex.candidates]
+    questions, texts = flatten_pairs(examples)
     monos = _parse_monos(args.mono)
     mono = CrossEncoder.from_pretrained(monos[max(monos)])
     mono.batch_size = args.batch_size
-    cascade = CascadeTransformer.from_pretrained(args.cascade)
-    alpha: Any = [float(a) for a in args.alpha.split(",")] if args.alpha else None
-    ranker = CascadeRanker(
-        cascade, alpha[0] if alpha and len(alpha) == 1 else alpha, batch_size=args.batch_size
-    )
     with tempfile.TemporaryDirectory() as tmp:
         st = STCrossEncoder(
             str(export_for_sentence_transformers(mono, Path(tmp) / "st")),
             device="cpu",
             max_length=mono.config.max_length,
         )
-    questions, texts = flatten_pairs(examples)
     # Tokenization is inside every timed call: sentence-transformers tokenizes in predict().
-    systems = {
+    systems: dict[str, Any] = {
         "sentence-transformers CrossEncoder": lambda: st.predict(
             pairs, batch_size=args.batch_size, show_progress_bar=False
         ),
         "sieveqa monolithic": lambda: mono.score_pairs(questions, texts),
-        "sieveqa cascade": lambda: ranker.run(examples),
     }
+    rankers: dict[str, CascadeRanker] = {}
+    for spec in args.cascade:
+        path, alpha = _cascade_spec(spec)
+        ranker = CascadeRanker(CascadeTransformer.from_pretrained(path), alpha, batch_size=args.batch_size)
+        name = f"cascade {path} α={'/'.join(f'{a:g}' for a in ranker.drop_ratios or [])}"
+        rankers[name] = ranker
+        systems[name] = lambda r=ranker: r.run(examples)
     if len(monos) > 1:
         models = [CrossEncoder.from_pretrained(p) for p in monos.values()]
-        # The SR uses the cascade's ratios when it has as many stages, else the one α given.
-        same = len(models) == len(cascade.exits)
-        sr_ratios = ranker.drop_ratios if same else (alpha[0] if alpha and len(alpha) == 1 else None)
-        if sr_ratios is None:
-            raise SystemExit("give one --alpha, or as many --mono models as the cascade has exits")
-        sr = SequentialRanker(models, sr_ratios, batch_size=args.batch_size)
-        systems["sieveqa sequential ranker"] = lambda: sr.run(examples)
+        sr = SequentialRanker(models, float(args.sr_alpha), batch_size=args.batch_size)
+        systems[f"sequential ranker α={args.sr_alpha}"] = lambda: sr.run(examples)
     times: dict[str, list[float]] = {k: [] for k in systems}
     for fn in systems.values():
         fn()
@@ -237,9 +239,7 @@ def throughput(args: argparse.Namespace) -> None:
             start = time.perf_counter()
             fn()
             times[name].append(time.perf_counter() - start)
-    result = ranker.run(examples)
-    expected = simulate(cascade.exit_scores(questions, texts), groups_of(examples), ranker.drop_ratios)
-    rows = {}
+    rows: dict[str, dict[str, Any]] = {}
     for name, ts in times.items():
         seconds = statistics.median(ts)
         rows[name] = {"median_seconds": round(seconds, 3), "pairs_per_second": round(len(pairs) / seconds, 1)}
@@ -248,19 +248,29 @@ def throughput(args: argparse.Namespace) -> None:
     for row in rows.values():
         row["vs_sentence_transformers"] = round(row["pairs_per_second"] / base_st, 2)
         row["vs_monolithic"] = round(row["pairs_per_second"] / base_mono, 2)
+    mono.score_pairs(questions, texts)
+    for name, ranker in rankers.items():
+        result = ranker.run(examples)
+        expected = simulate(
+            ranker.model.exit_scores(questions, texts), groups_of(examples), ranker.drop_ratios
+        )
+        rows[name].update(
+            {
+                "relative_cost": round(result.relative_cost, 4),
+                "flops_vs_monolithic": round(result.flops / (mono.last_stats.flops or 1), 4),
+                "real_run_matches_simulation": result.trace.orders() == expected.orders(),
+            }
+        )
     payload = {
         "dataset": args.dataset,
         "n_questions": len(examples),
         "n_pairs": len(pairs),
+        "batch_size": args.batch_size,
         "repeats": args.repeats,
-        "drop_ratios": ranker.drop_ratios,
-        "relative_cost": round(result.relative_cost, 4),
-        "flops_ratio": round(result.flops / (mono.last_stats.flops or 1), 4),
-        "real_run_matches_simulation": result.trace.orders() == expected.orders(),
         "results": rows,
     }
     for name, row in rows.items():
-        print(f"{name:40s} {row}")
+        print(f"{name:60s} {row}")
     _finish(args, "throughput", payload)
 
 
@@ -336,14 +346,16 @@ def main() -> None:
     p3.add_argument("--tolerances", default="0.01,0.02", help="P@1 losses allowed on dev when choosing")
     p3.add_argument("--out", type=Path, default=Path("bench/results/cascade/table3.json"))
     pt = sub.add_parser("throughput", help=throughput.__doc__)
-    pt.add_argument("--cascade", required=True)
+    pt.add_argument(
+        "--cascade", action="append", required=True, help="MODEL[@ALPHA or @A1/A2/..]; repeatable"
+    )
     pt.add_argument(
         "--mono",
         action="append",
         required=True,
         help="DEPTH=MODEL; the deepest is the baseline, all form the SR",
     )
-    pt.add_argument("--alpha", default=None, help="default: the ratios saved with the cascade")
+    pt.add_argument("--sr-alpha", default="0.3", help="drop ratio of the sequential ranker")
     pt.add_argument("--dataset", default="squad-as2:test")
     pt.add_argument("--limit", type=int, default=100)
     pt.add_argument("--batch-size", type=int, default=64)
