@@ -17,7 +17,6 @@ import argparse
 import json
 import statistics
 import sys
-import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -26,7 +25,7 @@ from typing import Any
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from throughput import export_for_sentence_transformers
+from throughput import as_sentence_transformers
 
 from sieveqa.data.records import RankingExample
 from sieveqa.data.registry import load_dataset
@@ -36,6 +35,7 @@ from sieveqa.evaluation.cascade_search import (
     evaluate_config,
     evaluate_trace,
     groups_of,
+    plot_pareto,
 )
 from sieveqa.evaluation.metrics import qrels_from_examples
 from sieveqa.evaluation.provenance import run_info
@@ -199,20 +199,13 @@ def _cascade_spec(spec: str) -> tuple[str, list[float] | None]:
 
 def throughput(args: argparse.Namespace) -> None:
     """Wall clock on the same pairs, one process, alternating: ST CrossEncoder, monolithic, cascades."""
-    from sentence_transformers import CrossEncoder as STCrossEncoder
-
     examples = load_dataset(args.dataset)[: args.limit]
     pairs = [(ex.question.text, c.text) for ex in examples for c in ex.candidates]
     questions, texts = flatten_pairs(examples)
     monos = _parse_monos(args.mono)
     mono = CrossEncoder.from_pretrained(monos[max(monos)])
     mono.batch_size = args.batch_size
-    with tempfile.TemporaryDirectory() as tmp:
-        st = STCrossEncoder(
-            str(export_for_sentence_transformers(mono, Path(tmp) / "st")),
-            device="cpu",
-            max_length=mono.config.max_length,
-        )
+    st = as_sentence_transformers(mono)
     # Tokenization is inside every timed call: sentence-transformers tokenizes in predict().
     systems: dict[str, Any] = {
         "sentence-transformers CrossEncoder": lambda: st.predict(
@@ -326,6 +319,17 @@ def thresholds(args: argparse.Namespace) -> None:
     _finish(args, "thresholds", {"cascade": args.cascade, "dev": args.dev, "test": args.test, **out})
 
 
+def replot(args: argparse.Namespace) -> None:
+    """Redraw tune-cascade's Pareto plot from its grid.json (no model pass)."""
+    report = json.loads(args.grid.read_text())
+    points = [GridPoint(tuple(p["drop_ratios"]), p["relative_cost"], p) for p in report["grid"]]
+    chosen = GridPoint(
+        tuple(report["chosen"]["drop_ratios"]), report["chosen"]["relative_cost"], report["chosen"]
+    )
+    title = args.title or f"{report['model']} on {report['dataset']}: {len(points)} configurations"
+    plot_pareto(points, args.out or args.grid.with_name("pareto.png"), chosen=chosen, title=title)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -367,13 +371,16 @@ def main() -> None:
     ph.add_argument("--dev", default="squad-as2:dev")
     ph.add_argument("--test", default="squad-as2:test")
     ph.add_argument("--out", type=Path, default=Path("bench/results/cascade/thresholds.json"))
+    pp = sub.add_parser("replot", help=replot.__doc__)
+    pp.add_argument("--grid", type=Path, required=True)
+    pp.add_argument("--title", default="")
+    pp.add_argument("--out", type=Path, default=None)
     args = parser.parse_args()
     if args.command == "table3":
         args.tuning = dict(spec.split("=", 1) for spec in args.tuning)
         args.tolerances = [float(t) for t in args.tolerances.split(",")]
-    {"table2": table2, "table3": table3, "throughput": throughput, "thresholds": thresholds}[args.command](
-        args
-    )
+    commands = {"table2": table2, "table3": table3, "throughput": throughput, "thresholds": thresholds}
+    {**commands, "replot": replot}[args.command](args)
 
 
 if __name__ == "__main__":

@@ -48,6 +48,15 @@ def export_for_sentence_transformers(model: CrossEncoder, path: Path, eps: float
     return path
 
 
+def as_sentence_transformers(model: CrossEncoder):  # -> sentence_transformers.CrossEncoder
+    """The same weights loaded by sentence-transformers' CrossEncoder, on the CPU."""
+    from sentence_transformers import CrossEncoder as STCrossEncoder
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = export_for_sentence_transformers(model, Path(tmp) / "st")
+        return STCrossEncoder(str(path), device="cpu", max_length=model.config.max_length)
+
+
 def agreement(a: list[list[float]], b: list[list[float]]) -> float:
     """Share of questions whose top-ranked candidate is the same under both score lists."""
     same = sum(
@@ -68,18 +77,11 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=Path("bench/results/throughput.json"))
     args = parser.parse_args()
 
-    from sentence_transformers import CrossEncoder as STCrossEncoder
-
     examples = load_dataset(args.dataset)[: args.limit]
     pairs = [(ex.question.text, c.text) for ex in examples for c in ex.candidates]
     ours = CrossEncoder.from_pretrained(args.model)
     ours.batch_size = args.batch_size
-    with tempfile.TemporaryDirectory() as tmp:
-        st = STCrossEncoder(
-            str(export_for_sentence_transformers(ours, Path(tmp) / "st")),
-            device="cpu",
-            max_length=ours.config.max_length,
-        )
+    st = as_sentence_transformers(ours)
 
     def run_st() -> list[float]:
         return [float(s) for s in st.predict(pairs, batch_size=args.batch_size, show_progress_bar=False)]

@@ -10,13 +10,14 @@ from typing import Any
 from torch import nn
 from tqdm.auto import tqdm
 
+from sieveqa.batching import PairFeatures
 from sieveqa.data.records import RankingExample
 from sieveqa.data.registry import load_datasets
 from sieveqa.evaluation.metrics import evaluate_scores
 from sieveqa.models._saving import model_kind
 from sieveqa.models.base import flatten_pairs, regroup
 from sieveqa.models.cascade import CascadeConfig, CascadeTransformer
-from sieveqa.models.cross_encoder import CrossEncoder, CrossEncoderConfig
+from sieveqa.models.cross_encoder import CrossEncoder
 from sieveqa.models.pair_model import PairModel, PairModelConfig
 from sieveqa.training.config import TrainConfig
 from sieveqa.training.objectives import CascadeBCE, ExitDistillation, PointwiseBCE
@@ -95,25 +96,40 @@ def train_ranker(
     pairs = make_pairs(examples, config.max_negatives, config.max_pairs, seed=config.seed)
     tqdm.write(f"training on {len(pairs)} pairs ({pairs.n_positive} positive) from {len(examples)} questions")
     features = model.featurize(pairs.questions, pairs.texts)
-    dev_examples = load_datasets(dev) if dev else None
     objective: Objective = (
         CascadeBCE(len(model.exits), exit_sampling)
         if isinstance(model, CascadeTransformer)
         else PointwiseBCE()
     )
+    meta: dict[str, Any] = {"train": train, "dev": dev, "init": init, "n_pairs": len(pairs)}
+    if isinstance(model, CascadeTransformer):
+        meta["exit_sampling"] = exit_sampling
+    return _train(model, objective, features, pairs.labels, config, out_dir, dev, meta, resume)
+
+
+def _train(
+    model: PairModel,
+    objective: Objective,
+    features: PairFeatures,
+    labels: list[int] | list[float],
+    config: TrainConfig,
+    out_dir: str | Path,
+    dev: str | None,
+    meta: dict[str, Any],
+    resume: bool,
+) -> TrainState:
+    """Run the one Trainer with dev evaluation by ``dev_evaluator`` (none without ``dev``)."""
+    dev_examples = load_datasets(dev) if dev else None
 
     def evaluate(m: nn.Module) -> dict[str, float]:
         assert isinstance(m, PairModel) and dev_examples is not None
         return dev_evaluator(m, dev_examples)
 
-    meta: dict[str, Any] = {"train": train, "dev": dev, "init": init, "n_pairs": len(pairs)}
-    if isinstance(model, CascadeTransformer):
-        meta["exit_sampling"] = exit_sampling
     trainer = Trainer(
         model,
         objective,
         features,
-        pairs.labels,
+        labels,
         config,
         out_dir,
         evaluate=evaluate if dev_examples else None,
@@ -121,19 +137,6 @@ def train_ranker(
         meta=meta,
     )
     return trainer.train(resume=resume)
-
-
-def train_cross_encoder(
-    train: str | list[str],
-    out_dir: str | Path,
-    init: str = "minilm-l6",
-    dev: str | None = "wikiqa:dev",
-    config: TrainConfig | None = None,
-    model_config: CrossEncoderConfig | None = None,
-    resume: bool = True,
-) -> TrainState:
-    """Train a pointwise cross-encoder (see ``train_ranker``)."""
-    return train_ranker(train, out_dir, init, dev, config, model_config, "cross-encoder", resume=resume)
 
 
 def retrofit_cascade(
@@ -166,12 +169,6 @@ def retrofit_cascade(
     else:
         model.freeze_body()
         labels = [0.0] * len(pairs)
-    dev_examples = load_datasets(dev) if dev else None
-
-    def evaluate(m: nn.Module) -> dict[str, float]:
-        assert isinstance(m, CascadeTransformer) and dev_examples is not None
-        return dev_evaluator(m, dev_examples)
-
     meta: dict[str, Any] = {
         "retrofit_of": base,
         "train": train,
@@ -179,15 +176,6 @@ def retrofit_cascade(
         "tune_body": tune_body,
         "n_pairs": len(pairs),
     }
-    trainer = Trainer(
-        model,
-        ExitDistillation("labels" if tune_body else "self"),
-        model.featurize(pairs.questions, pairs.texts),
-        labels,
-        config,
-        out_dir,
-        evaluate=evaluate if dev_examples else None,
-        pad_id=model.tokenizer.pad_token_id,
-        meta=meta,
-    )
-    return trainer.train(resume=resume)
+    objective = ExitDistillation("labels" if tune_body else "self")
+    features = model.featurize(pairs.questions, pairs.texts)
+    return _train(model, objective, features, labels, config, out_dir, dev, meta, resume)
