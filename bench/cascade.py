@@ -94,18 +94,17 @@ def _finish(args: argparse.Namespace, name: str, payload: dict[str, Any]) -> Non
 
 def table2(args: argparse.Namespace) -> None:
     """Every exit alone (α = 0) against monolithic models of the same depth, per dataset."""
-    cascade = CascadeTransformer.from_pretrained(args.cascade)
+    cascades = [("CT", args.cascade), *(("retrofit CT", p) for p in args.retrofit)]
     monos = _parse_monos(args.mono)
     out: dict[str, Any] = {
         "cascade": args.cascade,
-        "exits": cascade.exits,
+        "retrofit": args.retrofit,
         "monolithic": monos,
         "datasets": {},
     }
     for dataset in args.datasets.split(","):
         examples = load_dataset(dataset)
         qrels = qrels_from_examples(examples)
-        scores = score_matrix(args.cascade, dataset, examples)
         rows = []
         for depth, path in monos.items():
             mono = score_matrix(path, dataset, examples)
@@ -113,15 +112,14 @@ def table2(args: argparse.Namespace) -> None:
             rows.append(
                 {"model": f"monolithic {depth} layers", **{m: round(100 * metrics[m], 1) for m in METRICS}}
             )
-        for i, layer in enumerate(cascade.exits):
-            trace = simulate(scores[:, : i + 1], groups_of(examples), [0.0] * i)
-            metrics = evaluate_trace(examples, trace, qrels=qrels).mean
-            rows.append(
-                {
-                    "model": f"CT exit at layer {layer}, α=0",
-                    **{m: round(100 * metrics[m], 1) for m in METRICS},
-                }
-            )
+        for name, path in cascades:
+            exits = CascadeTransformer.from_pretrained(path).exits
+            scores = score_matrix(path, dataset, examples)
+            for i, layer in enumerate(exits):
+                trace = simulate(scores[:, : i + 1], groups_of(examples), [0.0] * i)
+                metrics = evaluate_trace(examples, trace, qrels=qrels).mean
+                label = f"{name} exit at layer {layer}, α=0"
+                rows.append({"model": label, **{m: round(100 * metrics[m], 1) for m in METRICS}})
         out["datasets"][dataset] = rows
         print(f"\n{dataset}")
         for r in rows:
@@ -335,6 +333,7 @@ def main() -> None:
     sub = parser.add_subparsers(dest="command", required=True)
     p2 = sub.add_parser("table2", help=table2.__doc__)
     p2.add_argument("--cascade", required=True)
+    p2.add_argument("--retrofit", action="append", default=[], help="retrofitted cascade(s) to compare")
     p2.add_argument("--mono", action="append", default=[], help="DEPTH=MODEL, repeatable")
     p2.add_argument("--datasets", default="wikiqa:test,trecqa:test-clean")
     p2.add_argument("--out", type=Path, default=Path("bench/results/cascade/table2.json"))
