@@ -48,6 +48,7 @@ from sieveqa.runtime.cascade import (
     CascadeRanker,
     SequentialRanker,
     cascade_layer_units,
+    relative_cost,
     sequential_layer_units,
     simulate,
 )
@@ -69,11 +70,16 @@ def _parse_monos(specs: Sequence[str]) -> dict[int, str]:
     return dict(sorted(out.items()))
 
 
+def _pct(metrics: dict[str, float]) -> dict[str, float]:
+    """The reported metrics, ×100, one decimal."""
+    return {m: round(100 * metrics[m], 1) for m in METRICS}
+
+
 def _row(name: str, alpha: Any, metrics: dict[str, float], cost: float) -> dict[str, Any]:
     return {
         "method": name,
         "alpha": alpha,
-        **{m: round(100 * metrics[m], 1) for m in METRICS},
+        **_pct(metrics),
         "relative_cost": round(cost, 3),
     }
 
@@ -109,9 +115,7 @@ def table2(args: argparse.Namespace) -> None:
         for depth, path in monos.items():
             mono = score_matrix(path, dataset, examples)
             metrics = evaluate_config(examples, mono, [depth], [], qrels).metrics
-            rows.append(
-                {"model": f"monolithic {depth} layers", **{m: round(100 * metrics[m], 1) for m in METRICS}}
-            )
+            rows.append({"model": f"monolithic {depth} layers", **_pct(metrics)})
         for name, path in cascades:
             exits = CascadeTransformer.from_pretrained(path).exits
             scores = score_matrix(path, dataset, examples)
@@ -119,7 +123,7 @@ def table2(args: argparse.Namespace) -> None:
                 trace = simulate(scores[:, : i + 1], groups_of(examples), [0.0] * i)
                 metrics = evaluate_trace(examples, trace, qrels=qrels).mean
                 label = f"{name} exit at layer {layer}, α=0"
-                rows.append({"model": label, **{m: round(100 * metrics[m], 1) for m in METRICS}})
+                rows.append({"model": label, **_pct(metrics)})
         out["datasets"][dataset] = rows
         print(f"\n{dataset}")
         for r in rows:
@@ -146,7 +150,7 @@ def table3(args: argparse.Namespace) -> None:
         for alpha in alphas:
             trace = simulate(stacked, groups, [alpha] * (len(mono_scores) - 1))
             metrics = evaluate_trace(examples, trace, qrels=qrels).mean
-            cost = sequential_layer_units(trace.survivors, list(mono_scores)) / (n * full_depth)
+            cost = relative_cost(sequential_layer_units(trace.survivors, list(mono_scores)), n, full_depth)
             rows.append(_row(f"SR {'+'.join(map(str, mono_scores))}", alpha, metrics, cost))
     for name, path in [("CT", args.cascade), *(("retrofit CT", p) for p in args.retrofit)]:
         cascade = CascadeTransformer.from_pretrained(path)
@@ -311,7 +315,7 @@ def thresholds(args: argparse.Namespace) -> None:
             "per_exit": per_exit,
             "p@1": round(metrics["p@1"], 4),
             "map": round(metrics["map"], 4),
-            "relative_cost": round(units / (len(groups) * cascade.exits[-1]), 4),
+            "relative_cost": round(relative_cost(units, len(groups), cascade.exits[-1]), 4),
         }
         print(name, out["policies"][name])
     _finish(args, "thresholds", {"cascade": args.cascade, "dev": args.dev, "test": args.test, **out})

@@ -20,18 +20,9 @@ from tqdm.auto import tqdm
 from sieveqa.data.records import RankingExample
 from sieveqa.evaluation.metrics import MetricReport, evaluate_ranked, qrels_from_examples
 from sieveqa.io import atomic_open
-from sieveqa.models.base import flatten_pairs
-from sieveqa.models.cascade import CascadeTransformer
 from sieveqa.runtime.cascade import CascadeTrace, cascade_layer_units, groups_of, relative_cost, simulate
 
 DEFAULT_GRID = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6)
-
-
-def exit_score_matrix(
-    model: CascadeTransformer, examples: Sequence[RankingExample], progress: bool = False
-) -> Tensor:
-    """Every exit's score of every candidate, nothing pruned (candidates × exits, example order)."""
-    return model.exit_scores(*flatten_pairs(examples), progress=progress)
 
 
 def evaluate_trace(
