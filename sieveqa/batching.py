@@ -45,6 +45,20 @@ def tokenize_pairs(
     return PairFeatures(enc["input_ids"], enc["token_type_ids"])
 
 
+def tokenize_texts(tokenizer: PreTrainedTokenizerBase, texts: Sequence[str], max_length: int) -> PairFeatures:
+    """Tokenize single texts (one segment each) for models that encode questions and answers apart."""
+    if not texts:
+        return PairFeatures([], [])
+    enc = tokenizer(
+        list(texts),
+        truncation=True,
+        max_length=max_length,
+        return_token_type_ids=True,
+        return_attention_mask=False,
+    )
+    return PairFeatures(enc["input_ids"], enc["token_type_ids"])
+
+
 def collate(features: PairFeatures, rows: Sequence[int], pad_id: int) -> dict[str, Tensor]:
     """Right-pad the chosen rows into ``input_ids``, ``attention_mask`` and ``token_type_ids`` tensors."""
     width = max(len(features.input_ids[i]) for i in rows)

@@ -76,9 +76,15 @@ def train(
         int | None, typer.Option(help="cap on training pairs (whole questions sampled)")
     ] = None,
     eval_every: Annotated[int, typer.Option(help="also evaluate on dev every N steps (0: each epoch)")] = 0,
-    max_length: Annotated[int, typer.Option(help="tokens per (question, candidate) pair")] = 128,
+    max_length: Annotated[
+        int, typer.Option(help="tokens per (question, candidate) pair (has/bert-*: per answer)")
+    ] = 128,
     arch: Annotated[
-        str, typer.Option(help="cross-encoder, or cascade (classifiers after several layers)")
+        str,
+        typer.Option(
+            help="cross-encoder; cascade (classifiers after several layers); has, bert-attention or "
+            "bert-pooling (questions and answers encoded apart, answers storable)"
+        ),
     ] = ("cross-encoder"),
     num_layers: Annotated[
         int | None, typer.Option(help="use only the backbone's first N layers (a shallower model)")
@@ -93,6 +99,12 @@ def train(
     pooling: Annotated[
         str | None, typer.Option(help="head input: cls or mean (default: cls; cascade exits: mean)")
     ] = None,
+    beta: Annotated[float, typer.Option(help="has: β of the tanh(βV) hashing layer")] = 5.0,
+    delta: Annotated[float, typer.Option(help="has: δ, weight of the binary constraint")] = 1e-6,
+    attention_hidden: Annotated[int, typer.Option(help="has/bert-attention: attention size M")] = 128,
+    negatives_per_positive: Annotated[
+        int, typer.Option(help="has/bert-*: triplets per positive answer (negatives drawn at random)")
+    ] = 4,
     seed: Annotated[int, typer.Option(help="random seed")] = 42,
     config: Annotated[
         Path | None, typer.Option(help="JSON file of training settings (flags override)")
@@ -101,24 +113,27 @@ def train(
         bool, typer.Option(help="continue from OUT/checkpoint if a run was interrupted")
     ] = True,
 ) -> None:
-    """Train a cross-encoder or cascade ranker.
+    """Train a cross-encoder, cascade, or HAS ranker (or HAS's BERT baselines).
 
     For TANDA run it twice: transfer on a large set, then adapt on the target (--init OUT/best).
     """
     from sieveqa.models.cascade import CascadeConfig
     from sieveqa.models.cross_encoder import CrossEncoderConfig
+    from sieveqa.models.hashing import VARIANTS, HashingConfig
     from sieveqa.training.config import TrainConfig
-    from sieveqa.training.recipes import train_ranker
+    from sieveqa.training.recipes import train_hashing, train_ranker
 
-    if arch not in ("cross-encoder", "cascade"):
-        raise typer.BadParameter("must be cross-encoder or cascade", param_hint="--arch")
+    if arch not in ("cross-encoder", "cascade", *VARIANTS):
+        raise typer.BadParameter(
+            f"must be cross-encoder, cascade, {', '.join(VARIANTS)}", param_hint="--arch"
+        )
     if arch != "cascade" and exits:
         raise typer.BadParameter("only a cascade has exits", param_hint="--exits")
     if exit_sampling not in ("random", "all"):
         raise typer.BadParameter("must be random or all", param_hint="--exit-sampling")
     architecture_flags = [
         f"--{n.replace('_', '-')}"
-        for n in ("exits", "num_layers", "pooling")
+        for n in ("exits", "num_layers", "pooling", "beta", "delta", "attention_hidden")
         if _given_on_command_line(ctx, n)
     ]
     if architecture_flags and (Path(init) / "config.json").is_file():
@@ -127,12 +142,27 @@ def train(
             f"{init} brings its own",
             param_hint="--init",
         )
-    model_config: CrossEncoderConfig | CascadeConfig = (
-        CascadeConfig(max_length=max_length, num_layers=num_layers, exits=_int_list(exits, "--exits"))
-        if arch == "cascade"
-        else CrossEncoderConfig(max_length=max_length, num_layers=num_layers)
-    )
-    if pooling:
+    model_config: CrossEncoderConfig | CascadeConfig | HashingConfig
+    if arch in VARIANTS:
+        try:
+            model_config = HashingConfig.variant(
+                arch,
+                max_length=max_length,
+                num_layers=num_layers,
+                beta=beta,
+                delta=delta,
+                attention_hidden=attention_hidden,
+                **({"pooling": pooling} if pooling else {}),
+            )
+        except ValueError as err:
+            raise typer.BadParameter(str(err), param_hint="--arch") from None
+    elif arch == "cascade":
+        model_config = CascadeConfig(
+            max_length=max_length, num_layers=num_layers, exits=_int_list(exits, "--exits")
+        )
+    else:
+        model_config = CrossEncoderConfig(max_length=max_length, num_layers=num_layers)
+    if pooling and not isinstance(model_config, HashingConfig):
         model_config.pooling = pooling
 
     settings = dict(
@@ -152,17 +182,22 @@ def train(
         cfg = TrainConfig.from_json(config, **given)
     else:
         cfg = TrainConfig(**settings)
-    state = train_ranker(
-        train_sets,
-        out,
-        init=init,
-        dev=dev or None,
-        config=cfg,
-        model_config=model_config,
-        arch=arch,
-        exit_sampling=exit_sampling,
-        resume=resume,
-    )
+    if isinstance(model_config, HashingConfig):
+        state = train_hashing(
+            train_sets, out, init, dev or None, cfg, model_config, negatives_per_positive, resume
+        )
+    else:
+        state = train_ranker(
+            train_sets,
+            out,
+            init=init,
+            dev=dev or None,
+            config=cfg,
+            model_config=model_config,
+            arch=arch,
+            exit_sampling=exit_sampling,
+            resume=resume,
+        )
     typer.echo(f"best {cfg.metric}={state.best_metric:.4f} at step {state.best_step}; model: {out / 'best'}")
 
 
@@ -452,14 +487,25 @@ def rank(
     precision: PrecisionOpt = "fp32",
     batch_size: BatchOpt = 64,
     alpha: AlphaOpt = None,
+    store: Annotated[
+        Path | None,
+        typer.Option(help="answer store (sieveqa index build): candidates are answer ids, or none for all"),
+    ] = None,
 ) -> None:
     """Rank the candidates of each question in a JSONL file; print the top answers with scores.
 
     A cascade prunes with the drop ratios saved with it (tune-cascade), unless --alpha is given.
+    With --store the questions are scored against stored answers by the model that built the store.
     """
     from rich.console import Console
 
     from sieveqa.data.jsonl import example_dict, read_jsonl, write_jsonl
+
+    if store is not None:
+        from sieveqa.cli_index import rank_with_store
+
+        given = model if model != "default" else None
+        return rank_with_store(input_path, store, given, top, output)
 
     examples = read_jsonl(input_path)
     ranker = _load_ranker(model, precision, batch_size, alpha)
@@ -525,6 +571,11 @@ def data_build(
         typer.echo(
             f"{fname}: {info['questions']} questions, {info['mean_candidates']:.1f} candidates/question"
         )
+
+
+from sieveqa.cli_index import index_app  # noqa: E402
+
+app.add_typer(index_app, name="index")
 
 
 def main() -> None:

@@ -180,9 +180,12 @@ def masked_mean(hidden: Tensor, mask: Tensor) -> Tensor:
 
 
 def pool(hidden: Tensor, mask: Tensor, mode: str) -> Tensor:
-    """Pool token states into one vector per row: ``"cls"`` (first token) or ``"mean"`` (masked)."""
+    """Pool token states into one vector per row: ``"cls"`` (first token), ``"mean"`` or ``"max"``
+    (both over the non-padding positions)."""
     if mode == "cls":
         return hidden[:, 0]
     if mode == "mean":
         return masked_mean(hidden, mask)
-    raise ValueError(f"pooling must be 'cls' or 'mean', got {mode!r}")
+    if mode == "max":
+        return hidden.masked_fill(~mask.bool().unsqueeze(-1), torch.finfo(hidden.dtype).min).amax(dim=1)
+    raise ValueError(f"pooling must be 'cls', 'mean' or 'max', got {mode!r}")

@@ -25,3 +25,7 @@ class ModelFormatError(SieveQAError, ValueError):
 
 class MissingExtraError(SieveQAError, ImportError):
     """An optional dependency is needed; the message names the extra that installs it."""
+
+
+class StoreError(SieveQAError, ValueError):
+    """An answer store is corrupt, of another version, or was built by another model."""

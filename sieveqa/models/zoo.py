@@ -11,7 +11,11 @@ if TYPE_CHECKING:
     from sieveqa.models.pair_model import PairModel
 
 RESOURCES = Path(__file__).resolve().parent.parent / "resources"
-SHIPPED = {"default": RESOURCES / "default-ranker"}
+SHIPPED = {
+    "default": RESOURCES / "default-ranker",
+    # The default ranker retrofitted with exits (heads only; its body is read from "default").
+    "default-cascade": RESOURCES / "default-cascade",
+}
 
 
 def resolve_model(name_or_path: str | Path) -> Path:
@@ -31,9 +35,12 @@ def load_model(name_or_path: str | Path) -> PairModel:
     from sieveqa.models._saving import model_kind
     from sieveqa.models.cascade import CascadeTransformer
     from sieveqa.models.cross_encoder import CrossEncoder
+    from sieveqa.models.hashing import HashingModel
 
     path = resolve_model(name_or_path)
-    classes: dict[str, type[PairModel]] = {c.kind: c for c in (CrossEncoder, CascadeTransformer)}
+    classes: dict[str, type[PairModel]] = {
+        c.kind: c for c in (CrossEncoder, CascadeTransformer, HashingModel)
+    }
     kind = model_kind(path)
     if kind not in classes:
         raise ModelFormatError(

@@ -63,3 +63,31 @@ class ExitDistillation:
             return F.mse_loss(logits, batch["labels"].unsqueeze(1).expand_as(logits))
         student, target = logits[:, :-1], logits[:, -1:].detach()
         return F.mse_loss(student, target.expand_as(student))
+
+
+class TripletHinge:
+    """HAS's objective: max(0, margin − s(q,p) + s(q,n)) + δ·(‖B_p − sign(B_p)‖² + ‖B_n − sign(B_n)‖²).
+
+    The batch holds ``q_*`` rows and ``a_*`` rows (positives, then negatives; see
+    ``training.triplets.TripletBatches``). The binary constraint follows the paper's alternating
+    optimisation: with θ fixed the best binary codes are sign(B), so sign(B) is a constant target and
+    only B = tanh(βV) moves. Padding tokens are not constrained. Margin and δ come from the model's
+    config; models without hashing get the hinge alone.
+    """
+
+    def __call__(self, model: nn.Module, batch: dict[str, Tensor]) -> Tensor:
+        from sieveqa.models.hashing import binarize
+
+        config = model.config
+        mask = batch["a_attention_mask"]
+        question = model.question_vectors(batch["q_input_ids"], batch["q_attention_mask"])
+        answers = model.answer_tokens(batch["a_input_ids"], mask)
+        rows = len(question)
+        both = torch.cat([question, question])
+        sims = model.similarity(both, answers, mask)
+        loss = (config.margin - sims[:rows] + sims[rows:]).clamp(min=0)
+        if config.hashing and config.delta > 0:
+            gap = (answers - binarize(answers).detach()) * mask.unsqueeze(-1)
+            penalty = gap.pow(2).sum(dim=(1, 2))
+            loss = loss + config.delta * (penalty[:rows] + penalty[rows:])
+        return loss.mean()

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import torch
 from torch import nn
 from tqdm.auto import tqdm
 
@@ -18,13 +19,26 @@ from sieveqa.models._saving import model_kind
 from sieveqa.models.base import flatten_pairs, regroup
 from sieveqa.models.cascade import CascadeConfig, CascadeTransformer
 from sieveqa.models.cross_encoder import CrossEncoder
+from sieveqa.models.hashing import HashingConfig, HashingModel
 from sieveqa.models.pair_model import PairModel, PairModelConfig
 from sieveqa.training.config import TrainConfig
-from sieveqa.training.objectives import CascadeBCE, ExitDistillation, PointwiseBCE
+from sieveqa.training.objectives import CascadeBCE, ExitDistillation, PointwiseBCE, TripletHinge
 from sieveqa.training.pairs import make_pairs
-from sieveqa.training.trainer import Objective, Trainer, TrainState, seed_everything
+from sieveqa.training.trainer import (
+    LabeledPairs,
+    Objective,
+    TrainData,
+    Trainer,
+    TrainState,
+    seed_everything,
+)
+from sieveqa.training.triplets import TripletBatches, make_triplets
 
-ARCHITECTURES: dict[str, type[PairModel]] = {"cross-encoder": CrossEncoder, "cascade": CascadeTransformer}
+ARCHITECTURES: dict[str, type[PairModel]] = {
+    "cross-encoder": CrossEncoder,
+    "cascade": CascadeTransformer,
+    "hashing": HashingModel,
+}
 
 
 def _is_model_folder(init: str) -> bool:
@@ -104,14 +118,19 @@ def train_ranker(
     meta: dict[str, Any] = {"train": train, "dev": dev, "init": init, "n_pairs": len(pairs)}
     if isinstance(model, CascadeTransformer):
         meta["exit_sampling"] = exit_sampling
-    return _train(model, objective, features, pairs.labels, config, out_dir, dev, meta, resume)
+    return _train(
+        model, objective, _labelled(model, features, pairs.labels), config, out_dir, dev, meta, resume
+    )
+
+
+def _labelled(model: PairModel, features: PairFeatures, labels: Sequence[float]) -> LabeledPairs:
+    return LabeledPairs(features, torch.tensor(labels, dtype=torch.float32), model.tokenizer.pad_token_id)
 
 
 def _train(
     model: PairModel,
     objective: Objective,
-    features: PairFeatures,
-    labels: list[int] | list[float],
+    data: TrainData,
     config: TrainConfig,
     out_dir: str | Path,
     dev: str | None,
@@ -126,15 +145,7 @@ def _train(
         return dev_evaluator(m, dev_examples)
 
     trainer = Trainer(
-        model,
-        objective,
-        features,
-        labels,
-        config,
-        out_dir,
-        evaluate=evaluate if dev_examples else None,
-        pad_id=model.tokenizer.pad_token_id,
-        meta=meta,
+        model, objective, data, config, out_dir, evaluate=evaluate if dev_examples else None, meta=meta
     )
     return trainer.train(resume=resume)
 
@@ -153,6 +164,7 @@ def retrofit_cascade(
 
     With the body frozen (default) only the new heads learn, from the model's own last exit; the
     last exit keeps the cross-encoder's head, so at α = 0 the cascade ranks exactly as it did.
+    The saved cascade then holds only the heads and reads the body from ``base`` when loaded.
     ``tune_body`` also lets the body move, fitting every exit to the original model's logits.
     The best checkpoint is picked by dev ``map@mean`` (mean MAP over the exits) unless
     ``config.metric`` says otherwise.
@@ -168,6 +180,7 @@ def retrofit_cascade(
         labels = teacher.score_pairs(pairs.questions, pairs.texts, progress=config.progress)
     else:
         model.freeze_body()
+        model.share_body(base)  # saved as heads only, over the base model's body
         labels = [0.0] * len(pairs)
     meta: dict[str, Any] = {
         "retrofit_of": base,
@@ -178,4 +191,40 @@ def retrofit_cascade(
     }
     objective = ExitDistillation("labels" if tune_body else "self")
     features = model.featurize(pairs.questions, pairs.texts)
-    return _train(model, objective, features, labels, config, out_dir, dev, meta, resume)
+    return _train(model, objective, _labelled(model, features, labels), config, out_dir, dev, meta, resume)
+
+
+def train_hashing(
+    train: str | list[str],
+    out_dir: str | Path,
+    init: str = "minilm-l6",
+    dev: str | None = "wikiqa:dev",
+    config: TrainConfig | None = None,
+    model_config: HashingConfig | None = None,
+    negatives_per_positive: int = 4,
+    resume: bool = True,
+) -> TrainState:
+    """Train HAS or one of its baselines (``HashingConfig.variant``) with the triplet hinge loss;
+    ``config.max_pairs`` caps the triplets. The best dev model lands in ``out_dir/best``."""
+    config = config or TrainConfig()
+    seed_everything(config.seed)
+    model = init_model(init, "hashing", model_config)
+    assert isinstance(model, HashingModel)
+    triplets = make_triplets(load_datasets(train), negatives_per_positive, config.max_pairs, config.seed)
+    if not len(triplets):
+        raise ValueError(f"{train}: no question has both a positive and a negative answer")
+    tqdm.write(f"training {model.config.store_kind}-store model on {len(triplets)} triplets")
+    data = TripletBatches(
+        model.featurize_questions(triplets.questions),
+        model.featurize_answers(triplets.positives),
+        model.featurize_answers(triplets.negatives),
+        model.tokenizer.pad_token_id,
+    )
+    meta: dict[str, Any] = {
+        "train": train,
+        "dev": dev,
+        "init": init,
+        "n_triplets": len(triplets),
+        "negatives_per_positive": negatives_per_positive,
+    }
+    return _train(model, TripletHinge(), data, config, out_dir, dev, meta, resume)

@@ -9,7 +9,7 @@ import json
 import math
 import random
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -37,6 +37,43 @@ class SavableModel(Protocol):
 
 
 Evaluate = Callable[[nn.Module], dict[str, float]]
+
+
+class TrainData(Protocol):
+    """Training examples the loop can batch: a token count per row and a collate of chosen rows."""
+
+    def __len__(self) -> int: ...
+
+    @property
+    def lengths(self) -> list[int]: ...
+
+    def batch(self, rows: Sequence[int]) -> dict[str, Tensor]: ...
+
+
+@dataclass
+class LabeledPairs:
+    """(question, candidate) pairs with one target each: what the pair rankers train on."""
+
+    features: PairFeatures
+    labels: Tensor
+    pad_id: int = 0
+
+    def __post_init__(self) -> None:
+        if len(self.features) != len(self.labels) or len(self.labels) == 0:
+            raise ValueError(
+                f"need one label per training pair, got {len(self.features)} pairs / "
+                f"{len(self.labels)} labels"
+            )
+
+    def __len__(self) -> int:
+        return len(self.features)
+
+    @property
+    def lengths(self) -> list[int]:
+        return self.features.lengths
+
+    def batch(self, rows: Sequence[int]) -> dict[str, Tensor]:
+        return {**collate(self.features, rows, self.pad_id), "labels": self.labels[rows]}
 
 
 @dataclass
@@ -67,7 +104,7 @@ def _param_groups(model: nn.Module, weight_decay: float) -> list[dict[str, Any]]
 
 
 class Trainer:
-    """Trains ``model`` on tokenized pairs with ``objective``; writes everything under ``out_dir``.
+    """Trains ``model`` on ``data`` with ``objective``; writes everything under ``out_dir``.
 
     ``out_dir/best`` holds the best model by the dev metric (or the last one without ``evaluate``),
     ``out_dir/checkpoint`` the resumable state, ``out_dir/train_log.json`` the history.
@@ -77,25 +114,19 @@ class Trainer:
         self,
         model: nn.Module,
         objective: Objective,
-        features: PairFeatures,
-        labels: list[int] | list[float],
+        data: TrainData,
         config: TrainConfig,
         out_dir: str | Path,
         evaluate: Evaluate | None = None,
-        pad_id: int = 0,
         meta: dict[str, Any] | None = None,
     ) -> None:
-        if len(features) != len(labels) or len(labels) == 0:
-            raise ValueError(
-                f"need one label per training pair, got {len(features)} pairs / {len(labels)} labels"
-            )
-        self.model, self.objective, self.features, self.config = model, objective, features, config
-        self.labels = torch.tensor(labels, dtype=torch.float32)
+        if len(data) == 0:
+            raise ValueError("no training examples")
+        self.model, self.objective, self.data, self.config = model, objective, data, config
         self.out_dir = Path(out_dir)
         self.evaluate = evaluate
-        self.pad_id = pad_id
         self.meta = meta or {}
-        self.batches_per_epoch = math.ceil(len(features) / config.batch_size)
+        self.batches_per_epoch = math.ceil(len(data) / config.batch_size)
         self.total_batches = max(1, round(self.batches_per_epoch * config.epochs))
         self.total_steps = math.ceil(self.total_batches / config.grad_accum)
         self.optimizer = torch.optim.AdamW(_param_groups(model, config.weight_decay), lr=config.lr)
@@ -124,7 +155,7 @@ class Trainer:
                 },
                 tmp / "optimizer.pt",
             )
-            state = {**self.state.__dict__, "config": self.config.to_dict(), "n_pairs": len(self.features)}
+            state = {**self.state.__dict__, "config": self.config.to_dict(), "n_pairs": len(self.data)}
             (tmp / "trainer_state.json").write_text(json.dumps(state, indent=2), encoding="utf-8")
 
     def try_resume(self) -> bool:
@@ -133,7 +164,7 @@ class Trainer:
         if not (path / "trainer_state.json").is_file():
             return False
         saved = json.loads((path / "trainer_state.json").read_text(encoding="utf-8"))
-        ours = {"config": self.config.to_dict(), "n_pairs": len(self.features)}
+        ours = {"config": self.config.to_dict(), "n_pairs": len(self.data)}
         # Showing progress bars or not changes nothing in the run; every other setting does.
         for cfg in (saved.get("config", {}), ours["config"]):
             cfg.pop("progress", None)
@@ -156,7 +187,7 @@ class Trainer:
 
     def _epoch_batches(self, epoch: int) -> list[list[int]]:
         rng = random.Random(self.config.seed * 1_000_003 + epoch)
-        return length_batches(self.features.lengths, self.config.batch_size, rng=rng)
+        return length_batches(self.data.lengths, self.config.batch_size, rng=rng)
 
     def _run_eval(self, reason: str) -> None:
         record: dict[str, Any] = {"step": self.state.step, "epoch": self.state.epoch, "when": reason}
@@ -203,8 +234,7 @@ class Trainer:
             for rows in batches[self.state.batch_in_epoch :]:
                 if done >= self.total_batches:
                     break
-                batch = collate(self.features, rows, self.pad_id)
-                batch["labels"] = self.labels[rows]
+                batch = self.data.batch(rows)
                 loss = self.objective(self.model, batch) / self.config.grad_accum
                 loss.backward()
                 accum += 1

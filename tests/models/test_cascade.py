@@ -1,9 +1,11 @@
 """The multi-exit model: exit placement, heads, forward depth, persistence, retrofit construction."""
 
+import shutil
 from pathlib import Path
 
 import pytest
 import torch
+from safetensors.torch import load_file
 from torch import nn
 
 from sieveqa.batching import collate
@@ -143,3 +145,31 @@ def test_config_given_is_not_changed(tiny_cascade) -> None:
 
 def test_exit_scores_of_nothing_has_one_column_per_exit(tiny_cascade) -> None:
     assert tiny_cascade.exit_scores([], []).shape == (0, 4)
+
+
+def test_a_retrofit_over_a_saved_body_stores_only_its_heads(tiny_model, tmp_path: Path) -> None:
+    base = tiny_model.save_pretrained(tmp_path / "base")
+    cascade = CascadeTransformer.from_cross_encoder(CrossEncoder.from_pretrained(base), exits=[2, 4])
+    cascade.share_body(base)
+    path = cascade.save_pretrained(tmp_path / "heads")
+    assert {k.split(".")[0] for k in load_file(path / "model.safetensors")} == {"heads"}
+    loaded = CascadeTransformer.from_pretrained(path)
+    assert loaded.body_from == str(base.resolve())
+    before, after = cascade.exit_scores(QUESTIONS, TEXTS), loaded.exit_scores(QUESTIONS, TEXTS)
+    assert torch.allclose(before, after, atol=5e-3)
+    # A body that moved is stored whole; a base that changed later is refused by name.
+    with torch.no_grad():
+        next(cascade.encoder.parameters()).add_(1.0)
+    whole = cascade.save_pretrained(tmp_path / "whole")
+    assert any(k.startswith("encoder.") for k in load_file(whole / "model.safetensors"))
+    assert "body_from" not in CascadeTransformer.from_pretrained(whole).meta
+    tiny_model.save_pretrained(base)  # saved again unchanged: still loads
+    CascadeTransformer.from_pretrained(path)
+    with torch.no_grad():
+        next(tiny_model.encoder.parameters()).add_(1.0)
+    tiny_model.save_pretrained(base)
+    with pytest.raises(ModelFormatError, match="has changed since it was saved"):
+        CascadeTransformer.from_pretrained(path)
+    shutil.rmtree(base)
+    with pytest.raises(ModelFormatError, match="its body comes from"):
+        CascadeTransformer.from_pretrained(path)

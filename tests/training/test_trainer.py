@@ -11,7 +11,7 @@ from sieveqa.models.cross_encoder import CrossEncoder
 from sieveqa.training.config import TrainConfig
 from sieveqa.training.objectives import PointwiseBCE
 from sieveqa.training.pairs import make_pairs
-from sieveqa.training.trainer import Trainer
+from sieveqa.training.trainer import LabeledPairs, Trainer
 
 
 def _toy_examples(n: int = 12) -> list[RankingExample]:
@@ -45,15 +45,12 @@ def _toy_examples(n: int = 12) -> list[RankingExample]:
 def _trainer(model: CrossEncoder, out: Path, objective=None, **cfg) -> Trainer:
     pairs = make_pairs(_toy_examples())
     config = TrainConfig(progress=False, batch_size=4, lr=3e-3, warmup_ratio=0.0, **cfg)
-    return Trainer(
-        model,
-        objective or PointwiseBCE(),
+    data = LabeledPairs(
         model.featurize(pairs.questions, pairs.texts),
-        pairs.labels,
-        config,
-        out,
-        pad_id=model.tokenizer.pad_token_id,
+        torch.tensor(pairs.labels, dtype=torch.float32),
+        model.tokenizer.pad_token_id,
     )
+    return Trainer(model, objective or PointwiseBCE(), data, config, out)
 
 
 def test_loss_goes_down(tiny_model, tmp_path: Path) -> None:
@@ -118,3 +115,9 @@ def test_make_pairs_caps_negatives() -> None:
 def test_bad_config_names_the_field() -> None:
     with pytest.raises(ValueError, match="batch_size=0"):
         TrainConfig(batch_size=0)
+
+
+def test_labels_must_match_the_pairs(tiny_model) -> None:
+    feats = tiny_model.featurize(["q", "q"], ["a", "b"])
+    with pytest.raises(ValueError, match="need one label per training pair, got 2 pairs / 1 labels"):
+        LabeledPairs(feats, torch.tensor([1.0]))

@@ -1,0 +1,233 @@
+"""Hashing based answer selection (HAS, Xu & Li, AAAI 2020) and its two BERT baselines, in one model.
+
+Questions and answers are encoded apart by the same backbone. The question is max-pooled into u_q.
+An answer keeps its token matrix V, which the hashing layer turns into B = tanh(βV) while training and
+sign(V) at test time: one bit per value, so answer matrices can be computed once and stored (see
+``sieveqa.runtime.answer_store``). The answer vector is attention over B conditioned on the question,
+
+    α_i ∝ exp(mᵀ tanh(W1 b_i + W2 u_q)),   v_a = Σ α_i b_i,   s(q, a) = cos(u_q, v_a),
+
+trained with the triplet hinge loss (margin 0.1) plus δ·‖B − sign(B)‖² (``training.objectives``).
+
+``composition="attention", hashing=False`` is BERT-attention (float matrices, recomputed per question
+or stored as floats); ``composition="pooling"`` is BERT-pooling (both sides pooled, answer vectors
+stored). The kind of stored representation follows from the config (``store_kind``).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from sieveqa.backbones import Backbone
+from sieveqa.batching import PairFeatures, tokenize_texts
+from sieveqa.data.records import RankingExample
+from sieveqa.encoder import pool
+from sieveqa.models.pair_model import PairModel, PairModelConfig, ScoringStats
+
+Composition = Literal["attention", "pooling"]
+StoreKind = Literal["bits", "float", "vector"]
+
+#: The paper's three models as (composition, hashing).
+VARIANTS: dict[str, tuple[Composition, bool]] = {
+    "has": ("attention", True),
+    "bert-attention": ("attention", False),
+    "bert-pooling": ("pooling", False),
+}
+
+
+@dataclass
+class HashingConfig(PairModelConfig):
+    """HAS and its baselines; ``max_length`` bounds an answer, ``question_max_length`` a question."""
+
+    composition: Composition = field(
+        default="attention", metadata={"help": "answer composition: attention (on u_q) or pooling"}
+    )
+    hashing: bool = field(default=True, metadata={"help": "binary answer matrices (HAS); off: floats"})
+    beta: float = field(default=5.0, metadata={"help": "β in tanh(βV), the training-time hashing layer"})
+    delta: float = field(default=1e-6, metadata={"help": "δ, weight of the ‖B − sign(B)‖² constraint"})
+    attention_hidden: int = field(default=128, metadata={"help": "M, the attention's hidden size"})
+    pooling: str = field(default="max", metadata={"help": "question pooling (and answers' for pooling)"})
+    question_max_length: int = field(default=64, metadata={"help": "tokens per question"})
+    margin: float = field(default=0.1, metadata={"help": "triplet hinge margin"})
+
+    def __post_init__(self) -> None:
+        if self.composition not in ("attention", "pooling"):
+            raise ValueError(f"composition must be 'attention' or 'pooling', got {self.composition!r}")
+        if self.hashing and self.composition != "attention":
+            raise ValueError("hashing is defined for attention composition (HAS); use hashing=False")
+        if self.pooling not in ("max", "mean"):
+            raise ValueError(f"pooling must be 'max' or 'mean', got {self.pooling!r}")
+        if self.beta <= 0 or self.delta < 0 or self.attention_hidden < 1:
+            raise ValueError(
+                f"need beta > 0, delta >= 0, attention_hidden >= 1; got {self.beta}, {self.delta}, "
+                f"{self.attention_hidden}"
+            )
+
+    @classmethod
+    def variant(cls, name: str, **kwargs: object) -> HashingConfig:
+        """The config of one of the paper's models: ``has``, ``bert-attention`` or ``bert-pooling``."""
+        if name not in VARIANTS:
+            raise ValueError(f"unknown variant {name!r}; known: {', '.join(VARIANTS)}")
+        composition, hashing = VARIANTS[name]
+        return cls(composition=composition, hashing=hashing, **kwargs)  # type: ignore[arg-type]
+
+    @property
+    def store_kind(self) -> StoreKind:
+        """What an answer store keeps for this model: bit matrices, float matrices or vectors."""
+        if self.composition == "pooling":
+            return "vector"
+        return "bits" if self.hashing else "float"
+
+
+def binarize(values: Tensor) -> Tensor:
+    """sign(V) with sign(0) = +1, so every value is exactly ±1 (and fits one bit)."""
+    return torch.where(values >= 0, 1.0, -1.0).to(values.dtype)
+
+
+class QuestionAttention(nn.Module):
+    """α_i ∝ exp(mᵀ tanh(W1 b_i + W2 u_q)); returns Σ α_i b_i (padding gets no weight)."""
+
+    def __init__(self, hidden: int, attention_hidden: int) -> None:
+        super().__init__()
+        self.w1 = nn.Linear(hidden, attention_hidden, bias=False)
+        self.w2 = nn.Linear(hidden, attention_hidden, bias=False)
+        self.m = nn.Linear(attention_hidden, 1, bias=False)
+
+    def forward(self, tokens: Tensor, mask: Tensor, question: Tensor) -> Tensor:
+        """``tokens`` rows × L × D, ``mask`` rows × L, ``question`` rows × D (or 1 × D for all rows)."""
+        logits = self.m(torch.tanh(self.w1(tokens) + self.w2(question).unsqueeze(1))).squeeze(-1)
+        weights = logits.masked_fill(~mask.bool(), float("-inf")).softmax(dim=-1)
+        return torch.einsum("rl,rld->rd", weights, tokens)
+
+
+class HashingModel(PairModel):
+    """HAS / BERT-attention / BERT-pooling over a shared backbone (``HashingConfig.variant``)."""
+
+    kind = "hashing"
+    config_class = HashingConfig
+    config: HashingConfig
+
+    def __init__(self, config: HashingConfig | None = None, backbone: Backbone | None = None) -> None:
+        super().__init__(config or HashingConfig(), backbone)
+        self.attention = (
+            QuestionAttention(self.encoder.hidden_size, self.config.attention_hidden)
+            if self.config.composition == "attention"
+            else None
+        )
+        self.batch_size = 128
+
+    # -- the two sides ------------------------------------------------------------------------------
+
+    def question_vectors(self, input_ids: Tensor, attention_mask: Tensor, **_: Tensor) -> Tensor:
+        """u_q: the pooled token encodings of each question, rows × D."""
+        return pool(self.encoder(input_ids, attention_mask), attention_mask, self.config.pooling)
+
+    def answer_tokens(self, input_ids: Tensor, attention_mask: Tensor, **_: Tensor) -> Tensor:
+        """The answers' token matrices as a store would keep them (sign(V) for HAS at test time;
+        tanh(βV) while training; V for BERT-attention; pooled vectors rows × D for BERT-pooling)."""
+        hidden = self.encoder(input_ids, attention_mask)
+        if self.config.composition == "pooling":
+            return pool(hidden, attention_mask, self.config.pooling)
+        if not self.config.hashing:
+            return hidden
+        return torch.tanh(self.config.beta * hidden) if self.training else binarize(hidden)
+
+    def similarity(self, question: Tensor, answers: Tensor, mask: Tensor | None = None) -> Tensor:
+        """cos(u_q, v_a) for answer representations from ``answer_tokens`` (or a store).
+
+        ``question`` is rows × D, or 1 × D to score every answer row against one question.
+        """
+        if self.attention is None:
+            vectors = answers
+        else:
+            if mask is None:
+                raise ValueError("attention composition needs the answers' token mask")
+            vectors = self.attention(answers, mask, question)
+        return F.cosine_similarity(question, vectors, dim=-1)
+
+    def forward(
+        self,
+        q_input_ids: Tensor,
+        q_attention_mask: Tensor,
+        a_input_ids: Tensor,
+        a_attention_mask: Tensor,
+        **_: Tensor,
+    ) -> Tensor:
+        """s(q, a) for aligned rows of questions and answers."""
+        question = self.question_vectors(q_input_ids, q_attention_mask)
+        answers = self.answer_tokens(a_input_ids, a_attention_mask)
+        return self.similarity(question, answers, a_attention_mask)
+
+    # -- inference ----------------------------------------------------------------------------------
+
+    def featurize_questions(self, texts: Sequence[str]) -> PairFeatures:
+        return tokenize_texts(self.tokenizer, texts, self.config.question_max_length)
+
+    def featurize_answers(self, texts: Sequence[str]) -> PairFeatures:
+        return tokenize_texts(self.tokenizer, texts, self.config.max_length)
+
+    def encode_questions(self, texts: Sequence[str], progress: bool = False) -> Tensor:
+        """u_q for each question: rows × D."""
+        features = self.featurize_questions(texts)
+        return self.run_batches(
+            features, lambda m, b: m.question_vectors(**b), progress, self.encoder.hidden_size
+        )
+
+    def encode_answers(self, texts: Sequence[str], progress: bool = False) -> list[Tensor]:
+        """What a store keeps per answer, in input order: an L × D matrix (±1 for HAS; padding
+        removed), or a D vector for BERT-pooling."""
+        out: list[Tensor] = [torch.empty(0)] * len(texts)
+        for rows, model, batch in self.iter_batches(self.featurize_answers(texts), progress):
+            values = model.answer_tokens(**batch).float()
+            lengths = batch["attention_mask"].sum(1).tolist()
+            for j, i in enumerate(rows):
+                out[i] = values[j] if values.dim() == 2 else values[j, : lengths[j]].clone()
+        return out
+
+    def score_encoded(self, question: Tensor, answers: Sequence[Tensor]) -> Tensor:
+        """Scores of one question vector (D) against encoded answers (from ``encode_answers``)."""
+        if not answers:
+            return torch.empty(0)
+        with torch.inference_mode():
+            if self.config.composition == "pooling":
+                return self.similarity(question.unsqueeze(0), torch.stack(list(answers)))
+            tokens, mask = pad_matrices(answers)
+            return self.similarity(question.unsqueeze(0), tokens, mask)
+
+    def score(self, examples: Sequence[RankingExample], progress: bool = False) -> list[list[float]]:
+        """Scores with each distinct question and answer encoded once (as with a store)."""
+        started = time.perf_counter()
+        questions = sorted({ex.question.text for ex in examples})
+        answers = sorted({c.text for ex in examples for c in ex.candidates})
+        q_vec = dict(zip(questions, self.encode_questions(questions), strict=True))
+        q_stats = self.last_stats
+        a_rep = dict(zip(answers, self.encode_answers(answers, progress), strict=True))
+        out = [
+            self.score_encoded(q_vec[ex.question.text], [a_rep[c.text] for c in ex.candidates]).tolist()
+            for ex in examples
+        ]
+        self.last_stats = ScoringStats(
+            sum(len(ex.candidates) for ex in examples),
+            time.perf_counter() - started,
+            q_stats.layer_units + self.last_stats.layer_units,
+            q_stats.flops + self.last_stats.flops,
+        )
+        return out
+
+
+def pad_matrices(matrices: Sequence[Tensor]) -> tuple[Tensor, Tensor]:
+    """Stack L_i × D matrices into rows × max L × D with a rows × max L mask."""
+    width = max(len(m) for m in matrices)
+    tokens = matrices[0].new_zeros((len(matrices), width, matrices[0].shape[-1]))
+    mask = torch.zeros((len(matrices), width), dtype=torch.bool)
+    for i, matrix in enumerate(matrices):
+        tokens[i, : len(matrix)] = matrix
+        mask[i, : len(matrix)] = True
+    return tokens, mask

@@ -1,0 +1,373 @@
+"""Answer stores: answers encoded once by a HashingModel, kept on disk, memory-mapped at question time.
+
+A store is a folder::
+
+    manifest.json           format, version, kind, width, the model's signature, segments + sha256
+    seg-00000/values.bin    bits: uint8 rows of ⌈D/8⌉ bytes per token (1 bit per value, packbits)
+                            float: float32 rows of D values per token; vector: float32 D per answer
+    seg-00000/offsets.bin   int64, answers + 1 token offsets into values.bin
+    seg-00000/answers.jsonl {"id", "text"} per answer, in row order
+
+Adding answers writes a new segment folder (atomically) and then the small manifest (atomically), so
+the existing data is never rewritten and a reader sees the old store or the new one. A segment left
+by a killed writer is not in the manifest and is ignored (and replaced by the next append). Opening
+checks every file's sha256 (``verify=False`` skips it) and maps ``values.bin`` read-only.
+
+At question time only the candidates asked for are unpacked. A store refuses a model whose signature
+(backbone, layers, composition, hashing, β, encoder weights, ...) differs from the one that built it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import json
+import math
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from torch import Tensor
+from tqdm.auto import tqdm
+
+from sieveqa.data.records import RankingExample
+from sieveqa.errors import StoreError
+from sieveqa.io import atomic_dir, atomic_write_json
+from sieveqa.models.base import Ranker
+from sieveqa.models.hashing import HashingModel, StoreKind, pad_matrices
+
+FORMAT = "sieveqa-answer-store"
+VERSION = 1
+MANIFEST = "manifest.json"
+_FILES = ("values.bin", "offsets.bin", "answers.jsonl")
+#: Config fields that change what a model stores or how it reads a store.
+_SIGNATURE_FIELDS = ("backbone", "num_layers", "max_length", "composition", "hashing", "pooling", "beta")
+
+
+def model_signature(model: HashingModel) -> dict[str, Any]:
+    """What must match between a store and the model that reads it."""
+    cfg = model.config
+    return {
+        **{name: getattr(cfg, name) for name in _SIGNATURE_FIELDS},
+        "kind": cfg.store_kind,
+        "dim": model.encoder.hidden_size,
+        "encoder_fingerprint": model.body_fingerprint(),
+    }
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _row_bytes(kind: StoreKind, dim: int) -> int:
+    return math.ceil(dim / 8) if kind == "bits" else 4 * dim
+
+
+@dataclass
+class _Segment:
+    name: str
+    values: np.ndarray  # tokens (or answers) × row bytes/values, memory-mapped
+    offsets: np.ndarray  # answers + 1
+    ids: list[str]
+    texts: list[str]
+
+
+class AnswerStore:
+    """A read-mostly collection of encoded answers (see the module docstring for the format)."""
+
+    def __init__(self, path: Path, manifest: dict[str, Any], segments: list[_Segment]) -> None:
+        self.path, self.manifest, self.segments = path, manifest, segments
+        self._where: dict[str, tuple[int, int]] = {}
+        for s, seg in enumerate(segments):
+            for row, answer_id in enumerate(seg.ids):
+                self._where[answer_id] = (s, row)
+
+    # -- properties ---------------------------------------------------------------------------------
+
+    @property
+    def kind(self) -> StoreKind:
+        return self.manifest["kind"]
+
+    @property
+    def dim(self) -> int:
+        return int(self.manifest["model"]["dim"])
+
+    @property
+    def ids(self) -> list[str]:
+        return [i for seg in self.segments for i in seg.ids]
+
+    def __len__(self) -> int:
+        return len(self._where)
+
+    @property
+    def model_ref(self) -> str:
+        """The model recorded at build time (a shipped name or an absolute folder path)."""
+        ref = self.manifest.get("model_ref")
+        if not ref:
+            raise StoreError(f"{self.path}: no model recorded with the store; name one (--model)")
+        return str(ref)
+
+    def __contains__(self, answer_id: object) -> bool:
+        return answer_id in self._where
+
+    def text(self, answer_id: str) -> str:
+        s, row = self._locate([answer_id])[0]
+        return self.segments[s].texts[row]
+
+    def disk_bytes(self) -> int:
+        """Bytes of the stored representations on disk (values and offsets; not ids and texts)."""
+        return sum((self.path / seg.name / f).stat().st_size for seg in self.segments for f in _FILES[:2])
+
+    def ram_bytes(self) -> int:
+        """Bytes the representations take when every page is loaded (values and offsets)."""
+        return sum(seg.values.nbytes + seg.offsets.nbytes for seg in self.segments)
+
+    # -- opening and writing ------------------------------------------------------------------------
+
+    @classmethod
+    def open(cls, path: str | Path, verify: bool = True, in_memory: bool = False) -> AnswerStore:
+        """Open a store; ``verify`` checks sha256 of every file, ``in_memory`` reads values into RAM
+        instead of mapping them."""
+        path = Path(path)
+        manifest = _read_manifest(path)
+        kind, dim = manifest["kind"], int(manifest["model"]["dim"])
+        segments = []
+        for entry in manifest["segments"]:
+            folder = path / entry["name"]
+            for name in _FILES:
+                file = folder / name
+                if not file.is_file():
+                    raise StoreError(f"{path}: segment file {entry['name']}/{name} is missing")
+                if verify and _sha256(file) != entry["sha256"][name]:
+                    raise StoreError(f"{path}: {entry['name']}/{name} is corrupt (sha256 mismatch)")
+            width, dtype = (_row_bytes(kind, dim), np.uint8) if kind == "bits" else (dim, np.float32)
+            rows = entry["tokens"] if kind != "vector" else entry["count"]
+            values: np.ndarray
+            if in_memory:
+                values = np.fromfile(folder / "values.bin", dtype=dtype).reshape(rows, width)
+            else:
+                values = np.memmap(folder / "values.bin", dtype=dtype, mode="r", shape=(rows, width))
+            offsets = np.fromfile(folder / "offsets.bin", dtype=np.int64)
+            records = [
+                json.loads(line) for line in (folder / "answers.jsonl").read_text("utf-8").splitlines()
+            ]
+            if len(offsets) != entry["count"] + 1 or len(records) != entry["count"]:
+                raise StoreError(f"{path}: segment {entry['name']} does not hold {entry['count']} answers")
+            ids = [r["id"] for r in records]
+            segments.append(_Segment(entry["name"], values, offsets, ids, [r["text"] for r in records]))
+        return cls(path, manifest, segments)
+
+    @classmethod
+    def build(
+        cls,
+        model: HashingModel,
+        answers: Iterable[tuple[str, str]],
+        path: str | Path,
+        progress: bool = False,
+        chunk: int = 4096,
+        model_ref: str | None = None,
+    ) -> AnswerStore:
+        """Encode ``(id, text)`` answers with ``model`` into a new store at ``path`` (which must not
+        hold a store already; use ``append`` to add to one). ``model_ref`` (a shipped name or model
+        folder) is recorded so the CLI can reload the model that reads the store."""
+        path = Path(path)
+        if (path / MANIFEST).exists():
+            raise StoreError(f"{path} already holds an answer store; append to it instead")
+        path.mkdir(parents=True, exist_ok=True)
+        with _lock(path):
+            manifest = {
+                "format": FORMAT,
+                "version": VERSION,
+                "kind": model.config.store_kind,
+                "model": model_signature(model),
+                "model_ref": _model_ref(model_ref),
+                "count": 0,
+                "segments": [],
+            }
+            atomic_write_json(path / MANIFEST, manifest)
+        return cls.open(path, verify=False).append(model, answers, progress, chunk)
+
+    def append(
+        self,
+        model: HashingModel,
+        answers: Iterable[tuple[str, str]],
+        progress: bool = False,
+        chunk: int = 4096,
+    ) -> AnswerStore:
+        """Encode and add answers as a new segment; existing segments are not rewritten. Returns the
+        reopened store. Ids already stored, or repeated in ``answers``, are refused."""
+        self.check_model(model)
+        answers = list(answers)
+        ids = [a[0] for a in answers]
+        repeated = sorted({i for i in ids if i in self._where} | _repeats(ids))
+        if repeated:
+            raise StoreError(f"{self.path}: answer ids already stored or repeated: {repeated[:5]}")
+        if not answers:
+            return self
+        with _lock(self.path):
+            manifest = _read_manifest(self.path)
+            name = f"seg-{len(manifest['segments']):05d}"
+            with atomic_dir(self.path / name) as tmp:
+                tokens = _write_segment(model, answers, tmp, progress, chunk)
+                sha = {f: _sha256(tmp / f) for f in _FILES}
+            manifest["segments"].append(
+                {"name": name, "count": len(answers), "tokens": tokens, "sha256": sha}
+            )
+            manifest["count"] = sum(s["count"] for s in manifest["segments"])
+            atomic_write_json(self.path / MANIFEST, manifest)
+        return AnswerStore.open(self.path, verify=False)
+
+    def check_model(self, model: HashingModel) -> None:
+        """Raise StoreError naming every setting in which ``model`` differs from the store's builder."""
+        stored, ours = self.manifest["model"], model_signature(model)
+        diffs = [
+            f"{k} {stored.get(k)!r} (store) != {ours[k]!r} (model)" for k in ours if stored.get(k) != ours[k]
+        ]
+        if diffs:
+            if diffs[-1].startswith("encoder_fingerprint") and len(diffs) == 1:
+                diffs = ["the encoder weights differ (another training run or checkpoint)"]
+            raise StoreError(f"{self.path} was built by another model: {'; '.join(diffs)}")
+
+    # -- reading ------------------------------------------------------------------------------------
+
+    def _locate(self, ids: Sequence[str]) -> list[tuple[int, int]]:
+        missing = [i for i in ids if i not in self._where]
+        if missing:
+            raise StoreError(f"{self.path}: {len(missing)} answer ids not in the store, e.g. {missing[:5]}")
+        return [self._where[i] for i in ids]
+
+    def representations(self, ids: Sequence[str]) -> list[Tensor]:
+        """What the model scores, for the given answers only: ±1 (bits) or float L × D matrices, or
+        D vectors."""
+        out = []
+        for s, row in self._locate(ids):
+            seg = self.segments[s]
+            if self.kind == "vector":
+                out.append(torch.from_numpy(np.array(seg.values[row])))
+                continue
+            block = seg.values[seg.offsets[row] : seg.offsets[row + 1]]
+            if self.kind == "bits":
+                signs = np.unpackbits(block, axis=1, count=self.dim).astype(np.float32) * 2 - 1
+                out.append(torch.from_numpy(signs))
+            else:
+                out.append(torch.from_numpy(np.array(block)))
+        return out
+
+    def batch(self, ids: Sequence[str]) -> tuple[Tensor, Tensor | None]:
+        """Representations stacked for one scoring call: (rows × L × D, mask) or (rows × D, None)."""
+        reps = self.representations(ids)
+        if self.kind == "vector":
+            return torch.stack(reps), None
+        return pad_matrices(reps)
+
+
+class StoreRanker(Ranker):
+    """Questions scored against stored answers: each question is encoded once and only the
+    candidates asked for are read from the store (in chunks of ``chunk``)."""
+
+    def __init__(self, model: HashingModel, store: AnswerStore, chunk: int = 1024) -> None:
+        store.check_model(model)
+        self.model, self.store, self.chunk = model.eval(), store, chunk
+
+    def score_ids(self, question: str | Tensor, ids: Sequence[str]) -> Tensor:
+        """cos(u_q, v_a) for stored answers ``ids`` (``question``: text, or its encoded vector)."""
+        vector = self.model.encode_questions([question])[0] if isinstance(question, str) else question
+        out = []
+        with torch.inference_mode():
+            for start in range(0, len(ids), self.chunk):
+                answers, mask = self.store.batch(ids[start : start + self.chunk])
+                out.append(self.model.similarity(vector.unsqueeze(0), answers, mask))
+        return torch.cat(out) if out else torch.empty(0)
+
+    def search(self, question: str, top: int = 10) -> list[tuple[str, float]]:
+        """The ``top`` stored answers for ``question`` over the whole store, best first."""
+        ids = self.store.ids
+        scores = self.score_ids(question, ids)
+        best = torch.topk(scores, min(top, len(ids)))
+        return [(ids[i], float(v)) for v, i in zip(best.values.tolist(), best.indices.tolist(), strict=True)]
+
+    def score(self, examples: Sequence[RankingExample], progress: bool = False) -> list[list[float]]:
+        """Scores of each example's candidates, looked up in the store by candidate id."""
+        vectors = self.model.encode_questions([ex.question.text for ex in examples])
+        return [
+            self.score_ids(vectors[i], [c.id for c in ex.candidates]).tolist()
+            for i, ex in enumerate(tqdm(examples, desc="ranking", unit="question", disable=not progress))
+        ]
+
+
+def _model_ref(ref: str | None) -> str | None:
+    from sieveqa.models.zoo import SHIPPED
+
+    if ref is None or ref in SHIPPED:
+        return ref
+    return str(Path(ref).expanduser().resolve())
+
+
+def _repeats(ids: Sequence[str]) -> set[str]:
+    seen: set[str] = set()
+    return {i for i in ids if i in seen or seen.add(i)}  # type: ignore[func-returns-value]
+
+
+def _read_manifest(path: Path) -> dict[str, Any]:
+    file = path / MANIFEST
+    if not file.is_file():
+        raise StoreError(f"{path}: not an answer store (no {MANIFEST})")
+    try:
+        manifest = json.loads(file.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as err:
+        raise StoreError(f"{file}: invalid JSON ({err.msg})") from err
+    if manifest.get("format") != FORMAT:
+        raise StoreError(f"{file}: not a sieveqa answer store (format {manifest.get('format')!r})")
+    if manifest.get("version") != VERSION:
+        raise StoreError(f"{file}: store version {manifest.get('version')} is not {VERSION}; rebuild it")
+    return manifest
+
+
+@contextlib.contextmanager
+def _lock(path: Path) -> Iterator[None]:
+    """One writer at a time per store (an advisory lock on ``path/.lock``)."""
+    with (path / ".lock").open("w") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise StoreError(f"{path}: another process is writing this store") from None
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _write_segment(
+    model: HashingModel, answers: Sequence[tuple[str, str]], folder: Path, progress: bool, chunk: int
+) -> int:
+    """Encode answers chunk by chunk, streaming rows to disk; returns the number of token rows."""
+    kind = model.config.store_kind
+    offsets = [0]
+    bar = tqdm(total=len(answers), desc="encoding answers", unit="answer", disable=not progress)
+    with (
+        (folder / "values.bin").open("wb") as values,
+        (folder / "answers.jsonl").open("w", encoding="utf-8") as records,
+    ):
+        for start in range(0, len(answers), chunk):
+            part = answers[start : start + chunk]
+            for (answer_id, text), rep in zip(part, model.encode_answers([t for _, t in part]), strict=True):
+                array = rep.numpy()
+                if kind == "bits":
+                    array = np.packbits(array > 0, axis=1)
+                values.write(
+                    np.ascontiguousarray(array, dtype=np.uint8 if kind == "bits" else np.float32).tobytes()
+                )
+                offsets.append(offsets[-1] + (1 if kind == "vector" else len(rep)))
+                records.write(json.dumps({"id": answer_id, "text": text}, ensure_ascii=False) + "\n")
+            bar.update(len(part))
+    bar.close()
+    np.asarray(offsets, dtype=np.int64).tofile(folder / "offsets.bin")
+    return offsets[-1]

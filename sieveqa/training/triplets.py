@@ -1,0 +1,90 @@
+"""(question, positive, negative) triplets for the ranking hinge loss of the siamese models (HAS)."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from torch import Tensor
+
+from sieveqa.batching import PairFeatures, collate
+from sieveqa.data.records import RankingExample
+
+
+@dataclass
+class TextTriplets:
+    """Parallel lists of question, positive answer and negative answer texts."""
+
+    questions: list[str]
+    positives: list[str]
+    negatives: list[str]
+
+    def __len__(self) -> int:
+        return len(self.questions)
+
+
+def make_triplets(
+    examples: Sequence[RankingExample],
+    negatives_per_positive: int = 4,
+    max_triplets: int | None = None,
+    seed: int = 0,
+) -> TextTriplets:
+    """Each positive with ``negatives_per_positive`` negatives of the same question drawn at random
+    (all when fewer); questions without a labelled positive and negative give none. ``max_triplets``
+    keeps a random subset of whole questions."""
+    if negatives_per_positive < 1:
+        raise ValueError(f"negatives_per_positive must be >= 1, got {negatives_per_positive}")
+    rng = random.Random(seed)
+    order = list(range(len(examples)))
+    if max_triplets is not None:
+        rng.shuffle(order)
+    out = TextTriplets([], [], [])
+    for i in order:
+        ex = examples[i]
+        pos = [c.text for c in ex.candidates if c.label == 1]
+        neg = [c.text for c in ex.candidates if c.label == 0]
+        if not pos or not neg:
+            continue
+        drawn = [rng.sample(neg, min(negatives_per_positive, len(neg))) for _ in pos]
+        if max_triplets is not None and len(out) + sum(map(len, drawn)) > max_triplets and len(out):
+            break
+        for p, negs in zip(pos, drawn, strict=True):
+            for n in negs:
+                out.questions.append(ex.question.text)
+                out.positives.append(p)
+                out.negatives.append(n)
+    return out
+
+
+@dataclass
+class TripletBatches:
+    """Tokenized triplets the Trainer batches: ``q_*`` rows, and ``a_*`` rows holding the positives
+    then the negatives (one encoder pass for both)."""
+
+    questions: PairFeatures
+    positives: PairFeatures
+    negatives: PairFeatures
+    pad_id: int = 0
+
+    def __post_init__(self) -> None:
+        sizes = {len(self.questions), len(self.positives), len(self.negatives)}
+        if len(sizes) != 1:
+            raise ValueError(f"triplet parts differ in length: {sorted(sizes)}")
+
+    def __len__(self) -> int:
+        return len(self.questions)
+
+    @property
+    def lengths(self) -> list[int]:
+        return [max(p, n) for p, n in zip(self.positives.lengths, self.negatives.lengths, strict=True)]
+
+    def batch(self, rows: Sequence[int]) -> dict[str, Tensor]:
+        answers = PairFeatures(
+            [self.positives.input_ids[i] for i in rows] + [self.negatives.input_ids[i] for i in rows],
+            [self.positives.token_type_ids[i] for i in rows]
+            + [self.negatives.token_type_ids[i] for i in rows],
+        )
+        q = collate(self.questions, rows, self.pad_id)
+        a = collate(answers, range(len(answers)), self.pad_id)
+        return {f"q_{k}": v for k, v in q.items()} | {f"a_{k}": v for k, v in a.items()}
