@@ -6,7 +6,7 @@ SIEVEQA := $(BIN)/sieveqa
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: install demo test test-fast lint install-mpnet default-model cascade-models retrofit-model mono-models default-cascade
+.PHONY: install demo test test-fast lint install-mpnet default-model cascade-models retrofit-model mono-models default-cascade has-models has-sensitivity
 
 $(VENV)/.installed: pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -72,6 +72,22 @@ default-cascade: install
 	$(SIEVEQA) retrofit --model default --train squad-as2:train --out runs/retrofit-default --eval-every 100
 	$(SIEVEQA) tune-cascade --model runs/retrofit-default/best --dataset squad-as2:dev --out runs/retrofit-default/tuning
 	rm -rf sieveqa/resources/default-cascade && cp -r runs/retrofit-default/best sieveqa/resources/default-cascade
+
+# HAS and its BERT baselines (docs/RESULTS.md), each trained on WikiQA and on TrecQA with the
+# triplet hinge loss; then the beta / delta sensitivity runs on WikiQA.
+HAS_TRAIN := --init minilm-l6 --epochs 4 --lr 2e-5 --batch-size 32 --negatives-per-positive 4
+has-models: install
+	for v in has bert-attention bert-pooling; do \
+		$(SIEVEQA) train --arch $$v --train wikiqa:train --dev wikiqa:dev $(HAS_TRAIN) --out runs/has/wikiqa/$$v && \
+		$(SIEVEQA) train --arch $$v --train trecqa:train-all --dev trecqa:dev-clean $(HAS_TRAIN) --max-pairs 12000 \
+			--out runs/has/trecqa/$$v || exit 1; \
+	done
+
+has-sensitivity: install
+	for b in 1 2 10 20; do $(SIEVEQA) train --arch has --beta $$b --train wikiqa:train --dev wikiqa:dev $(HAS_TRAIN) \
+		--out runs/has/wikiqa/beta-$$b || exit 1; done
+	for d in 0 1e-7 1e-5 1e-4; do $(SIEVEQA) train --arch has --delta $$d --train wikiqa:train --dev wikiqa:dev \
+		$(HAS_TRAIN) --out runs/has/wikiqa/delta-$$d || exit 1; done
 
 # Monolithic models of 2..5 layers (the paper's "n layers TandA" rows and the sequential ranker).
 DEPTHS ?= 2 3 4 5

@@ -25,6 +25,7 @@ from typing import Any
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import finish, markdown, pct
 from throughput import as_sentence_transformers
 
 from sieveqa.data.records import RankingExample
@@ -38,9 +39,7 @@ from sieveqa.evaluation.cascade_search import (
     plot_pareto,
 )
 from sieveqa.evaluation.metrics import qrels_from_examples
-from sieveqa.evaluation.provenance import run_info
 from sieveqa.evaluation.score_cache import cached_scores
-from sieveqa.io import atomic_write_json
 from sieveqa.models.base import flatten_pairs
 from sieveqa.models.cascade import CascadeTransformer, check_drop_ratios
 from sieveqa.models.cross_encoder import CrossEncoder
@@ -71,8 +70,7 @@ def _parse_monos(specs: Sequence[str]) -> dict[int, str]:
 
 
 def _pct(metrics: dict[str, float]) -> dict[str, float]:
-    """The reported metrics, ×100, one decimal."""
-    return {m: round(100 * metrics[m], 1) for m in METRICS}
+    return pct(metrics, METRICS)
 
 
 def _row(name: str, alpha: Any, metrics: dict[str, float], cost: float) -> dict[str, Any]:
@@ -85,17 +83,11 @@ def _row(name: str, alpha: Any, metrics: dict[str, float], cost: float) -> dict[
 
 
 def _markdown(rows: Sequence[dict[str, Any]]) -> str:
-    keys = ["method", "alpha", *METRICS, "relative_cost"]
-    lines = ["| " + " | ".join(keys) + " |", "|" + "---|" * len(keys)]
-    for r in rows:
-        lines.append("| " + " | ".join(str(r[k]) for k in keys) + " |")
-    return "\n".join(lines)
+    return markdown(rows, ["method", "alpha", *METRICS, "relative_cost"])
 
 
 def _finish(args: argparse.Namespace, name: str, payload: dict[str, Any]) -> None:
-    command = "python bench/cascade.py " + " ".join(sys.argv[1:])
-    atomic_write_json(args.out, {"bench": f"cascade-{name}", **run_info(command), **payload})
-    print(f"wrote {args.out}")
+    finish(args.out, f"cascade-{name}", payload)
 
 
 def table2(args: argparse.Namespace) -> None:

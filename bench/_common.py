@@ -1,0 +1,30 @@
+"""Helpers every benchmark script shares: metric formatting, markdown tables, provenance-stamped JSON."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from sieveqa.evaluation.provenance import run_info
+from sieveqa.io import atomic_write_json
+
+
+def pct(metrics: dict[str, float], names: Sequence[str]) -> dict[str, float]:
+    """The named metrics ×100, one decimal."""
+    return {m: round(100 * metrics[m], 1) for m in names}
+
+
+def markdown(rows: Sequence[dict[str, Any]], keys: Sequence[str]) -> str:
+    """A markdown table of ``rows`` with columns ``keys``."""
+    lines = ["| " + " | ".join(keys) + " |", "|" + "---|" * len(keys)]
+    lines += ["| " + " | ".join(str(r.get(k, "")) for k in keys) + " |" for r in rows]
+    return "\n".join(lines)
+
+
+def finish(out: Path, bench: str, payload: dict[str, Any]) -> None:
+    """Write ``payload`` with the command line, date, machine and versions, atomically."""
+    command = "python " + " ".join([Path(sys.argv[0]).as_posix(), *sys.argv[1:]])
+    atomic_write_json(out, {"bench": bench, **run_info(command), **payload})
+    print(f"wrote {out}")
