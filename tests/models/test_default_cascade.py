@@ -1,0 +1,39 @@
+"""The shipped default-cascade: heads only over the shipped default, loads in one line, tuned."""
+
+from pathlib import Path
+
+import pytest
+import torch
+
+from sieveqa.data.jsonl import read_jsonl
+from sieveqa.models.base import flatten_pairs
+from sieveqa.models.cascade import CascadeTransformer
+from sieveqa.models.cross_encoder import CrossEncoder
+from sieveqa.models.zoo import SHIPPED, load_model
+from sieveqa.runtime.cascade import CascadeRanker
+
+pytestmark = pytest.mark.real
+
+
+def test_only_the_heads_are_shipped() -> None:
+    weights = SHIPPED["default-cascade"] / "model.safetensors"
+    assert weights.stat().st_size < 5 * 1024 * 1024
+
+
+def test_loads_in_one_line_with_its_tuned_ratios_and_last_exit_equal_to_default(example_jsonl: Path) -> None:
+    cascade = load_model("default-cascade")
+    assert isinstance(cascade, CascadeTransformer) and cascade.body_from == "default"
+    assert cascade.config.drop_ratios == cascade.meta["tuning"]["drop_ratios"]
+    examples = read_jsonl(example_jsonl)
+    default = CrossEncoder.from_pretrained("default")
+    want = torch.tensor(default.score_pairs(*flatten_pairs(examples)))
+    got = cascade.exit_scores(*flatten_pairs(examples))[:, -1]
+    assert torch.allclose(got, want, atol=1e-4)
+    # Unpruned it ranks as the default does (every answer first); with the saved ratios (tuned on
+    # SQuAD-AS2's ~140 candidates per question) it spends less and still ranks every candidate.
+    assert all(r[0].candidate.label == 1 for r in CascadeRanker(cascade, drop_ratios=0.0).rank(examples))
+    run = CascadeRanker(cascade).run(examples)
+    assert run.relative_cost < 0.8
+    assert sorted(len(r) for r in CascadeRanker(cascade).rank(examples)) == sorted(
+        len(e.candidates) for e in examples
+    )
