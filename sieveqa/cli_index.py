@@ -8,6 +8,7 @@ from typing import Annotated, Any
 
 import typer
 
+from sieveqa.data.jsonl import iter_json_lines
 from sieveqa.errors import DataFormatError, StoreError
 
 index_app = typer.Typer(
@@ -30,19 +31,11 @@ def load_answers(source: str) -> list[tuple[str, str]]:
     candidate (by id) of a dataset such as ``wikiqa:test``."""
     from sieveqa.data.registry import LOADERS, load_dataset
 
-    path = Path(source)
     if source.partition(":")[0] not in LOADERS:
-        if not path.is_file():
+        if not Path(source).is_file():
             raise DataFormatError(f"{source}: no such file (nor a dataset name such as wikiqa:test)")
         answers = []
-        for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-            if not line.strip():
-                continue
-            where = f"{path}:{lineno}"
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as err:
-                raise DataFormatError(f"{where}: invalid JSON ({err.msg} at column {err.colno})") from err
+        for where, obj in iter_json_lines(source):
             if not isinstance(obj, dict) or not isinstance(obj.get("text"), str):
                 raise DataFormatError(f"{where}: expected an object with a string 'text'")
             answer_id = obj.get("id")
@@ -133,21 +126,15 @@ def read_store_queries(path: Path) -> list[dict[str, Any]]:
     """Questions for ``rank --store``: JSONL of ``{"question", "qid"?, "candidates"?}`` where the
     candidates are stored answer ids (or objects with an ``id``); none means the whole store."""
     queries = []
-    for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-        if not line.strip():
-            continue
-        where = f"{path}:{lineno}"
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as err:
-            raise DataFormatError(f"{where}: invalid JSON ({err.msg} at column {err.colno})") from err
+    for where, obj in iter_json_lines(path):
         if not isinstance(obj, dict) or not isinstance(obj.get("question"), str):
             raise DataFormatError(f"{where}: expected an object with a string 'question'")
         raw = obj.get("candidates")
         if raw is not None and not isinstance(raw, list):
             raise DataFormatError(f"{where}: 'candidates' must be a list of answer ids")
         ids = None if raw is None else [str(c["id"] if isinstance(c, dict) else c) for c in raw]
-        queries.append({"qid": str(obj.get("qid", lineno)), "question": obj["question"], "ids": ids})
+        qid = obj.get("qid", where.rsplit(":", 1)[-1])
+        queries.append({"qid": str(qid), "question": obj["question"], "ids": ids})
     return queries
 
 
@@ -160,13 +147,12 @@ def rank_with_store(
     from sieveqa.io import atomic_open
     from sieveqa.runtime.answer_store import AnswerStore, StoreRanker
 
-    if not input_path.is_file():
-        raise DataFormatError(f"{input_path}: no such file")
+    queries = read_store_queries(input_path)
     store = AnswerStore.open(store_path)
     ranker = StoreRanker(_hashing_model(model or store.model_ref), store)
     console = Console()
     results = []
-    for query in read_store_queries(input_path):
+    for query in queries:
         if query["ids"] is None:
             ranked = ranker.search(query["question"], top=max(top, 1))
         else:

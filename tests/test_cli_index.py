@@ -22,6 +22,13 @@ def _train(example_jsonl: Path, out: Path, arch: str = "has", *flags: str) -> Pa
     return out / "best"
 
 
+def _build(model: Path, example_jsonl: Path, store: Path) -> tuple[Path, str]:
+    args = ["index", "build", "-m", str(model), "-a", f"jsonl:{example_jsonl}", "-o", str(store)]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    return store, result.output
+
+
 @pytest.fixture(scope="module")
 def has_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
     from sieveqa.models.zoo import RESOURCES
@@ -32,14 +39,10 @@ def has_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_build_info_add_and_rank_against_a_store(
     has_model: Path, example_jsonl: Path, tmp_path: Path
 ) -> None:
-    store = tmp_path / "store"
-    result = runner.invoke(
-        app, ["index", "build", "-m", str(has_model), "-a", f"jsonl:{example_jsonl}", "-o", str(store)]
-    )
-    assert result.exit_code == 0, result.output
+    store, output = _build(has_model, example_jsonl, tmp_path / "store")
     examples = read_jsonl(example_jsonl)
     n = len({c.id for ex in examples for c in ex.candidates})
-    assert f"{n} answers in 1 segment(s), kind bits" in result.output
+    assert f"{n} answers in 1 segment(s), kind bits" in output
 
     extra = tmp_path / "more.jsonl"
     extra.write_text(json.dumps({"id": "new-1", "text": "The tower is 330 metres tall."}) + "\n")
@@ -73,11 +76,7 @@ def test_build_info_add_and_rank_against_a_store(
 def test_a_store_refuses_a_model_with_another_beta(
     has_model: Path, example_jsonl: Path, tmp_path: Path
 ) -> None:
-    store = tmp_path / "store"
-    result = runner.invoke(
-        app, ["index", "build", "-m", str(has_model), "-a", f"jsonl:{example_jsonl}", "-o", str(store)]
-    )
-    assert result.exit_code == 0, result.output
+    store, _ = _build(has_model, example_jsonl, tmp_path / "store")
     other = _train(example_jsonl, tmp_path / "b10", "has", "--beta", "10")
     queries = tmp_path / "q.jsonl"
     queries.write_text(json.dumps({"question": "how tall"}) + "\n")

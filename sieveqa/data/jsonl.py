@@ -72,8 +72,9 @@ def parse_example(obj: Any, where: str) -> RankingExample:
     return RankingExample(Question(qid, question), candidates)
 
 
-def iter_jsonl(path: str | os.PathLike[str]) -> Iterator[RankingExample]:
-    """Yield the examples of a JSONL(.gz) file; a bad line raises DataFormatError with its number."""
+def iter_json_lines(path: str | os.PathLike[str]) -> Iterator[tuple[str, Any]]:
+    """Yield ``("FILE:LINE", object)`` for each non-blank line of a JSONL(.gz) file; a missing file or
+    a line that is not JSON raises DataFormatError naming it."""
     path = Path(path)
     if not path.is_file():
         raise DataFormatError(f"{path}: no such file")
@@ -86,7 +87,13 @@ def iter_jsonl(path: str | os.PathLike[str]) -> Iterator[RankingExample]:
                 obj = json.loads(line)
             except json.JSONDecodeError as err:
                 raise DataFormatError(f"{where}: invalid JSON ({err.msg} at column {err.colno})") from err
-            yield parse_example(obj, where)
+            yield where, obj
+
+
+def iter_jsonl(path: str | os.PathLike[str]) -> Iterator[RankingExample]:
+    """Yield the examples of a JSONL(.gz) file; a bad line raises DataFormatError with its number."""
+    for where, obj in iter_json_lines(path):
+        yield parse_example(obj, where)
 
 
 def read_jsonl(path: str | os.PathLike[str]) -> list[RankingExample]:

@@ -22,7 +22,6 @@ lose their answer to a pysbd mis-split); BM25's top 25 holds the gold paragraph 
 
 from __future__ import annotations
 
-import hashlib
 import json
 import random
 from collections.abc import Iterable, Iterator
@@ -39,7 +38,7 @@ from sieveqa.data.paths import cache_root
 from sieveqa.data.records import Candidate, Question, RankingExample
 from sieveqa.data.sentences import split_sentences
 from sieveqa.data.squad import SquadArticle, SquadParagraph, default_squad_path, read_squad
-from sieveqa.io import atomic_write_json
+from sieveqa.io import atomic_write_json, file_sha256
 from sieveqa.retrieval import BM25Index
 
 __all__ = ["BUILDER_VERSION", "build_squad_as2", "ensure_squad_as2", "split_articles"]
@@ -145,14 +144,6 @@ class _Split:
                 yield RankingExample(Question(q.qid, q.question), cands)
 
 
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def _write(path: Path, examples: Iterable[RankingExample], stats: _Stats) -> None:
     def rows() -> Iterator[dict[str, Any]]:
         for ex in examples:
@@ -166,7 +157,7 @@ def _params(squad_path: Path, top_k: int, dev_size: int, test_size: int, max_art
     return {
         "builder_version": BUILDER_VERSION,
         # Name and hash, not the absolute path, so the same data built elsewhere gives the same manifest.
-        "source": {"file": squad_path.name, "sha256": _sha256(squad_path)},
+        "source": {"file": squad_path.name, "sha256": file_sha256(squad_path)},
         "top_k": top_k,
         "max_articles": max_articles,
         "split_seed": SPLIT_SEED,
@@ -190,7 +181,7 @@ def _up_to_date(out_dir: Path, params: dict) -> dict | None:
         return None
     for name, info in files.items():
         path = out_dir / name
-        if not path.is_file() or _sha256(path) != info.get("sha256"):
+        if not path.is_file() or file_sha256(path) != info.get("sha256"):
             return None
     return manifest
 
@@ -255,7 +246,7 @@ def build_squad_as2(
 
     for fname, info in files.items():
         path = out_dir / fname
-        info.update(bytes=path.stat().st_size, sha256=_sha256(path))
+        info.update(bytes=path.stat().st_size, sha256=file_sha256(path))
     manifest = {
         "name": "squad-as2",
         "params": params,

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import hashlib
 import json
 import math
 from collections.abc import Iterable, Iterator, Sequence
@@ -36,7 +35,7 @@ from tqdm.auto import tqdm
 
 from sieveqa.data.records import RankingExample
 from sieveqa.errors import StoreError
-from sieveqa.io import atomic_dir, atomic_write_json
+from sieveqa.io import atomic_dir, atomic_write_json, file_sha256
 from sieveqa.models.base import Ranker
 from sieveqa.models.hashing import HashingModel, StoreKind, pad_matrices
 
@@ -57,14 +56,6 @@ def model_signature(model: HashingModel) -> dict[str, Any]:
         "dim": model.encoder.hidden_size,
         "encoder_fingerprint": model.body_fingerprint(),
     }
-
-
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def _row_bytes(kind: StoreKind, dim: int) -> int:
@@ -146,7 +137,7 @@ class AnswerStore:
                 file = folder / name
                 if not file.is_file():
                     raise StoreError(f"{path}: segment file {entry['name']}/{name} is missing")
-                if verify and _sha256(file) != entry["sha256"][name]:
+                if verify and file_sha256(file) != entry["sha256"][name]:
                     raise StoreError(f"{path}: {entry['name']}/{name} is corrupt (sha256 mismatch)")
             width, dtype = (_row_bytes(kind, dim), np.uint8) if kind == "bits" else (dim, np.float32)
             rows = entry["tokens"] if kind != "vector" else entry["count"]
@@ -217,7 +208,7 @@ class AnswerStore:
             name = f"seg-{len(manifest['segments']):05d}"
             with atomic_dir(self.path / name) as tmp:
                 tokens = _write_segment(model, answers, tmp, progress, chunk)
-                sha = {f: _sha256(tmp / f) for f in _FILES}
+                sha = {f: file_sha256(tmp / f) for f in _FILES}
             manifest["segments"].append(
                 {"name": name, "count": len(answers), "tokens": tokens, "sha256": sha}
             )
