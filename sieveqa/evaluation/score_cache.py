@@ -8,6 +8,7 @@ folder, its weights file (size and modification time) and the dataset's candidat
 from __future__ import annotations
 
 import hashlib
+import json
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -25,7 +26,11 @@ from sieveqa.models.zoo import load_model, resolve_model
 def _key(folder: Path, dataset: str, examples: Sequence[RankingExample]) -> str:
     weights = (folder / "model.safetensors").stat()
     ids = hashlib.sha1("|".join(c.id for ex in examples for c in ex.candidates).encode()).hexdigest()
+    # A model that reads its body from another one (a retrofit's heads) is also keyed by that body.
+    body = json.loads((folder / "config.json").read_text(encoding="utf-8")).get("body_fingerprint", "")
     text = f"{folder.resolve()}|{weights.st_mtime_ns}|{weights.st_size}|{dataset}|{ids}"
+    if body:
+        text += f"|{body}"
     return hashlib.sha1(text.encode()).hexdigest()[:20]
 
 
