@@ -33,6 +33,7 @@ _EXPORTS = {
     "MissingExtraError": "sieveqa.errors",
     "ModelFormatError": "sieveqa.errors",
     "SieveQAError": "sieveqa.errors",
+    "StoreError": "sieveqa.errors",
     "MetricReport": "sieveqa.evaluation",
     "evaluate_ranked": "sieveqa.evaluation",
     "evaluate_scores": "sieveqa.evaluation",
@@ -40,10 +41,14 @@ _EXPORTS = {
     "CascadeTransformer": "sieveqa.models",
     "CrossEncoder": "sieveqa.models",
     "CrossEncoderConfig": "sieveqa.models",
+    "HashingConfig": "sieveqa.models",
+    "HashingModel": "sieveqa.models",
     "Ranker": "sieveqa.models",
     "load_model": "sieveqa.models",
+    "AnswerStore": "sieveqa.runtime",
     "CascadeRanker": "sieveqa.runtime",
     "SequentialRanker": "sieveqa.runtime",
+    "StoreRanker": "sieveqa.runtime",
     "TrainConfig": "sieveqa.training",
     "Trainer": "sieveqa.training",
 }
@@ -79,6 +84,7 @@ if TYPE_CHECKING:
         MissingExtraError,
         ModelFormatError,
         SieveQAError,
+        StoreError,
     )
     from sieveqa.evaluation import MetricReport, evaluate_ranked, evaluate_scores
     from sieveqa.models import (
@@ -86,8 +92,10 @@ if TYPE_CHECKING:
         CascadeTransformer,
         CrossEncoder,
         CrossEncoderConfig,
+        HashingConfig,
+        HashingModel,
         Ranker,
         load_model,
     )
-    from sieveqa.runtime import CascadeRanker, SequentialRanker
+    from sieveqa.runtime import AnswerStore, CascadeRanker, SequentialRanker, StoreRanker
     from sieveqa.training import TrainConfig, Trainer

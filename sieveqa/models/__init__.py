@@ -3,6 +3,7 @@
 from sieveqa.models.base import Ranker
 from sieveqa.models.cascade import CascadeConfig, CascadeTransformer
 from sieveqa.models.cross_encoder import CrossEncoder, CrossEncoderConfig
+from sieveqa.models.hashing import HashingConfig, HashingModel
 from sieveqa.models.zoo import load_model
 
 __all__ = [
@@ -10,6 +11,8 @@ __all__ = [
     "CascadeTransformer",
     "CrossEncoder",
     "CrossEncoderConfig",
+    "HashingConfig",
+    "HashingModel",
     "Ranker",
     "load_model",
 ]

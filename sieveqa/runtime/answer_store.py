@@ -235,6 +235,12 @@ class AnswerStore:
             raise StoreError(f"{self.path}: {len(missing)} answer ids not in the store, e.g. {missing[:5]}")
         return [self._where[i] for i in ids]
 
+    def _decode(self, block: np.ndarray) -> Tensor:
+        """Stored rows as floats: bits unpacked to ±1, floats copied out of the map."""
+        if self.kind == "bits":
+            return torch.from_numpy(np.unpackbits(block, axis=1, count=self.dim).astype(np.float32) * 2 - 1)
+        return torch.from_numpy(np.array(block, dtype=np.float32))
+
     def representations(self, ids: Sequence[str]) -> list[Tensor]:
         """What the model scores, for the given answers only: ±1 (bits) or float L × D matrices, or
         D vectors."""
@@ -242,15 +248,23 @@ class AnswerStore:
         for s, row in self._locate(ids):
             seg = self.segments[s]
             if self.kind == "vector":
-                out.append(torch.from_numpy(np.array(seg.values[row])))
-                continue
-            block = seg.values[seg.offsets[row] : seg.offsets[row + 1]]
-            if self.kind == "bits":
-                signs = np.unpackbits(block, axis=1, count=self.dim).astype(np.float32) * 2 - 1
-                out.append(torch.from_numpy(signs))
+                out.append(self._decode(seg.values[row]))
             else:
-                out.append(torch.from_numpy(np.array(block)))
+                out.append(self._decode(seg.values[seg.offsets[row] : seg.offsets[row + 1]]))
         return out
+
+    def iter_chunks(self, size: int = 1024) -> Iterator[tuple[list[str], list[Tensor]]]:
+        """Every stored answer, ``size`` at a time, each chunk decoded in one call (a full scan)."""
+        for seg in self.segments:
+            for start in range(0, len(seg.ids), size):
+                stop = min(start + size, len(seg.ids))
+                lo, hi = int(seg.offsets[start]), int(seg.offsets[stop])
+                rows = self._decode(seg.values[lo:hi])
+                if self.kind == "vector":
+                    yield seg.ids[start:stop], list(rows)
+                else:
+                    cuts = np.diff(seg.offsets[start : stop + 1]).tolist()
+                    yield seg.ids[start:stop], list(torch.split(rows, cuts))
 
     def batch(self, ids: Sequence[str]) -> tuple[Tensor, Tensor | None]:
         """Representations stacked for one scoring call: (rows × L × D, mask) or (rows × D, None)."""
@@ -280,9 +294,15 @@ class StoreRanker(Ranker):
 
     def search(self, question: str, top: int = 10) -> list[tuple[str, float]]:
         """The ``top`` stored answers for ``question`` over the whole store, best first."""
-        ids = self.store.ids
-        scores = self.score_ids(question, ids)
-        best = torch.topk(scores, min(top, len(ids)))
+        vector = self.model.encode_questions([question])[0]
+        ids: list[str] = []
+        scores = []
+        for chunk_ids, reps in self.store.iter_chunks(self.chunk):
+            ids += chunk_ids
+            scores.append(self.model.score_encoded(vector, reps))
+        if not ids:
+            return []
+        best = torch.topk(torch.cat(scores), min(top, len(ids)))
         return [(ids[i], float(v)) for v, i in zip(best.values.tolist(), best.indices.tolist(), strict=True)]
 
     def score(self, examples: Sequence[RankingExample], progress: bool = False) -> list[list[float]]:

@@ -124,3 +124,19 @@ def test_a_store_refuses_another_model(has: HashingModel, tmp_path: Path) -> Non
         StoreRanker(_model("bert-attention"), store)
     with pytest.raises(StoreError, match=r"1 answer ids not in the store, e.g. \['zz'\]"):
         StoreRanker(has, store).score_ids("q", ["a1", "zz"])
+
+
+@pytest.mark.parametrize("variant", ["has", "bert-attention", "bert-pooling"])
+def test_a_full_scan_decodes_every_answer_as_a_lookup_does(variant: str, tmp_path: Path) -> None:
+    model = _model(variant)
+    store = AnswerStore.build(model, ANSWERS[:2], tmp_path / "s").append(model, ANSWERS[2:])
+    seen = []
+    for ids, reps in store.iter_chunks(size=1):
+        seen += ids
+        for answer_id, rep in zip(ids, reps, strict=True):
+            assert torch.equal(rep, store.representations([answer_id])[0])
+    assert seen == ["a1", "a2", "a3"]
+    ranker = StoreRanker(model, store, chunk=2)
+    everything = ranker.score_ids("who wrote hamlet", seen)
+    best = ranker.search("who wrote hamlet", top=3)
+    assert [i for i, _ in best] == [seen[i] for i in everything.argsort(descending=True).tolist()]
