@@ -188,7 +188,7 @@ class HashingModel(PairModel):
             values = model.answer_tokens(**batch).float()
             lengths = batch["attention_mask"].sum(1).tolist()
             for j, i in enumerate(rows):
-                out[i] = values[j] if values.dim() == 2 else values[j, : lengths[j]].clone()
+                out[i] = (values[j] if values.dim() == 2 else values[j, : lengths[j]]).clone()
         return out
 
     def score_encoded(self, question: Tensor, answers: Sequence[Tensor]) -> Tensor:
