@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from sieveqa.data.jsonl import iter_json_lines
 from sieveqa.errors import DataFormatError, StoreError
+
+if TYPE_CHECKING:
+    from sieveqa.models.hashing import HashingModel
 
 index_app = typer.Typer(
     help="Answer stores: answers encoded once by a HAS (or BERT-attention/-pooling) model.",
@@ -50,7 +53,7 @@ def load_answers(source: str) -> list[tuple[str, str]]:
     return list(seen.items())
 
 
-def _hashing_model(name: str) -> Any:
+def _hashing_model(name: str) -> HashingModel:
     from sieveqa.models.hashing import HashingModel
     from sieveqa.models.zoo import load_model
 

@@ -149,10 +149,9 @@ class PairModel(nn.Module, Ranker):
         from it. A retrofit cascade over the shipped default is a few MB instead of a second copy of
         the body. If the body changes before saving (it was trained), the whole model is stored.
         """
-        from sieveqa.models.zoo import SHIPPED, resolve_model
+        from sieveqa.models.zoo import model_ref
 
-        name = str(source)
-        self.body_from = name if name in SHIPPED else str(resolve_model(source).resolve())
+        self.body_from = model_ref(source)
         self._body_fingerprint = self.body_fingerprint()
 
     def body_fingerprint(self) -> str:

@@ -30,6 +30,13 @@ def resolve_model(name_or_path: str | Path) -> Path:
     return path
 
 
+def model_ref(name_or_path: str | Path) -> str:
+    """How to record a model so it can be found again: a shipped name as is, a folder as its
+    absolute path (raises if it is neither)."""
+    name = str(name_or_path)
+    return name if name in SHIPPED else str(resolve_model(name_or_path).resolve())
+
+
 def load_model(name_or_path: str | Path) -> PairModel:
     """Load any saved sieveqa pair model, picking the class from the folder's recorded kind."""
     from sieveqa.models._saving import model_kind

@@ -23,6 +23,7 @@ import contextlib
 import fcntl
 import json
 import math
+from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,6 +37,7 @@ from tqdm.auto import tqdm
 from sieveqa.data.records import RankingExample
 from sieveqa.errors import StoreError
 from sieveqa.io import atomic_dir, atomic_write_json, file_sha256
+from sieveqa.models import zoo
 from sieveqa.models.base import Ranker
 from sieveqa.models.hashing import HashingModel, StoreKind, pad_matrices
 
@@ -179,7 +181,7 @@ class AnswerStore:
                 "version": VERSION,
                 "kind": model.config.store_kind,
                 "model": model_signature(model),
-                "model_ref": _model_ref(model_ref),
+                "model_ref": None if model_ref is None else zoo.model_ref(model_ref),
                 "count": 0,
                 "segments": [],
             }
@@ -198,7 +200,7 @@ class AnswerStore:
         self.check_model(model)
         answers = list(answers)
         ids = [a[0] for a in answers]
-        repeated = sorted({i for i in ids if i in self._where} | _repeats(ids))
+        repeated = sorted({i for i, n in Counter(ids).items() if n > 1 or i in self._where})
         if repeated:
             raise StoreError(f"{self.path}: answer ids already stored or repeated: {repeated[:5]}")
         if not answers:
@@ -312,19 +314,6 @@ class StoreRanker(Ranker):
             self.score_ids(vectors[i], [c.id for c in ex.candidates]).tolist()
             for i, ex in enumerate(tqdm(examples, desc="ranking", unit="question", disable=not progress))
         ]
-
-
-def _model_ref(ref: str | None) -> str | None:
-    from sieveqa.models.zoo import SHIPPED
-
-    if ref is None or ref in SHIPPED:
-        return ref
-    return str(Path(ref).expanduser().resolve())
-
-
-def _repeats(ids: Sequence[str]) -> set[str]:
-    seen: set[str] = set()
-    return {i for i in ids if i in seen or seen.add(i)}  # type: ignore[func-returns-value]
 
 
 def _read_manifest(path: Path) -> dict[str, Any]:
