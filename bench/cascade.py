@@ -90,13 +90,22 @@ def _finish(args: argparse.Namespace, name: str, payload: dict[str, Any]) -> Non
     finish(args.out, f"cascade-{name}", payload)
 
 
+def _cascades(args: argparse.Namespace) -> list[tuple[str, str]]:
+    """(label, model) of every cascade compared: the main one, retrofits, then ``--other LABEL=MODEL``."""
+    others = [tuple(spec.split("=", 1)) for spec in args.other]
+    if any(len(o) != 2 for o in others):
+        raise SystemExit(f"--other takes LABEL=MODEL, got {args.other}")
+    return [("CT", args.cascade), *(("retrofit CT", p) for p in args.retrofit), *others]  # type: ignore[list-item]
+
+
 def table2(args: argparse.Namespace) -> None:
     """Every exit alone (α = 0) against monolithic models of the same depth, per dataset."""
-    cascades = [("CT", args.cascade), *(("retrofit CT", p) for p in args.retrofit)]
+    cascades = _cascades(args)
     monos = _parse_monos(args.mono)
     out: dict[str, Any] = {
         "cascade": args.cascade,
         "retrofit": args.retrofit,
+        "other": args.other,
         "monolithic": monos,
         "datasets": {},
     }
@@ -144,7 +153,7 @@ def table3(args: argparse.Namespace) -> None:
             metrics = evaluate_trace(examples, trace, qrels=qrels).mean
             cost = relative_cost(sequential_layer_units(trace.survivors, list(mono_scores)), n, full_depth)
             rows.append(_row(f"SR {'+'.join(map(str, mono_scores))}", alpha, metrics, cost))
-    for name, path in [("CT", args.cascade), *(("retrofit CT", p) for p in args.retrofit)]:
+    for name, path in _cascades(args):
         cascade = CascadeTransformer.from_pretrained(path)
         scores = score_matrix(path, args.dataset, examples)
         exits = cascade.exits
@@ -178,6 +187,7 @@ def table3(args: argparse.Namespace) -> None:
             "n_pairs": n,
             "cascade": args.cascade,
             "retrofit": args.retrofit,
+            "other": args.other,
             "monolithic": monos,
             "rows": rows,
             "markdown": _markdown(rows),
@@ -330,12 +340,18 @@ def main() -> None:
     p2 = sub.add_parser("table2", help=table2.__doc__)
     p2.add_argument("--cascade", required=True)
     p2.add_argument("--retrofit", action="append", default=[], help="retrofitted cascade(s) to compare")
+    p2.add_argument(
+        "--other", action="append", default=[], help="LABEL=MODEL: another cascade (e.g. all-exit training)"
+    )
     p2.add_argument("--mono", action="append", default=[], help="DEPTH=MODEL, repeatable")
     p2.add_argument("--datasets", default="wikiqa:test,trecqa:test-clean")
     p2.add_argument("--out", type=Path, default=Path("bench/results/cascade/table2.json"))
     p3 = sub.add_parser("table3", help=table3.__doc__)
     p3.add_argument("--cascade", required=True)
     p3.add_argument("--retrofit", action="append", default=[], help="retrofitted cascade(s) to compare")
+    p3.add_argument(
+        "--other", action="append", default=[], help="LABEL=MODEL: another cascade (e.g. all-exit training)"
+    )
     p3.add_argument("--mono", action="append", default=[], help="DEPTH=MODEL, repeatable")
     p3.add_argument("--dataset", default="squad-as2:test")
     p3.add_argument("--alphas", default="0.3,0.4,0.5")
