@@ -334,25 +334,25 @@ def replot(args: argparse.Namespace) -> None:
     plot_pareto(points, args.out or args.grid.with_name("pareto.png"), chosen=chosen, title=title)
 
 
+def _add_models(parser: argparse.ArgumentParser) -> None:
+    """The models table2 and table3 compare."""
+    parser.add_argument("--cascade", required=True)
+    parser.add_argument("--retrofit", action="append", default=[], help="retrofitted cascade(s) to compare")
+    parser.add_argument(
+        "--other", action="append", default=[], help="LABEL=MODEL: another cascade (e.g. all-exit training)"
+    )
+    parser.add_argument("--mono", action="append", default=[], help="DEPTH=MODEL, repeatable")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
     p2 = sub.add_parser("table2", help=table2.__doc__)
-    p2.add_argument("--cascade", required=True)
-    p2.add_argument("--retrofit", action="append", default=[], help="retrofitted cascade(s) to compare")
-    p2.add_argument(
-        "--other", action="append", default=[], help="LABEL=MODEL: another cascade (e.g. all-exit training)"
-    )
-    p2.add_argument("--mono", action="append", default=[], help="DEPTH=MODEL, repeatable")
+    _add_models(p2)
     p2.add_argument("--datasets", default="wikiqa:test,trecqa:test-clean")
     p2.add_argument("--out", type=Path, default=Path("bench/results/cascade/table2.json"))
     p3 = sub.add_parser("table3", help=table3.__doc__)
-    p3.add_argument("--cascade", required=True)
-    p3.add_argument("--retrofit", action="append", default=[], help="retrofitted cascade(s) to compare")
-    p3.add_argument(
-        "--other", action="append", default=[], help="LABEL=MODEL: another cascade (e.g. all-exit training)"
-    )
-    p3.add_argument("--mono", action="append", default=[], help="DEPTH=MODEL, repeatable")
+    _add_models(p3)
     p3.add_argument("--dataset", default="squad-as2:test")
     p3.add_argument("--alphas", default="0.3,0.4,0.5")
     p3.add_argument(
