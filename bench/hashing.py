@@ -14,6 +14,7 @@ answer matrices per question, BERT-attention over stored float32 matrices, HAS o
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import random
 import resource
@@ -34,6 +35,7 @@ from _common import finish, markdown, pct
 from sieveqa.data.records import Candidate, RankingExample
 from sieveqa.data.registry import load_dataset
 from sieveqa.evaluation.metrics import evaluate_scores
+from sieveqa.io import atomic_write_json, file_sha256
 from sieveqa.models.hashing import HashingModel
 from sieveqa.runtime.answer_store import AnswerStore, StoreRanker
 
@@ -218,18 +220,24 @@ def sensitivity(args: argparse.Namespace) -> None:
 
     rows = []
     datasets = {"dev": load_dataset(args.dev), "test": load_dataset(args.test)}
+    # Metrics per model, keyed by its weights and the splits, so a re-run only scores new models.
+    cache_file = args.out.with_suffix(".cache.json")
+    cache = json.loads(cache_file.read_text()) if cache_file.is_file() else {}
     for spec in args.model:
         name, _, rest = spec.partition("=")
         value, _, path = rest.partition(":")
         if name not in ("beta", "delta") or not path:
             raise SystemExit(f"--model needs beta=VALUE:PATH or delta=VALUE:PATH, got {spec!r}")
-        model = HashingModel.from_pretrained(path)
-        row: dict[str, Any] = {"param": name, "value": float(value), "path": path}
-        for split, examples in datasets.items():
-            mean = evaluate_scores(examples, model.score(examples)).mean
-            row.update({f"{split}_{m}": round(100 * mean[m], 1) for m in ("map", "mrr")})
-        rows.append(row)
-        print(row)
+        key = f"{file_sha256(Path(path) / 'model.safetensors')}|{args.dev}|{args.test}"
+        if key not in cache:
+            model = HashingModel.from_pretrained(path)
+            cache[key] = {}
+            for split, examples in datasets.items():
+                mean = evaluate_scores(examples, model.score(examples)).mean
+                cache[key].update({f"{split}_{m}": round(100 * mean[m], 1) for m in ("map", "mrr")})
+            atomic_write_json(cache_file, cache)
+        rows.append({"param": name, "value": float(value), "path": path, **cache[key]})
+        print(rows[-1])
     fig, axes = plt.subplots(1, 2, figsize=(10, 4))
     for ax, param in zip(axes, ("beta", "delta"), strict=True):
         points = sorted((r for r in rows if r["param"] == param), key=lambda r: r["value"])
