@@ -11,6 +11,17 @@ from sieveqa.evaluation.provenance import run_info
 from sieveqa.io import atomic_write_json
 
 
+def labelled(specs: Sequence[str], flag: str) -> dict[str, str]:
+    """``LABEL=PATH`` options in the order given; a spec without ``=`` stops the bench with its flag."""
+    out = {}
+    for spec in specs:
+        label, sep, path = spec.partition("=")
+        if not sep:
+            raise SystemExit(f"{flag} needs LABEL=PATH, got {spec!r}")
+        out[label] = path
+    return out
+
+
 def pct(metrics: dict[str, float], names: Sequence[str]) -> dict[str, float]:
     """The named metrics ×100, one decimal."""
     return {m: round(100 * metrics[m], 1) for m in names}

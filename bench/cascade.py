@@ -25,7 +25,7 @@ from typing import Any
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import finish, markdown, pct
+from _common import finish, labelled, markdown, pct
 from throughput import as_sentence_transformers
 
 from sieveqa.data.records import RankingExample
@@ -92,10 +92,8 @@ def _finish(args: argparse.Namespace, name: str, payload: dict[str, Any]) -> Non
 
 def _cascades(args: argparse.Namespace) -> list[tuple[str, str]]:
     """(label, model) of every cascade compared: the main one, retrofits, then ``--other LABEL=MODEL``."""
-    others = [tuple(spec.split("=", 1)) for spec in args.other]
-    if any(len(o) != 2 for o in others):
-        raise SystemExit(f"--other takes LABEL=MODEL, got {args.other}")
-    return [("CT", args.cascade), *(("retrofit CT", p) for p in args.retrofit), *others]  # type: ignore[list-item]
+    others = labelled(args.other, "--other").items()
+    return [("CT", args.cascade), *(("retrofit CT", p) for p in args.retrofit), *others]
 
 
 def table2(args: argparse.Namespace) -> None:

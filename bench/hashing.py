@@ -30,7 +30,7 @@ from typing import Any
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import finish, markdown, pct
+from _common import finish, labelled, markdown, pct
 
 from sieveqa.data.records import Candidate, RankingExample
 from sieveqa.data.registry import load_dataset
@@ -43,22 +43,11 @@ METRICS = ("map", "mrr", "p@1")
 RESULTS = Path(__file__).resolve().parent / "results" / "hashing"
 
 
-def _models(specs: Sequence[str]) -> dict[str, str]:
-    """``LABEL=PATH`` pairs in the order given."""
-    out = {}
-    for spec in specs:
-        label, sep, path = spec.partition("=")
-        if not sep:
-            raise SystemExit(f"--model needs LABEL=PATH, got {spec!r}")
-        out[label] = path
-    return out
-
-
 def table5(args: argparse.Namespace) -> None:
     """MAP / MRR / P@1 of each model on the dataset (every candidate scored, answers hashed for HAS)."""
     examples = load_dataset(args.dataset)
     rows = []
-    for label, path in _models(args.model).items():
+    for label, path in labelled(args.model, "--model").items():
         model = HashingModel.from_pretrained(path)
         report = evaluate_scores(examples, model.score(examples, progress=True))
         rows.append({"model": label, "path": path, **pct(report.mean, METRICS)})
@@ -127,7 +116,9 @@ def table6(args: argparse.Namespace) -> None:
     examples = [ex for ex in load_dataset(args.dataset) if any(c.label == 1 for c in ex.candidates)]
     pools = make_pools(examples, args.pool, args.seed)
     answers = sorted({(c.id, c.text) for ex in pools for c in ex.candidates})
-    models = {label: HashingModel.from_pretrained(path) for label, path in _models(args.model).items()}
+    models = {
+        label: HashingModel.from_pretrained(path) for label, path in labelled(args.model, "--model").items()
+    }
     rows: dict[str, dict[str, Any]] = {}
     rankers: dict[str, StoreRanker] = {}
     with tempfile.TemporaryDirectory(dir=args.tmp) as tmp:
@@ -204,7 +195,7 @@ def table6(args: argparse.Namespace) -> None:
         "threads": args.threads,
         "recompute_vs_float_store_max_abs_diff": max_diff,
         "peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
-        "models": _models(args.model),
+        "models": labelled(args.model, "--model"),
         "rows": with_stats,
         "markdown": table,
     }
