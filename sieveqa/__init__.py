@@ -1,7 +1,7 @@
 """sieveqa: answer sentence selection and open-domain QA with as little transformer compute as needed.
 
-    >>> from sieveqa import CrossEncoder, load_dataset, evaluate_scores
-    >>> ranker = CrossEncoder.from_pretrained("default")
+    >>> from sieveqa import load_ranker, load_dataset, evaluate_scores
+    >>> ranker = load_ranker("default-cascade")        # its tuned drop ratios applied
     >>> examples = load_dataset("wikiqa:test")
     >>> evaluate_scores(examples, ranker.score(examples)).mean["map"]
 
@@ -24,11 +24,17 @@ _EXPORTS = {
     "load_dataset": "sieveqa.data",
     "read_jsonl": "sieveqa.data",
     "write_jsonl": "sieveqa.data",
-    "CostCounter": "sieveqa.encoder",
+    "Cost": "sieveqa.encoder",
     "EncoderState": "sieveqa.encoder",
     "SteppableEncoder": "sieveqa.encoder",
+    "pool_segments": "sieveqa.encoder",
+    "Features": "sieveqa.features",
+    "Featurizer": "sieveqa.features",
     "BackboneError": "sieveqa.errors",
+    "BusyError": "sieveqa.errors",
+    "ConfigError": "sieveqa.errors",
     "DataFormatError": "sieveqa.errors",
+    "DeviceError": "sieveqa.errors",
     "DatasetNotFoundError": "sieveqa.errors",
     "MissingExtraError": "sieveqa.errors",
     "ModelFormatError": "sieveqa.errors",
@@ -36,21 +42,28 @@ _EXPORTS = {
     "StoreError": "sieveqa.errors",
     "MetricReport": "sieveqa.evaluation",
     "evaluate_ranked": "sieveqa.evaluation",
+    "evaluate_ranker": "sieveqa.evaluation",
     "evaluate_scores": "sieveqa.evaluation",
     "CascadeConfig": "sieveqa.models",
     "CascadeTransformer": "sieveqa.models",
+    "ClassifierHead": "sieveqa.models",
     "CrossEncoder": "sieveqa.models",
     "CrossEncoderConfig": "sieveqa.models",
+    "EncoderModel": "sieveqa.models",
     "HashingConfig": "sieveqa.models",
     "HashingModel": "sieveqa.models",
+    "RankResult": "sieveqa.models",
     "Ranker": "sieveqa.models",
     "load_model": "sieveqa.models",
     "AnswerStore": "sieveqa.runtime",
+    "CascadePolicy": "sieveqa.runtime",
     "CascadeRanker": "sieveqa.runtime",
     "SequentialRanker": "sieveqa.runtime",
     "StoreRanker": "sieveqa.runtime",
+    "load_ranker": "sieveqa.runtime",
     "TrainConfig": "sieveqa.training",
     "Trainer": "sieveqa.training",
+    "train_model": "sieveqa.training",
 }
 
 __all__ = sorted(_EXPORTS)
@@ -76,26 +89,40 @@ if TYPE_CHECKING:
         read_jsonl,
         write_jsonl,
     )
-    from sieveqa.encoder import CostCounter, EncoderState, SteppableEncoder
+    from sieveqa.encoder import Cost, EncoderState, SteppableEncoder, pool_segments
     from sieveqa.errors import (
         BackboneError,
+        BusyError,
+        ConfigError,
         DataFormatError,
+        DeviceError,
         DatasetNotFoundError,
         MissingExtraError,
         ModelFormatError,
         SieveQAError,
         StoreError,
     )
-    from sieveqa.evaluation import MetricReport, evaluate_ranked, evaluate_scores
+    from sieveqa.evaluation import MetricReport, evaluate_ranked, evaluate_ranker, evaluate_scores
+    from sieveqa.features import Features, Featurizer
     from sieveqa.models import (
         CascadeConfig,
         CascadeTransformer,
+        ClassifierHead,
         CrossEncoder,
         CrossEncoderConfig,
+        EncoderModel,
         HashingConfig,
         HashingModel,
         Ranker,
+        RankResult,
         load_model,
     )
-    from sieveqa.runtime import AnswerStore, CascadeRanker, SequentialRanker, StoreRanker
-    from sieveqa.training import TrainConfig, Trainer
+    from sieveqa.runtime import (
+        AnswerStore,
+        CascadePolicy,
+        CascadeRanker,
+        SequentialRanker,
+        StoreRanker,
+        load_ranker,
+    )
+    from sieveqa.training import TrainConfig, Trainer, train_model

@@ -1,22 +1,38 @@
-"""The steppable encoder: a BERT-like backbone run one layer at a time, on any subset of rows.
+"""The steppable encoder: a BERT-like backbone run one layer at a time, on any rows, at any depth.
 
 Every technique in sieveqa is a policy for spending transformer layers. This module owns the
-mechanics they share: embedding inputs, applying layer ``i`` to the rows a policy keeps, reading
-hidden states, and counting the cost in one unit, the *layer-unit* (one layer over one sequence),
-with FLOPs beside it.
+mechanics they share:
+
+- :meth:`SteppableEncoder.forward` / :meth:`~SteppableEncoder.run_layer` on padded batches (training,
+  plain scoring);
+- :class:`EncoderState`, the per-row state of a question's candidates or of a set of passages: each
+  row's hidden states unpadded, and its own depth. :meth:`~SteppableEncoder.advance` gives the chosen
+  rows their next layer, grouping them by depth and length, so a cascade can drop rows between exits
+  and a tower scheduler can give one layer to one passage;
+- :class:`Cost`, what a call spent: *layer-units* (one layer over one sequence), FLOPs and wall time,
+  keyed by branch and layer. A cost object belongs to one call, never to the model, so one loaded
+  model can serve many threads.
+
+A layer run can be any layer module (``module=``), e.g. a head's own copy of the top layer in a
+multi-head student; its cost is keyed by the ``branch`` it belongs to.
 """
 
 from __future__ import annotations
 
 import inspect
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import torch
 from torch import Tensor, nn
+from torch.nn.utils.rnn import pad_sequence
 from transformers import PreTrainedModel
 from transformers.masking_utils import create_bidirectional_mask
 
 from sieveqa.errors import BackboneError
+from sieveqa.features import Features, collate, length_batches
+
+BODY = "body"
 
 
 def layer_flops(seq_len: int, hidden: int, intermediate: int) -> int:
@@ -29,65 +45,94 @@ def layer_flops(seq_len: int, hidden: int, intermediate: int) -> int:
 
 
 @dataclass
-class CostCounter:
-    """Accumulates the compute spent: layer-units, FLOPs, and sequences embedded."""
+class Cost:
+    """What one call spent: layer-units, FLOPs (at padded width), sequences embedded, seconds, and
+    layer-units per ``(branch, layer)``."""
 
     layer_units: int = 0
     flops: int = 0
     sequences: int = 0
-    per_layer: dict[int, int] = field(default_factory=dict)
+    seconds: float = 0.0
+    per_layer: dict[tuple[str, int], int] = field(default_factory=dict)
 
-    def add_layer(self, layer: int, rows: int, seq_len: int, hidden: int, intermediate: int) -> None:
+    def add_layer(
+        self, layer: int, rows: int, seq_len: int, hidden: int, intermediate: int, branch: str = BODY
+    ) -> None:
         self.layer_units += rows
         self.flops += rows * layer_flops(seq_len, hidden, intermediate)
-        self.per_layer[layer] = self.per_layer.get(layer, 0) + rows
+        self.per_layer[branch, layer] = self.per_layer.get((branch, layer), 0) + rows
 
-    def reset(self) -> None:
-        self.layer_units = 0
-        self.flops = 0
-        self.sequences = 0
-        self.per_layer = {}
+    def add(self, other: Cost) -> None:
+        """Add the compute of a call made inside this one (its seconds are already in ours)."""
+        self.layer_units += other.layer_units
+        self.flops += other.flops
+        self.sequences += other.sequences
+        for key, rows in other.per_layer.items():
+            self.per_layer[key] = self.per_layer.get(key, 0) + rows
 
-    def as_dict(self) -> dict[str, int]:
-        return {"layer_units": self.layer_units, "flops": self.flops, "sequences": self.sequences}
+    def as_dict(self) -> dict[str, int | float]:
+        return {
+            "layer_units": self.layer_units,
+            "flops": self.flops,
+            "sequences": self.sequences,
+            "seconds": round(self.seconds, 4),
+        }
 
 
 @dataclass
-class EncoderState:
-    """Hidden states of a batch after ``layer`` layers.
+class Group:
+    """Rows that ran one layer together: their padded hidden states and mask (rows × tokens)."""
 
-    ``rows`` maps each row back to its index in the batch that was embedded, so a policy that keeps
-    a subset can still say which input a row came from.
-    """
-
+    rows: list[int]
     hidden: Tensor
     mask: Tensor
-    layer: int
-    rows: Tensor
+
+
+class EncoderState:
+    """Hidden states of some inputs, one unpadded ``tokens × width`` tensor and one depth per row.
+
+    Made by :meth:`SteppableEncoder.start` for one call and advanced by
+    :meth:`SteppableEncoder.advance`; ``cost`` accumulates what it took.
+    """
+
+    def __init__(self, hidden: list[Tensor], lengths: list[int], cost: Cost) -> None:
+        self.hidden: list[Tensor | None] = list(hidden)
+        self.lengths = lengths
+        self.depth = [0] * len(hidden)
+        self.cost = cost
 
     def __len__(self) -> int:
-        return self.hidden.shape[0]
+        return len(self.hidden)
 
-    def select(self, keep: Tensor) -> EncoderState:
-        """The same state restricted to the rows ``keep`` (indices or a boolean mask into this state)."""
-        if keep.dtype == torch.bool:
-            keep = keep.nonzero(as_tuple=True)[0]
-        return EncoderState(self.hidden[keep], self.mask[keep], self.layer, self.rows[keep])
+    def _rows(self, rows: Sequence[int]) -> list[Tensor]:
+        out = [self.hidden[r] for r in rows]
+        if any(h is None for h in out):
+            freed = [r for r, h in zip(rows, out, strict=True) if h is None]
+            raise ValueError(f"rows {freed[:5]} were released")
+        return out  # type: ignore[return-value]
 
-    def trimmed(self) -> EncoderState:
-        """Drop padding columns that no remaining row uses (fewer FLOPs for the next layers)."""
-        width = int(self.mask.sum(dim=1).max().item()) if len(self) else 0
-        if width == self.mask.shape[1] or width == 0:
-            return self
-        # Right padding: every row's tokens sit in the first `width` columns.
-        return EncoderState(self.hidden[:, :width], self.mask[:, :width], self.layer, self.rows)
+    def padded(self, rows: Sequence[int]) -> Group:
+        """The chosen rows right-padded into one batch (their depths may differ)."""
+        states = self._rows(rows)
+        if len(states) == 1:
+            hidden = states[0].unsqueeze(0)
+            return Group(list(rows), hidden, hidden.new_ones(hidden.shape[:2], dtype=torch.long))
+        hidden = pad_sequence(states, batch_first=True)
+        lengths = torch.tensor([self.lengths[r] for r in rows], device=hidden.device)
+        mask = (torch.arange(hidden.shape[1], device=hidden.device) < lengths.unsqueeze(1)).long()
+        return Group(list(rows), hidden, mask)
+
+    def release(self, rows: Sequence[int]) -> None:
+        """Forget the states of rows no policy will advance or read again (frees their memory)."""
+        for r in rows:
+            self.hidden[r] = None
 
 
 class SteppableEncoder(nn.Module):
     """Wraps a Hugging Face BERT-like model (BERT, MiniLM, MPNet) so layers can be run one by one.
 
-    ``encoder.embed(...)`` then ``encoder.step(state)`` ``num_layers`` times equals the backbone's
-    own forward pass; a policy may ``state.select(rows)`` between steps to stop spending on rows.
+    ``forward`` equals the backbone's own forward pass; ``start`` and ``advance`` run the same
+    layers row by row, at whatever depth each row is.
     """
 
     def __init__(self, backbone: PreTrainedModel) -> None:
@@ -101,7 +146,6 @@ class SteppableEncoder(nn.Module):
         self._relative_bias = hasattr(backbone.encoder, "compute_position_bias")
         params = inspect.signature(backbone.embeddings.forward).parameters
         self._takes_token_types = "token_type_ids" in params
-        self.cost = CostCounter()
 
     @property
     def layers(self) -> nn.ModuleList:
@@ -117,39 +161,43 @@ class SteppableEncoder(nn.Module):
         return int(self.config.hidden_size)
 
     def embed(
-        self, input_ids: Tensor, attention_mask: Tensor, token_type_ids: Tensor | None = None
-    ) -> EncoderState:
-        """Embed a batch: the state after 0 layers."""
+        self,
+        input_ids: Tensor,
+        attention_mask: Tensor | None = None,
+        token_type_ids: Tensor | None = None,
+        cost: Cost | None = None,
+    ) -> Tensor:
+        """Embed a padded batch: the hidden states before layer 0."""
         kwargs = {"input_ids": input_ids}
         if self._takes_token_types and token_type_ids is not None:
             kwargs["token_type_ids"] = token_type_ids
-        hidden = self.backbone.embeddings(**kwargs)
-        self.cost.sequences += input_ids.shape[0]
-        rows = torch.arange(input_ids.shape[0], device=input_ids.device)
-        return EncoderState(hidden, attention_mask, 0, rows)
+        if cost is not None:
+            cost.sequences += input_ids.shape[0]
+        return self.backbone.embeddings(**kwargs)
 
-    def step(self, state: EncoderState) -> EncoderState:
-        """Apply the next layer (``state.layer``) to every row of ``state``."""
-        index = state.layer
-        if index >= self.num_layers:
-            raise IndexError(f"state is already after layer {index}; the encoder has {self.num_layers}")
-        hidden = self.run_layer(index, state.hidden, state.mask)
-        return EncoderState(hidden, state.mask, index + 1, state.rows)
-
-    def run_layer(self, index: int, hidden: Tensor, mask: Tensor) -> Tensor:
-        """Apply layer ``index`` to ``hidden`` (rows × tokens × width) under the 2-D padding ``mask``."""
+    def run_layer(
+        self,
+        index: int,
+        hidden: Tensor,
+        mask: Tensor,
+        cost: Cost | None = None,
+        module: nn.Module | None = None,
+        branch: str = BODY,
+    ) -> Tensor:
+        """Apply layer ``index`` (or ``module`` in its place) to ``hidden`` (rows × tokens × width)
+        under the 2-D padding ``mask``; the cost is keyed by ``(branch, index)``."""
         if hidden.shape[0] == 0:
             return hidden
-        layer = self.layers[index]
+        layer = self.layers[index] if module is None else module
         attn_mask = create_bidirectional_mask(config=self.config, inputs_embeds=hidden, attention_mask=mask)
         if self._relative_bias:
-            bias = self.backbone.encoder.compute_position_bias(hidden)
-            out = layer(hidden, attn_mask, bias)
+            out = layer(hidden, attn_mask, self.backbone.encoder.compute_position_bias(hidden))
         else:
             out = layer(hidden, attn_mask)
-        self.cost.add_layer(
-            index, hidden.shape[0], hidden.shape[1], self.hidden_size, self.config.intermediate_size
-        )
+        if cost is not None:
+            cost.add_layer(
+                index, hidden.shape[0], hidden.shape[1], self.hidden_size, self.config.intermediate_size, branch
+            )
         return out[0] if isinstance(out, tuple) else out
 
     def forward(
@@ -158,19 +206,62 @@ class SteppableEncoder(nn.Module):
         attention_mask: Tensor,
         token_type_ids: Tensor | None = None,
         num_layers: int | None = None,
-        return_all: bool = False,
-    ) -> Tensor | list[Tensor]:
-        """Run ``num_layers`` layers (all by default) on every row.
+        cost: Cost | None = None,
+    ) -> Tensor:
+        """The hidden states after ``num_layers`` layers (all by default) of a padded batch."""
+        hidden = self.embed(input_ids, attention_mask, token_type_ids, cost)
+        for index in range(self.num_layers if num_layers is None else num_layers):
+            hidden = self.run_layer(index, hidden, attention_mask, cost)
+        return hidden
 
-        Returns the last hidden states, or with ``return_all`` the list of hidden states after each
-        layer (index 0 is after layer 1).
+    # -- per-row state ------------------------------------------------------------------------------
+
+    def start(
+        self, features: Features, pad_id: int, batch_size: int = 64, cost: Cost | None = None
+    ) -> EncoderState:
+        """Embed every row of ``features`` (in length-sorted batches) into a state at depth 0."""
+        cost = cost if cost is not None else Cost()
+        device = self.backbone.embeddings.word_embeddings.weight.device
+        hidden: list[Tensor] = [torch.empty(0)] * len(features)
+        lengths = features.lengths
+        for rows in length_batches(lengths, batch_size):
+            batch = {k: v.to(device) for k, v in collate(features, rows, pad_id).items()}
+            embedded = self.embed(batch["input_ids"], batch["attention_mask"], batch["token_type_ids"], cost)
+            for j, r in enumerate(rows):
+                hidden[r] = embedded[j, : lengths[r]]
+        return EncoderState(hidden, lengths, cost)
+
+    def advance(
+        self,
+        state: EncoderState,
+        rows: Sequence[int],
+        batch_size: int = 64,
+        layers: Mapping[int, nn.Module] | Sequence[nn.Module] | None = None,
+        branch: str = BODY,
+    ) -> list[Group]:
+        """Give each of ``rows`` its next layer and write the results back into ``state``.
+
+        Rows are grouped by depth, then into length-sorted batches of ``batch_size``; each group runs
+        its depth's layer (``layers[depth]`` when given, else the backbone's). Returns the groups
+        that ran, with their padded outputs, so a head can read them without padding again.
         """
-        state = self.embed(input_ids, attention_mask, token_type_ids)
-        outputs = []
-        for _ in range(num_layers if num_layers is not None else self.num_layers):
-            state = self.step(state)
-            outputs.append(state.hidden)
-        return outputs if return_all else state.hidden
+        by_depth: dict[int, list[int]] = {}
+        for r in rows:
+            by_depth.setdefault(state.depth[r], []).append(r)
+        groups = []
+        for depth in sorted(by_depth):
+            if layers is None and depth >= self.num_layers:
+                raise IndexError(f"rows are already after layer {depth}; the encoder has {self.num_layers}")
+            module = None if layers is None else layers[depth]
+            members = by_depth[depth]
+            for pos in length_batches([state.lengths[r] for r in members], batch_size):
+                group = state.padded([members[p] for p in pos])
+                out = self.run_layer(depth, group.hidden, group.mask, state.cost, module, branch)
+                for j, r in enumerate(group.rows):
+                    state.hidden[r] = out[j, : state.lengths[r]]
+                    state.depth[r] = depth + 1
+                groups.append(Group(group.rows, out, group.mask))
+        return groups
 
 
 def masked_mean(hidden: Tensor, mask: Tensor) -> Tensor:
@@ -189,3 +280,17 @@ def pool(hidden: Tensor, mask: Tensor, mode: str) -> Tensor:
     if mode == "max":
         return hidden.masked_fill(~mask.bool().unsqueeze(-1), torch.finfo(hidden.dtype).min).amax(dim=1)
     raise ValueError(f"pooling must be 'cls', 'mean' or 'max', got {mode!r}")
+
+
+def pool_segments(hidden: Tensor, segment_ids: Tensor, n_segments: int) -> tuple[Tensor, Tensor]:
+    """Mean of the token states of each segment 1..n: (rows × n × width, rows × n present-mask).
+
+    ``segment_ids`` (rows × tokens, from :class:`~sieveqa.features.Features`) is -1 on special and
+    padding tokens and 0 on the question, which are never pooled; a segment with no token in a row
+    (cut off by a window) pools to zeros and is marked absent.
+    """
+    wanted = torch.arange(1, n_segments + 1, device=segment_ids.device)
+    weights = (segment_ids.unsqueeze(-1) == wanted).to(hidden.dtype)
+    counts = weights.sum(dim=1)
+    sums = torch.einsum("rtn,rtd->rnd", weights, hidden)
+    return sums / counts.clamp(min=1.0).unsqueeze(-1), counts > 0

@@ -1,20 +1,71 @@
-"""Atomic file writes: a reader sees the old file or the new one, never half of one."""
+"""Safe writes: a reader sees the old file or the new one, never half of one.
+
+Temporary files and folders are named ``.NAME.PID.XXXX.tmp`` beside their target. A process killed
+mid-write leaves one behind; the next write to the same target removes those whose process is gone,
+and restores a folder that was moved aside but not yet replaced. Writers of one output folder take an
+exclusive lock on it first, so a second run into the same folder is refused, not interleaved.
+"""
 
 from __future__ import annotations
 
 import contextlib
+import glob
 import hashlib
 import json
 import os
 import shutil
 import tempfile
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
+from filelock import FileLock, Timeout
+
+from sieveqa.errors import BusyError, ConfigError
+
 # mkstemp creates files readable by their owner only; give them the permissions open() would.
 _UMASK = os.umask(0)
 os.umask(_UMASK)
+LOCK_NAME = ".lock"
+# Locks this process holds, per (lock file, thread), with how many times each was taken.
+_HELD: dict[tuple[str, int], int] = {}
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's live process
+        return True
+    return True
+
+
+def clean_stale(path: str | os.PathLike[str]) -> None:
+    """Remove what killed writers of ``path`` left beside it; restore ``path`` if a kill came
+    between moving the old folder aside and moving the new one in."""
+    path = Path(path)
+    if not path.parent.is_dir():
+        return
+    for tmp in path.parent.glob(glob.escape(f".{path.name}.") + "*.tmp"):
+        pid = tmp.name[len(path.name) + 2 :].split(".", 1)[0]
+        if pid.isdigit() and not _pid_alive(int(pid)):
+            if tmp.is_dir():
+                shutil.rmtree(tmp, ignore_errors=True)
+            else:
+                with contextlib.suppress(FileNotFoundError):
+                    tmp.unlink()
+    old = path.with_name(f".{path.name}.old")
+    if old.exists():
+        if path.exists():
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            os.replace(old, path)
+
+
+def _temp_prefix(path: Path) -> str:
+    return f".{path.name}.{os.getpid()}."
 
 
 @contextlib.contextmanager
@@ -22,7 +73,8 @@ def atomic_open(path: str | os.PathLike[str], mode: str = "w", **kwargs: Any) ->
     """Open a temporary file beside ``path``; rename it over ``path`` only if the block succeeds."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    clean_stale(path)
+    fd, tmp = tempfile.mkstemp(prefix=_temp_prefix(path), suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, mode, **kwargs) as handle:
             yield handle
@@ -48,7 +100,8 @@ def atomic_dir(path: str | os.PathLike[str]) -> Iterator[Path]:
     """Yield a temporary folder beside ``path``; it replaces ``path`` only if the block succeeds."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent))
+    clean_stale(path)
+    tmp = Path(tempfile.mkdtemp(prefix=_temp_prefix(path), suffix=".tmp", dir=path.parent))
     try:
         yield tmp
         # mkdtemp makes an owner-only folder; give the result the permissions mkdir/open() would.
@@ -57,13 +110,72 @@ def atomic_dir(path: str | os.PathLike[str]) -> Iterator[Path]:
             os.chmod(child, (0o777 if child.is_dir() else 0o666) & ~_UMASK)
         old = path.with_name(f".{path.name}.old")
         if path.exists():
-            shutil.rmtree(old, ignore_errors=True)
             os.replace(path, old)
         os.replace(tmp, path)
         shutil.rmtree(old, ignore_errors=True)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+
+
+@contextlib.contextmanager
+def exclusive(folder: str | os.PathLike[str], what: str = "folder") -> Iterator[Path]:
+    """Hold ``folder/.lock`` while writing into ``folder`` (created if needed); a second writer, in
+    this process or another, gets a BusyError at once instead of waiting. The thread holding the
+    lock may take it again (a recipe locks before checking, then the Trainer it starts)."""
+    folder = Path(folder)
+    check_output_dir(folder, what)
+    folder.mkdir(parents=True, exist_ok=True)
+    key = (str((folder / LOCK_NAME).resolve()), threading.get_ident())
+    if key in _HELD:
+        _HELD[key] += 1
+        try:
+            yield folder
+        finally:
+            _HELD[key] -= 1
+        return
+    lock = FileLock(key[0], timeout=0)
+    try:
+        lock.acquire()
+    except Timeout:
+        raise BusyError(
+            f"{folder}: another sieveqa process is writing this {what} (lock {folder / LOCK_NAME}); "
+            "wait for it to finish or choose another folder"
+        ) from None
+    _HELD[key] = 1
+    try:
+        yield folder
+    finally:
+        del _HELD[key]
+        lock.release()
+
+
+def check_output_file(path: str | os.PathLike[str], option: str) -> Path:
+    """Refuse, before any work, an output file path that is a folder or lies under a file."""
+    path = Path(path)
+    if path.is_dir():
+        raise ConfigError(f"{option} {path}: is a folder; give the path of a file to write")
+    for parent in path.parents:
+        if parent.exists():
+            if not parent.is_dir():
+                raise ConfigError(f"{option} {path}: {parent} is a file, not a folder")
+            if not os.access(parent, os.W_OK):
+                raise ConfigError(f"{option} {path}: cannot write into {parent}")
+            break
+    return path
+
+
+def check_output_dir(path: str | os.PathLike[str], option: str) -> Path:
+    """Refuse, before any work, an output folder path that is a file."""
+    path = Path(path)
+    if path.exists() and not path.is_dir():
+        raise ConfigError(f"{option} {path}: is a file; give a folder")
+    for parent in path.parents:
+        if parent.exists():
+            if not parent.is_dir():
+                raise ConfigError(f"{option} {path}: {parent} is a file, not a folder")
+            break
+    return path
 
 
 def file_sha256(path: str | os.PathLike[str]) -> str:

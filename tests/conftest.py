@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from sieveqa.data.paths import data_root
+from sieveqa.paths import data_root
 from sieveqa.errors import DatasetNotFoundError
 
 

@@ -14,7 +14,7 @@ from pathlib import Path, PurePosixPath
 from typing import IO
 
 from sieveqa.backbones._registry import BackboneSpec, register
-from sieveqa.data.paths import cache_root
+from sieveqa.paths import cache_root
 from sieveqa.errors import BackboneError
 from sieveqa.io import atomic_dir
 

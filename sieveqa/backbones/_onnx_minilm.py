@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from sieveqa.backbones._registry import BackboneSpec, register, tokenizer_dir
-from sieveqa.data.paths import cache_root
+from sieveqa.paths import cache_root
 from sieveqa.errors import BackboneError
 from sieveqa.io import atomic_dir, atomic_write_json
 

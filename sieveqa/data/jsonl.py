@@ -14,22 +14,20 @@ from pathlib import Path
 from typing import IO, Any
 
 from sieveqa.data.records import Candidate, Question, RankingExample, ScoredCandidate
-from sieveqa.errors import DataFormatError
+from sieveqa.errors import DataFormatError, shorten
 from sieveqa.io import atomic_open
 
 _OPTIONAL_STR = ("passage_id", "doc_id")
 
 
-def _open_text(path: Path) -> IO[str]:
-    if path.suffix == ".gz":
-        return gzip.open(path, "rt", encoding="utf-8")
-    return path.open("r", encoding="utf-8")
+def _open_binary(path: Path) -> IO[bytes]:
+    return gzip.open(path, "rb") if path.suffix == ".gz" else path.open("rb")
 
 
 def _require_str(obj: dict[str, Any], key: str, where: str) -> str:
     value = obj.get(key)
     if not isinstance(value, str) or not value.strip():
-        raise DataFormatError(f"{where}: field {key!r} must be a non-empty string, got {value!r}")
+        raise DataFormatError(f"{where}: field {key!r} must be a non-empty string, got {shorten(repr(value), 60)}")
     return value
 
 
@@ -52,21 +50,21 @@ def parse_example(obj: Any, where: str) -> RankingExample:
         if isinstance(cid, int) and not isinstance(cid, bool):
             cid = str(cid)
         if not isinstance(cid, str) or not cid:
-            raise DataFormatError(f"{at}: field 'id' must be a non-empty string, got {cid!r}")
+            raise DataFormatError(f"{at}: field 'id' must be a non-empty string, got {shorten(repr(cid), 60)}")
         if cid in seen:
             raise DataFormatError(f"{at}: duplicate candidate id {cid!r}")
         seen.add(cid)
         text = cand.get("text")
         if not isinstance(text, str):
-            raise DataFormatError(f"{at}: field 'text' must be a string, got {text!r}")
+            raise DataFormatError(f"{at}: field 'text' must be a string, got {shorten(repr(text), 60)}")
         label = cand.get("label")
         if label is not None and (isinstance(label, bool) or label not in (0, 1)):
-            raise DataFormatError(f"{at}: field 'label' must be 0 or 1, got {label!r}")
+            raise DataFormatError(f"{at}: field 'label' must be 0 or 1, got {shorten(repr(label), 60)}")
         extra = {}
         for key in _OPTIONAL_STR:
             value = cand.get(key)
             if value is not None and not isinstance(value, str):
-                raise DataFormatError(f"{at}: field {key!r} must be a string, got {value!r}")
+                raise DataFormatError(f"{at}: field {key!r} must be a string, got {shorten(repr(value), 60)}")
             extra[key] = value
         candidates.append(Candidate(id=cid, text=text, label=label, **extra))
     return RankingExample(Question(qid, question), candidates)
@@ -78,16 +76,25 @@ def iter_json_lines(path: str | os.PathLike[str]) -> Iterator[tuple[str, Any]]:
     path = Path(path)
     if not path.is_file():
         raise DataFormatError(f"{path}: no such file")
-    with _open_text(path) as handle:
-        for lineno, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            where = f"{path}:{lineno}"
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as err:
-                raise DataFormatError(f"{where}: invalid JSON ({err.msg} at column {err.colno})") from err
-            yield where, obj
+    with _open_binary(path) as handle:
+        try:
+            for lineno, raw in enumerate(handle, start=1):
+                where = f"{path}:{lineno}"
+                try:
+                    line = raw.decode("utf-8")
+                except UnicodeDecodeError as err:
+                    raise DataFormatError(
+                        f"{where}: not UTF-8 text (byte {raw[err.start]:#04x} at column {err.start + 1})"
+                    ) from None
+                if not line.strip():
+                    continue
+                try:
+                    obj = json.loads(line)
+                except json.JSONDecodeError as err:
+                    raise DataFormatError(f"{where}: invalid JSON ({err.msg} at column {err.colno})") from err
+                yield where, obj
+        except (OSError, EOFError) as err:  # a corrupt or truncated .gz
+            raise DataFormatError(f"{path}: cannot be read ({err})") from err
 
 
 def iter_jsonl(path: str | os.PathLike[str]) -> Iterator[RankingExample]:

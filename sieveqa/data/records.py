@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 
@@ -69,3 +70,8 @@ class ScoredCandidate:
     candidate: Candidate
     score: float
     rank: int
+
+
+def score_order(scores: Sequence[float]) -> list[int]:
+    """Indices best first: higher score first, ties in input order."""
+    return sorted(range(len(scores)), key=lambda i: (-scores[i], i))

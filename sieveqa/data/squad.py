@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sieveqa.data.paths import data_root
+from sieveqa.paths import data_root
 from sieveqa.errors import DataFormatError, DatasetNotFoundError
 
 __all__ = ["SquadArticle", "SquadParagraph", "SquadQuestion", "default_squad_path", "read_squad"]
@@ -50,7 +50,7 @@ class SquadArticle:
 
 
 def default_squad_path() -> Path:
-    """Path of the SQuAD v1.1 dev file under :func:`~sieveqa.data.paths.data_root`."""
+    """Path of the SQuAD v1.1 dev file under :func:`~sieveqa.paths.data_root`."""
     return data_root() / "squad" / "dev-v1.1.json.gz"
 
 

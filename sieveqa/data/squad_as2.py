@@ -34,7 +34,7 @@ import pysbd
 from tqdm.auto import tqdm
 
 from sieveqa.data.jsonl import example_dict, write_jsonl
-from sieveqa.data.paths import cache_root
+from sieveqa.paths import cache_root
 from sieveqa.data.records import Candidate, Question, RankingExample
 from sieveqa.data.sentences import split_sentences
 from sieveqa.data.squad import SquadArticle, SquadParagraph, default_squad_path, read_squad

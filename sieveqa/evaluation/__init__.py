@@ -1,11 +1,22 @@
-"""Ranking metrics and reports."""
+"""Ranking metrics, reports, and the measurements the benchmarks and the CLI share."""
 
 from sieveqa.evaluation.metrics import (
     METRICS,
     MetricReport,
+    evaluate_orders,
     evaluate_ranked,
     evaluate_scores,
     qrels_from_examples,
 )
+from sieveqa.evaluation.report import evaluate_ranker, evaluate_result
 
-__all__ = ["METRICS", "MetricReport", "evaluate_ranked", "evaluate_scores", "qrels_from_examples"]
+__all__ = [
+    "METRICS",
+    "MetricReport",
+    "evaluate_orders",
+    "evaluate_ranked",
+    "evaluate_ranker",
+    "evaluate_result",
+    "evaluate_scores",
+    "qrels_from_examples",
+]

@@ -18,9 +18,10 @@ from torch import Tensor
 from tqdm.auto import tqdm
 
 from sieveqa.data.records import RankingExample
-from sieveqa.evaluation.metrics import MetricReport, evaluate_ranked, qrels_from_examples
+from sieveqa.errors import require_extra
+from sieveqa.evaluation.metrics import MetricReport, evaluate_orders, qrels_from_examples
 from sieveqa.io import atomic_open
-from sieveqa.runtime.cascade import CascadeTrace, cascade_layer_units, groups_of, relative_cost, simulate
+from sieveqa.runtime.trace import CascadeTrace, cascade_layer_units, groups_of, relative_cost, simulate
 
 DEFAULT_GRID = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6)
 
@@ -32,19 +33,7 @@ def evaluate_trace(
     qrels: dict[str, dict[str, int]] | None = None,
 ) -> MetricReport:
     """Metrics of the cascade's ranking (or of the cascade stopped at ``exit_index``)."""
-    rankings = {
-        ex.qid: [ex.candidates[i].id for i in order]
-        for ex, order in zip(examples, trace.orders(exit_index), strict=True)
-    }
-    return evaluate_ranked(qrels if qrels is not None else qrels_from_examples(examples), rankings)
-
-
-def per_exit_metrics(
-    examples: Sequence[RankingExample], trace: CascadeTrace, exits: Sequence[int]
-) -> dict[str, dict[str, float]]:
-    """Metrics of the cascade stopped at each exit, keyed ``L<layer>`` (at α = 0: each exit alone)."""
-    qrels = qrels_from_examples(examples)
-    return {f"L{layer}": evaluate_trace(examples, trace, i, qrels).as_dict() for i, layer in enumerate(exits)}
+    return evaluate_orders(examples, trace.orders(exit_index), qrels)
 
 
 @dataclass
@@ -120,10 +109,9 @@ def plot_pareto(
     title: str = "",
 ) -> Path:
     """Scatter of ``metrics`` against relative cost, one panel each, Pareto front drawn; PNG at ``path``."""
-    import matplotlib
-
+    matplotlib = require_extra("matplotlib", "plot", "drawing the Pareto plot")
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = require_extra("matplotlib.pyplot", "plot", "drawing the Pareto plot")
 
     fig, axes = plt.subplots(1, len(metrics), figsize=(5.5 * len(metrics), 4.2), squeeze=False)
     for ax, metric in zip(axes[0], metrics, strict=True):

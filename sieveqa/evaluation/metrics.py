@@ -12,7 +12,8 @@ from dataclasses import dataclass, field
 
 import pytrec_eval
 
-from sieveqa.data.records import RankingExample
+from sieveqa.data.records import RankingExample, score_order
+from sieveqa.errors import DataFormatError
 
 HITS_AT = (1, 3, 5, 10)
 _MEASURES = {"map", "recip_rank", "P.1", "ndcg_cut.10", "success." + ",".join(map(str, HITS_AT))}
@@ -36,15 +37,18 @@ class MetricReport:
         return {k: round(v, digits) for k, v in self.mean.items()}
 
 
-def qrels_from_examples(examples: Sequence[RankingExample]) -> dict[str, dict[str, int]]:
-    """Relevance judgements of labelled examples; unlabelled candidates raise ValueError."""
+def qrels_from_examples(examples: Sequence[RankingExample], source: str = "") -> dict[str, dict[str, int]]:
+    """Relevance judgements of labelled examples; an unlabelled candidate is a DataFormatError that
+    names ``source`` (the dataset), the question and the candidate."""
     qrels: dict[str, dict[str, int]] = {}
     for ex in examples:
         judged = {}
         for cand in ex.candidates:
             if cand.label is None:
-                raise ValueError(
-                    f"question {ex.qid!r}: candidate {cand.id!r} has no label; metrics need labels"
+                where = f"{source}: " if source else ""
+                raise DataFormatError(
+                    f"{where}question {ex.qid!r}, candidate {cand.id!r} has no 'label'; metrics need a "
+                    "label (0 or 1) on every candidate (to rank unlabelled questions use `sieveqa rank`)"
                 )
             judged[cand.id] = int(cand.label)
         qrels[ex.qid] = judged
@@ -84,14 +88,23 @@ def evaluate_ranked(
     return MetricReport(mean=mean, per_question=per_question)
 
 
+def evaluate_orders(
+    examples: Sequence[RankingExample],
+    orders: Sequence[Sequence[int]],
+    qrels: dict[str, dict[str, int]] | None = None,
+) -> MetricReport:
+    """Evaluate one ranking per example, given as candidate indices best first."""
+    if len(examples) != len(orders):
+        raise ValueError(f"{len(examples)} examples but {len(orders)} rankings")
+    rankings = {ex.qid: [ex.candidates[i].id for i in order] for ex, order in zip(examples, orders, strict=True)}
+    return evaluate_ranked(qrels if qrels is not None else qrels_from_examples(examples), rankings)
+
+
 def evaluate_scores(examples: Sequence[RankingExample], scores: Sequence[Sequence[float]]) -> MetricReport:
     """Evaluate one score per candidate (higher is better; ties keep the input order)."""
     if len(examples) != len(scores):
         raise ValueError(f"{len(examples)} examples but {len(scores)} score lists")
-    rankings = {}
     for ex, sc in zip(examples, scores, strict=True):
         if len(sc) != len(ex.candidates):
             raise ValueError(f"question {ex.qid!r}: {len(ex.candidates)} candidates but {len(sc)} scores")
-        order = sorted(range(len(sc)), key=lambda i: (-float(sc[i]), i))
-        rankings[ex.qid] = [ex.candidates[i].id for i in order]
-    return evaluate_ranked(qrels_from_examples(examples), rankings)
+    return evaluate_orders(examples, [score_order([float(x) for x in sc]) for sc in scores])

@@ -2,35 +2,35 @@
 
 Pruning policies (cascade drop ratios, thresholds, sequential rankers) are all simulated from these
 matrices, so trying another grid or another α costs no model pass. The cache key covers the model
-folder, its weights file (size and modification time) and the dataset's candidates.
+folder, the sha256 of its weights (and of the body it reads, for heads-only models), and the
+dataset's candidates.
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Sequence
 from pathlib import Path
 
 import torch
 from torch import Tensor
 
-from sieveqa.data.paths import cache_root
 from sieveqa.data.records import RankingExample
-from sieveqa.io import atomic_open
+from sieveqa.errors import ConfigError
+from sieveqa.io import atomic_open, file_sha256
+from sieveqa.models._saving import WEIGHTS, read_config
 from sieveqa.models.base import flatten_pairs
-from sieveqa.models.cascade import CascadeTransformer
+from sieveqa.models.pair_model import PairModel
 from sieveqa.models.zoo import load_model, resolve_model
+from sieveqa.paths import cache_root
 
 
 def _key(folder: Path, dataset: str, examples: Sequence[RankingExample]) -> str:
-    weights = (folder / "model.safetensors").stat()
+    meta = read_config(folder)
+    weights = meta.get("weights_sha256") or file_sha256(folder / WEIGHTS)
     ids = hashlib.sha1("|".join(c.id for ex in examples for c in ex.candidates).encode()).hexdigest()
     # A model that reads its body from another one (a retrofit's heads) is also keyed by that body.
-    body = json.loads((folder / "config.json").read_text(encoding="utf-8")).get("body_fingerprint", "")
-    text = f"{folder.resolve()}|{weights.st_mtime_ns}|{weights.st_size}|{dataset}|{ids}"
-    if body:
-        text += f"|{body}"
+    text = f"{folder.resolve()}|{weights}|{meta.get('body_fingerprint', '')}|{dataset}|{ids}"
     return hashlib.sha1(text.encode()).hexdigest()[:20]
 
 
@@ -42,20 +42,20 @@ def cached_scores(
     cache_dir: str | Path | None = None,
     batch_size: int = 128,
 ) -> Tensor:
-    """Scores of every candidate with nothing pruned: candidates × exits (one column for a
-    cross-encoder), example order. Read from ``cache_dir`` (default ``~/.cache/sieveqa/scores``)."""
+    """Scores of every candidate with nothing pruned: candidates × scores per pair (one column for a
+    cross-encoder, one per exit for a cascade), example order. Read from ``cache_dir`` (default
+    ``~/.cache/sieveqa/scores``). Always fp32 on the CPU, so cached numbers do not depend on the
+    machine's precision."""
     folder = resolve_model(model)
     root = Path(cache_dir) if cache_dir is not None else cache_root() / "scores"
     path = root / f"{_key(folder, dataset, examples)}.pt"
     if path.is_file():
         return torch.load(path, weights_only=True)
     loaded = load_model(model)
-    loaded.batch_size = batch_size
-    questions, texts = flatten_pairs(examples)
-    if isinstance(loaded, CascadeTransformer):
-        matrix = loaded.exit_scores(questions, texts, progress=progress)
-    else:
-        matrix = torch.tensor(loaded.score_pairs(questions, texts, progress=progress)).unsqueeze(1)
+    if not isinstance(loaded, PairModel):
+        raise ConfigError(f"{model} is a {loaded.kind} model; cached scores are for pair models")
+    loaded.configure(device="cpu", precision="fp32", batch_size=batch_size)
+    matrix, _ = loaded.score_matrix(*flatten_pairs(examples), progress=progress)
     with atomic_open(path, "wb") as handle:
         torch.save(matrix, handle)
     return matrix

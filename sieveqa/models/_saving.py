@@ -1,30 +1,45 @@
-"""Saving trained models as safetensors + JSON over a pip-installed base backbone.
+"""The model folder format: ``config.json`` + ``model.safetensors`` (+ ``policy.json``).
 
-A model folder holds ``config.json`` and ``model.safetensors``. Parameters that training left
-frozen (the word embeddings, by default) are not stored: they are read from the named backbone,
-whose fingerprint is recorded so a different base is refused rather than silently mixed in.
+Parameters that training left frozen (the word embeddings, by default) are not stored: they are read
+from the named backbone, whose fingerprint is recorded so a different base is refused rather than
+silently mixed in. ``config.json`` records the sha256 of the weights file, checked at every load, so
+a truncated download or a flipped byte is reported instead of used. ``policy.json`` holds the
+question-time settings a runtime applies (a cascade's drop ratios), written apart from the weights.
+
+Format 1 (sieveqa before the shared classifier head) still loads: its cascade heads are renamed and
+the drop ratios it kept inside the model config become its policy.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import logging
+import re
 from pathlib import Path
 from typing import Any
 
 import torch
+from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 from torch import nn
 
 from sieveqa.errors import ModelFormatError
-from sieveqa.io import atomic_dir, atomic_write_json
+from sieveqa.io import atomic_dir, atomic_write_json, file_sha256
 
-FORMAT_VERSION = 1
+log = logging.getLogger(__name__)
+
+FORMAT_VERSION = 2
+CONFIG = "config.json"
+WEIGHTS = "model.safetensors"
+POLICY = "policy.json"
+#: Parameter renames from format 1: the cascade's exit heads lost their ``.net`` level.
+_V1_RENAMES = ((re.compile(r"^heads\.(\d+)\.net\."), r"heads.\1."),)
 
 
 def tensor_fingerprint(tensor: torch.Tensor) -> str:
     """sha256 of a tensor's fp32 bytes: identifies the base weights a model was trained over."""
-    return hashlib.sha256(tensor.detach().float().contiguous().numpy().tobytes()).hexdigest()
+    return hashlib.sha256(tensor.detach().float().cpu().contiguous().numpy().tobytes()).hexdigest()
 
 
 def save_model_folder(
@@ -33,83 +48,141 @@ def save_model_folder(
     meta: dict[str, Any],
     exclude: tuple[str, ...] = (),
     dtype: torch.dtype = torch.float16,
+    policy: dict[str, Any] | None = None,
 ) -> Path:
-    """Write ``module``'s state (minus ``exclude`` prefixes) in ``dtype`` and ``meta`` as config.json."""
+    """Write ``module``'s state (minus ``exclude`` prefixes) in ``dtype``, ``meta`` as config.json
+    with the weights' sha256, and ``policy`` as policy.json; all or nothing."""
     path = Path(path)
     state = {
-        name: tensor.detach().to(dtype).contiguous()
+        name: tensor.detach().to(dtype).cpu().contiguous()
         if tensor.is_floating_point()
-        else tensor.detach().contiguous()
+        else tensor.detach().cpu().contiguous()
         for name, tensor in module.state_dict().items()
         if not name.startswith(exclude)
     }
-    meta = {
-        **meta,
-        "format_version": FORMAT_VERSION,
-        "excluded": list(exclude),
-        "dtype": str(dtype).split(".")[-1],
-    }
     with atomic_dir(path) as tmp:
-        save_file(state, str(tmp / "model.safetensors"))
-        (tmp / "config.json").write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
+        save_file(state, str(tmp / WEIGHTS))
+        meta = {
+            **meta,
+            "format_version": FORMAT_VERSION,
+            "excluded": list(exclude),
+            "dtype": str(dtype).split(".")[-1],
+            "weights_sha256": file_sha256(tmp / WEIGHTS),
+        }
+        (tmp / CONFIG).write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
+        if policy is not None:
+            (tmp / POLICY).write_text(json.dumps(policy, indent=2) + "\n", encoding="utf-8")
     return path
+
+
+def read_config(path: str | Path) -> dict[str, Any]:
+    """A model folder's config.json, checked and brought to the current format."""
+    path = Path(path)
+    cfg = path / CONFIG
+    if not cfg.is_file() or not (path / WEIGHTS).is_file():
+        raise ModelFormatError(f"{path}: not a sieveqa model folder (needs {CONFIG} and {WEIGHTS})")
+    try:
+        meta = json.loads(cfg.read_text(encoding="utf-8"))
+    except UnicodeDecodeError as err:
+        raise ModelFormatError(f"{cfg}: not UTF-8 text (byte {err.start})") from err
+    except json.JSONDecodeError as err:
+        raise ModelFormatError(f"{cfg}: invalid JSON ({err.msg}, line {err.lineno})") from err
+    if not isinstance(meta, dict):
+        raise ModelFormatError(f"{cfg}: expected a JSON object, got {type(meta).__name__}")
+    version = meta.get("format_version")
+    if version not in (1, FORMAT_VERSION):
+        raise ModelFormatError(f"{cfg}: format_version {version!r} is not 1 or {FORMAT_VERSION}")
+    if not isinstance(meta.get("config"), dict):
+        raise ModelFormatError(f"{cfg}: field 'config' must be an object of model settings")
+    if version == 1:
+        meta = _from_v1(meta)
+    return meta
+
+
+def _from_v1(meta: dict[str, Any]) -> dict[str, Any]:
+    config = dict(meta["config"])
+    ratios = config.pop("drop_ratios", None)
+    meta = {**meta, "config": config}
+    if ratios is not None:
+        meta["legacy_policy"] = {"drop_ratios": ratios, "tuning": meta.get("tuning")}
+    return meta
 
 
 def model_kind(path: str | Path) -> str:
     """The ``sieveqa_model`` kind a model folder holds (``cross-encoder``, ``cascade``, ...)."""
-    return str(_read_config(Path(path)).get("sieveqa_model"))
-
-
-def _read_config(path: Path) -> dict[str, Any]:
-    cfg = path / "config.json"
-    if not cfg.is_file() or not (path / "model.safetensors").is_file():
-        raise ModelFormatError(
-            f"{path}: not a sieveqa model folder (needs config.json and model.safetensors)"
-        )
-    try:
-        meta = json.loads(cfg.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as err:
-        raise ModelFormatError(f"{cfg}: invalid JSON ({err.msg}, line {err.lineno})") from err
-    return meta
+    kind = read_config(path).get("sieveqa_model")
+    if not isinstance(kind, str):
+        raise ModelFormatError(f"{Path(path) / CONFIG}: field 'sieveqa_model' must name the model kind")
+    return kind
 
 
 def read_meta(path: str | Path, kind: str) -> dict[str, Any]:
     """Read and check a model folder's config.json (``kind`` is the expected ``sieveqa_model``)."""
-    path = Path(path)
-    cfg = path / "config.json"
-    meta = _read_config(path)
+    meta = read_config(path)
     if meta.get("sieveqa_model") != kind:
-        raise ModelFormatError(f"{cfg}: holds a {meta.get('sieveqa_model')!r} model, expected {kind!r}")
-    if meta.get("format_version") != FORMAT_VERSION:
-        raise ModelFormatError(f"{cfg}: format_version {meta.get('format_version')} is not {FORMAT_VERSION}")
+        raise ModelFormatError(
+            f"{Path(path) / CONFIG}: holds a {meta.get('sieveqa_model')!r} model, expected {kind!r}"
+        )
     return meta
 
 
 def load_into(path: str | Path, module: nn.Module, meta: dict[str, Any]) -> None:
-    """Load the stored tensors into ``module``; every parameter must be stored or excluded."""
+    """Load the stored tensors into ``module`` after checking the file's sha256; every parameter
+    must be stored or excluded."""
     path = Path(path)
-    state = load_file(str(path / "model.safetensors"))
+    weights = path / WEIGHTS
+    expected_sha = meta.get("weights_sha256")
+    if expected_sha is None:
+        log.warning("%s has no recorded sha256 (saved by an older sieveqa); it is not verified", weights)
+    elif file_sha256(weights) != expected_sha:
+        raise ModelFormatError(
+            f"{weights} is corrupt or was changed: its sha256 differs from the one recorded in "
+            f"{CONFIG} ({expected_sha[:12]}…); restore or re-save the model"
+        )
+    try:
+        state = load_file(str(weights))
+    except (SafetensorError, OSError) as err:
+        raise ModelFormatError(f"{weights} cannot be read: {err}") from err
+    if meta.get("format_version") == 1:
+        state = {_rename_v1(name): tensor for name, tensor in state.items()}
     excluded = tuple(meta.get("excluded", ()))
-    expected = {n for n in module.state_dict() if not n.startswith(excluded)}
+    own = module.state_dict()
+    expected = {n for n in own if not n.startswith(excluded)}
     missing, extra = expected - set(state), set(state) - expected
     if missing or extra:
         raise ModelFormatError(
-            f"{path}/model.safetensors does not match the model: missing {sorted(missing)[:3]}, "
-            f"unexpected {sorted(extra)[:3]}"
+            f"{weights} does not match the model: missing {sorted(missing)[:3]}, unexpected {sorted(extra)[:3]}"
         )
-    own = module.state_dict()
+    bad = [n for n, t in state.items() if t.shape != own[n].shape]
+    if bad:
+        raise ModelFormatError(
+            f"{weights}: {bad[0]} has shape {tuple(state[bad[0]].shape)}, the model {tuple(own[bad[0]].shape)}"
+        )
     module.load_state_dict({n: t.to(own[n].dtype) for n, t in state.items()}, strict=False)
 
 
-def update_meta(path: str | Path, kind: str, updates: dict[str, Any]) -> dict[str, Any]:
-    """Merge ``updates`` into a model folder's config.json (atomically; weights untouched).
+def _rename_v1(name: str) -> str:
+    for pattern, replacement in _V1_RENAMES:
+        name = pattern.sub(replacement, name)
+    return name
 
-    A value that is a dict is merged one level deep, so ``{"config": {"drop_ratios": ...}}`` keeps
-    the rest of the architecture.
-    """
-    path = Path(path)
-    meta = read_meta(path, kind)
-    for key, value in updates.items():
-        meta[key] = {**meta.get(key, {}), **value} if isinstance(value, dict) else value
-    atomic_write_json(path / "config.json", meta)
-    return meta
+
+def read_policy(path: str | Path, meta: dict[str, Any]) -> dict[str, Any] | None:
+    """The question-time policy saved beside a model (policy.json, or a format-1 config's)."""
+    file = Path(path) / POLICY
+    if not file.is_file():
+        return meta.get("legacy_policy")
+    try:
+        policy = json.loads(file.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise ModelFormatError(f"{file}: not a JSON policy ({err})") from err
+    if not isinstance(policy, dict):
+        raise ModelFormatError(f"{file}: expected a JSON object, got {type(policy).__name__}")
+    return policy
+
+
+def write_policy(path: str | Path, policy: dict[str, Any]) -> Path:
+    """Write ``policy.json`` into a model folder (atomically; weights and config untouched)."""
+    file = Path(path) / POLICY
+    atomic_write_json(file, policy)
+    return file

@@ -1,11 +1,14 @@
-"""The narrow contract every ranker fulfils: score the candidates of questions, rank them."""
+"""The narrow contract every ranker fulfils: ``run`` questions and get scores plus what they cost."""
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
 
-from sieveqa.data.records import RankingExample, ScoredCandidate
+from sieveqa.data.records import RankingExample, ScoredCandidate, score_order
+from sieveqa.encoder import Cost
 
 
 def flatten_pairs(examples: Sequence[RankingExample]) -> tuple[list[str], list[str]]:
@@ -25,19 +28,58 @@ def regroup(examples: Sequence[RankingExample], flat: Sequence[float]) -> list[l
     return out
 
 
+@dataclass
+class RankResult:
+    """What one ``Ranker.run`` call produced: a score per candidate, and what the call cost.
+
+    ``orders`` is the ranking (by score unless a ranker decides otherwise, as a cascade does);
+    ``variants`` are other rankings the same run implies (a cascade stopped at each exit), and
+    ``info`` what else a report should show (relative cost, survivors per exit, ...).
+    """
+
+    scores: list[list[float]]
+    cost: Cost = field(default_factory=Cost)
+
+    @property
+    def n_pairs(self) -> int:
+        return sum(len(s) for s in self.scores)
+
+    @property
+    def pairs_per_second(self) -> float:
+        return self.n_pairs / self.cost.seconds if self.cost.seconds > 0 else 0.0
+
+    def orders(self) -> list[list[int]]:
+        return [score_order(s) for s in self.scores]
+
+    def variants(self) -> dict[str, list[list[int]]]:
+        return {}
+
+    def info(self) -> dict[str, Any]:
+        return {}
+
+
 class Ranker(ABC):
-    """Anything that scores (question, candidate) pairs; higher scores rank first."""
+    """Anything that scores (question, candidate) pairs; higher scores rank first.
+
+    Implementations keep no per-call state, so one ranker can serve several threads at once.
+    """
 
     @abstractmethod
+    def run(self, examples: Sequence[RankingExample], progress: bool = False) -> RankResult:
+        """Score every candidate of every example; the result says what it cost."""
+
     def score(self, examples: Sequence[RankingExample], progress: bool = False) -> list[list[float]]:
         """One score per candidate, per example."""
+        return self.run(examples, progress).scores
 
     def rank(self, examples: Sequence[RankingExample], progress: bool = False) -> list[list[ScoredCandidate]]:
-        """Candidates of each example sorted best first (ties keep input order), with 1-based ranks."""
-        out = []
-        for ex, scores in zip(examples, self.score(examples, progress=progress), strict=True):
-            order = sorted(range(len(scores)), key=lambda i: (-scores[i], i))
-            out.append(
-                [ScoredCandidate(ex.candidates[i], float(scores[i]), r + 1) for r, i in enumerate(order)]
-            )
-        return out
+        """Candidates of each example best first, with their scores and 1-based ranks."""
+        return ranked(examples, self.run(examples, progress))
+
+
+def ranked(examples: Sequence[RankingExample], result: RankResult) -> list[list[ScoredCandidate]]:
+    """The candidates of each example in ``result``'s order, with scores and ranks."""
+    return [
+        [ScoredCandidate(ex.candidates[i], float(scores[i]), r + 1) for r, i in enumerate(order)]
+        for ex, scores, order in zip(examples, result.scores, result.orders(), strict=True)
+    ]

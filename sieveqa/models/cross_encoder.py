@@ -2,24 +2,22 @@
 
 from __future__ import annotations
 
-import time
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from torch import Tensor, nn
+from torch import Tensor
 
 from sieveqa.backbones import Backbone
-from sieveqa.data.records import RankingExample
-from sieveqa.encoder import pool
-from sieveqa.models.base import flatten_pairs, regroup
-from sieveqa.models.pair_model import PairModel, PairModelConfig
+from sieveqa.encoder import Cost
+from sieveqa.models.encoder_model import ModelConfig
+from sieveqa.models.heads import ClassifierHead
+from sieveqa.models.pair_model import PairModel
 
 
 @dataclass
-class CrossEncoderConfig(PairModelConfig):
+class CrossEncoderConfig(ModelConfig):
     """Architecture of a cross-encoder ranker."""
 
-    pooling: str = field(default="cls", metadata={"help": "'cls' or 'mean' token pooling before the head"})
+    pooling: str = field(default="cls", metadata={"help": "head input: 'cls' token or 'mean' of tokens"})
 
 
 class CrossEncoder(PairModel):
@@ -31,24 +29,23 @@ class CrossEncoder(PairModel):
 
     def __init__(self, config: CrossEncoderConfig | None = None, backbone: Backbone | None = None) -> None:
         super().__init__(config or CrossEncoderConfig(), backbone)
-        self.head = nn.Sequential(nn.Dropout(self.config.dropout), nn.Linear(self.encoder.hidden_size, 1))
+        self.head = ClassifierHead(self.encoder.hidden_size, 1, self.config.pooling, self.config.dropout)
+        self.eval()
+
+    @property
+    def n_scores(self) -> int:
+        return 1
 
     def forward(
-        self, input_ids: Tensor, attention_mask: Tensor, token_type_ids: Tensor | None = None
+        self,
+        input_ids: Tensor,
+        attention_mask: Tensor,
+        token_type_ids: Tensor | None = None,
+        cost: Cost | None = None,
     ) -> Tensor:
         """Relevance logits, one per row."""
-        hidden = self.encoder(input_ids, attention_mask, token_type_ids)
-        return self.head(pool(hidden, attention_mask, self.config.pooling)).squeeze(-1)
+        hidden = self.encoder(input_ids, attention_mask, token_type_ids, cost=cost)
+        return self.head(hidden, attention_mask)
 
-    def score_pairs(
-        self, questions: Sequence[str], texts: Sequence[str], progress: bool = False
-    ) -> list[float]:
-        """Score pairs in length-sorted batches under ``torch.inference_mode``; returns input order."""
-        started = time.perf_counter()
-        features = self.featurize(questions, texts)
-        return self.run_batches(
-            features, lambda model, batch: model(**batch), progress, started=started
-        ).tolist()
-
-    def score(self, examples: Sequence[RankingExample], progress: bool = False) -> list[list[float]]:
-        return regroup(examples, self.score_pairs(*flatten_pairs(examples), progress=progress))
+    def batch_logits(self, batch: dict[str, Tensor], cost: Cost, last_only: bool) -> Tensor:
+        return self(**batch, cost=cost).unsqueeze(1)

@@ -19,17 +19,19 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal, Self
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
 from sieveqa.backbones import Backbone
-from sieveqa.batching import PairFeatures, tokenize_texts
 from sieveqa.data.records import RankingExample
-from sieveqa.encoder import pool
-from sieveqa.models.pair_model import PairModel, PairModelConfig, ScoringStats
+from sieveqa.encoder import Cost, pool
+from sieveqa.errors import ConfigError
+from sieveqa.features import Features
+from sieveqa.models.base import Ranker, RankResult
+from sieveqa.models.encoder_model import EncoderModel, ModelConfig
 
 Composition = Literal["attention", "pooling"]
 StoreKind = Literal["bits", "float", "vector"]
@@ -43,7 +45,7 @@ VARIANTS: dict[str, tuple[Composition, bool]] = {
 
 
 @dataclass
-class HashingConfig(PairModelConfig):
+class HashingConfig(ModelConfig):
     """HAS and its baselines; ``max_length`` bounds an answer, ``question_max_length`` a question."""
 
     composition: Composition = field(
@@ -59,24 +61,28 @@ class HashingConfig(PairModelConfig):
 
     def __post_init__(self) -> None:
         if self.composition not in ("attention", "pooling"):
-            raise ValueError(f"composition must be 'attention' or 'pooling', got {self.composition!r}")
+            raise ConfigError(f"composition must be 'attention' or 'pooling', got {self.composition!r}")
         if self.hashing and self.composition != "attention":
-            raise ValueError("hashing is defined for attention composition (HAS); use hashing=False")
+            raise ConfigError("hashing is defined for attention composition (HAS); use hashing=False")
         if self.pooling not in ("max", "mean"):
-            raise ValueError(f"pooling must be 'max' or 'mean', got {self.pooling!r}")
+            raise ConfigError(f"pooling must be 'max' or 'mean', got {self.pooling!r}")
         if self.beta <= 0 or self.delta < 0 or self.attention_hidden < 1:
-            raise ValueError(
+            raise ConfigError(
                 f"need beta > 0, delta >= 0, attention_hidden >= 1; got {self.beta}, {self.delta}, "
                 f"{self.attention_hidden}"
             )
 
     @classmethod
-    def variant(cls, name: str, **kwargs: object) -> HashingConfig:
+    def variant(cls, name: str, **kwargs: Any) -> HashingConfig:
         """The config of one of the paper's models: ``has``, ``bert-attention`` or ``bert-pooling``."""
         if name not in VARIANTS:
-            raise ValueError(f"unknown variant {name!r}; known: {', '.join(VARIANTS)}")
+            raise ConfigError(f"unknown variant {name!r}; known: {', '.join(VARIANTS)}")
         composition, hashing = VARIANTS[name]
-        return cls(composition=composition, hashing=hashing, **kwargs)  # type: ignore[arg-type]
+        return cls(composition=composition, hashing=hashing, **kwargs)
+
+    @classmethod
+    def for_arch(cls, arch: str, **settings: Any) -> Self:
+        return cls.variant(arch, **settings)  # type: ignore[return-value]
 
     @property
     def store_kind(self) -> StoreKind:
@@ -107,7 +113,7 @@ class QuestionAttention(nn.Module):
         return torch.einsum("rl,rld->rd", weights, tokens)
 
 
-class HashingModel(PairModel):
+class HashingModel(EncoderModel, Ranker):
     """HAS / BERT-attention / BERT-pooling over a shared backbone (``HashingConfig.variant``)."""
 
     kind = "hashing"
@@ -122,17 +128,22 @@ class HashingModel(PairModel):
             else None
         )
         self.batch_size = 128
+        self.eval()
 
     # -- the two sides ------------------------------------------------------------------------------
 
-    def question_vectors(self, input_ids: Tensor, attention_mask: Tensor, **_: Tensor) -> Tensor:
+    def question_vectors(
+        self, input_ids: Tensor, attention_mask: Tensor, cost: Cost | None = None, **_: Tensor
+    ) -> Tensor:
         """u_q: the pooled token encodings of each question, rows × D."""
-        return pool(self.encoder(input_ids, attention_mask), attention_mask, self.config.pooling)
+        return pool(self.encoder(input_ids, attention_mask, cost=cost), attention_mask, self.config.pooling)
 
-    def answer_tokens(self, input_ids: Tensor, attention_mask: Tensor, **_: Tensor) -> Tensor:
+    def answer_tokens(
+        self, input_ids: Tensor, attention_mask: Tensor, cost: Cost | None = None, **_: Tensor
+    ) -> Tensor:
         """The answers' token matrices as a store would keep them (sign(V) for HAS at test time;
         tanh(βV) while training; V for BERT-attention; pooled vectors rows × D for BERT-pooling)."""
-        hidden = self.encoder(input_ids, attention_mask)
+        hidden = self.encoder(input_ids, attention_mask, cost=cost)
         if self.config.composition == "pooling":
             return pool(hidden, attention_mask, self.config.pooling)
         if not self.config.hashing:
@@ -167,28 +178,35 @@ class HashingModel(PairModel):
 
     # -- inference ----------------------------------------------------------------------------------
 
-    def featurize_questions(self, texts: Sequence[str]) -> PairFeatures:
-        return tokenize_texts(self.tokenizer, texts, self.config.question_max_length)
+    def featurize_questions(self, texts: Sequence[str]) -> Features:
+        return self.featurizer.texts(texts, self.config.question_max_length)
 
-    def featurize_answers(self, texts: Sequence[str]) -> PairFeatures:
-        return tokenize_texts(self.tokenizer, texts, self.config.max_length)
+    def featurize_answers(self, texts: Sequence[str]) -> Features:
+        return self.featurizer.texts(texts, self.config.max_length)
 
-    def encode_questions(self, texts: Sequence[str], progress: bool = False) -> Tensor:
+    def encode_questions(
+        self, texts: Sequence[str], progress: bool = False, cost: Cost | None = None
+    ) -> Tensor:
         """u_q for each question: rows × D."""
         features = self.featurize_questions(texts)
-        return self.run_batches(
-            features, lambda m, b: m.question_vectors(**b), progress, self.encoder.hidden_size
-        )
+        out = torch.empty((len(features), self.encoder.hidden_size))
+        with self.inference() as model:
+            for rows, batch in self.batches(features, progress, "questions"):
+                out[rows] = model.question_vectors(**batch, cost=cost).float().cpu()
+        return out
 
-    def encode_answers(self, texts: Sequence[str], progress: bool = False) -> list[Tensor]:
+    def encode_answers(
+        self, texts: Sequence[str], progress: bool = False, cost: Cost | None = None
+    ) -> list[Tensor]:
         """What a store keeps per answer, in input order: an L × D matrix (±1 for HAS; padding
         removed), or a D vector for BERT-pooling."""
         out: list[Tensor] = [torch.empty(0)] * len(texts)
-        for rows, model, batch in self.iter_batches(self.featurize_answers(texts), progress):
-            values = model.answer_tokens(**batch).float()
-            lengths = batch["attention_mask"].sum(1).tolist()
-            for j, i in enumerate(rows):
-                out[i] = (values[j] if values.dim() == 2 else values[j, : lengths[j]]).clone()
+        with self.inference() as model:
+            for rows, batch in self.batches(self.featurize_answers(texts), progress, "answers"):
+                values = model.answer_tokens(**batch, cost=cost).float().cpu()
+                lengths = batch["attention_mask"].sum(1).tolist()
+                for j, i in enumerate(rows):
+                    out[i] = (values[j] if values.dim() == 2 else values[j, : lengths[j]]).clone()
         return out
 
     def score_encoded(self, question: Tensor, answers: Sequence[Tensor]) -> Tensor:
@@ -201,25 +219,20 @@ class HashingModel(PairModel):
             tokens, mask = pad_matrices(answers)
             return self.similarity(question.unsqueeze(0), tokens, mask)
 
-    def score(self, examples: Sequence[RankingExample], progress: bool = False) -> list[list[float]]:
+    def run(self, examples: Sequence[RankingExample], progress: bool = False) -> RankResult:
         """Scores with each distinct question and answer encoded once (as with a store)."""
         started = time.perf_counter()
+        cost = Cost()
         questions = sorted({ex.question.text for ex in examples})
         answers = sorted({c.text for ex in examples for c in ex.candidates})
-        q_vec = dict(zip(questions, self.encode_questions(questions), strict=True))
-        q_stats = self.last_stats
-        a_rep = dict(zip(answers, self.encode_answers(answers, progress), strict=True))
-        out = [
+        q_vec = dict(zip(questions, self.encode_questions(questions, cost=cost), strict=True))
+        a_rep = dict(zip(answers, self.encode_answers(answers, progress, cost), strict=True))
+        scores = [
             self.score_encoded(q_vec[ex.question.text], [a_rep[c.text] for c in ex.candidates]).tolist()
             for ex in examples
         ]
-        self.last_stats = ScoringStats(
-            sum(len(ex.candidates) for ex in examples),
-            time.perf_counter() - started,
-            q_stats.layer_units + self.last_stats.layer_units,
-            q_stats.flops + self.last_stats.flops,
-        )
-        return out
+        cost.seconds = time.perf_counter() - started
+        return RankResult(scores, cost)
 
 
 def pad_matrices(matrices: Sequence[Tensor]) -> tuple[Tensor, Tensor]:

@@ -1,14 +1,16 @@
-"""Models that ship with sieveqa, by name."""
+"""Models that ship with sieveqa, by name, and loading any saved model by its recorded kind."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from sieveqa.errors import ModelFormatError
+from sieveqa import registry
+from sieveqa.errors import ConfigError, ModelFormatError
+from sieveqa.models._saving import model_kind
 
 if TYPE_CHECKING:
-    from sieveqa.models.pair_model import PairModel
+    from sieveqa.models.encoder_model import EncoderModel
 
 RESOURCES = Path(__file__).resolve().parent.parent / "resources"
 SHIPPED = {
@@ -30,6 +32,11 @@ def resolve_model(name_or_path: str | Path) -> Path:
     return path
 
 
+def is_shipped(path: str | Path) -> bool:
+    """Whether ``path`` lies inside the installed package's shipped models (never written to)."""
+    return Path(path).resolve().is_relative_to(RESOURCES.resolve())
+
+
 def model_ref(name_or_path: str | Path) -> str:
     """How to record a model so it can be found again: a shipped name as is, a folder as its
     absolute path (raises if it is neither)."""
@@ -37,20 +44,12 @@ def model_ref(name_or_path: str | Path) -> str:
     return name if name in SHIPPED else str(resolve_model(name_or_path).resolve())
 
 
-def load_model(name_or_path: str | Path) -> PairModel:
-    """Load any saved sieveqa pair model, picking the class from the folder's recorded kind."""
-    from sieveqa.models._saving import model_kind
-    from sieveqa.models.cascade import CascadeTransformer
-    from sieveqa.models.cross_encoder import CrossEncoder
-    from sieveqa.models.hashing import HashingModel
-
+def load_model(name_or_path: str | Path) -> EncoderModel:
+    """Load any saved sieveqa model, picking the class from the folder's recorded kind."""
     path = resolve_model(name_or_path)
-    classes: dict[str, type[PairModel]] = {
-        c.kind: c for c in (CrossEncoder, CascadeTransformer, HashingModel)
-    }
     kind = model_kind(path)
-    if kind not in classes:
-        raise ModelFormatError(
-            f"{path}/config.json: unknown model kind {kind!r}; known: {', '.join(classes)}"
-        )
-    return classes[kind].from_pretrained(path)
+    try:
+        cls = registry.technique(kind).model_class()
+    except ConfigError as err:
+        raise ModelFormatError(f"{path}/config.json: {err}") from None
+    return cls.from_pretrained(path)

@@ -1,17 +1,25 @@
-"""What runs at question time: pruning policies over the steppable encoder, answer stores."""
+"""What runs at question time: rankers that apply a policy over the steppable encoder, answer stores."""
 
 from sieveqa.runtime.answer_store import AnswerStore, StoreRanker
-from sieveqa.runtime.cascade import CascadeRanker, CascadeResult, SequentialRanker, simulate
-from sieveqa.runtime.pruning import cascade_order, drop_count, keep_top
+from sieveqa.runtime.cascade import CascadePolicy, CascadeRanker, CascadeResult, SequentialRanker
+from sieveqa.runtime.loading import load_ranker
+from sieveqa.runtime.policy import Policy
+from sieveqa.runtime.pruning import cascade_order, check_drop_ratios, drop_count, keep_top
+from sieveqa.runtime.trace import CascadeTrace, simulate
 
 __all__ = [
     "AnswerStore",
+    "CascadePolicy",
     "CascadeRanker",
     "CascadeResult",
+    "CascadeTrace",
+    "Policy",
     "SequentialRanker",
     "StoreRanker",
     "cascade_order",
+    "check_drop_ratios",
     "drop_count",
     "keep_top",
+    "load_ranker",
     "simulate",
 ]

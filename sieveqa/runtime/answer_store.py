@@ -19,12 +19,11 @@ At question time only the candidates asked for are unpacked. A store refuses a m
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import json
 import math
+import time
 from collections import Counter
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Container, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -34,11 +33,13 @@ import torch
 from torch import Tensor
 from tqdm.auto import tqdm
 
+from sieveqa.data.answers import StoreQuery
 from sieveqa.data.records import RankingExample
+from sieveqa.encoder import Cost
 from sieveqa.errors import StoreError
-from sieveqa.io import atomic_dir, atomic_write_json, file_sha256
+from sieveqa.io import LOCK_NAME, atomic_dir, atomic_write_json, exclusive, file_sha256
 from sieveqa.models import zoo
-from sieveqa.models.base import Ranker
+from sieveqa.models.base import Ranker, RankResult
 from sieveqa.models.hashing import HashingModel, StoreKind, pad_matrices
 
 FORMAT = "sieveqa-answer-store"
@@ -168,14 +169,22 @@ class AnswerStore:
         chunk: int = 4096,
         model_ref: str | None = None,
     ) -> AnswerStore:
-        """Encode ``(id, text)`` answers with ``model`` into a new store at ``path`` (which must not
-        hold a store already; use ``append`` to add to one). ``model_ref`` (a shipped name or model
-        folder) is recorded so the CLI can reload the model that reads the store."""
+        """Encode ``(id, text)`` answers with ``model`` into a new store at ``path``; use ``append``
+        to add to an existing one. ``model_ref`` (a shipped name or model folder) is recorded so the
+        CLI can reload the model that reads the store.
+
+        All or nothing: the manifest, which makes the folder a store, is written last, so a build
+        killed on the way leaves no store, and running it again starts over.
+        """
         path = Path(path)
         if (path / MANIFEST).exists():
-            raise StoreError(f"{path} already holds an answer store; append to it instead")
-        path.mkdir(parents=True, exist_ok=True)
-        with _lock(path):
+            raise StoreError(f"{path} already holds an answer store; add to it with `sieveqa index add`")
+        if path.is_dir():
+            other = sorted(p.name for p in path.iterdir() if not _leftover(p.name))
+            if other:
+                raise StoreError(f"{path} is not empty ({', '.join(other[:3])}, ...) and holds no answer store")
+        answers = _unique(path, list(answers), set())
+        with exclusive(path, "answer store"):
             manifest = {
                 "format": FORMAT,
                 "version": VERSION,
@@ -185,8 +194,8 @@ class AnswerStore:
                 "count": 0,
                 "segments": [],
             }
-            atomic_write_json(path / MANIFEST, manifest)
-        return cls.open(path, verify=False).append(model, answers, progress, chunk)
+            _add_segment(path, manifest, model, answers, progress, chunk)
+        return cls.open(path, verify=False)
 
     def append(
         self,
@@ -198,24 +207,11 @@ class AnswerStore:
         """Encode and add answers as a new segment; existing segments are not rewritten. Returns the
         reopened store. Ids already stored, or repeated in ``answers``, are refused."""
         self.check_model(model)
-        answers = list(answers)
-        ids = [a[0] for a in answers]
-        repeated = sorted({i for i, n in Counter(ids).items() if n > 1 or i in self._where})
-        if repeated:
-            raise StoreError(f"{self.path}: answer ids already stored or repeated: {repeated[:5]}")
+        answers = _unique(self.path, list(answers), self._where)
         if not answers:
             return self
-        with _lock(self.path):
-            manifest = _read_manifest(self.path)
-            name = f"seg-{len(manifest['segments']):05d}"
-            with atomic_dir(self.path / name) as tmp:
-                tokens = _write_segment(model, answers, tmp, progress, chunk)
-                sha = {f: file_sha256(tmp / f) for f in _FILES}
-            manifest["segments"].append(
-                {"name": name, "count": len(answers), "tokens": tokens, "sha256": sha}
-            )
-            manifest["count"] = sum(s["count"] for s in manifest["segments"])
-            atomic_write_json(self.path / MANIFEST, manifest)
+        with exclusive(self.path, "answer store"):
+            _add_segment(self.path, _read_manifest(self.path), model, answers, progress, chunk)
         return AnswerStore.open(self.path, verify=False)
 
     def check_model(self, model: HashingModel) -> None:
@@ -307,13 +303,43 @@ class StoreRanker(Ranker):
         best = torch.topk(torch.cat(scores), min(top, len(ids)))
         return [(ids[i], float(v)) for v, i in zip(best.values.tolist(), best.indices.tolist(), strict=True)]
 
-    def score(self, examples: Sequence[RankingExample], progress: bool = False) -> list[list[float]]:
+    def run(self, examples: Sequence[RankingExample], progress: bool = False) -> RankResult:
         """Scores of each example's candidates, looked up in the store by candidate id."""
-        vectors = self.model.encode_questions([ex.question.text for ex in examples])
-        return [
+        started, cost = time.perf_counter(), Cost()
+        vectors = self.model.encode_questions([ex.question.text for ex in examples], cost=cost)
+        scores = [
             self.score_ids(vectors[i], [c.id for c in ex.candidates]).tolist()
             for i, ex in enumerate(tqdm(examples, desc="ranking", unit="question", disable=not progress))
         ]
+        cost.seconds = time.perf_counter() - started
+        return RankResult(scores, cost)
+
+    def rank_queries(self, queries: Sequence[StoreQuery], top: int = 10) -> list[StoreRanking]:
+        """Each query's candidate ids ranked, or, without candidates, the ``top`` of the whole store."""
+        out = []
+        for query in queries:
+            if query.ids is None:
+                ranked = self.search(query.question, top=max(top, 1))
+            else:
+                scores = self.score_ids(query.question, query.ids).tolist()
+                ranked = sorted(zip(query.ids, scores, strict=True), key=lambda x: -x[1])
+            out.append(StoreRanking(query, ranked))
+        return out
+
+
+@dataclass
+class StoreRanking:
+    """A query and its stored answers, best first, as ``(id, score)``."""
+
+    query: StoreQuery
+    ranked: list[tuple[str, float]]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "qid": self.query.qid,
+            "question": self.query.question,
+            "ranked": [{"id": i, "score": s, "rank": r} for r, (i, s) in enumerate(self.ranked, start=1)],
+        }
 
 
 def _read_manifest(path: Path) -> dict[str, Any]:
@@ -331,18 +357,35 @@ def _read_manifest(path: Path) -> dict[str, Any]:
     return manifest
 
 
-@contextlib.contextmanager
-def _lock(path: Path) -> Iterator[None]:
-    """One writer at a time per store (an advisory lock on ``path/.lock``)."""
-    with (path / ".lock").open("w") as handle:
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            raise StoreError(f"{path}: another process is writing this store") from None
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+def _leftover(name: str) -> bool:
+    """What a killed build leaves in a store folder: its lock, segments, temporary folders."""
+    return name == LOCK_NAME or name.startswith(("seg-", ".seg-"))
+
+
+def _unique(path: Path, answers: list[tuple[str, str]], stored: Container[str]) -> list[tuple[str, str]]:
+    repeated = sorted({i for i, n in Counter(a[0] for a in answers).items() if n > 1 or i in stored})
+    if repeated:
+        raise StoreError(f"{path}: answer ids already stored or repeated: {repeated[:5]}")
+    return answers
+
+
+def _add_segment(
+    path: Path,
+    manifest: dict[str, Any],
+    model: HashingModel,
+    answers: Sequence[tuple[str, str]],
+    progress: bool,
+    chunk: int,
+) -> None:
+    """Write the next segment (atomically), then the manifest that lists it (atomically)."""
+    if answers:
+        name = f"seg-{len(manifest['segments']):05d}"
+        with atomic_dir(path / name) as tmp:
+            tokens = _write_segment(model, answers, tmp, progress, chunk)
+            sha = {f: file_sha256(tmp / f) for f in _FILES}
+        manifest["segments"].append({"name": name, "count": len(answers), "tokens": tokens, "sha256": sha})
+    manifest["count"] = sum(s["count"] for s in manifest["segments"])
+    atomic_write_json(path / MANIFEST, manifest)
 
 
 def _write_segment(

@@ -1,10 +1,9 @@
 """Cascade inference (section 4.3.2): all candidates of a question climb one encoder together and each
 exit drops a fixed share of them, per question, even when many questions share one batch.
 
-The same pruning loop drives three rankers: the real cascade (hidden states carried from exit to
-exit), the sequential ranker baseline (independent models of growing depth, nothing shared), and a
-simulation over exit scores computed once with nothing pruned (what the drop-ratio search uses).
-Rows are independent in a transformer, so the three agree wherever their scores agree.
+``CascadeRanker`` keeps every candidate's hidden states in an ``EncoderState`` and advances only the
+survivors, exit by exit; ``SequentialRanker`` is the paper's baseline of independent models of
+growing depth. Both run the pruning loop of ``runtime.trace`` and apply a ``CascadePolicy``.
 """
 
 from __future__ import annotations
@@ -12,177 +11,81 @@ from __future__ import annotations
 import itertools
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Self
 
 import torch
 from torch import Tensor
-from torch.nn.utils.rnn import pad_sequence
 from tqdm.auto import tqdm
 
-from sieveqa.batching import collate, length_batches
-from sieveqa.data.records import RankingExample, ScoredCandidate
-from sieveqa.models.base import Ranker, flatten_pairs, regroup
-from sieveqa.models.cascade import CascadeTransformer, check_drop_ratios
+from sieveqa.data.records import RankingExample
+from sieveqa.encoder import Cost
+from sieveqa.errors import ConfigError
+from sieveqa.models.base import Ranker, RankResult, flatten_pairs, regroup
+from sieveqa.models.cascade import CascadeTransformer
 from sieveqa.models.cross_encoder import CrossEncoder
-from sieveqa.models.precision import Precision, apply_precision
-from sieveqa.runtime.pruning import grouped_order, keep_top
-
-StageScorer = Callable[[int, Tensor], Tensor]
-
-
-def groups_of(examples: Sequence[RankingExample]) -> Tensor:
-    """Question index of every candidate, in example order (the layout every trace uses)."""
-    return torch.tensor([q for q, ex in enumerate(examples) for _ in ex.candidates], dtype=torch.long)
+from sieveqa.runtime.policy import Policy
+from sieveqa.runtime.pruning import check_drop_ratios
+from sieveqa.runtime.trace import CascadeTrace, empty_trace, groups_of, merge_traces, prune_loop, relative_cost
 
 
-@dataclass
-class CascadeTrace:
-    """Where each candidate left the cascade, and what each exit it reached thought of it.
+@dataclass(frozen=True)
+class CascadePolicy(Policy):
+    """Drop ⌊α·k⌋ of each question's candidates after every exit but the last (one α for all exits,
+    or one each), or, with ``thresholds``, every candidate scoring below the exit's threshold."""
 
-    Rows are candidates in example order; ``groups[r]`` is row r's question (0 .. n_groups-1,
-    non-decreasing; a question may have no rows). ``scores[r, i]`` is exit i's score of row r (NaN
-    where r was dropped earlier), ``last_exit[r]`` the last exit that scored it, and ``survivors[i]``
-    how many rows exit i scored.
-    """
+    kind = "cascade"
+    drop_ratios: tuple[float, ...] | None = None
+    thresholds: tuple[float, ...] | None = None
 
-    scores: Tensor
-    last_exit: Tensor
-    groups: Tensor
-    n_groups: int
-    survivors: list[int]
+    def __post_init__(self) -> None:
+        if self.drop_ratios is not None and self.thresholds is not None:
+            raise ConfigError("a cascade policy has drop ratios or thresholds, not both")
 
-    def stopped_at(self, exit_index: int) -> tuple[Tensor, Tensor]:
-        """(exit, score) of every row if the cascade had ended at ``exit_index``."""
-        exits = self.last_exit.clamp(max=exit_index)
-        return exits, self.scores.gather(1, exits.unsqueeze(1)).squeeze(1)
-
-    def cascade_scores(self) -> Tensor:
-        """One score per row that sorts like the cascade's ranking: the index of the last exit
-        reached plus the sigmoid of that exit's score (scores of different exits are not comparable)."""
-        exits, scores = self.stopped_at(self.scores.shape[1] - 1)
-        return exits.double() + torch.sigmoid(scores.double())
-
-    def orders(self, exit_index: int | None = None) -> list[list[int]]:
-        """Per question, its candidates' local indices best first (cascade order)."""
-        exits, scores = self.stopped_at(self.scores.shape[1] - 1 if exit_index is None else exit_index)
-        order = grouped_order(exits, scores, self.groups).tolist()
-        counts = torch.bincount(self.groups, minlength=self.n_groups).tolist()
-        out, start = [], 0
-        for count in counts:
-            out.append([r - start for r in order[start : start + count]])
-            start += count
-        return out
+    def resolved(self, n_stages: int) -> CascadePolicy:
+        """The policy with one setting per pruning stage (α = 0 when it has none)."""
+        if self.thresholds is not None:
+            if len(self.thresholds) != n_stages - 1:
+                raise ConfigError(
+                    f"need {n_stages - 1} thresholds (one per exit but the last), got {len(self.thresholds)}"
+                )
+            return CascadePolicy(thresholds=tuple(float(t) for t in self.thresholds))
+        ratios = check_drop_ratios(self.drop_ratios if self.drop_ratios is not None else 0.0, n_stages)
+        return CascadePolicy(drop_ratios=tuple(ratios))
 
 
-def prune_loop(
-    groups: Tensor,
-    n_stages: int,
-    score_stage: StageScorer,
-    drop_ratios: Sequence[float] | None = None,
-    thresholds: Sequence[float] | None = None,
-    n_groups: int | None = None,
-) -> CascadeTrace:
-    """Score rows stage by stage; after each stage but the last drop ⌊α·k⌋ per question (or, with
-    ``thresholds``, every row scoring below the stage's threshold).
-
-    ``score_stage(i, rows)`` returns stage i's scores of ``rows`` (indices into ``groups``).
-    ``n_groups`` counts questions without candidates too (default: ``groups.max() + 1``).
-    """
-    if (drop_ratios is None) == (thresholds is None):
-        raise ValueError("give either drop_ratios or thresholds, not both or neither")
-    limits = list(drop_ratios if drop_ratios is not None else thresholds or [])
-    if len(limits) != n_stages - 1:
-        raise ValueError(
-            f"need {n_stages - 1} pruning settings (one per exit but the last), got {len(limits)}"
-        )
-    if len(groups) and bool((groups[1:] < groups[:-1]).any()):
-        raise ValueError("groups must be non-decreasing (candidates of a question next to each other)")
-    n = len(groups)
-    scores = torch.full((n, n_stages), float("nan"))
-    last_exit = torch.zeros(n, dtype=torch.long)
-    alive = torch.arange(n)
-    survivors = [0] * n_stages
-    for i in range(n_stages):
-        if len(alive) == 0:
-            break
-        survivors[i] = len(alive)
-        stage = score_stage(i, alive).float()
-        scores[alive, i] = stage
-        last_exit[alive] = i
-        if i < n_stages - 1:
-            fixed = drop_ratios is not None
-            alive = alive[keep_top(stage, groups[alive], limits[i]) if fixed else stage >= limits[i]]
-    if n_groups is None:
-        n_groups = int(groups.max()) + 1 if n else 0
-    return CascadeTrace(scores, last_exit, groups, n_groups, survivors)
-
-
-def merge_traces(traces: Sequence[CascadeTrace]) -> CascadeTrace:
-    """One trace from the traces of consecutive batches of questions."""
-    groups, offset = [], 0
-    for t in traces:
-        groups.append(t.groups + offset)
-        offset += t.n_groups
-    return CascadeTrace(
-        torch.cat([t.scores for t in traces]),
-        torch.cat([t.last_exit for t in traces]),
-        torch.cat(groups),
-        offset,
-        [sum(col) for col in zip(*(t.survivors for t in traces), strict=True)],
-    )
-
-
-def simulate(
-    exit_scores: Tensor,
-    groups: Tensor,
-    drop_ratios: Sequence[float] | None = None,
-    thresholds: Sequence[float] | None = None,
-    n_groups: int | None = None,
-) -> CascadeTrace:
-    """The cascade's decisions from exit scores computed with nothing pruned (rows × exits)."""
-    return prune_loop(
-        groups, exit_scores.shape[1], lambda i, rows: exit_scores[rows, i], drop_ratios, thresholds, n_groups
-    )
-
-
-def cascade_layer_units(survivors: Sequence[int], exits: Sequence[int]) -> int:
-    """Layer-units a cascade spends: rows scored at each exit times the layers run since the last one."""
-    steps = [b - a for a, b in zip([0, *exits[:-1]], exits, strict=True)]
-    return sum(k * s for k, s in zip(survivors, steps, strict=True))
-
-
-def sequential_layer_units(survivors: Sequence[int], depths: Sequence[int]) -> int:
-    """Layer-units of a sequential ranker: every stage re-runs its own model from the first layer."""
-    return sum(k * d for k, d in zip(survivors, depths, strict=True))
-
-
-def relative_cost(layer_units: int, n_pairs: int, full_depth: int) -> float:
-    """Layer-units spent over those of the full-depth monolithic model (the paper's cost column)."""
-    return layer_units / (n_pairs * full_depth) if n_pairs else 0.0
-
-
-@dataclass
-class CascadeResult:
-    """A ranking run: the trace, and what it cost against running every pair through every layer.
-
-    ``seconds`` covers tokenization too, like ``PairModel.last_stats``.
-    """
+@dataclass(kw_only=True)
+class CascadeResult(RankResult):
+    """A pruned run: scores that sort like the cascade's ranking, its trace, and its cost against
+    running every pair through every layer."""
 
     trace: CascadeTrace
-    n_pairs: int
+    exits: list[int]
     full_depth: int
-    layer_units: int
-    flops: int = 0
-    seconds: float = 0.0
+    policy: CascadePolicy
 
     @property
     def relative_cost(self) -> float:
-        return relative_cost(self.layer_units, self.n_pairs, self.full_depth)
+        return relative_cost(self.cost.layer_units, self.n_pairs, self.full_depth)
 
-    @property
-    def pairs_per_second(self) -> float:
-        return self.n_pairs / self.seconds if self.seconds > 0 else 0.0
+    def orders(self) -> list[list[int]]:
+        return self.trace.orders()
+
+    def variants(self) -> dict[str, list[list[int]]]:
+        """The ranking of the cascade stopped at each exit (at α = 0: each exit alone)."""
+        return {f"L{layer}": self.trace.orders(i) for i, layer in enumerate(self.exits)}
+
+    def info(self) -> dict[str, Any]:
+        ratios, cuts = self.policy.drop_ratios, self.policy.thresholds
+        return {
+            "exits": self.exits,
+            "drop_ratios": None if ratios is None else list(ratios),
+            "thresholds": None if cuts is None else list(cuts),
+            "relative_cost": round(self.relative_cost, 4),
+            "survivors": self.trace.survivors,
+        }
 
 
 def _question_chunks(examples: Sequence[RankingExample], max_rows: int) -> Iterator[tuple[int, int]]:
@@ -202,87 +105,56 @@ def _question_chunks(examples: Sequence[RankingExample], max_rows: int) -> Itera
 class _PrunedRanker(Ranker, ABC):
     """Shared driver: batches of whole questions through ``prune_loop``; ranks in cascade order."""
 
-    def __init__(
-        self,
-        n_stages: int,
-        full_depth: int,
-        max_rows: int,
-        drop_ratios: float | Sequence[float] | None,
-        thresholds: Sequence[float] | None,
-    ) -> None:
+    def __init__(self, stages: Sequence[int], max_rows: int, policy: CascadePolicy) -> None:
         if max_rows < 1:
-            raise ValueError(f"max_rows must be >= 1, got {max_rows}")
-        if drop_ratios is not None and thresholds is not None:
-            raise ValueError("give drop ratios or thresholds, not both")
-        self.n_stages, self.full_depth, self.max_rows = n_stages, full_depth, max_rows
-        self.drop_ratios: list[float] | None = None
-        self.thresholds: list[float] | None = None
-        if thresholds is not None:
-            if len(thresholds) != n_stages - 1:
-                raise ValueError(
-                    f"need {n_stages - 1} thresholds (one per exit but the last), got {len(thresholds)}"
-                )
-            self.thresholds = [float(t) for t in thresholds]
-        else:
-            self.drop_ratios = check_drop_ratios(drop_ratios if drop_ratios is not None else 0.0, n_stages)
-        self.units = self.flops = 0
-        self.last_result: CascadeResult | None = None
+            raise ConfigError(f"max_rows must be >= 1, got {max_rows}")
+        self.stages, self.max_rows = list(stages), max_rows
+        self.policy = policy.resolved(len(stages))
+
+    @property
+    def drop_ratios(self) -> list[float] | None:
+        return None if self.policy.drop_ratios is None else list(self.policy.drop_ratios)
+
+    @property
+    def thresholds(self) -> list[float] | None:
+        return None if self.policy.thresholds is None else list(self.policy.thresholds)
 
     @abstractmethod
     def _run_chunk(
-        self, questions: list[str], texts: list[str], groups: Tensor, n_groups: int
+        self, questions: list[str], texts: list[str], groups: Tensor, n_groups: int, cost: Cost
     ) -> CascadeTrace:
-        """Prune and score one batch of whole questions, adding what it cost to ``units``/``flops``."""
+        """Prune and score one batch of whole questions, adding what it cost to ``cost``."""
+
+    def _prune(self, groups: Tensor, n_groups: int, score_stage: Any) -> CascadeTrace:
+        return prune_loop(
+            groups, len(self.stages), score_stage, self.drop_ratios, self.thresholds, n_groups
+        )
 
     def run(self, examples: Sequence[RankingExample], progress: bool = False) -> CascadeResult:
         """Rank every example's candidates; the result also says what it cost."""
-        traces = []
-        self.units = self.flops = 0
-        start = time.perf_counter()
+        started, cost, traces = time.perf_counter(), Cost(), []
         bar = tqdm(total=len(examples), desc="ranking", unit="q", disable=not progress, leave=False)
         for lo, hi in _question_chunks(examples, self.max_rows):
             chunk = examples[lo:hi]
-            questions, texts = flatten_pairs(chunk)
-            traces.append(self._run_chunk(questions, texts, groups_of(chunk), len(chunk)))
+            traces.append(self._run_chunk(*flatten_pairs(chunk), groups_of(chunk), len(chunk), cost))
             bar.update(len(chunk))
         bar.close()
-        seconds = time.perf_counter() - start
-        n_pairs = sum(len(ex.candidates) for ex in examples)
-        trace = (
-            merge_traces(traces)
-            if traces
-            else simulate(
-                torch.empty(0, self.n_stages),
-                torch.empty(0, dtype=torch.long),
-                thresholds=[0.0] * (self.n_stages - 1),
-            )
-        )
-        self.last_result = CascadeResult(trace, n_pairs, self.full_depth, self.units, self.flops, seconds)
-        return self.last_result
-
-    def score(self, examples: Sequence[RankingExample], progress: bool = False) -> list[list[float]]:
-        """Scores that sort like the cascade's ranking: last exit reached + sigmoid of its score
-        (see ``CascadeTrace.cascade_scores``); ``last_result.trace`` keeps every exit's raw score."""
-        return regroup(examples, self.run(examples, progress).trace.cascade_scores().tolist())
-
-    def rank(self, examples: Sequence[RankingExample], progress: bool = False) -> list[list[ScoredCandidate]]:
-        """Candidates in cascade order (exact, even where sigmoids saturate), with cascade scores."""
-        trace = self.run(examples, progress).trace
+        trace = merge_traces(traces) if traces else empty_trace(len(self.stages))
+        cost.seconds = time.perf_counter() - started
         scores = regroup(examples, trace.cascade_scores().tolist())
-        return [
-            [ScoredCandidate(ex.candidates[i], sc[i], r + 1) for r, i in enumerate(order)]
-            for ex, sc, order in zip(examples, scores, trace.orders(), strict=True)
-        ]
+        return CascadeResult(
+            scores, cost, trace=trace, exits=self.stages, full_depth=self.stages[-1], policy=self.policy
+        )
 
 
 class CascadeRanker(_PrunedRanker):
     """Runs a ``CascadeTransformer`` with per-question pruning at its exits.
 
-    ``drop_ratios``: one α for all exits or one per exit but the last (default: the ratios saved
-    with the model, else none). ``thresholds`` replaces them by score thresholds. Questions are packed
-    into batches of about ``max_rows`` candidates (a bigger question stays whole, alone); inside a
-    batch each layer runs on length-sorted mini-batches of ``batch_size`` rows, re-formed after every
-    exit from the rows still alive.
+    ``drop_ratios`` (one α for all exits or one per exit but the last) or ``thresholds`` override
+    ``policy``, which defaults to the one saved beside the model (else no pruning). Questions are
+    packed into batches of about ``max_rows`` candidates (a bigger question stays whole, alone);
+    inside a batch each layer runs on length-sorted groups of ``batch_size`` rows (default: the
+    model's), re-formed after every exit from the rows still alive.
     """
 
     def __init__(
@@ -290,57 +162,58 @@ class CascadeRanker(_PrunedRanker):
         model: CascadeTransformer,
         drop_ratios: float | Sequence[float] | None = None,
         thresholds: Sequence[float] | None = None,
-        batch_size: int = 64,
+        batch_size: int | None = None,
         max_rows: int = 2048,
-        precision: Precision = "fp32",
+        policy: CascadePolicy | None = None,
     ) -> None:
-        saved = model.config.drop_ratios if thresholds is None else None
-        ratios = drop_ratios if drop_ratios is not None else saved
-        super().__init__(len(model.exits), model.encoder.num_layers, max_rows, ratios, thresholds)
-        self.model, self.batch_size, self.precision = model, batch_size, precision
+        if drop_ratios is not None or thresholds is not None:
+            if drop_ratios is not None and thresholds is not None:
+                raise ConfigError("give drop ratios or thresholds, not both")
+            ratios = None if drop_ratios is None else tuple(check_drop_ratios(drop_ratios, len(model.exits)))
+            policy = CascadePolicy(ratios, None if thresholds is None else tuple(thresholds))
+        elif policy is None:
+            policy = CascadePolicy.saved(model) or CascadePolicy()
+        super().__init__(model.exits, max_rows, policy)
+        self.model = model
+        self.batch_size = batch_size or model.batch_size
+
+    @classmethod
+    def from_model(cls, model: CascadeTransformer, policy: str | Path | None = None, **overrides: Any) -> Self:
+        """The ranker ``load_ranker`` builds: the saved policy, or one read from a ``policy`` file,
+        overridden by ``drop_ratios`` / ``thresholds``."""
+        unknown = sorted(set(overrides) - {"drop_ratios", "thresholds"})
+        if unknown:
+            raise ConfigError(f"a cascade takes drop_ratios or thresholds, not {unknown}")
+        given = {k: v for k, v in overrides.items() if v is not None}
+        base = CascadePolicy.read(policy) if policy is not None else None
+        return cls(model, policy=base, **given)
 
     def _run_chunk(
-        self, questions: list[str], texts: list[str], groups: Tensor, n_groups: int
+        self, questions: list[str], texts: list[str], groups: Tensor, n_groups: int, cost: Cost
     ) -> CascadeTrace:
         features = self.model.featurize(questions, texts)
-        lengths = torch.tensor(features.lengths)
-        pad_id = self.model.tokenizer.pad_token_id
-        exits = self.model.exits
-        store: dict[int, Tensor] = {}
-        was_training = self.model.training
-        self.model.eval()
-        with torch.inference_mode(), apply_precision(self.model, self.precision) as model:
-            encoder = model.encoder
-            encoder.cost.reset()
+        exits = self.stages
+        with self.model.inference() as model:
+            state = model.encoder.start(features, model.pad_id, self.batch_size, cost)
+            live = set(range(len(features)))
 
             def score_stage(i: int, alive: Tensor) -> Tensor:
-                nonlocal store
-                # Rows dropped at the previous exit leave the store (their states are copies, so
-                # the memory is freed with them).
-                store = {r: store[r] for r in alive.tolist()} if i else {}
-                out = torch.empty(len(alive))
-                for pos in length_batches(lengths[alive].tolist(), self.batch_size):
-                    rows = alive[pos].tolist()
-                    if i == 0:
-                        batch = collate(features, rows, pad_id)
-                        mask = batch["attention_mask"]
-                        hidden = encoder.embed(batch["input_ids"], mask, batch["token_type_ids"]).hidden
-                    else:
-                        hidden = pad_sequence([store[r] for r in rows], batch_first=True)
-                        mask = (torch.arange(hidden.shape[1]) < lengths[rows].unsqueeze(1)).long()
-                    for layer in range(exits[i - 1] if i else 0, exits[i]):
-                        hidden = encoder.run_layer(layer, hidden, mask)
-                    out[pos] = model.heads[i](hidden, mask).float()
-                    if i < len(exits) - 1:
-                        for j, r in enumerate(rows):
-                            store[r] = hidden[j, : int(lengths[r])].clone()
+                nonlocal live
+                rows = alive.tolist()
+                # Rows dropped at the previous exit are forgotten (their memory is freed).
+                state.release(sorted(live.difference(rows)))
+                live = set(rows)
+                ran = []
+                for _ in range(exits[i] - (exits[i - 1] if i else 0)):
+                    ran = model.encoder.advance(state, rows, self.batch_size)
+                position = {r: p for p, r in enumerate(rows)}
+                out = torch.empty(len(rows))
+                for group in ran:
+                    logits = model.heads[i](group.hidden, group.mask)
+                    out[[position[r] for r in group.rows]] = logits.float().cpu()
                 return out
 
-            trace = prune_loop(groups, len(exits), score_stage, self.drop_ratios, self.thresholds, n_groups)
-            self.units += encoder.cost.layer_units
-            self.flops += encoder.cost.flops
-        self.model.train(was_training)
-        return trace
+            return self._prune(groups, n_groups, score_stage)
 
 
 class SequentialRanker(_PrunedRanker):
@@ -352,25 +225,27 @@ class SequentialRanker(_PrunedRanker):
         models: Sequence[CrossEncoder],
         drop_ratios: float | Sequence[float] = 0.0,
         thresholds: Sequence[float] | None = None,
-        batch_size: int = 64,
         max_rows: int = 2048,
     ) -> None:
         depths = [m.encoder.num_layers for m in models]
         if len(models) < 2 or any(b <= a for a, b in itertools.pairwise(depths)):
-            raise ValueError(f"need two or more models in increasing depth, got depths {depths}")
-        super().__init__(len(models), depths[-1], max_rows, drop_ratios, thresholds)
-        self.models, self.depths = list(models), depths
-        for m in self.models:
-            m.batch_size = batch_size
+            raise ConfigError(f"need two or more models in increasing depth, got depths {depths}")
+        if thresholds is not None:
+            policy = CascadePolicy(thresholds=tuple(thresholds))
+        else:
+            policy = CascadePolicy(drop_ratios=tuple(check_drop_ratios(drop_ratios, len(models))))
+        super().__init__(depths, max_rows, policy)
+        self.models = list(models)
 
     def _run_chunk(
-        self, questions: list[str], texts: list[str], groups: Tensor, n_groups: int
+        self, questions: list[str], texts: list[str], groups: Tensor, n_groups: int, cost: Cost
     ) -> CascadeTrace:
         def score_stage(i: int, alive: Tensor) -> Tensor:
-            rows, model = alive.tolist(), self.models[i]
-            scores = model.score_pairs([questions[r] for r in rows], [texts[r] for r in rows])
-            self.units += model.last_stats.layer_units
-            self.flops += model.last_stats.flops
-            return torch.tensor(scores)
+            rows = alive.tolist()
+            matrix, spent = self.models[i].score_matrix(
+                [questions[r] for r in rows], [texts[r] for r in rows], last_only=True
+            )
+            cost.add(spent)
+            return matrix[:, 0]
 
-        return prune_loop(groups, self.n_stages, score_stage, self.drop_ratios, self.thresholds, n_groups)
+        return self._prune(groups, n_groups, score_stage)

@@ -14,13 +14,32 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from sieveqa.errors import ConfigError
+
 # Keeps products such as 0.29 * 100 = 28.999999999999996 from losing a whole candidate to the floor.
 _EPS = 1e-9
 
 
 def _check_alpha(alpha: float) -> None:
     if not 0.0 <= alpha < 1.0:
-        raise ValueError(f"drop ratio alpha must be in [0, 1), got {alpha}")
+        raise ConfigError(f"drop ratio alpha must be in [0, 1), got {alpha}")
+
+
+def check_drop_ratios(ratios: float | Sequence[float], n_exits: int) -> list[float]:
+    """One α per pruning exit (every exit but the last); one value (alone or in a list) applies to all."""
+    if not isinstance(ratios, int | float) and len(ratios) == 1:
+        ratios = ratios[0]
+    if isinstance(ratios, int | float):
+        ratios = [float(ratios)] * (n_exits - 1)
+    ratios = [float(a) for a in ratios]
+    if len(ratios) != n_exits - 1:
+        raise ConfigError(
+            f"need {n_exits - 1} drop ratios (one per exit but the last) or a single one, got {len(ratios)}"
+        )
+    bad = [a for a in ratios if not 0.0 <= a < 1.0]
+    if bad:
+        raise ConfigError(f"drop ratios must be in [0, 1), got {bad}")
+    return ratios
 
 
 def drop_count(k: int, alpha: float) -> int:

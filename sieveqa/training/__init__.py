@@ -1,7 +1,8 @@
-"""The one training loop, its configuration, objectives and recipes."""
+"""The one training loop, its configuration, objectives and the recipe of each technique."""
 
 from sieveqa.training.config import TrainConfig
 from sieveqa.training.objectives import PointwiseBCE
+from sieveqa.training.recipes import Recipe, retrofit_cascade, train_model
 from sieveqa.training.trainer import Trainer
 
-__all__ = ["PointwiseBCE", "TrainConfig", "Trainer"]
+__all__ = ["PointwiseBCE", "Recipe", "TrainConfig", "Trainer", "retrofit_cascade", "train_model"]

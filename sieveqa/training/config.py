@@ -7,10 +7,13 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from sieveqa.device import DEVICES
+from sieveqa.errors import ConfigError
+
 
 @dataclass
 class TrainConfig:
-    """How to train a ranker: optimisation, data sampling, evaluation and checkpoints."""
+    """How to train a ranker: optimisation, data sampling, evaluation, checkpoints, device."""
 
     epochs: float = field(
         default=1.0, metadata={"help": "passes over the training pairs (fractions allowed)"}
@@ -28,15 +31,18 @@ class TrainConfig:
         default=None, metadata={"help": "keep at most this many negatives per question (sampled)"}
     )
     max_pairs: int | None = field(
-        default=None, metadata={"help": "cap on training pairs (sampled by question)"}
+        default=None, metadata={"help": "cap on training pairs (or triplets), sampled by question"}
     )
     eval_every: int = field(
-        default=0, metadata={"help": "also evaluate every N optimizer steps (0: per epoch)"}
+        default=0, metadata={"help": "also evaluate on dev every N optimizer steps (0: per epoch)"}
     )
     checkpoint_every: int = field(
         default=200, metadata={"help": "write a resumable checkpoint every N steps"}
     )
     metric: str = field(default="map", metadata={"help": "dev metric that picks the best checkpoint"})
+    device: str = field(
+        default="auto", metadata={"help": "auto (CUDA if available), cpu or cuda; CUDA trains in bf16"}
+    )
     progress: bool = field(default=True, metadata={"help": "show progress bars"})
 
     def __post_init__(self) -> None:
@@ -46,10 +52,13 @@ class TrainConfig:
             "grad_accum": self.grad_accum >= 1,
             "lr": self.lr > 0,
             "warmup_ratio": 0 <= self.warmup_ratio < 1,
+            "checkpoint_every": self.checkpoint_every >= 1,
+            "eval_every": self.eval_every >= 0,
+            "device": self.device in DEVICES,
         }
         bad = [name for name, ok in checks.items() if not ok]
         if bad:
-            raise ValueError(f"TrainConfig: invalid {', '.join(f'{b}={getattr(self, b)!r}' for b in bad)}")
+            raise ConfigError(f"TrainConfig: invalid {', '.join(f'{b}={getattr(self, b)!r}' for b in bad)}")
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -57,10 +66,26 @@ class TrainConfig:
     @classmethod
     def from_json(cls, path: str | Path, **overrides: Any) -> TrainConfig:
         """Read a JSON file of fields; unknown keys are an error naming the key."""
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
+        data = read_json_object(path)
         known = {f.name for f in fields(cls)}
         unknown = set(data) - known
         if unknown:
-            raise ValueError(f"{path}: unknown TrainConfig field(s) {sorted(unknown)}")
+            raise ConfigError(f"{path}: unknown TrainConfig field(s) {sorted(unknown)}")
         data.update({k: v for k, v in overrides.items() if v is not None})
         return cls(**data)
+
+
+def read_json_object(path: str | Path) -> dict[str, Any]:
+    """A JSON object from a file, or a ConfigError naming the file and what is wrong."""
+    path = Path(path)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: no such file") from None
+    except UnicodeDecodeError as err:
+        raise ConfigError(f"{path}: not UTF-8 text (byte {err.start})") from err
+    except json.JSONDecodeError as err:
+        raise ConfigError(f"{path}: invalid JSON ({err.msg}, line {err.lineno})") from err
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: expected a JSON object of settings, got {type(data).__name__}")
+    return data

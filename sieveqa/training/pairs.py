@@ -15,7 +15,7 @@ class LabelledPairs:
 
     questions: list[str]
     texts: list[str]
-    labels: list[int]
+    labels: list[float]
 
     def __len__(self) -> int:
         return len(self.labels)

@@ -1,152 +1,273 @@
-"""Training recipes: rankers on named datasets (TANDA's transfer-then-adapt is two calls), and the
-retrofit that turns a trained cross-encoder into a cascade."""
+"""Training recipes: what each technique trains on and with which objective, the one driver that runs
+any of them on named datasets (TANDA's transfer-then-adapt is two calls), and the cascade retrofit.
+
+A recipe has an options dataclass (its own training settings, which the CLI turns into flags), samples
+labelled data from examples, tokenizes it for a model, names its objective, and says how dev
+evaluation scores a model. ``sieveqa.registry`` names the recipe of each technique.
+"""
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import torch
 from torch import nn
 from tqdm.auto import tqdm
 
-from sieveqa.batching import PairFeatures
+from sieveqa import registry
 from sieveqa.data.records import RankingExample
 from sieveqa.data.registry import load_datasets
-from sieveqa.evaluation.metrics import evaluate_scores
-from sieveqa.models._saving import model_kind
-from sieveqa.models.base import flatten_pairs, regroup
-from sieveqa.models.cascade import CascadeConfig, CascadeTransformer
+from sieveqa.errors import ConfigError, DataFormatError
+from sieveqa.evaluation.metrics import evaluate_scores, qrels_from_examples
+from sieveqa.io import check_output_dir, exclusive
+from sieveqa.models.base import Ranker, flatten_pairs, regroup
+from sieveqa.models.cascade import CascadeTransformer
 from sieveqa.models.cross_encoder import CrossEncoder
-from sieveqa.models.hashing import HashingConfig, HashingModel
-from sieveqa.models.pair_model import PairModel, PairModelConfig
+from sieveqa.models.encoder_model import EncoderModel
+from sieveqa.models.hashing import HashingModel
+from sieveqa.models.pair_model import PairModel
+from sieveqa.models.zoo import load_model
 from sieveqa.training.config import TrainConfig
 from sieveqa.training.objectives import CascadeBCE, ExitDistillation, PointwiseBCE, TripletHinge
-from sieveqa.training.pairs import make_pairs
+from sieveqa.training.pairs import LabelledPairs, make_pairs
 from sieveqa.training.trainer import (
     LabeledPairs,
     Objective,
     TrainData,
     Trainer,
     TrainState,
+    check_checkpoint,
     seed_everything,
 )
-from sieveqa.training.triplets import TripletBatches, make_triplets
+from sieveqa.training.triplets import TextTriplets, TripletBatches, make_triplets
 
-ARCHITECTURES: dict[str, type[PairModel]] = {
-    "cross-encoder": CrossEncoder,
-    "cascade": CascadeTransformer,
-    "hashing": HashingModel,
-}
+
+@dataclass
+class NoOptions:
+    """This recipe has no options of its own."""
+
+
+class Recipe(ABC):
+    """How one technique trains; ``options`` are its own settings (``options_class``)."""
+
+    options_class: ClassVar[type] = NoOptions
+
+    def __init__(self, options: Any = None) -> None:
+        self.options = options if options is not None else self.options_class()
+
+    @abstractmethod
+    def sample(self, examples: Sequence[RankingExample], config: TrainConfig, source: str) -> Any:
+        """Labelled training data as texts (sized, so a checkpoint can be checked before tokenizing)."""
+
+    @abstractmethod
+    def tensors(self, model: EncoderModel, sample: Any) -> TrainData:
+        """The sample tokenized for ``model``."""
+
+    @abstractmethod
+    def objective(self, model: EncoderModel) -> Objective:
+        """The loss the Trainer minimizes."""
+
+    def evaluate(self, model: EncoderModel, dev: Sequence[RankingExample]) -> dict[str, float]:
+        """Dev metrics that pick the best checkpoint (the model ranks the dev set)."""
+        assert isinstance(model, Ranker)
+        return evaluate_scores(dev, model.score(dev)).mean
+
+
+class PointwiseRecipe(Recipe):
+    """(question, candidate, 0/1) pairs, every positive plus sampled negatives; binary cross-entropy."""
+
+    def sample(self, examples: Sequence[RankingExample], config: TrainConfig, source: str) -> LabelledPairs:
+        pairs = make_pairs(examples, config.max_negatives, config.max_pairs, seed=config.seed)
+        if not len(pairs):
+            raise DataFormatError(f"{source}: no labelled candidates to train on")
+        if not pairs.n_positive:
+            raise DataFormatError(f"{source}: no candidate is labelled correct (1); nothing to learn from")
+        tqdm.write(f"training on {len(pairs)} pairs ({pairs.n_positive} positive) from {len(examples)} questions")
+        return pairs
+
+    def tensors(self, model: EncoderModel, sample: LabelledPairs) -> TrainData:
+        assert isinstance(model, PairModel)
+        features = model.featurize(sample.questions, sample.texts)
+        return LabeledPairs(features, torch.tensor(sample.labels, dtype=torch.float32), model.pad_id)
+
+    def objective(self, model: EncoderModel) -> Objective:
+        return PointwiseBCE()
+
+
+@dataclass
+class CascadeOptions:
+    """Options of cascade training."""
+
+    exit_sampling: str = field(
+        default="random", metadata={"help": "cascade: 'random' (one exit per batch, the paper) or 'all' exits"}
+    )
+
+    def __post_init__(self) -> None:
+        if self.exit_sampling not in ("random", "all"):
+            raise ConfigError(f"exit_sampling must be 'random' or 'all', got {self.exit_sampling!r}")
+
+
+class CascadeRecipe(PointwiseRecipe):
+    """Pointwise pairs, each batch's loss taken at one random exit (or all); dev metrics per exit."""
+
+    options_class = CascadeOptions
+
+    def objective(self, model: EncoderModel) -> Objective:
+        assert isinstance(model, CascadeTransformer)
+        return CascadeBCE(len(model.exits), self.options.exit_sampling)
+
+    def evaluate(self, model: EncoderModel, dev: Sequence[RankingExample]) -> dict[str, float]:
+        """The last exit's metrics, plus every exit's MAP and P@1 (``map@L2``, ``p@1@L2``, ...) and
+        their mean MAP (``map@mean``)."""
+        assert isinstance(model, CascadeTransformer)
+        scores, _ = model.score_matrix(*flatten_pairs(dev))
+        per_exit = [
+            evaluate_scores(dev, regroup(dev, scores[:, i].tolist())).mean for i in range(len(model.exits))
+        ]
+        out = dict(per_exit[-1])
+        for layer, mean in zip(model.exits, per_exit, strict=True):
+            out.update({f"map@L{layer}": mean["map"], f"p@1@L{layer}": mean["p@1"]})
+        out["map@mean"] = sum(m["map"] for m in per_exit) / len(per_exit)
+        return out
+
+
+@dataclass
+class TripletOptions:
+    """Options of triplet training (HAS and its BERT baselines)."""
+
+    negatives_per_positive: int = field(
+        default=4, metadata={"help": "has/bert-*: triplets per positive answer (negatives drawn at random)"}
+    )
+
+    def __post_init__(self) -> None:
+        if self.negatives_per_positive < 1:
+            raise ConfigError(f"negatives_per_positive must be >= 1, got {self.negatives_per_positive}")
+
+
+class TripletRecipe(Recipe):
+    """(question, positive, negative) triplets; the hinge loss with HAS's binary constraint."""
+
+    options_class = TripletOptions
+
+    def sample(self, examples: Sequence[RankingExample], config: TrainConfig, source: str) -> TextTriplets:
+        triplets = make_triplets(examples, self.options.negatives_per_positive, config.max_pairs, config.seed)
+        if not len(triplets):
+            raise DataFormatError(f"{source}: no question has both a positive and a negative answer")
+        tqdm.write(f"training on {len(triplets)} triplets")
+        return triplets
+
+    def tensors(self, model: EncoderModel, sample: TextTriplets) -> TrainData:
+        assert isinstance(model, HashingModel)
+        return TripletBatches(
+            model.featurize_questions(sample.questions),
+            model.featurize_answers(sample.positives),
+            model.featurize_answers(sample.negatives),
+            model.pad_id,
+        )
+
+    def objective(self, model: EncoderModel) -> Objective:
+        return TripletHinge()
 
 
 def _is_model_folder(init: str) -> bool:
     return (Path(init) / "config.json").is_file() and (Path(init) / "model.safetensors").is_file()
 
 
-def init_model(
-    init: str, arch: str = "cross-encoder", model_config: PairModelConfig | None = None
-) -> PairModel:
+def init_model(init: str, arch: str = "cross-encoder", settings: dict[str, Any] | None = None) -> EncoderModel:
     """A model to train: from a saved sieveqa folder (adapt step) or a backbone name (fresh heads).
 
-    A cascade may start from a cross-encoder folder: it keeps that body and head (as the last exit).
+    ``settings`` are model-config fields (``exits``, ``beta``, ...); a saved model brings its own
+    architecture, so they are refused for one. A cascade may start from a cross-encoder folder: it
+    keeps that body and head (as the last exit).
     """
-    if arch not in ARCHITECTURES:
-        raise ValueError(f"unknown architecture {arch!r}; known: {', '.join(ARCHITECTURES)}")
-    cls = ARCHITECTURES[arch]
-    if _is_model_folder(init):
-        kind = model_kind(init)
-        if kind == cls.kind:
-            return cls.from_pretrained(init).train()
-        if kind == CrossEncoder.kind and cls is CascadeTransformer:
-            exits = model_config.exits if isinstance(model_config, CascadeConfig) else None
-            return CascadeTransformer.from_cross_encoder(CrossEncoder.from_pretrained(init), exits).train()
-        raise ValueError(f"{init} holds a {kind!r} model; cannot start a {arch!r} from it")
-    config = model_config or cls.config_class()
-    config.backbone = init
-    return cls(config)
+    settings = settings or {}
+    cls = registry.for_arch(arch).model_class()
+    if not _is_model_folder(init):
+        return cls(cls.config_class.for_arch(arch, backbone=init, **settings))
+    other = load_model(init)
+    if other.kind != cls.kind:
+        return cls.start_from(other, cls.config_class.for_arch(arch, **settings))
+    if settings:
+        flags = ", ".join(f"--{k.replace('_', '-')}" for k in sorted(settings))
+        raise ConfigError(f"{flags} cannot change a saved model's architecture; {init} brings its own")
+    # The arch must be the saved model's (bert-pooling cannot continue a HAS model).
+    implied = asdict(cls.config_class.for_arch(arch))
+    defaults = asdict(cls.config_class())
+    saved = asdict(other.config)
+    clash = [k for k in implied if implied[k] != defaults[k] and saved.get(k) != implied[k]]
+    if clash:
+        raise ConfigError(f"{init} is not a {arch!r} model ({', '.join(f'{k}={saved[k]!r}' for k in clash)})")
+    return other
 
 
-def dev_evaluator(model: PairModel, dev_examples: Sequence[RankingExample]) -> dict[str, float]:
-    """Dev metrics; for a cascade those of its last exit, plus every exit's MAP and P@1 (``map@L2``,
-    ``p@1@L2``, ...) and their mean MAP (``map@mean``)."""
-    if not isinstance(model, CascadeTransformer):
-        return evaluate_scores(dev_examples, model.score(dev_examples)).mean
-    scores = model.exit_scores(*flatten_pairs(dev_examples))
-    per_exit = [
-        evaluate_scores(dev_examples, regroup(dev_examples, scores[:, i].tolist())).mean
-        for i in range(len(model.exits))
-    ]
-    out = dict(per_exit[-1])
-    for layer, mean in zip(model.exits, per_exit, strict=True):
-        out.update({f"map@L{layer}": mean["map"], f"p@1@L{layer}": mean["p@1"]})
-    out["map@mean"] = sum(m["map"] for m in per_exit) / len(per_exit)
-    return out
+def _options(recipe_class: type[Recipe], options: dict[str, Any] | None) -> Any:
+    names = {f.name for f in fields(recipe_class.options_class)}
+    unknown = sorted(set(options or {}) - names)
+    if unknown:
+        raise ConfigError(f"unknown option(s) {unknown} for this technique; known: {sorted(names)}")
+    return recipe_class.options_class(**(options or {}))
 
 
-def train_ranker(
+def train_model(
+    arch: str,
     train: str | list[str],
     out_dir: str | Path,
     init: str = "minilm-l6",
     dev: str | None = "wikiqa:dev",
     config: TrainConfig | None = None,
-    model_config: PairModelConfig | None = None,
-    arch: str = "cross-encoder",
-    exit_sampling: str = "random",
+    settings: dict[str, Any] | None = None,
+    options: dict[str, Any] | None = None,
     resume: bool = True,
 ) -> TrainState:
-    """Train a ranker on the named datasets; the best dev model lands in ``out_dir/best``.
-
-    ``arch="cascade"`` trains the exits with ``CascadeBCE(exit_sampling)``: one random exit per batch
-    (the paper) or the mean of all exits' losses (``"all"``).
+    """Train the technique ``arch`` selects on the named datasets; the best dev model lands in
+    ``out_dir/best``. Data, labels and a checkpoint to resume are checked before any model is built.
     """
     config = config or TrainConfig()
-    if exit_sampling not in ("random", "all"):
-        raise ValueError(f"exit sampling must be 'random' or 'all', got {exit_sampling!r}")
-    seed_everything(config.seed)
-    model = init_model(init, arch, model_config)
-    examples = load_datasets(train)
-    pairs = make_pairs(examples, config.max_negatives, config.max_pairs, seed=config.seed)
-    tqdm.write(f"training on {len(pairs)} pairs ({pairs.n_positive} positive) from {len(examples)} questions")
-    features = model.featurize(pairs.questions, pairs.texts)
-    objective: Objective = (
-        CascadeBCE(len(model.exits), exit_sampling)
-        if isinstance(model, CascadeTransformer)
-        else PointwiseBCE()
-    )
-    meta: dict[str, Any] = {"train": train, "dev": dev, "init": init, "n_pairs": len(pairs)}
-    if isinstance(model, CascadeTransformer):
-        meta["exit_sampling"] = exit_sampling
-    return _train(
-        model, objective, _labelled(model, features, pairs.labels), config, out_dir, dev, meta, resume
-    )
+    technique = registry.for_arch(arch)
+    recipe = technique.recipe_class()(_options(technique.recipe_class(), options))
+    check_output_dir(out_dir, "--out")
+    with exclusive(out_dir, "training output folder"):
+        source = train if isinstance(train, str) else ",".join(train)
+        sample = recipe.sample(load_datasets(train), config, source)
+        dev_examples = _dev(dev)
+        if resume:
+            check_checkpoint(out_dir, config, len(sample))
+        seed_everything(config.seed)
+        model = init_model(init, arch, settings).configure(device=config.device)
+        meta = {"train": train, "dev": dev, "init": init, "arch": arch, "n_examples": len(sample)}
+        meta |= asdict(recipe.options)
+        return _run(model, recipe, recipe.objective(model), recipe.tensors(model, sample), config, out_dir,
+                    dev_examples, meta, resume)
 
 
-def _labelled(model: PairModel, features: PairFeatures, labels: Sequence[float]) -> LabeledPairs:
-    return LabeledPairs(features, torch.tensor(labels, dtype=torch.float32), model.tokenizer.pad_token_id)
+def _dev(dev: str | None) -> list[RankingExample] | None:
+    if not dev:
+        return None
+    examples = load_datasets(dev)
+    qrels_from_examples(examples, dev)  # every dev candidate must be labelled
+    return examples
 
 
-def _train(
-    model: PairModel,
+def _run(
+    model: EncoderModel,
+    recipe: Recipe,
     objective: Objective,
     data: TrainData,
     config: TrainConfig,
     out_dir: str | Path,
-    dev: str | None,
+    dev: list[RankingExample] | None,
     meta: dict[str, Any],
     resume: bool,
 ) -> TrainState:
-    """Run the one Trainer with dev evaluation by ``dev_evaluator`` (none without ``dev``)."""
-    dev_examples = load_datasets(dev) if dev else None
-
     def evaluate(m: nn.Module) -> dict[str, float]:
-        assert isinstance(m, PairModel) and dev_examples is not None
-        return dev_evaluator(m, dev_examples)
+        assert isinstance(m, EncoderModel) and dev is not None
+        return recipe.evaluate(m, dev)
 
-    trainer = Trainer(
-        model, objective, data, config, out_dir, evaluate=evaluate if dev_examples else None, meta=meta
-    )
+    trainer = Trainer(model, objective, data, config, out_dir, evaluate=evaluate if dev else None, meta=meta)
     return trainer.train(resume=resume)
 
 
@@ -170,61 +291,28 @@ def retrofit_cascade(
     ``config.metric`` says otherwise.
     """
     config = config or TrainConfig(metric="map@mean")
-    seed_everything(config.seed)
-    teacher = CrossEncoder.from_pretrained(base)
-    model = CascadeTransformer.from_cross_encoder(teacher, exits)
-    pairs = make_pairs(load_datasets(train), config.max_negatives, config.max_pairs, seed=config.seed)
-    tqdm.write(f"retrofitting on {len(pairs)} pairs")
-    if tune_body:
-        teacher.batch_size = 128
-        labels = teacher.score_pairs(pairs.questions, pairs.texts, progress=config.progress)
-    else:
-        model.freeze_body()
-        model.share_body(base)  # saved as heads only, over the base model's body
-        labels = [0.0] * len(pairs)
-    meta: dict[str, Any] = {
-        "retrofit_of": base,
-        "train": train,
-        "dev": dev,
-        "tune_body": tune_body,
-        "n_pairs": len(pairs),
-    }
-    objective = ExitDistillation("labels" if tune_body else "self")
-    features = model.featurize(pairs.questions, pairs.texts)
-    return _train(model, objective, _labelled(model, features, labels), config, out_dir, dev, meta, resume)
-
-
-def train_hashing(
-    train: str | list[str],
-    out_dir: str | Path,
-    init: str = "minilm-l6",
-    dev: str | None = "wikiqa:dev",
-    config: TrainConfig | None = None,
-    model_config: HashingConfig | None = None,
-    negatives_per_positive: int = 4,
-    resume: bool = True,
-) -> TrainState:
-    """Train HAS or one of its baselines (``HashingConfig.variant``) with the triplet hinge loss;
-    ``config.max_pairs`` caps the triplets. The best dev model lands in ``out_dir/best``."""
-    config = config or TrainConfig()
-    seed_everything(config.seed)
-    model = init_model(init, "hashing", model_config)
-    assert isinstance(model, HashingModel)
-    triplets = make_triplets(load_datasets(train), negatives_per_positive, config.max_pairs, config.seed)
-    if not len(triplets):
-        raise ValueError(f"{train}: no question has both a positive and a negative answer")
-    tqdm.write(f"training {model.config.store_kind}-store model on {len(triplets)} triplets")
-    data = TripletBatches(
-        model.featurize_questions(triplets.questions),
-        model.featurize_answers(triplets.positives),
-        model.featurize_answers(triplets.negatives),
-        model.tokenizer.pad_token_id,
-    )
-    meta: dict[str, Any] = {
-        "train": train,
-        "dev": dev,
-        "init": init,
-        "n_triplets": len(triplets),
-        "negatives_per_positive": negatives_per_positive,
-    }
-    return _train(model, TripletHinge(), data, config, out_dir, dev, meta, resume)
+    recipe = CascadeRecipe()
+    check_output_dir(out_dir, "--out")
+    with exclusive(out_dir, "training output folder"):
+        source = train if isinstance(train, str) else ",".join(train)
+        pairs = recipe.sample(load_datasets(train), config, source)
+        dev_examples = _dev(dev)
+        if resume:
+            check_checkpoint(out_dir, config, len(pairs))
+        seed_everything(config.seed)
+        teacher = load_model(base)
+        if not isinstance(teacher, CrossEncoder):
+            raise ConfigError(f"--model {base}: a retrofit needs a cross-encoder, not a {teacher.kind} model")
+        teacher.configure(device=config.device)
+        model = CascadeTransformer.from_cross_encoder(teacher, exits)
+        if tune_body:
+            teacher.configure(batch_size=128)
+            labels = teacher.score_pairs(pairs.questions, pairs.texts, progress=config.progress)
+        else:
+            model.freeze_body()
+            model.share_body(base)  # saved as heads only, over the base model's body
+            labels = [0.0] * len(pairs)
+        meta = {"retrofit_of": base, "train": train, "dev": dev, "tune_body": tune_body, "n_examples": len(pairs)}
+        data = recipe.tensors(model, LabelledPairs(pairs.questions, pairs.texts, labels))
+        objective = ExitDistillation("labels" if tune_body else "self")
+        return _run(model, recipe, objective, data, config, out_dir, dev_examples, meta, resume)

@@ -1,6 +1,7 @@
 """One training loop for every sieveqa model: AdamW, linear warm-up then decay, gradient accumulation,
 seeded runs, progress bars, dev evaluation that keeps the best model, and checkpoints that resume
-exactly where a killed run stopped.
+exactly where a killed run stopped. It trains wherever the model is; on CUDA under bf16 autocast.
+Only one run at a time may write into an output folder.
 """
 
 from __future__ import annotations
@@ -21,8 +22,10 @@ from torch import Tensor, nn
 from tqdm.auto import tqdm
 from transformers import get_linear_schedule_with_warmup
 
-from sieveqa.batching import PairFeatures, collate, length_batches
-from sieveqa.io import atomic_dir, atomic_write_json
+from sieveqa.device import autocast
+from sieveqa.errors import ConfigError, DataFormatError
+from sieveqa.features import Features, collate, length_batches
+from sieveqa.io import atomic_dir, atomic_write_json, exclusive
 from sieveqa.training.config import TrainConfig
 
 
@@ -54,13 +57,13 @@ class TrainData(Protocol):
 class LabeledPairs:
     """(question, candidate) pairs with one target each: what the pair rankers train on."""
 
-    features: PairFeatures
+    features: Features
     labels: Tensor
     pad_id: int = 0
 
     def __post_init__(self) -> None:
         if len(self.features) != len(self.labels) or len(self.labels) == 0:
-            raise ValueError(
+            raise DataFormatError(
                 f"need one label per training pair, got {len(self.features)} pairs / "
                 f"{len(self.labels)} labels"
             )
@@ -94,6 +97,33 @@ def seed_everything(seed: int) -> None:
     torch.manual_seed(seed)
 
 
+def _comparable(config: dict[str, Any]) -> dict[str, Any]:
+    # Progress bars and the device change nothing in what a run computes; every other setting does.
+    return {k: v for k, v in config.items() if k not in ("progress", "device")}
+
+
+def check_checkpoint(out_dir: str | Path, config: TrainConfig, n_examples: int) -> bool:
+    """Whether ``out_dir`` holds a checkpoint to resume; refuse one written with other settings or
+    data, naming what differs (before any model or data is prepared)."""
+    path = Path(out_dir) / "checkpoint" / "trainer_state.json"
+    if not path.is_file():
+        return False
+    try:
+        saved = json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise ConfigError(f"{path}: unreadable checkpoint state ({err}); delete the checkpoint") from err
+    theirs, ours = _comparable(saved.get("config", {})), _comparable(config.to_dict())
+    diffs = [f"{k} {theirs.get(k)!r} -> {ours.get(k)!r}" for k in sorted(ours) if theirs.get(k) != ours[k]]
+    if saved.get("n_pairs") != n_examples:
+        diffs.append(f"training examples {saved.get('n_pairs')} -> {n_examples}")
+    if diffs:
+        raise ConfigError(
+            f"{path.parent}: the checkpoint was written with other settings ({'; '.join(diffs)}); "
+            "run with the same settings to resume, or use a new output folder (or --no-resume)"
+        )
+    return True
+
+
 def _param_groups(model: nn.Module, weight_decay: float) -> list[dict[str, Any]]:
     decay, no_decay = [], []
     for name, param in model.named_parameters():
@@ -121,7 +151,7 @@ class Trainer:
         meta: dict[str, Any] | None = None,
     ) -> None:
         if len(data) == 0:
-            raise ValueError("no training examples")
+            raise DataFormatError("no training examples")
         self.model, self.objective, self.data, self.config = model, objective, data, config
         self.out_dir = Path(out_dir)
         self.evaluate = evaluate
@@ -134,6 +164,9 @@ class Trainer:
             self.optimizer, int(config.warmup_ratio * self.total_steps), self.total_steps
         )
         self.state = TrainState()
+        self.device = next(model.parameters()).device
+        bf16 = self.device.type == "cuda" and torch.cuda.is_bf16_supported()
+        self._precision = "bf16" if bf16 else "fp32"
 
     # -- checkpoints --------------------------------------------------------------------------------
 
@@ -144,15 +177,14 @@ class Trainer:
     def save_checkpoint(self) -> None:
         with atomic_dir(self.checkpoint_dir) as tmp:
             save_file(
-                {k: v.contiguous() for k, v in self.model.state_dict().items()},
+                {k: v.detach().cpu().contiguous() for k, v in self.model.state_dict().items()},
                 str(tmp / "model.safetensors"),
             )
+            rng = {"torch_rng": torch.get_rng_state()}
+            if self.device.type == "cuda":
+                rng["cuda_rng"] = torch.cuda.get_rng_state(self.device)
             torch.save(
-                {
-                    "optimizer": self.optimizer.state_dict(),
-                    "scheduler": self.scheduler.state_dict(),
-                    "torch_rng": torch.get_rng_state(),
-                },
+                {"optimizer": self.optimizer.state_dict(), "scheduler": self.scheduler.state_dict(), **rng},
                 tmp / "optimizer.pt",
             )
             state = {**self.state.__dict__, "config": self.config.to_dict(), "n_pairs": len(self.data)}
@@ -161,24 +193,16 @@ class Trainer:
     def try_resume(self) -> bool:
         """Load ``out_dir/checkpoint`` if present; refuse one written for other data or settings."""
         path = self.checkpoint_dir
-        if not (path / "trainer_state.json").is_file():
+        if not check_checkpoint(self.out_dir, self.config, len(self.data)):
             return False
         saved = json.loads((path / "trainer_state.json").read_text(encoding="utf-8"))
-        ours = {"config": self.config.to_dict(), "n_pairs": len(self.data)}
-        # Showing progress bars or not changes nothing in the run; every other setting does.
-        for cfg in (saved.get("config", {}), ours["config"]):
-            cfg.pop("progress", None)
-        for key, value in ours.items():
-            if saved.get(key) != value:
-                raise ValueError(
-                    f"{path}: checkpoint was written with another {key} ({saved.get(key)!r}); "
-                    "use a new output folder or delete the checkpoint"
-                )
         self.model.load_state_dict(load_file(str(path / "model.safetensors")))
-        blob = torch.load(path / "optimizer.pt", weights_only=True)
+        blob = torch.load(path / "optimizer.pt", weights_only=True, map_location=self.device)
         self.optimizer.load_state_dict(blob["optimizer"])
         self.scheduler.load_state_dict(blob["scheduler"])
-        torch.set_rng_state(blob["torch_rng"])
+        torch.set_rng_state(blob["torch_rng"].cpu())
+        if "cuda_rng" in blob and self.device.type == "cuda":
+            torch.cuda.set_rng_state(blob["cuda_rng"].cpu(), self.device)
         fields_ = {k: saved[k] for k in TrainState.__dataclass_fields__}
         self.state = TrainState(**fields_)
         return True
@@ -214,7 +238,17 @@ class Trainer:
             self.model.save_pretrained(self.out_dir / "best", extra=extra)
 
     def train(self, resume: bool = True) -> TrainState:
-        """Run (or continue) training; returns the final state with the history."""
+        """Run (or continue) training; returns the final state with the history. The model ends in
+        eval mode."""
+        with exclusive(self.out_dir, "training output folder"):
+            state = self._train(resume)
+        self.model.eval()
+        return state
+
+    def _batch(self, rows: Sequence[int]) -> dict[str, Tensor]:
+        return {k: v.to(self.device) for k, v in self.data.batch(rows).items()}
+
+    def _train(self, resume: bool) -> TrainState:
         seed_everything(self.config.seed)
         if resume and self.try_resume():
             tqdm.write(f"resumed from {self.checkpoint_dir} at step {self.state.step}")
@@ -234,8 +268,10 @@ class Trainer:
             for rows in batches[self.state.batch_in_epoch :]:
                 if done >= self.total_batches:
                     break
-                batch = self.data.batch(rows)
-                loss = self.objective(self.model, batch) / self.config.grad_accum
+                batch = self._batch(rows)
+                # bf16 autocast on a GPU (no loss scaling needed); fp32 on a CPU.
+                with autocast(self.device, self._precision):
+                    loss = self.objective(self.model, batch) / self.config.grad_accum
                 loss.backward()
                 accum += 1
                 value = loss.item() * self.config.grad_accum

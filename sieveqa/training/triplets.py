@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from torch import Tensor
 
-from sieveqa.batching import PairFeatures, collate
+from sieveqa.features import Features, collate
 from sieveqa.data.records import RankingExample
 
 
@@ -62,9 +62,9 @@ class TripletBatches:
     """Tokenized triplets the Trainer batches: ``q_*`` rows, and ``a_*`` rows holding the positives
     then the negatives (one encoder pass for both)."""
 
-    questions: PairFeatures
-    positives: PairFeatures
-    negatives: PairFeatures
+    questions: Features
+    positives: Features
+    negatives: Features
     pad_id: int = 0
 
     def __post_init__(self) -> None:
@@ -80,7 +80,7 @@ class TripletBatches:
         return [max(p, n) for p, n in zip(self.positives.lengths, self.negatives.lengths, strict=True)]
 
     def batch(self, rows: Sequence[int]) -> dict[str, Tensor]:
-        answers = PairFeatures(
+        answers = Features(
             [self.positives.input_ids[i] for i in rows] + [self.negatives.input_ids[i] for i in rows],
             [self.positives.token_type_ids[i] for i in rows]
             + [self.negatives.token_type_ids[i] for i in rows],

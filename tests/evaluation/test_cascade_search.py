@@ -12,11 +12,10 @@ from sieveqa.evaluation.cascade_search import (
     evaluate_config,
     grid_search,
     pareto_front,
-    per_exit_metrics,
     plot_pareto,
 )
 from sieveqa.evaluation.metrics import evaluate_scores
-from sieveqa.runtime.cascade import simulate
+from sieveqa.runtime.trace import simulate
 
 
 def _two_questions() -> tuple[list[RankingExample], torch.Tensor]:
@@ -48,13 +47,20 @@ def test_unpruned_point_is_the_last_exit_alone_and_pruning_can_lose_the_answer()
     assert trace.orders()[0] == [3, 0, 2, 1]
 
 
-def test_per_exit_metrics_at_alpha_zero_are_each_exit_alone() -> None:
+def test_the_report_of_a_cascade_run_has_each_exit_alone_at_alpha_zero() -> None:
+    from sieveqa.evaluation.report import evaluate_result
+    from sieveqa.runtime.cascade import CascadePolicy, CascadeResult
+
     examples, scores = _two_questions()
     trace = simulate(scores, torch.tensor([0] * 4 + [1] * 4), [0.0])
-    per_exit = per_exit_metrics(examples, trace, [2, 4])
+    result = CascadeResult(
+        [[0.0] * 4, [0.0] * 4], trace=trace, exits=[2, 4], full_depth=4, policy=CascadePolicy((0.0,))
+    )
+    _, report = evaluate_result(examples, result)
     first = evaluate_scores(examples, [scores[:4, 0].tolist(), scores[4:, 0].tolist()]).mean
-    assert per_exit["L2"]["map"] == pytest.approx(round(first["map"], 4))
-    assert per_exit["L4"]["p@1"] == 1.0
+    assert report["per_exit"]["L2"]["map"] == pytest.approx(round(first["map"], 4))
+    assert report["per_exit"]["L4"]["p@1"] == 1.0
+    assert report["exits"] == [2, 4] and report["survivors"] == [8, 8] and report["drop_ratios"] == [0.0]
 
 
 def test_grid_search_covers_every_combination_plus_no_pruning() -> None:

@@ -8,16 +8,12 @@ import torch
 from safetensors.torch import load_file
 from torch import nn
 
-from sieveqa.batching import collate
+from sieveqa.features import collate
 from sieveqa.errors import ModelFormatError
-from sieveqa.models.cascade import (
-    CascadeConfig,
-    CascadeTransformer,
-    ExitHead,
-    check_drop_ratios,
-    default_exits,
-)
+from sieveqa.encoder import Cost
+from sieveqa.models.cascade import CascadeConfig, CascadeTransformer, default_exits
 from sieveqa.models.cross_encoder import CrossEncoder
+from sieveqa.models.heads import ClassifierHead
 
 QUESTIONS = ["who wrote hamlet?"] * 3 + ["how tall is everest?"] * 2
 TEXTS = [
@@ -43,18 +39,24 @@ def test_default_exits_follow_the_papers_rule(depth: int, exits: list[int]) -> N
 
 
 def test_exit_head_is_the_papers_three_layer_tanh_network() -> None:
-    head = ExitHead(hidden=8, layers=3, pooling="mean", dropout=0.1)
-    linears = [m for m in head.net if isinstance(m, nn.Linear)]
+    head = ClassifierHead(hidden=8, layers=3, pooling="mean", dropout=0.1)
+    linears = [m for m in head if isinstance(m, nn.Linear)]
     assert [(lin.in_features, lin.out_features) for lin in linears] == [(8, 8), (8, 8), (8, 1)]
-    assert sum(isinstance(m, nn.Tanh) for m in head.net) == 2
+    assert sum(isinstance(m, nn.Tanh) for m in head) == 2
+
+
+def test_the_cross_encoder_head_and_the_exits_are_one_class(tiny_model, tiny_cascade) -> None:
+    assert type(tiny_model.head) is type(tiny_cascade.heads[0]) is ClassifierHead
+    # Parameter names are those saved before the head was shared: old folders keep loading.
+    assert [n for n, _ in tiny_model.head.named_parameters()] == ["1.weight", "1.bias"]
 
 
 def test_mean_head_ignores_padding_and_cls_head_reads_the_first_token() -> None:
     torch.manual_seed(0)
     hidden = torch.randn(1, 3, 8)
     padded = torch.cat([hidden, torch.randn(1, 2, 8) * 100], dim=1)
-    mean_head = ExitHead(8, 3, "mean", 0.0).eval()
-    cls_head = ExitHead(8, 1, "cls", 0.0).eval()
+    mean_head = ClassifierHead(8, 3, "mean", 0.0).eval()
+    cls_head = ClassifierHead(8, 1, "cls", 0.0).eval()
     assert torch.allclose(
         mean_head(hidden, torch.ones(1, 3)), mean_head(padded, torch.tensor([[1, 1, 1, 0, 0]]))
     )
@@ -66,14 +68,14 @@ def test_mean_head_ignores_padding_and_cls_head_reads_the_first_token() -> None:
 def test_forward_gives_one_logit_per_exit_and_stops_at_the_deepest_one_asked(tiny_cascade) -> None:
     model = tiny_cascade.eval()
     batch = _batch(model)
+    cost = Cost()
     with torch.no_grad():
         every = model(**batch)
-        model.encoder.cost.reset()
-        second = model(**batch, exits=[1])
+        second = model(**batch, exits=[1], cost=cost)
     assert every.shape == (5, 4)
     assert torch.allclose(second[:, 0], every[:, 1], atol=1e-6)
     # Exit index 1 sits after layer 2: layers 3 and 4 never ran.
-    assert model.encoder.cost.per_layer == {0: 5, 1: 5}
+    assert cost.per_layer == {("body", 0): 5, ("body", 1): 5}
 
 
 def test_score_is_the_last_exit_without_pruning(tiny_cascade) -> None:
@@ -90,10 +92,9 @@ def test_score_is_the_last_exit_without_pruning(tiny_cascade) -> None:
 
 
 def test_save_and_load_round_trip(tiny_cascade, tmp_path: Path) -> None:
-    tiny_cascade.config.drop_ratios = [0.3, 0.2, 0.1]
     path = tiny_cascade.save_pretrained(tmp_path / "c")
     loaded = CascadeTransformer.from_pretrained(path)
-    assert loaded.exits == [1, 2, 3, 4] and loaded.config.drop_ratios == [0.3, 0.2, 0.1]
+    assert loaded.exits == [1, 2, 3, 4] and loaded.path == path
     before = tiny_cascade.exit_scores(QUESTIONS, TEXTS)
     after = loaded.exit_scores(QUESTIONS, TEXTS)
     assert torch.allclose(before, after, atol=5e-3)  # fp16 storage
@@ -105,16 +106,6 @@ def test_save_and_load_round_trip(tiny_cascade, tmp_path: Path) -> None:
 def test_bad_exit_lists_are_refused(exits: list[int]) -> None:
     with pytest.raises(ValueError, match="exits must be increasing"):
         CascadeTransformer(CascadeConfig(backbone="tiny", exits=exits))
-
-
-def test_drop_ratio_checks() -> None:
-    assert check_drop_ratios(0.3, 5) == [0.3] * 4
-    assert check_drop_ratios([0.3], 5) == [0.3] * 4
-    assert check_drop_ratios([0.5, 0.1, 0.0, 0.2], 5) == [0.5, 0.1, 0.0, 0.2]
-    with pytest.raises(ValueError, match="need 4 drop ratios"):
-        check_drop_ratios([0.1, 0.2], 5)
-    with pytest.raises(ValueError, match=r"must be in \[0, 1\)"):
-        check_drop_ratios([0.1, 1.0, 0.2, 0.2], 5)
 
 
 def test_from_cross_encoder_keeps_the_original_scores_at_the_last_exit(tiny_model) -> None:

@@ -1,3 +1,4 @@
+import json
 from pathlib import Path
 
 import pytest
@@ -5,20 +6,20 @@ import torch
 
 from sieveqa.data.jsonl import read_jsonl
 from sieveqa.errors import ModelFormatError
+from sieveqa.io import file_sha256
 from sieveqa.models.cross_encoder import CrossEncoder
-from sieveqa.models.pair_model import WORD_EMBEDDINGS
+from sieveqa.models.encoder_model import WORD_EMBEDDINGS
 
 
 def test_scores_do_not_depend_on_batching(tiny_model, example_jsonl: Path) -> None:
     examples = read_jsonl(example_jsonl)
-    tiny_model.batch_size = 64
-    whole = tiny_model.score(examples)
-    tiny_model.batch_size = 3
-    pieces = tiny_model.score(examples)
-    for a, b in zip(whole, pieces, strict=True):
+    whole = tiny_model.configure(batch_size=64).run(examples)
+    pieces = tiny_model.configure(batch_size=3).score(examples)
+    for a, b in zip(whole.scores, pieces, strict=True):
         assert a == pytest.approx(b, abs=1e-5)
-    assert tiny_model.last_stats.pairs == sum(len(e.candidates) for e in examples)
-    assert tiny_model.last_stats.layer_units == 4 * tiny_model.last_stats.pairs
+    assert whole.n_pairs == sum(len(e.candidates) for e in examples)
+    assert whole.cost.layer_units == 4 * whole.n_pairs and whole.cost.sequences == whole.n_pairs
+    assert whole.cost.seconds > 0 and whole.pairs_per_second > 0
 
 
 def test_rank_sorts_by_score(tiny_model, example_jsonl: Path) -> None:
@@ -47,6 +48,9 @@ def test_load_refuses_missing_tensors(tiny_model, tmp_path: Path) -> None:
     state = load_file(str(weights))
     state.pop("head.1.weight")
     save_file(state, str(weights))
+    config = json.loads((tmp_path / "m" / "config.json").read_text())
+    config["weights_sha256"] = file_sha256(weights)  # a consistent file that lacks a tensor
+    (tmp_path / "m" / "config.json").write_text(json.dumps(config))
     with pytest.raises(ModelFormatError, match=r"missing \['head\.1\.weight'\]"):
         CrossEncoder.from_pretrained(tmp_path / "m")
 
@@ -63,8 +67,7 @@ def test_not_a_model_folder(tmp_path: Path) -> None:
 def test_reduced_precision_stays_close(tiny_model, example_jsonl: Path, precision: str) -> None:
     examples = read_jsonl(example_jsonl)
     ref = tiny_model.score(examples)
-    tiny_model.precision = precision
-    low = tiny_model.score(examples)
+    low = tiny_model.configure(precision=precision).score(examples)
     ref_t = torch.tensor([x for row in ref for x in row])
     low_t = torch.tensor([x for row in low for x in row])
     # bf16 keeps ~3 significant digits; int8 quantizes weights per tensor. Both stay near fp32.

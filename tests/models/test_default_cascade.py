@@ -10,7 +10,8 @@ from sieveqa.models.base import flatten_pairs
 from sieveqa.models.cascade import CascadeTransformer
 from sieveqa.models.cross_encoder import CrossEncoder
 from sieveqa.models.zoo import SHIPPED, load_model
-from sieveqa.runtime.cascade import CascadeRanker
+from sieveqa.runtime.cascade import CascadePolicy, CascadeRanker
+from sieveqa.runtime.loading import load_ranker
 
 pytestmark = pytest.mark.real
 
@@ -23,7 +24,10 @@ def test_only_the_heads_are_shipped() -> None:
 def test_loads_in_one_line_with_its_tuned_ratios_and_last_exit_equal_to_default(example_jsonl: Path) -> None:
     cascade = load_model("default-cascade")
     assert isinstance(cascade, CascadeTransformer) and cascade.body_from == "default"
-    assert cascade.config.drop_ratios == cascade.meta["tuning"]["drop_ratios"]
+    policy = CascadePolicy.saved(cascade)
+    assert policy is not None and policy.drop_ratios == (0.4, 0.6, 0.6, 0.6)
+    ranker = load_ranker("default-cascade", precision="fp32")
+    assert isinstance(ranker, CascadeRanker) and ranker.drop_ratios == [0.4, 0.6, 0.6, 0.6]
     examples = read_jsonl(example_jsonl)
     default = CrossEncoder.from_pretrained("default")
     want = torch.tensor(default.score_pairs(*flatten_pairs(examples)))

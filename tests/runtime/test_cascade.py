@@ -8,9 +8,8 @@ import torch
 from sieveqa.data.records import Candidate, Question, RankingExample
 from sieveqa.models.base import flatten_pairs
 from sieveqa.models.cross_encoder import CrossEncoder, CrossEncoderConfig
-from sieveqa.runtime.cascade import (
-    CascadeRanker,
-    SequentialRanker,
+from sieveqa.runtime.cascade import CascadePolicy, CascadeRanker, SequentialRanker
+from sieveqa.runtime.trace import (
     cascade_layer_units,
     groups_of,
     prune_loop,
@@ -104,8 +103,8 @@ def test_real_cascade_equals_the_simulation_from_unpruned_scores(tiny_cascade, r
     reached = ~torch.isnan(expected.scores)
     assert torch.equal(~torch.isnan(result.trace.scores), reached)
     assert torch.allclose(result.trace.scores[reached], expected.scores[reached], atol=1e-5)
-    assert result.layer_units == cascade_layer_units(expected.survivors, tiny_cascade.exits)
-    assert result.relative_cost == pytest.approx(result.layer_units / (34 * 4))
+    assert result.cost.layer_units == cascade_layer_units(expected.survivors, tiny_cascade.exits)
+    assert result.relative_cost == pytest.approx(result.cost.layer_units / (34 * 4))
 
 
 def test_packing_and_mini_batch_size_do_not_change_the_ranking(tiny_cascade) -> None:
@@ -116,10 +115,13 @@ def test_packing_and_mini_batch_size_do_not_change_the_ranking(tiny_cascade) -> 
     assert all([s.rank for s in r] == list(range(1, len(r) + 1)) for r in a)
 
 
-def test_saved_drop_ratios_are_the_default(tiny_cascade) -> None:
-    tiny_cascade.config.drop_ratios = [0.5, 0.5, 0.5]
-    assert CascadeRanker(tiny_cascade).drop_ratios == [0.5, 0.5, 0.5]
-    assert CascadeRanker(tiny_cascade, 0.1).drop_ratios == [0.1, 0.1, 0.1]
+def test_the_policy_saved_beside_the_model_is_the_default(tiny_cascade, tmp_path) -> None:
+    assert CascadeRanker(tiny_cascade).drop_ratios == [0.0, 0.0, 0.0]  # nothing saved: no pruning
+    loaded = type(tiny_cascade).from_pretrained(tiny_cascade.save_pretrained(tmp_path / "c"))
+    CascadePolicy(drop_ratios=(0.5,)).save_beside(loaded)
+    assert CascadeRanker(loaded).drop_ratios == [0.5, 0.5, 0.5]
+    assert CascadeRanker(loaded, 0.1).drop_ratios == [0.1, 0.1, 0.1]
+    assert CascadeRanker(loaded, thresholds=[0, 1, 2]).thresholds == [0.0, 1.0, 2.0]
 
 
 def test_sequential_ranker_reruns_each_model_on_what_the_last_kept(tiny_model) -> None:
@@ -136,7 +138,7 @@ def test_sequential_ranker_reruns_each_model_on_what_the_last_kept(tiny_model) -
     result = ranker.run(examples)
     expected = simulate(stacked, groups, [0.5])
     assert result.trace.survivors == [16, 8] and result.trace.orders() == expected.orders()
-    assert result.layer_units == 2 * 16 + 4 * 8
+    assert result.cost.layer_units == 2 * 16 + 4 * 8
     with pytest.raises(ValueError, match="increasing depth"):
         SequentialRanker([tiny_model, shallow])
 
@@ -171,7 +173,7 @@ def test_questions_without_candidates_keep_their_place(tiny_cascade) -> None:
     ranked = ranker.rank(examples)
     assert [len(r) for r in ranked] == [3, 0, 4, 0]
     assert [len(s) for s in ranker.score(examples)] == [3, 0, 4, 0]
-    assert ranker.run([]).n_pairs == 0
+    assert ranker.run([]).n_pairs == 0 and ranker.run([]).trace.survivors == [0, 0, 0, 0]
 
 
 def test_scores_sort_like_the_cascade_ranking(tiny_cascade) -> None:

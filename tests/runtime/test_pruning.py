@@ -45,3 +45,16 @@ def test_cascade_order_puts_survivors_first_then_later_drops() -> None:
 def test_cascade_order_length_mismatch() -> None:
     with pytest.raises(ValueError, match="2 exits but 1 scores"):
         cascade_order([0, 1], [0.5])
+
+
+def test_drop_ratio_checks() -> None:
+    from sieveqa.errors import ConfigError
+    from sieveqa.runtime.pruning import check_drop_ratios
+
+    assert check_drop_ratios(0.3, 5) == [0.3] * 4
+    assert check_drop_ratios([0.3], 5) == [0.3] * 4
+    assert check_drop_ratios([0.5, 0.1, 0.0, 0.2], 5) == [0.5, 0.1, 0.0, 0.2]
+    with pytest.raises(ConfigError, match="need 4 drop ratios"):
+        check_drop_ratios([0.1, 0.2], 5)
+    with pytest.raises(ConfigError, match=r"must be in \[0, 1\)"):
+        check_drop_ratios([0.1, 1.0, 0.2, 0.2], 5)

@@ -6,12 +6,12 @@ from pathlib import Path
 import pytest
 import torch
 
-from sieveqa.batching import collate
+from sieveqa.features import collate
 from sieveqa.data.jsonl import example_dict, write_jsonl
 from sieveqa.models.cascade import CascadeTransformer
 from sieveqa.training.config import TrainConfig
 from sieveqa.training.objectives import CascadeBCE, ExitDistillation
-from sieveqa.training.recipes import retrofit_cascade, train_ranker
+from sieveqa.training.recipes import retrofit_cascade, train_model
 from tests.training.test_trainer import _toy_examples
 
 
@@ -90,19 +90,17 @@ def test_retrofit_fits_new_exits_and_keeps_the_final_scores(tiny_model, tmp_path
 
 
 def test_cascade_training_runs_through_the_one_trainer(tmp_path: Path) -> None:
-    from sieveqa.models.cascade import CascadeConfig
-
     data = _write_toy(tmp_path)
     config = TrainConfig(progress=False, batch_size=8, lr=1e-3, epochs=1)
-    train_ranker(
+    train_model(
+        "cascade",
         data,
         tmp_path / "ct",
         init="tiny",
         dev=data,
         config=config,
-        model_config=CascadeConfig(max_length=32, exits=[2, 4]),
-        arch="cascade",
-        exit_sampling="all",
+        settings={"max_length": 32, "exits": [2, 4]},
+        options={"exit_sampling": "all"},
     )
     saved = json.loads((tmp_path / "ct" / "best" / "config.json").read_text())
     assert saved["sieveqa_model"] == "cascade" and saved["config"]["exits"] == [2, 4]

@@ -7,6 +7,7 @@ import pytest
 import torch
 
 from sieveqa.data.records import Candidate, Question, RankingExample
+from sieveqa.errors import ConfigError
 from sieveqa.models.cross_encoder import CrossEncoder
 from sieveqa.training.config import TrainConfig
 from sieveqa.training.objectives import PointwiseBCE
@@ -56,7 +57,7 @@ def _trainer(model: CrossEncoder, out: Path, objective=None, **cfg) -> Trainer:
 def test_loss_goes_down(tiny_model, tmp_path: Path) -> None:
     pairs = make_pairs(_toy_examples())
     feats = tiny_model.featurize(pairs.questions, pairs.texts)
-    from sieveqa.batching import collate
+    from sieveqa.features import collate
 
     batch = collate(feats, list(range(len(pairs))), tiny_model.tokenizer.pad_token_id)
     batch["labels"] = torch.tensor(pairs.labels, dtype=torch.float32)
@@ -101,7 +102,7 @@ def test_resume_after_kill_matches_uninterrupted_run(tiny_model, tmp_path: Path)
 
 def test_resume_refuses_other_settings(tiny_model, tmp_path: Path) -> None:
     _trainer(copy.deepcopy(tiny_model), tmp_path, epochs=1).train()
-    with pytest.raises(ValueError, match="another config"):
+    with pytest.raises(ConfigError, match=r"other settings \(epochs 1.0 -> 2.0\)"):
         _trainer(copy.deepcopy(tiny_model), tmp_path, epochs=2).train()
 
 

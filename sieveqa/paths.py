@@ -1,4 +1,4 @@
-"""Where the real datasets live: ``$SIEVEQA_DATA``, else ``../shared/data`` when it exists."""
+"""Where data and caches live: ``$SIEVEQA_DATA`` (else ``../shared/data``) and ``$SIEVEQA_CACHE``."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 
 from sieveqa.errors import DatasetNotFoundError
 
-_CANDIDATES = (Path.cwd() / ".." / "shared" / "data", Path(__file__).resolve().parents[3] / "shared" / "data")
+_CANDIDATES = (Path.cwd() / ".." / "shared" / "data", Path(__file__).resolve().parents[2] / "shared" / "data")
 
 
 def data_root() -> Path:

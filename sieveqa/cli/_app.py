@@ -1,0 +1,105 @@
+"""The ``sieveqa`` Typer app, its error handling, and the option types the commands share.
+
+Every user error ends as one line on stderr (``error: ...``) and exit code 2: sieveqa's own errors
+(``SieveQAError``, which name the file, line or field) and bad usage alike. Anything else is a bug
+and keeps its traceback.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from typer.core import TyperGroup
+
+from sieveqa.errors import ConfigError, SieveQAError, shorten
+
+#: The longest error line printed (a bad input's value is already shortened where it is named).
+_ERROR_LIMIT = 2000
+
+
+class _Group(TyperGroup):
+    """Runs a command with the errors a user can cause turned into one line and exit code 2."""
+
+    def main(self, *args: Any, standalone_mode: bool = True, **kwargs: Any) -> Any:
+        try:
+            code = super().main(*args, standalone_mode=False, **kwargs)
+        except SieveQAError as err:
+            _fail(str(err))
+        except typer.TyperException as err:  # click's usage errors: bad or missing options
+            _fail(err.format_message(), err.exit_code)
+        except (typer.Abort, KeyboardInterrupt):
+            _fail("interrupted", 130)
+        if not standalone_mode:
+            return code
+        sys.exit(code if isinstance(code, int) else 0)
+
+
+def _fail(message: str, code: int = 2) -> None:
+    typer.secho(f"error: {shorten(message, _ERROR_LIMIT)}", fg=typer.colors.RED, err=True)
+    sys.exit(code)
+
+
+app = typer.Typer(
+    cls=_Group,
+    help="sieveqa: answer sentence selection with as little transformer compute as the answer needs.",
+    no_args_is_help=True,
+    pretty_exceptions_show_locals=False,
+)
+
+console = Console()
+
+
+@app.callback()
+def _root() -> None:
+    """sieveqa: answer sentence selection with as little transformer compute as the answer needs."""
+
+
+DatasetOpt = Annotated[
+    str,
+    typer.Option(
+        "--dataset",
+        "-d",
+        help="dataset name: wikiqa:test, wikiqa:test-raw, trecqa:test-clean, squad-as2:test, jsonl:PATH",
+    ),
+]
+ModelOpt = Annotated[
+    str, typer.Option("--model", "-m", help="a saved model folder, or a shipped one: default, default-cascade")
+]
+DeviceOpt = Annotated[str, typer.Option(help="auto (CUDA if available), cpu or cuda")]
+PrecisionOpt = Annotated[
+    str,
+    typer.Option(
+        help="auto (bf16 where the CPU or GPU has it natively, else fp32), fp32, bf16, fp16 (CUDA), "
+        "int8 (CPU dynamic quantization)"
+    ),
+]
+BatchOpt = Annotated[int | None, typer.Option(help="inputs per forward pass (default: the model's)")]
+AlphaOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--alpha",
+        help="cascade drop ratio: one value for every exit, or one per exit but the last "
+        "(e.g. 0.5,0.3,0.3,0.2); default: the policy saved with the model",
+    ),
+]
+PolicyOpt = Annotated[
+    str | None, typer.Option("--policy", help="a policy.json written by tune-cascade (default: the model's)")
+]
+
+
+def float_list(text: str | None, option: str) -> list[float] | None:
+    """``"0.5,0.3"`` → ``[0.5, 0.3]``; None stays None."""
+    if not text:
+        return None
+    try:
+        return [float(x) for x in text.split(",")]
+    except ValueError:
+        raise ConfigError(f"{option}: expected comma-separated numbers, got {shorten(repr(text), 60)}") from None
+
+
+def main() -> None:
+    """Entry point of the ``sieveqa`` command."""
+    app()

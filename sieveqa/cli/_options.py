@@ -1,0 +1,191 @@
+"""Command-line options made from config dataclasses: a setting's help text lives once, in its field.
+
+``settings_of(TrainConfig, "train")`` lists a dataclass's fields as :class:`Setting` s. A command
+made with ``cls=settings_command(factory)`` gets one ``--flag`` per setting (all defaulting to "not
+given"), built only when that command is parsed or its help shown, so the rest of the CLI starts
+without importing the models; the command reads the values given with :func:`given_settings`. The
+same settings check the keys and values of a ``--config`` JSON file, so the file and the flags accept
+exactly the same things.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import inspect
+import types
+import typing
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Annotated, Any
+
+import typer
+from typer.core import TyperCommand
+
+from sieveqa.errors import ConfigError, shorten
+
+_VARIES = object()
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One option: a dataclass field's name, type, help, default, and the groups it belongs to."""
+
+    name: str
+    kind: type
+    help: str
+    default: Any
+    owners: frozenset[str]
+    optional: bool = False
+    panel: str = "Settings"
+
+    @property
+    def flag(self) -> str:
+        return "--" + self.name.replace("_", "-")
+
+    def parameter(self) -> inspect.Parameter:
+        shown = "" if self.default is _VARIES else f" (default: {_show(self.default)})"
+        text = self.help + (", comma-separated" if self.kind is list else "") + shown
+        flags = f"{self.flag}/--no-{self.flag[2:]}" if self.kind is bool else self.flag
+        option = typer.Option(flags, help=text, show_default=False, rich_help_panel=self.panel)
+        annotation: Any = Annotated[(str if self.kind is list else self.kind) | None, option]
+        return inspect.Parameter(self.name, inspect.Parameter.KEYWORD_ONLY, default=None, annotation=annotation)
+
+    def coerce(self, value: Any, where: str) -> Any:
+        """``value`` (from a flag or a JSON file) as this setting's type, or a ConfigError."""
+        if value is None and self.optional:
+            return None
+        if self.kind is list:
+            if isinstance(value, str):
+                try:
+                    return [int(x) for x in value.split(",") if x.strip()]
+                except ValueError:
+                    raise ConfigError(f"{where}: expected comma-separated integers, got {value!r}") from None
+            if isinstance(value, list) and all(isinstance(x, int) and not isinstance(x, bool) for x in value):
+                return value
+        elif self.kind is float and isinstance(value, int | float) and not isinstance(value, bool):
+            return float(value)
+        elif isinstance(value, self.kind) and not (self.kind is int and isinstance(value, bool)):
+            return value
+        expected = "a list of integers" if self.kind is list else self.kind.__name__
+        raise ConfigError(f"{where}: expected {expected}, got {shorten(repr(value), 60)}")
+
+
+def _show(value: Any) -> str:
+    return "none" if value is None else str(value).lower() if isinstance(value, bool) else str(value)
+
+
+def _kind(annotation: Any) -> tuple[type, bool]:
+    args = typing.get_args(annotation)
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
+        inner = [a for a in args if a is not type(None)]
+        return _kind(inner[0])[0], True
+    if typing.get_origin(annotation) is list:
+        return list, False
+    return annotation, False
+
+
+def settings_of(
+    cls: type, owner: str, defaults: Any = None, exclude: Iterable[str] = (), panel: str = "Settings"
+) -> list[Setting]:
+    """The fields of dataclass ``cls`` as settings of ``owner`` (shown under ``panel`` in the help);
+    ``defaults`` (an instance) may give other defaults than the class's."""
+    hints = typing.get_type_hints(cls)
+    base = defaults if defaults is not None else None
+    out = []
+    for f in dataclasses.fields(cls):
+        if f.name in exclude:
+            continue
+        kind, optional = _kind(hints[f.name])
+        default = getattr(base, f.name) if base is not None else _field_default(f)
+        help_ = f.metadata.get("help", "")
+        out.append(Setting(f.name, kind, help_, default, frozenset({owner}), optional, panel))
+    return out
+
+
+def _field_default(f: dataclasses.Field[Any]) -> Any:
+    if f.default is not dataclasses.MISSING:
+        return f.default
+    if f.default_factory is not dataclasses.MISSING:
+        return f.default_factory()
+    return _VARIES
+
+
+def merge(settings: Iterable[Setting]) -> dict[str, Setting]:
+    """One setting per name: the owners of same-named fields joined; a default that differs between
+    owners is shown as varying."""
+    out: dict[str, Setting] = {}
+    for s in settings:
+        if s.name in out:
+            prev = out[s.name]
+            default = prev.default if prev.default == s.default else _VARIES
+            s = dataclasses.replace(prev, owners=prev.owners | s.owners, default=default)
+        out[s.name] = s
+    return out
+
+
+_SETTINGS_KEY = "sieveqa.settings"
+
+
+class SettingsCommand(TyperCommand):
+    """A command with options derived from settings, built on first use by ``settings()``."""
+
+    @staticmethod
+    def settings() -> dict[str, Setting]:
+        raise NotImplementedError
+
+    def get_params(self, ctx: Any) -> list[Any]:
+        if not getattr(self, "_derived", False):
+            self.params.extend(click_options(self.settings().values()))
+            self._derived = True
+        return super().get_params(ctx)
+
+    def invoke(self, ctx: Any) -> Any:
+        settings = self.settings()
+        ctx.meta[_SETTINGS_KEY] = {
+            name: settings[name].coerce(ctx.params.pop(name), settings[name].flag)
+            for name in list(ctx.params)
+            if name in settings and ctx.params[name] is not None
+        }
+        for name in settings:
+            ctx.params.pop(name, None)
+        return super().invoke(ctx)
+
+
+def settings_command(factory: Callable[[], dict[str, Setting]]) -> type[SettingsCommand]:
+    """A command class whose options are the settings ``factory`` returns (called once, lazily)."""
+    cached = functools.cache(factory)
+    return type("SettingsCommand", (SettingsCommand,), {"settings": staticmethod(cached)})
+
+
+def given_settings(ctx: typer.Context) -> dict[str, Any]:
+    """The settings typed on the command line of a ``settings_command`` (typed, lists parsed)."""
+    return dict(ctx.meta.get(_SETTINGS_KEY, {}))
+
+
+def click_options(settings: Iterable[Setting]) -> list[Any]:
+    """The click options Typer makes for the settings (built through a throwaway one-command app)."""
+    params = [s.parameter() for s in settings]
+
+    def options(**_: Any) -> None:
+        """Unused: only its signature matters."""
+
+    options.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
+    options.__annotations__ = {p.name: p.annotation for p in params}
+    holder = typer.Typer()
+    holder.command()(options)
+    return list(typer.main.get_command(holder).params)
+
+
+def read_settings(
+    data: dict[str, Any], settings: dict[str, Setting], where: str, extra: Iterable[str] = ()
+) -> dict[str, Any]:
+    """The values of a ``--config`` JSON object, checked against ``settings`` (plus ``extra`` keys,
+    passed through); an unknown key or a wrong type is an error naming it."""
+    allowed = set(settings) | set(extra)
+    unknown = sorted(set(data) - allowed)
+    if unknown:
+        raise ConfigError(f"{where}: unknown key(s) {unknown}; valid keys: {', '.join(sorted(allowed))}")
+    return {
+        k: v if k not in settings else settings[k].coerce(v, f"{where}: key {k!r}") for k, v in data.items()
+    }

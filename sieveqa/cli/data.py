@@ -1,0 +1,59 @@
+"""``sieveqa data build`` and ``sieveqa backbones``."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from sieveqa.cli._app import app, console
+from sieveqa.errors import ConfigError
+
+data_app = typer.Typer(help="Build derived benchmarks.", no_args_is_help=True)
+app.add_typer(data_app, name="data")
+
+
+@data_app.command("build")
+def data_build(
+    name: Annotated[str, typer.Argument(help="benchmark to build: squad-as2")],
+    force: Annotated[bool, typer.Option(help="rebuild even if an identical build is cached")] = False,
+    top_k: Annotated[int, typer.Option(help="BM25 paragraphs retrieved per question")] = 25,
+) -> None:
+    """Build a derived benchmark from the raw data (cached; rebuilding gives identical files)."""
+    if name != "squad-as2":
+        raise ConfigError(f"unknown benchmark {name!r}; known: squad-as2")
+    from sieveqa.data.squad_as2 import build_squad_as2
+
+    manifest = build_squad_as2(top_k=top_k, force=force)
+    for fname, info in manifest["files"].items():
+        typer.echo(
+            f"{fname}: {info['questions']} questions, {info['mean_candidates']:.1f} candidates/question"
+        )
+
+
+@app.command()
+def backbones(
+    verify: Annotated[bool, typer.Option(help="load and check every installed backbone's weights")] = True,
+) -> None:
+    """List the offline backbones and whether each is installed (and verified)."""
+    from sieveqa.backbones import REGISTRY, backbone_status
+
+    table = Table(title="backbones")
+    for col in ("name", "description", "status", "install"):
+        table.add_column(col)
+    rows = (
+        backbone_status()
+        if verify
+        else [
+            {"name": s.name, "description": s.description, "status": "not checked", "install": s.install_hint}
+            for s in REGISTRY.values()
+        ]
+    )
+    for row in rows:
+        colour = "green" if row["status"].startswith("ok") else "yellow"
+        table.add_row(
+            row["name"], row["description"], f"[{colour}]{row['status']}[/{colour}]", row["install"]
+        )
+    console.print(table)
+    typer.echo("Any local Hugging Face folder also works wherever a backbone name is accepted.")

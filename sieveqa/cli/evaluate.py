@@ -1,0 +1,178 @@
+"""``sieveqa eval`` and ``sieveqa tune-cascade``."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.table import Table
+
+from sieveqa.cli._app import (
+    AlphaOpt,
+    BatchOpt,
+    DatasetOpt,
+    DeviceOpt,
+    ModelOpt,
+    PolicyOpt,
+    PrecisionOpt,
+    app,
+    console,
+    float_list,
+)
+from sieveqa.errors import ConfigError
+
+
+def _command() -> str:
+    return "sieveqa " + " ".join(sys.argv[1:])
+
+
+@app.command("eval")
+def evaluate(
+    dataset: DatasetOpt = "wikiqa:test",
+    model: ModelOpt = "default",
+    json_out: Annotated[Path | None, typer.Option("--json", help="write the metrics as JSON here")] = None,
+    device: DeviceOpt = "auto",
+    precision: PrecisionOpt = "auto",
+    batch_size: BatchOpt = None,
+    alpha: AlphaOpt = None,
+    threshold: Annotated[
+        str | None,
+        typer.Option(help="cascade: drop candidates scoring below these thresholds instead (one per exit but the last)"),
+    ] = None,
+    policy: PolicyOpt = None,
+    per_question: Annotated[bool, typer.Option(help="include per-question metrics in the JSON")] = False,
+) -> None:
+    """Score every candidate of a labelled dataset and report MAP, MRR, P@1, nDCG@10 and throughput.
+
+    A cascade also reports its relative cost (layer-units against the full model) and the metrics
+    of the cascade stopped at each exit (at α = 0, each exit alone).
+    """
+    from sieveqa.data.registry import load_dataset
+    from sieveqa.evaluation.metrics import qrels_from_examples
+    from sieveqa.evaluation.provenance import run_info
+    from sieveqa.evaluation.report import SUMMARY, evaluate_result
+    from sieveqa.io import atomic_write_json, check_output_file
+    from sieveqa.runtime.loading import load_ranker
+
+    if json_out is not None:
+        check_output_file(json_out, "--json")
+    if alpha and threshold:
+        raise ConfigError("give --alpha or --threshold, not both")
+    examples = load_dataset(dataset)
+    qrels_from_examples(examples, dataset)  # an unlabelled file fails here, before any scoring
+    ranker = load_ranker(
+        model,
+        device=device,
+        precision=precision,
+        batch_size=batch_size,
+        policy=policy,
+        drop_ratios=float_list(alpha, "--alpha"),
+        thresholds=float_list(threshold, "--threshold"),
+    )
+    used = getattr(ranker, "model", ranker)
+    report, metrics = evaluate_result(examples, ranker.run(examples, progress=True), dataset)
+    result: dict[str, Any] = {
+        "model": model,
+        "dataset": dataset,
+        "device": str(used.device),
+        "precision": used.precision,
+        **metrics,
+        "run": run_info(_command()),
+    }
+    if per_question:
+        result["per_question"] = report.per_question
+    columns = [c for c in SUMMARY if c in result]
+    if "relative_cost" in result:
+        columns.insert(4, "relative_cost")
+    table = Table(title=f"{model} on {dataset} ({report.n_questions} questions, {used.precision})")
+    for key in columns:
+        table.add_column(key)
+    table.add_row(*(str(result[k]) for k in columns))
+    console.print(table)
+    if json_out is not None:
+        atomic_write_json(json_out, result)
+
+
+@app.command("tune-cascade")
+def tune_cascade(
+    model: Annotated[str, typer.Option("--model", "-m", help="a cascade model folder (or default-cascade)")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="folder for grid.json, pareto.png, policy.json")],
+    dataset: DatasetOpt = "squad-as2:dev",
+    grid: Annotated[str, typer.Option(help="drop ratios tried at every exit but the last")] = (
+        "0.1,0.2,0.3,0.4,0.5,0.6"
+    ),
+    metric: Annotated[str, typer.Option(help="metric the choice must preserve")] = "p@1",
+    tolerance: Annotated[
+        float, typer.Option(help="allowed loss of METRIC against no pruning (absolute, 0.01 = 1 point)")
+    ] = 0.01,
+    save: Annotated[
+        bool, typer.Option(help="also save the chosen policy beside the model (never into a shipped one)")
+    ] = True,
+    batch_size: Annotated[int, typer.Option(help="pairs per forward pass")] = 64,
+) -> None:
+    """Grid-search per-exit drop ratios on a dev set (paper section 5.5) and keep the cheapest
+    configuration within TOLERANCE of the unpruned METRIC; plot accuracy against relative cost.
+
+    The chosen policy is written to OUT/policy.json (use it with --policy) and, for a model folder of
+    your own, beside the model. Unpruned scores are cached (~/.cache/sieveqa/scores), so another grid
+    is quick.
+    """
+    from sieveqa.data.registry import load_dataset
+    from sieveqa.errors import require_extra
+    from sieveqa.evaluation.cascade_search import choose, grid_search, pareto_front, plot_pareto
+    from sieveqa.evaluation.metrics import METRICS, qrels_from_examples
+    from sieveqa.evaluation.provenance import run_info
+    from sieveqa.evaluation.score_cache import cached_scores
+    from sieveqa.io import atomic_write_json, check_output_dir
+    from sieveqa.models.cascade import CascadeTransformer
+    from sieveqa.models.zoo import is_shipped, load_model
+    from sieveqa.runtime.cascade import CascadePolicy
+    from sieveqa.runtime.pruning import check_drop_ratios
+
+    check_output_dir(out, "--out")
+    if metric not in METRICS:
+        raise ConfigError(f"--metric must be one of {', '.join(METRICS)}, got {metric!r}")
+    values = float_list(grid, "--grid") or []
+    check_drop_ratios(values, len(values) + 1)
+    require_extra("matplotlib", "plot", "tune-cascade's Pareto plot")
+    cascade = load_model(model)
+    if not isinstance(cascade, CascadeTransformer):
+        raise ConfigError(f"--model {model} is a {cascade.kind} model, not a cascade")
+    examples = load_dataset(dataset)
+    qrels_from_examples(examples, dataset)
+    scores = cached_scores(model, dataset, examples, progress=True, batch_size=batch_size)
+    points = grid_search(examples, scores, cascade.exits, values, progress=True)
+    chosen = choose(points, metric, tolerance)
+    full = next(p for p in points if not any(p.drop_ratios))
+    title = f"{model} on {dataset}: {len(points)} drop-ratio configurations"
+    plot_pareto(points, out / "pareto.png", chosen=chosen, title=title)
+    command = _command()
+    atomic_write_json(
+        out / "grid.json",
+        {
+            "model": model,
+            "dataset": dataset,
+            "exits": cascade.exits,
+            "metric": metric,
+            "tolerance": tolerance,
+            "unpruned": full.as_dict(),
+            "chosen": chosen.as_dict(),
+            "pareto_front": [p.as_dict() for p in pareto_front(points, metric)],
+            "grid": [p.as_dict() for p in points],
+            "run": run_info(command),
+        },
+    )
+    policy = CascadePolicy(drop_ratios=chosen.drop_ratios)
+    tuning = {"dataset": dataset, "metric": metric, "tolerance": tolerance, "command": command, **chosen.as_dict()}
+    policy.write(out / "policy.json", tuning)
+    console.print(
+        f"unpruned: {metric}={full.metrics[metric]:.4f}; chosen α={list(chosen.drop_ratios)}: "
+        f"{metric}={chosen.metrics[metric]:.4f} at relative cost {chosen.relative_cost:.3f}"
+    )
+    console.print(f"wrote {out / 'grid.json'}, {out / 'pareto.png'} and {out / 'policy.json'}")
+    if save and cascade.path is not None and is_shipped(cascade.path):
+        console.print(f"{model} ships inside the package, which is never written to: use --policy {out / 'policy.json'}")
+    elif save:
+        console.print(f"saved the policy beside the model: {policy.save_beside(cascade, tuning)}")

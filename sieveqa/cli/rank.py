@@ -1,0 +1,85 @@
+"""``sieveqa rank``: rank the candidates of questions in a JSONL file, or against an answer store."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from sieveqa.cli._app import AlphaOpt, BatchOpt, DeviceOpt, ModelOpt, PolicyOpt, PrecisionOpt, app, console, float_list
+from sieveqa.errors import shorten
+
+#: Characters of a question or answer shown on screen (files always get the whole text).
+SHOWN = 300
+
+
+@app.command()
+def rank(
+    input_path: Annotated[Path, typer.Option("--input", "-i", help="JSONL of questions with candidates")],
+    output: Annotated[
+        Path | None, typer.Option("--output", "-o", help="ranked JSONL (adds score and rank)")
+    ] = None,
+    model: ModelOpt = "default",
+    top: Annotated[int, typer.Option(help="answers to print per question")] = 3,
+    device: DeviceOpt = "auto",
+    precision: PrecisionOpt = "auto",
+    batch_size: BatchOpt = None,
+    alpha: AlphaOpt = None,
+    policy: PolicyOpt = None,
+    store: Annotated[
+        Path | None,
+        typer.Option(help="answer store (sieveqa index build): candidates are answer ids, or none for all"),
+    ] = None,
+) -> None:
+    """Rank the candidates of each question in a JSONL file; print the top answers with scores.
+
+    A cascade prunes with the policy saved with it (tune-cascade), unless --alpha or --policy is given.
+    With --store the questions are scored against stored answers by the model that built the store.
+    """
+    from sieveqa.data.jsonl import example_dict, read_jsonl, write_jsonl
+    from sieveqa.io import check_output_file
+    from sieveqa.runtime.loading import load_ranker
+
+    if output is not None:
+        check_output_file(output, "--output")
+    if store is not None:
+        return _rank_with_store(input_path, store, model if model != "default" else None, top, output)
+    examples = read_jsonl(input_path)
+    ranker = load_ranker(
+        model,
+        device=device,
+        precision=precision,
+        batch_size=batch_size,
+        policy=policy,
+        drop_ratios=float_list(alpha, "--alpha"),
+    )
+    # A bar only where scoring takes long enough to watch (a few seconds on this CPU).
+    ranked = ranker.rank(examples, progress=sum(len(e.candidates) for e in examples) > 500)
+    for ex, answers in zip(examples, ranked, strict=True):
+        console.print(f"[bold]{shorten(ex.question.text, SHOWN)}[/bold]  [dim]({ex.qid})[/dim]", markup=True)
+        for s in answers[:top]:
+            console.print(f"  {s.rank}. [green]{s.score:+.3f}[/green]  {shorten(s.candidate.text, SHOWN)}")
+    if output is not None:
+        write_jsonl(output, (example_dict(ex, r) for ex, r in zip(examples, ranked, strict=True)))
+        console.print(f"wrote {len(examples)} ranked questions to {output}")
+
+
+def _rank_with_store(input_path: Path, store_path: Path, model: str | None, top: int, output: Path | None) -> None:
+    from sieveqa.cli.index import hashing_model
+    from sieveqa.data.answers import read_store_queries
+    from sieveqa.data.jsonl import write_jsonl
+    from sieveqa.runtime.answer_store import AnswerStore, StoreRanker
+
+    queries = read_store_queries(input_path)
+    store = AnswerStore.open(store_path)
+    ranker = StoreRanker(hashing_model(model or store.model_ref), store)
+    results = ranker.rank_queries(queries, top)
+    for result in results:
+        console.print(f"[bold]{shorten(result.query.question, SHOWN)}[/bold]  [dim]({result.query.qid})[/dim]")
+        for rank_, (answer_id, score) in enumerate(result.ranked[:top], start=1):
+            text = shorten(store.text(answer_id), SHOWN)
+            console.print(f"  {rank_}. [green]{score:+.3f}[/green]  {text}  [dim]{answer_id}[/dim]")
+    if output is not None:
+        write_jsonl(output, (r.as_dict() for r in results))
+        console.print(f"wrote {len(results)} ranked questions to {output}")

@@ -1,0 +1,184 @@
+"""``sieveqa train`` and ``sieveqa retrofit``: their options come from the config dataclasses.
+
+``train`` has one flag per field of ``TrainConfig``, of every registered technique's model config,
+and of every recipe's options; a flag that does not apply to the chosen ``--arch`` is refused. A
+``--config FILE.json`` may hold any of those keys (plus ``train``, ``dev``, ``init``, ``arch``);
+flags typed on the command line win over the file.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from sieveqa import registry
+from sieveqa.cli._app import app
+from sieveqa.cli._options import Setting, given_settings, merge, read_settings, settings_command, settings_of
+from sieveqa.errors import ConfigError
+
+_RUN_KEYS = ("train", "dev", "init", "arch")
+
+
+@functools.cache
+def train_settings() -> dict[str, Setting]:
+    """TrainConfig's fields, every technique's model-config fields and every recipe's options.
+
+    The backbone is ``--init``; fields an ``--arch`` implies (HAS's composition and hashing) are no
+    options of their own.
+    """
+    from sieveqa.training.config import TrainConfig
+
+    implied = {"backbone"}
+    for t in registry.techniques():
+        cls = t.model_class().config_class
+        defaults = dataclasses.asdict(cls())
+        for arch in t.archs:
+            implied |= {k for k, v in dataclasses.asdict(cls.for_arch(arch)).items() if v != defaults[k]}
+    model = [
+        s
+        for t in registry.techniques()
+        for arch in t.archs
+        for s in settings_of(t.model_class().config_class, arch, exclude=implied, panel="Model (per --arch)")
+    ]
+    recipe = [
+        s
+        for t in registry.techniques()
+        for arch in t.archs
+        for s in settings_of(t.recipe_class().options_class, arch, panel="Model (per --arch)")
+    ]
+    merged = merge([*model, *recipe])
+    every = frozenset(registry.archs())
+    for name, s in merged.items():
+        if s.owners != every:
+            merged[name] = dataclasses.replace(s, help=f"{s.help} [{', '.join(sorted(s.owners))}]")
+    return merge([*settings_of(TrainConfig, "train", panel="Training"), *merged.values()])
+
+
+def _split(values: dict[str, Any], arch: str) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+    """Training, model and recipe settings for ``arch``; a setting of another arch is refused."""
+    from sieveqa.training.config import TrainConfig
+
+    technique = registry.for_arch(arch)
+    groups = (TrainConfig, technique.model_class().config_class, technique.recipe_class().options_class)
+    parts: tuple[dict[str, Any], dict[str, Any], dict[str, Any]] = ({}, {}, {})
+    known = train_settings()
+    for name, value in values.items():
+        for part, cls in zip(parts, groups, strict=True):
+            if name in {f.name for f in dataclasses.fields(cls)}:
+                part[name] = value
+                break
+        else:
+            owners = ", ".join(sorted(known[name].owners))
+            raise ConfigError(f"{known[name].flag} applies to --arch {owners}, not to {arch!r}")
+    return parts
+
+
+@app.command(cls=settings_command(train_settings))
+def train(
+    ctx: typer.Context,
+    out: Annotated[Path, typer.Option("--out", "-o", help="output folder (best model lands in OUT/best)")],
+    train_sets: Annotated[
+        str | None, typer.Option("--train", help="comma-separated dataset names to train on")
+    ] = None,
+    init: Annotated[
+        str | None,
+        typer.Option(help="backbone name (minilm-l6, tiny, ...) or a sieveqa model folder (default: minilm-l6)"),
+    ] = None,
+    dev: Annotated[
+        str | None,
+        typer.Option(help="dev dataset(s) that pick the best checkpoint; '' for none (default: wikiqa:dev)"),
+    ] = None,
+    arch: Annotated[
+        str | None,
+        typer.Option(help=f"what to train: {', '.join(registry.archs())} (default: cross-encoder)"),
+    ] = None,
+    config: Annotated[
+        Path | None, typer.Option(help="JSON file of settings: any option below, by its field name")
+    ] = None,
+    resume: Annotated[bool, typer.Option(help="continue from OUT/checkpoint if a run was interrupted")] = True,
+) -> None:
+    """Train a cross-encoder, cascade, or HAS ranker (or HAS's BERT baselines).
+
+    For TANDA run it twice: transfer on a large set, then adapt on the target (--init OUT/best).
+    """
+    from sieveqa.training.config import TrainConfig, read_json_object
+    from sieveqa.training.recipes import train_model
+
+    known = train_settings()
+    values = read_settings(read_json_object(config), known, str(config), _RUN_KEYS) if config else {}
+    values |= given_settings(ctx)
+    given = {"train": train_sets, "dev": dev, "init": init, "arch": arch}
+    run = {k: v if v is not None else values.pop(k, None) for k, v in given.items()}
+    for key in _RUN_KEYS:
+        values.pop(key, None)
+    if not run["train"]:
+        raise ConfigError("--train is required (or a 'train' key in --config)")
+    chosen = run["arch"] or "cross-encoder"
+    train_values, model_values, options = _split(values, chosen)
+    state = train_model(
+        chosen,
+        run["train"],
+        out,
+        init=run["init"] or "minilm-l6",
+        dev=run["dev"] if run["dev"] is not None else "wikiqa:dev",
+        config=TrainConfig(**train_values),
+        settings=model_values,
+        options=options,
+        resume=resume,
+    )
+    metric = train_values.get("metric", "map")
+    typer.echo(f"best {metric}={state.best_metric:.4f} at step {state.best_step}; model: {out / 'best'}")
+
+
+def _retrofit_defaults() -> Any:
+    """A retrofit fits small heads: far higher learning rate and bigger batches than fine-tuning."""
+    from sieveqa.training.config import TrainConfig
+
+    return TrainConfig(lr=1e-3, batch_size=64, max_pairs=30000, max_negatives=20, metric="map@mean")
+
+
+@functools.cache
+def retrofit_settings() -> dict[str, Setting]:
+    from sieveqa.training.config import TrainConfig
+
+    return merge(settings_of(TrainConfig, "retrofit", _retrofit_defaults(), panel="Training"))
+
+
+@app.command(cls=settings_command(retrofit_settings))
+def retrofit(
+    ctx: typer.Context,
+    out: Annotated[Path, typer.Option("--out", "-o", help="output folder (the cascade lands in OUT/best)")],
+    model: Annotated[str, typer.Option("--model", "-m", help="the cross-encoder to give exits")] = "default",
+    train_sets: Annotated[
+        str, typer.Option("--train", help="datasets whose pairs are used, labels ignored")
+    ] = "squad-as2:train",
+    exits: Annotated[
+        str | None, typer.Option(help="layers to add exits after, e.g. 2,3,4,5,6 (default: paper's rule)")
+    ] = None,
+    dev: Annotated[str, typer.Option(help="dev dataset(s) that pick the best heads; '' for none")] = (
+        "wikiqa:dev,trecqa:dev-clean"
+    ),
+    tune_body: Annotated[bool, typer.Option(help="also tune the body (to the original logits)")] = False,
+    config: Annotated[Path | None, typer.Option(help="JSON file of settings, by field name")] = None,
+    resume: Annotated[bool, typer.Option(help="continue an interrupted run")] = True,
+) -> None:
+    """Turn a trained cross-encoder into a cascade: new exits learn to reproduce its score.
+
+    The body and head stay as they are (unless --tune-body), so at α = 0 nothing changes; then run
+    tune-cascade to pick drop ratios.
+    """
+    from sieveqa.training.config import read_json_object
+    from sieveqa.training.recipes import retrofit_cascade
+
+    known = retrofit_settings()
+    values = read_settings(read_json_object(config), known, str(config)) if config else {}
+    values |= given_settings(ctx)
+    cfg = dataclasses.replace(_retrofit_defaults(), **values)
+    layers = train_settings()["exits"].coerce(exits, "--exits") if exits else None
+    state = retrofit_cascade(model, train_sets, out, layers, dev or None, cfg, tune_body, resume)
+    typer.echo(f"best {cfg.metric}={state.best_metric:.4f} at step {state.best_step}; cascade: {out / 'best'}")
+

@@ -1,0 +1,90 @@
+"""Where models run and at what precision: ``--device auto|cpu|cuda``, ``--precision auto|fp32|...``.
+
+``auto`` picks CUDA when it is available. On a CPU, ``--precision auto`` picks bf16 only where the
+CPU multiplies bf16 natively (AVX512-BF16 or AMX): elsewhere oneDNN emulates it, many times slower
+than fp32 (measured in docs/RESULTS.md), so fp32 is the choice. On CUDA it picks bf16 where the GPU
+supports it, else fp16.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal
+
+from sieveqa.errors import DeviceError
+
+if TYPE_CHECKING:
+    import torch
+
+DeviceName = Literal["auto", "cpu", "cuda"]
+Precision = Literal["auto", "fp32", "bf16", "fp16", "int8"]
+DEVICES: tuple[str, ...] = ("auto", "cpu", "cuda")
+PRECISIONS: tuple[str, ...] = ("auto", "fp32", "bf16", "fp16", "int8")
+# torch is imported where it is used: the command line reads these names before any model loads.
+#: CPU features that decide fp32 / bf16 / int8 speed (recorded with every measured result).
+SPEED_FLAGS = ("avx2", "avx512f", "avx512_bf16", "amx_bf16", "avx512_vnni", "avx_vnni")
+_NATIVE_BF16 = frozenset({"avx512_bf16", "amx_bf16"})
+
+
+@functools.cache
+def cpu_info() -> tuple[str, frozenset[str]]:
+    """The CPU's model name and feature flags (from /proc/cpuinfo; empty where there is none)."""
+    model, flags = "", frozenset()
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name") and not model:
+                model = line.split(":", 1)[1].strip()
+            elif line.startswith("flags"):
+                flags = frozenset(line.split(":", 1)[1].split())
+                break
+    return model, flags
+
+
+def native_bf16() -> bool:
+    """Whether this CPU has bf16 arithmetic units (AVX512-BF16 or AMX)."""
+    return bool(_NATIVE_BF16 & cpu_info()[1])
+
+
+def resolve_device(name: str) -> torch.device:
+    """``auto`` → CUDA if available, else CPU; ``cuda`` without a GPU is an error."""
+    import torch
+    if name not in DEVICES:
+        raise DeviceError(f"device must be one of {', '.join(DEVICES)}, got {name!r}")
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if name == "cuda" and not torch.cuda.is_available():
+        raise DeviceError("--device cuda: no CUDA GPU is visible to torch on this machine")
+    return torch.device(name)
+
+
+def resolve_precision(precision: str, device: torch.device) -> str:
+    """The concrete precision for ``device``: ``auto`` resolved, impossible pairs refused."""
+    import torch
+    if precision not in PRECISIONS:
+        raise DeviceError(f"precision must be one of {', '.join(PRECISIONS)}, got {precision!r}")
+    cuda = device.type == "cuda"
+    if precision == "auto":
+        if cuda:
+            return "bf16" if torch.cuda.is_bf16_supported() else "fp16"
+        return "bf16" if native_bf16() else "fp32"
+    if precision == "int8" and cuda:
+        raise DeviceError("int8 (dynamic quantization) runs on the CPU only; use bf16 or fp16 on CUDA")
+    if precision == "fp16" and not cuda:
+        raise DeviceError("fp16 is for CUDA; on a CPU use fp32, or bf16 where the CPU has native bf16")
+    return precision
+
+
+@contextlib.contextmanager
+def autocast(device: torch.device, precision: str) -> Iterator[None]:
+    """Mixed precision for ``precision`` on ``device`` (nothing for fp32 and int8)."""
+    import torch
+
+    dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(precision)
+    if dtype is None:
+        yield
+    else:
+        with torch.autocast(device.type, dtype=dtype):
+            yield

@@ -1,0 +1,299 @@
+"""Tokenized model inputs: one type for pairs, single texts and ``question [SEP] s1 [SEP] s2 ...``.
+
+A :class:`Features` row is one input sequence. Besides token ids it can carry, per token, a segment id
+(``-1`` special token, ``0`` question, ``k`` the k-th passage segment, from 1) and the character span
+of the token inside its own text, so a sentence can be pooled (``encoder.pool_segments``) and an
+answer span mapped back to characters. A passage longer than the model's limit is either truncated
+(``truncated[row]`` says so) or cut into overlapping windows, each a row of its own, ``source[row]``
+naming the input it came from.
+
+The question is kept whole unless it would leave the passage less than a quarter of the limit, i.e.
+only a question that alone (nearly) fills the limit is cut. Hugging Face's ``longest_first`` cut long
+questions first.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import torch
+from tokenizers import Encoding, Tokenizer
+from torch import Tensor
+from transformers import PreTrainedTokenizerBase
+
+from sieveqa.errors import ConfigError
+
+Span = tuple[int, int]
+
+
+@dataclass
+class Features:
+    """Unpadded token rows; optional per-token segment ids and character offsets."""
+
+    input_ids: list[list[int]]
+    token_type_ids: list[list[int]]
+    source: list[int] = field(default_factory=list)
+    truncated: list[bool] = field(default_factory=list)
+    segment_ids: list[list[int]] | None = None
+    offsets: list[list[Span]] | None = None
+
+    def __post_init__(self) -> None:
+        n = len(self.input_ids)
+        self.source = self.source or list(range(n))
+        self.truncated = self.truncated or [False] * n
+
+    def __len__(self) -> int:
+        return len(self.input_ids)
+
+    @property
+    def lengths(self) -> list[int]:
+        return [len(ids) for ids in self.input_ids]
+
+
+@dataclass(frozen=True)
+class _Template:
+    """Where a tokenizer puts its special tokens around one or two sequences, and their type ids."""
+
+    parts: tuple[tuple[int, ...], ...]  # ids before the first sequence, between, after
+    part_types: tuple[tuple[int, ...], ...]
+    types: tuple[int, ...]  # type id of the first (and second) sequence's tokens
+
+    @property
+    def n_special(self) -> int:
+        return sum(map(len, self.parts))
+
+
+def _find(ids: list[int], piece: list[int], start: int) -> int:
+    for i in range(start, len(ids) - len(piece) + 1):
+        if ids[i : i + len(piece)] == piece:
+            return i
+    raise ValueError(f"cannot locate {piece} in the tokenizer's template {ids}")
+
+
+def _probe(backend: Tokenizer, texts: tuple[str, ...]) -> _Template:
+    pieces = [backend.encode(t, add_special_tokens=False).ids for t in texts]
+    full = backend.encode(*texts, add_special_tokens=True)
+    ids, types = full.ids, full.type_ids
+    cuts, at = [], 0
+    for piece in pieces:
+        start = _find(ids, piece, at)
+        cuts.append((start, start + len(piece)))
+        at = start + len(piece)
+    bounds = [0, *(x for cut in cuts for x in cut), len(ids)]
+    parts = tuple(tuple(ids[a:b]) for a, b in zip(bounds[::2], bounds[1::2], strict=True))
+    part_types = tuple(tuple(types[a:b]) for a, b in zip(bounds[::2], bounds[1::2], strict=True))
+    return _Template(parts, part_types, tuple(types[start] for start, _ in cuts))
+
+
+class Featurizer:
+    """Turns texts into :class:`Features` for one tokenizer.
+
+    Thread-safe: it only reads a private copy of the Rust tokenizer with truncation and padding off
+    (the Hugging Face wrapper reconfigures its tokenizer on every call, which races across threads).
+    """
+
+    def __init__(self, tokenizer: PreTrainedTokenizerBase) -> None:
+        self._backend = Tokenizer.from_str(tokenizer.backend_tokenizer.to_str())
+        self._backend.no_truncation()
+        self._backend.no_padding()
+        self.pad_id = int(tokenizer.pad_token_id or 0)
+        self.sep_id = int(tokenizer.sep_token_id)
+        self._single = _probe(self._backend, ("a",))
+        self._pair = _probe(self._backend, ("a", "b"))
+
+    def _encode(self, texts: Sequence[str]) -> list[Encoding]:
+        return self._backend.encode_batch(list(texts), add_special_tokens=False)
+
+    def texts(self, texts: Sequence[str], max_length: int) -> Features:
+        """One row per text: ``[CLS] text [SEP]``, truncated to ``max_length`` tokens."""
+        (pre, post), (pre_t, post_t), (kind,) = self._single.parts, self._single.part_types, self._single.types
+        room = max_length - self._single.n_special
+        if room < 1:
+            raise ConfigError(f"max_length {max_length} leaves no room for text")
+        out = Features([], [])
+        for enc in self._encode(texts):
+            ids = enc.ids[:room]
+            out.input_ids.append([*pre, *ids, *post])
+            out.token_type_ids.append([*pre_t, *[kind] * len(ids), *post_t])
+            out.truncated.append(len(enc.ids) > room)
+        out.source = list(range(len(out)))
+        return out
+
+    def pairs(
+        self,
+        questions: Sequence[str],
+        texts: Sequence[str],
+        max_length: int,
+        stride: int | None = None,
+        offsets: bool = False,
+    ) -> Features:
+        """``[CLS] question [SEP] text [SEP]`` rows; see :meth:`segments` for ``stride`` and ``offsets``."""
+        if len(questions) != len(texts):
+            raise ValueError(f"{len(questions)} questions but {len(texts)} candidate texts")
+        return self._rows(questions, [[t] for t in texts], max_length, stride, offsets, segments=offsets)
+
+    def segments(
+        self,
+        questions: Sequence[str],
+        passages: Sequence[Sequence[str]],
+        max_length: int,
+        stride: int | None = None,
+        offsets: bool = False,
+    ) -> Features:
+        """``[CLS] question [SEP] s1 [SEP] s2 ... [SEP] sk [SEP]`` rows with a segment id per token.
+
+        Without ``stride`` a passage that does not fit is truncated (``truncated`` marks the row);
+        with it, the passage is cut into windows that overlap by ``stride`` tokens, one row each.
+        ``offsets`` adds each token's character span inside its question or segment.
+        """
+        if len(questions) != len(passages):
+            raise ValueError(f"{len(questions)} questions but {len(passages)} passages")
+        return self._rows(questions, passages, max_length, stride, offsets, segments=True)
+
+    def _rows(
+        self,
+        questions: Sequence[str],
+        passages: Sequence[Sequence[str]],
+        max_length: int,
+        stride: int | None,
+        offsets: bool,
+        segments: bool,
+    ) -> Features:
+        out = Features([], [], segment_ids=[] if segments else None, offsets=[] if offsets else None)
+        if not questions:
+            return out
+        unique = list(dict.fromkeys(questions))
+        q_enc = dict(zip(unique, self._encode(unique), strict=True))
+        sizes = [len(p) for p in passages]
+        flat = self._encode([s for p in passages for s in p])
+        budget = max_length - self._pair.n_special
+        if budget < 2:
+            raise ConfigError(f"max_length {max_length} leaves no room for a question and a passage")
+        if stride is not None and stride < 0:
+            raise ConfigError(f"stride must be >= 0, got {stride}")
+        start = 0
+        for i, (question, size) in enumerate(zip(questions, sizes, strict=True)):
+            side = _passage_side(flat[start : start + size], self.sep_id, segments, offsets)
+            start += size
+            q = q_enc[question]
+            # The question is cut only when it would leave the passage under a quarter of the limit.
+            q_len = min(len(q.ids), budget - min(len(side[0]), max(budget // 4, 1)))
+            room = budget - q_len
+            if stride is not None and stride >= room and len(side[0]) > room:
+                raise ConfigError(f"stride {stride} must be below the {room} passage tokens per window")
+            for lo, hi in _windows(len(side[0]), room, stride):
+                self._append(out, q, q_len, side, lo, hi, i, truncated=stride is None and hi < len(side[0]))
+        return out
+
+    def _append(
+        self,
+        out: Features,
+        q: Encoding,
+        q_len: int,
+        side: tuple[list[int], list[int], list[Span]],
+        lo: int,
+        hi: int,
+        source: int,
+        truncated: bool,
+    ) -> None:
+        (pre, mid, post), (pre_t, mid_t, post_t) = self._pair.parts, self._pair.part_types
+        q_type, p_type = self._pair.types
+        ids, segs, spans = side
+        out.input_ids.append([*pre, *q.ids[:q_len], *mid, *ids[lo:hi], *post])
+        out.token_type_ids.append([*pre_t, *[q_type] * q_len, *mid_t, *[p_type] * (hi - lo), *post_t])
+        out.source.append(source)
+        out.truncated.append(truncated or q_len < len(q.ids))
+        if out.segment_ids is not None:
+            out.segment_ids.append(
+                [*[-1] * len(pre), *[0] * q_len, *[-1] * len(mid), *segs[lo:hi], *[-1] * len(post)]
+            )
+        if out.offsets is not None:
+            none = [(0, 0)]
+            out.offsets.append(
+                [*none * len(pre), *q.offsets[:q_len], *none * len(mid), *spans[lo:hi], *none * len(post)]
+            )
+
+
+def _passage_side(
+    encodings: Sequence[Encoding], sep_id: int, segments: bool, offsets: bool
+) -> tuple[list[int], list[int], list[Span]]:
+    """A passage's tokens (segments joined by separator tokens), their segment ids and spans."""
+    if len(encodings) == 1 and not segments and not offsets:
+        return encodings[0].ids, [], []
+    ids: list[int] = []
+    segs: list[int] = []
+    spans: list[Span] = []
+    for k, enc in enumerate(encodings, start=1):
+        if k > 1:
+            ids.append(sep_id)
+            segs.append(-1)
+            spans.append((0, 0))
+        ids.extend(enc.ids)
+        segs.extend([k] * len(enc.ids))
+        if offsets:
+            spans.extend(enc.offsets)
+    return ids, segs, spans
+
+
+def _windows(length: int, room: int, stride: int | None) -> list[tuple[int, int]]:
+    """Token ranges of a passage: the first ``room`` tokens, or overlapping windows covering all."""
+    if stride is None or length <= room:
+        return [(0, min(length, room))]
+    out, lo = [], 0
+    while True:
+        out.append((lo, min(lo + room, length)))
+        if lo + room >= length:
+            return out
+        lo += room - stride
+
+
+def collate(
+    features: Features, rows: Sequence[int], pad_id: int, segments: bool = False
+) -> dict[str, Tensor]:
+    """Right-pad the chosen rows into ``input_ids``, ``attention_mask`` and ``token_type_ids``
+    tensors (and ``segment_ids``, padded with -1, when asked)."""
+    width = max(len(features.input_ids[i]) for i in rows)
+    ids = torch.full((len(rows), width), pad_id, dtype=torch.long)
+    types = torch.zeros((len(rows), width), dtype=torch.long)
+    mask = torch.zeros((len(rows), width), dtype=torch.long)
+    segs = torch.full((len(rows), width), -1, dtype=torch.long) if segments else None
+    for j, i in enumerate(rows):
+        n = len(features.input_ids[i])
+        ids[j, :n] = torch.tensor(features.input_ids[i])
+        types[j, :n] = torch.tensor(features.token_type_ids[i])
+        mask[j, :n] = 1
+        if segs is not None:
+            if features.segment_ids is None:
+                raise ValueError("these features carry no segment ids")
+            segs[j, :n] = torch.tensor(features.segment_ids[i])
+    batch = {"input_ids": ids, "attention_mask": mask, "token_type_ids": types}
+    if segs is not None:
+        batch["segment_ids"] = segs
+    return batch
+
+
+def length_batches(
+    lengths: Sequence[int], batch_size: int, rng: random.Random | None = None, pool_batches: int = 64
+) -> list[list[int]]:
+    """Group row indices into batches of similar length.
+
+    Without ``rng`` (inference) rows are sorted by length once. With ``rng`` (training) rows are
+    shuffled, then sorted within pools of ``pool_batches`` batches, and the batches shuffled: little
+    padding, yet a different mix of rows every epoch.
+    """
+    if batch_size < 1:
+        raise ConfigError(f"batch_size must be >= 1, got {batch_size}")
+    order = list(range(len(lengths)))
+    if rng is None:
+        order.sort(key=lambda i: lengths[i])
+        return [order[s : s + batch_size] for s in range(0, len(order), batch_size)]
+    rng.shuffle(order)
+    batches: list[list[int]] = []
+    pool = batch_size * pool_batches
+    for s in range(0, len(order), pool):
+        chunk = sorted(order[s : s + pool], key=lambda i: lengths[i])
+        batches.extend(chunk[t : t + batch_size] for t in range(0, len(chunk), batch_size))
+    rng.shuffle(batches)
+    return batches

@@ -1,0 +1,258 @@
+"""What every sieveqa model shares: a backbone and its tokenizer, the steppable encoder, where and at
+what precision it runs, and the saved folder format.
+
+Pair rankers (``pair_model``), bi-encoders (HAS) and readers build on this; how they score is theirs.
+A model is in eval mode unless a Trainer is training it, and scoring never switches modes: that is
+what lets one loaded model serve several threads at once.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import hashlib
+import logging
+import threading
+import warnings
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar, Self
+
+import torch
+from torch import Tensor, nn
+from tqdm.auto import tqdm
+
+from sieveqa.backbones import Backbone, load_backbone
+from sieveqa.device import autocast, resolve_device, resolve_precision
+from sieveqa.encoder import SteppableEncoder
+from sieveqa.errors import ConfigError, ModelFormatError
+from sieveqa.features import Features, Featurizer, collate, length_batches
+from sieveqa.models import zoo
+from sieveqa.models._saving import load_into, read_meta, save_model_folder, tensor_fingerprint
+
+log = logging.getLogger(__name__)
+
+WORD_EMBEDDINGS = "encoder.backbone.embeddings.word_embeddings."
+BODY = "encoder."
+# Quantizing a model takes longer than scoring a small batch, so the int8 copy is made once; the lock
+# keeps two threads from making it twice.
+_QUANTIZE = threading.Lock()
+
+
+@dataclass
+class ModelConfig:
+    """Backbone and input settings every model has."""
+
+    backbone: str = field(default="minilm-l6", metadata={"help": "backbone name or Hugging Face folder"})
+    max_length: int = field(
+        default=128, metadata={"help": "tokens per input: a (question, candidate) pair, or an answer"}
+    )
+    num_layers: int | None = field(
+        default=None, metadata={"help": "keep only the backbone's first N layers (None: all)"}
+    )
+    dropout: float = field(default=0.1, metadata={"help": "dropout inside the scoring head(s)"})
+    freeze_word_embeddings: bool = field(
+        default=True, metadata={"help": "keep the base word embeddings (smaller saved model, faster steps)"}
+    )
+
+    @classmethod
+    def for_arch(cls, arch: str, **settings: Any) -> Self:
+        """The config an ``--arch`` name stands for (one class may serve several names)."""
+        return cls(**settings)
+
+
+def truncate_layers(backbone: Backbone, num_layers: int) -> None:
+    """Keep the first ``num_layers`` transformer layers of ``backbone`` (a shallower model)."""
+    layers = backbone.model.encoder.layer
+    if not 1 <= num_layers <= len(layers):
+        raise ConfigError(f"num_layers must be in 1..{len(layers)}, got {num_layers}")
+    backbone.model.encoder.layer = layers[:num_layers]
+    backbone.model.config.num_hidden_layers = num_layers
+
+
+class EncoderModel(nn.Module):
+    """A steppable encoder over a (possibly truncated) backbone, with inference settings and
+    persistence. Subclasses add heads and say how they score."""
+
+    kind: ClassVar[str]
+    config_class: ClassVar[type[ModelConfig]]
+
+    def __init__(self, config: ModelConfig, backbone: Backbone | None = None) -> None:
+        super().__init__()
+        self.config = config
+        backbone = backbone or load_backbone(config.backbone)
+        if config.num_layers is not None:
+            truncate_layers(backbone, config.num_layers)
+        self.tokenizer = backbone.tokenizer
+        self.featurizer = Featurizer(backbone.tokenizer)
+        self.encoder = SteppableEncoder(backbone.model)
+        if config.freeze_word_embeddings:
+            backbone.model.embeddings.word_embeddings.weight.requires_grad_(False)
+        self.batch_size = 64
+        self.precision = "fp32"
+        # What save_pretrained recorded (training provenance) and the folder, when loaded from one.
+        self.meta: dict[str, Any] = {}
+        self.path: Path | None = None
+        # A saved model whose body this one shares unchanged (see ``share_body``), and its fingerprint.
+        self.body_from: str | None = None
+        self._body_fingerprint: str | None = None
+
+    # -- where and how it runs ----------------------------------------------------------------------
+
+    @property
+    def device(self) -> torch.device:
+        return self.encoder.backbone.embeddings.word_embeddings.weight.device
+
+    @property
+    def pad_id(self) -> int:
+        return self.featurizer.pad_id
+
+    def configure(
+        self, device: str | None = None, precision: str | None = None, batch_size: int | None = None
+    ) -> Self:
+        """Move to ``device`` (auto, cpu, cuda), set the inference ``precision`` (auto, fp32, bf16,
+        fp16, int8) and ``batch_size``. Meant for set-up, before the model serves calls."""
+        if device is not None:
+            self.to(resolve_device(device))
+        if precision is not None:
+            self.precision = resolve_precision(precision, self.device)
+        if batch_size is not None:
+            if batch_size < 1:
+                raise ConfigError(f"batch_size must be >= 1, got {batch_size}")
+            self.batch_size = batch_size
+        return self
+
+    @contextlib.contextmanager
+    def inference(self) -> Iterator[Self]:
+        """The module to score with, under ``inference_mode`` and autocast for the precision (an int8
+        run gets a quantized copy)."""
+        if self.training:
+            raise RuntimeError(
+                f"{type(self).__name__} is in training mode (dropout on); call .eval() before scoring"
+            )
+        with torch.inference_mode(), autocast(self.device, self.precision):
+            yield self._int8_copy() if self.precision == "int8" else self
+
+    def _int8_copy(self) -> Self:
+        with _QUANTIZE:
+            cached = self.__dict__.get("_int8")
+            if cached is None:
+                # torch.ao's eager quantization is deprecated in favour of torchao (not a dependency);
+                # it still works in the pinned torch, and its warnings would only repeat that.
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore", category=DeprecationWarning)
+                    warnings.simplefilter("ignore", category=UserWarning)
+                    cached = torch.ao.quantization.quantize_dynamic(
+                        copy.deepcopy(self), {nn.Linear}, dtype=torch.qint8
+                    )
+                # Not a registered submodule: it must not be saved, moved or trained with the model.
+                object.__setattr__(self, "_int8", cached)
+        return cached
+
+    def batches(
+        self, features: Features, progress: bool = False, desc: str = "scoring"
+    ) -> Iterator[tuple[list[int], dict[str, Tensor]]]:
+        """Length-sorted batches of ``features`` as ``(rows, tensors on the model's device)``."""
+        device = self.device
+        for rows in tqdm(
+            length_batches(features.lengths, self.batch_size),
+            desc=desc,
+            unit="batch",
+            disable=not progress,
+            leave=False,
+        ):
+            yield rows, {k: v.to(device) for k, v in collate(features, rows, self.pad_id).items()}
+
+    @classmethod
+    def start_from(cls, other: EncoderModel, config: ModelConfig) -> Self:
+        """A new model of this class over another trained model (``train --init FOLDER``)."""
+        raise ConfigError(f"cannot start a {cls.kind!r} model from a {other.kind!r} model")
+
+    # -- persistence ------------------------------------------------------------------------------
+
+    def share_body(self, source: str | Path) -> None:
+        """Declare that this model's body is ``source``'s (a shipped name or a model folder), unchanged.
+
+        ``save_pretrained`` then stores only the heads and records ``source``; loading reads the body
+        from it. A retrofit cascade over the shipped default is a few MB instead of a second copy of
+        the body. If the body changes before saving (it was trained), the whole model is stored.
+        """
+        self.body_from = zoo.model_ref(source)
+        self._body_fingerprint = self.body_fingerprint()
+
+    def body_fingerprint(self) -> str:
+        """sha256 over the body's tensors (fp16, as saved): identifies the exact body."""
+        digest = hashlib.sha256()
+        for name, tensor in self.encoder.state_dict().items():
+            digest.update(name.encode())
+            digest.update(tensor.detach().to(torch.float16).cpu().contiguous().numpy().tobytes())
+        return digest.hexdigest()
+
+    def _shares_body(self) -> bool:
+        return self.body_from is not None and self._body_fingerprint == self.body_fingerprint()
+
+    def _excluded(self) -> tuple[str, ...]:
+        if self._shares_body():
+            return (BODY,)
+        # A random test backbone has no installed base to read frozen weights from: store them all.
+        frozen = self.config.freeze_word_embeddings and self.config.backbone != "tiny"
+        return (WORD_EMBEDDINGS,) if frozen else ()
+
+    def save_pretrained(
+        self, path: str | Path, extra: dict[str, Any] | None = None, policy: dict[str, Any] | None = None
+    ) -> Path:
+        """Save config and weights (fp16; frozen base embeddings, or a shared body, left out and
+        fingerprinted), and ``policy`` as policy.json beside them."""
+        meta = {
+            "sieveqa_model": self.kind,
+            "config": asdict(self.config),
+            "base_fingerprint": tensor_fingerprint(self.encoder.backbone.embeddings.word_embeddings.weight),
+            **(extra or {}),
+        }
+        if self._shares_body():
+            meta |= {"body_from": self.body_from, "body_fingerprint": self._body_fingerprint}
+        elif self.body_from is not None:
+            log.warning("the body changed since share_body(%s): saving the whole model", self.body_from)
+        return save_model_folder(path, self, meta, exclude=self._excluded(), policy=policy)
+
+    def _load_shared_body(self, path: Path, meta: dict[str, Any]) -> None:
+        source = str(meta["body_from"])
+        try:
+            base = zoo.load_model(source)
+        except ModelFormatError as err:
+            raise ModelFormatError(f"{path}: its body comes from {source!r}, which fails to load: {err}") from err
+        try:
+            self.encoder.load_state_dict(base.encoder.state_dict())
+        except RuntimeError as err:
+            raise ModelFormatError(f"{path}: the body of {source!r} has another shape ({err})") from err
+        self.share_body(source)
+        if self._body_fingerprint != meta.get("body_fingerprint"):
+            raise ModelFormatError(
+                f"{path}: its body model {source!r} has changed since it was saved (body fingerprint "
+                f"{str(self._body_fingerprint)[:12]} != {str(meta.get('body_fingerprint'))[:12]})"
+            )
+
+    @classmethod
+    def from_pretrained(cls, path: str | Path) -> Self:
+        """Load a folder written by ``save_pretrained`` (or a shipped model name, e.g. ``default``)."""
+        path = zoo.resolve_model(path)
+        meta = read_meta(path, cls.kind)
+        try:
+            config = cls.config_class(**meta["config"])
+        except (TypeError, ValueError) as err:
+            raise ModelFormatError(f"{path}/config.json: bad model config ({err})") from err
+        model = cls(config)
+        if meta.get("body_from"):
+            model._load_shared_body(path, meta)
+        elif model._excluded():
+            found = tensor_fingerprint(model.encoder.backbone.embeddings.word_embeddings.weight)
+            if found != meta.get("base_fingerprint"):
+                expected = str(meta.get("base_fingerprint"))[:12]
+                raise ModelFormatError(
+                    f"{path}: trained over other base weights than the installed backbone "
+                    f"{model.config.backbone!r} (fingerprint {found[:12]} != {expected})"
+                )
+        load_into(path, model, meta)
+        model.meta, model.path = meta, path
+        return model.eval()

@@ -1,0 +1,109 @@
+"""The techniques sieveqa knows, each registered once, here.
+
+A technique is a model class (what ``save_pretrained`` writes and ``load_model`` reads back by its
+``kind``), a training recipe (data and objective, with its own options), the ``--arch`` names that
+select it, and optionally a runtime ranker that applies the policy saved beside the model (a
+cascade's drop ratios). Those parts live in different layers (models, training, runtime), so the
+registry names them by import path and each layer resolves only its own part, on first use, as
+Python entry points do. Adding a technique is its own files plus one ``register`` call below.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from typing import Any
+
+from sieveqa.errors import ConfigError
+
+
+def _resolve(path: str) -> Any:
+    module, _, name = path.partition(":")
+    return getattr(importlib.import_module(module), name)
+
+
+@dataclass(frozen=True)
+class Technique:
+    """One technique's parts, by import path (``module:Name``)."""
+
+    kind: str
+    model: str
+    recipe: str
+    archs: tuple[str, ...]
+    ranker: str | None = None
+    summary: str = ""
+
+    def model_class(self) -> Any:
+        return _resolve(self.model)
+
+    def recipe_class(self) -> Any:
+        return _resolve(self.recipe)
+
+    def ranker_class(self) -> Any | None:
+        """The runtime ranker that applies the model's saved policy (None: the model ranks itself)."""
+        return None if self.ranker is None else _resolve(self.ranker)
+
+
+_TECHNIQUES: dict[str, Technique] = {}
+
+
+def register(technique: Technique) -> Technique:
+    """Add a technique; its kind and arch names must be new."""
+    taken = {a for t in _TECHNIQUES.values() for a in t.archs} & set(technique.archs)
+    if technique.kind in _TECHNIQUES or taken:
+        raise ValueError(f"technique {technique.kind!r} or arch {sorted(taken)} is registered already")
+    _TECHNIQUES[technique.kind] = technique
+    return technique
+
+
+def techniques() -> list[Technique]:
+    return list(_TECHNIQUES.values())
+
+
+def technique(kind: str) -> Technique:
+    """The technique whose models are saved with ``sieveqa_model: kind``."""
+    if kind not in _TECHNIQUES:
+        raise ConfigError(f"unknown model kind {kind!r}; known: {', '.join(_TECHNIQUES)}")
+    return _TECHNIQUES[kind]
+
+
+def archs() -> list[str]:
+    return [a for t in _TECHNIQUES.values() for a in t.archs]
+
+
+def for_arch(arch: str) -> Technique:
+    """The technique an ``--arch`` name selects."""
+    for t in _TECHNIQUES.values():
+        if arch in t.archs:
+            return t
+    raise ConfigError(f"--arch must be one of {', '.join(archs())}, got {arch!r}")
+
+
+register(
+    Technique(
+        kind="cross-encoder",
+        model="sieveqa.models.cross_encoder:CrossEncoder",
+        recipe="sieveqa.training.recipes:PointwiseRecipe",
+        archs=("cross-encoder",),
+        summary="(question, candidate) scored jointly (the TANDA baseline)",
+    )
+)
+register(
+    Technique(
+        kind="cascade",
+        model="sieveqa.models.cascade:CascadeTransformer",
+        recipe="sieveqa.training.recipes:CascadeRecipe",
+        archs=("cascade",),
+        ranker="sieveqa.runtime.cascade:CascadeRanker",
+        summary="classifiers after several layers; each drops a share of the candidates",
+    )
+)
+register(
+    Technique(
+        kind="hashing",
+        model="sieveqa.models.hashing:HashingModel",
+        recipe="sieveqa.training.recipes:TripletRecipe",
+        archs=("has", "bert-attention", "bert-pooling"),
+        summary="questions and answers encoded apart; answers storable as bits (HAS)",
+    )
+)

@@ -1,0 +1,88 @@
+"""Runtime policies: the question-time settings of a technique (a cascade's drop ratios, a budget).
+
+A policy is a frozen dataclass, saved as ``policy.json`` beside the model it was tuned for, and read
+back by the runtime that applies it (``load_ranker``). It is never written into the installed
+package: a policy tuned for a shipped model is saved in the tuning run's own folder and passed with
+``--policy FILE``.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+from typing import Any, ClassVar, Self
+
+from sieveqa.errors import ConfigError
+from sieveqa.io import atomic_write_json
+from sieveqa.models._saving import read_policy, write_policy
+from sieveqa.models.encoder_model import EncoderModel
+from sieveqa.models.zoo import is_shipped
+
+#: Keys a policy file may hold besides the policy's own fields.
+_META_KEYS = ("policy", "tuning")
+
+
+@dataclass(frozen=True)
+class Policy:
+    """Base of the runtime policies; ``kind`` names the policy in its file."""
+
+    kind: ClassVar[str]
+
+    def to_dict(self, tuning: dict[str, Any] | None = None) -> dict[str, Any]:
+        """The policy as saved: its kind, its fields (lists for tuples) and how it was chosen."""
+        data = {
+            k: list(v) if isinstance(v, tuple) else v for k, v in asdict(self).items()
+        }
+        return {"policy": self.kind, **data, **({"tuning": tuning} if tuning else {})}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any], where: str) -> Self:
+        """Read a saved policy; a wrong kind or an unknown key is an error naming ``where``."""
+        kind = data.get("policy", cls.kind)
+        if kind != cls.kind:
+            raise ConfigError(f"{where}: holds a {kind!r} policy, expected {cls.kind!r}")
+        names = {f.name for f in fields(cls)}
+        unknown = sorted(set(data) - names - set(_META_KEYS))
+        if unknown:
+            raise ConfigError(f"{where}: unknown {cls.kind} policy field(s) {unknown}; known: {sorted(names)}")
+        values = {k: tuple(v) if isinstance(v, list) else v for k, v in data.items() if k in names}
+        return cls(**values)
+
+    @classmethod
+    def read(cls, path: str | Path) -> Self:
+        """A policy from a JSON file (``--policy FILE``)."""
+        path = Path(path)
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise ConfigError(f"--policy {path}: no such file") from None
+        except (UnicodeDecodeError, json.JSONDecodeError) as err:
+            raise ConfigError(f"--policy {path}: not a JSON policy ({err})") from err
+        if not isinstance(data, dict):
+            raise ConfigError(f"--policy {path}: expected a JSON object, got {type(data).__name__}")
+        return cls.from_dict(data, str(path))
+
+    @classmethod
+    def saved(cls, model: EncoderModel) -> Self | None:
+        """The policy saved beside ``model`` (None when it has none)."""
+        if model.path is None:
+            return None
+        data = read_policy(model.path, model.meta)
+        return None if data is None else cls.from_dict(data, f"{model.path}/policy.json")
+
+    def write(self, path: str | Path, tuning: dict[str, Any] | None = None) -> Path:
+        """Save as a policy file at ``path``."""
+        atomic_write_json(path, self.to_dict(tuning))
+        return Path(path)
+
+    def save_beside(self, model: EncoderModel, tuning: dict[str, Any] | None = None) -> Path:
+        """Save as ``policy.json`` in the folder ``model`` was loaded from (never a shipped one)."""
+        if model.path is None:
+            raise ConfigError("the model was not loaded from a folder; save the policy to a file instead")
+        if is_shipped(model.path):
+            raise ConfigError(
+                f"{model.path} is a model shipped inside the installed package, which is never written "
+                "to; save the policy to a file and pass it with --policy"
+            )
+        return write_policy(model.path, self.to_dict(tuning))
