@@ -1,10 +1,16 @@
-"""The steppable encoder reproduces the backbone and counts cost exactly."""
+"""The steppable encoder: the backbone's forward reproduced, rows at their own depths, branches, cost."""
+
+import copy
 
 import pytest
 import torch
 
 from sieveqa.backbones import load_backbone
-from sieveqa.encoder import SteppableEncoder, layer_flops, masked_mean
+from sieveqa.encoder import Cost, SteppableEncoder, layer_flops, masked_mean, pool_segments
+from sieveqa.features import Featurizer
+
+QUESTIONS = ["who wrote hamlet?", "what is the capital of france, the country in europe?", "why?", "how tall?"]
+TEXTS = ["shakespeare", "paris is the capital and largest city of france", "because", "330 metres tall"]
 
 
 @pytest.fixture(scope="module")
@@ -15,12 +21,14 @@ def tiny():
 
 
 def _batch(tokenizer):
-    return tokenizer(
-        ["who wrote hamlet?", "what is the capital of france, the country in europe?", "why?"],
-        ["shakespeare", "paris is the capital and largest city of france", "because"],
-        padding=True,
-        return_tensors="pt",
-    )
+    return tokenizer(QUESTIONS, TEXTS, padding=True, return_tensors="pt")
+
+
+def _alone(tiny, row: int, layers: int | None = None) -> torch.Tensor:
+    """Row ``row`` run by itself through the backbone: its hidden states, no padding at all."""
+    alone = tiny.tokenizer([QUESTIONS[row]], [TEXTS[row]], return_tensors="pt")
+    encoder = SteppableEncoder(tiny.model)
+    return encoder(alone["input_ids"], alone["attention_mask"], alone["token_type_ids"], num_layers=layers)[0]
 
 
 @pytest.mark.parametrize("name", ["tiny", pytest.param("minilm-l6", marks=pytest.mark.real)])
@@ -35,34 +43,83 @@ def test_stepping_equals_backbone_forward(name: str) -> None:
     torch.testing.assert_close(out, ref, rtol=0, atol=1e-5)
 
 
-def test_subset_rows_match_running_them_alone(tiny) -> None:
-    enc = SteppableEncoder(tiny.model)
-    batch = _batch(tiny.tokenizer)
-    with torch.inference_mode():
-        state = enc.step(enc.embed(batch["input_ids"], batch["attention_mask"], batch["token_type_ids"]))
-        state = state.select(torch.tensor([False, True, False])).trimmed()
-        while state.layer < enc.num_layers:
-            state = enc.step(state)
-        alone = {k: v[1:2] for k, v in batch.items()}
-        ref = tiny.model(**alone).last_hidden_state
-    assert state.rows.tolist() == [1]
-    width = int(alone["attention_mask"].sum())
-    torch.testing.assert_close(state.hidden[:, :width], ref[:, :width], rtol=0, atol=1e-5)
+def _state(tiny, enc: SteppableEncoder, cost: Cost | None = None):
+    features = Featurizer(tiny.tokenizer).pairs(QUESTIONS, TEXTS, max_length=64)
+    return enc.start(features, tiny.tokenizer.pad_token_id, batch_size=64, cost=cost), features
 
 
-def test_cost_counts_layer_units_and_flops(tiny) -> None:
+def test_rows_advanced_to_different_depths_match_running_them_alone(tiny) -> None:
     enc = SteppableEncoder(tiny.model)
-    batch = _batch(tiny.tokenizer)
-    n, width = batch["input_ids"].shape
     with torch.inference_mode():
-        state = enc.embed(batch["input_ids"], batch["attention_mask"], batch["token_type_ids"])
-        state = enc.step(enc.step(state))
-        enc.step(state.select(torch.tensor([0])))
+        state, _ = _state(tiny, enc)
+        enc.advance(state, [0, 1, 2, 3])
+        enc.advance(state, [1, 3])
+        enc.advance(state, [3])
+        enc.advance(state, [0, 3])  # rows at depths 1 and 3 advance in one call
+        assert state.depth == [2, 2, 1, 4]
+        for row in range(4):
+            torch.testing.assert_close(state.hidden[row], _alone(tiny, row, state.depth[row]), rtol=0, atol=1e-5)
+
+
+def test_advance_groups_by_depth_then_length_and_returns_the_padded_groups(tiny) -> None:
+    enc = SteppableEncoder(tiny.model)
+    with torch.inference_mode():
+        state, features = _state(tiny, enc)
+        enc.advance(state, [0, 1])
+        groups = enc.advance(state, [0, 1, 2, 3], batch_size=2)
+    # Depth 1: rows 0 and 1 (one group of 2); depth 0: rows 2 and 3, shortest first.
+    assert [g.rows for g in groups] == [[2, 3], [0, 1]] or [g.rows for g in groups] == [[3, 2], [0, 1]]
+    for group in groups:
+        width = max(features.lengths[r] for r in group.rows)
+        assert group.hidden.shape[:2] == group.mask.shape == (len(group.rows), width)
+
+
+def test_cost_counts_layer_units_and_flops_per_branch_and_layer(tiny) -> None:
+    enc = SteppableEncoder(tiny.model)
+    cost = Cost()
+    with torch.inference_mode():
+        state, features = _state(tiny, enc, cost)
+        enc.advance(state, [0, 1, 2, 3], batch_size=64)
+        enc.advance(state, [1])
+        top = copy.deepcopy(enc.layers[1])  # a head's own copy of layer 1: a branch
+        enc.advance(state, [0], layers={1: top}, branch="head-a")
     cfg = tiny.model.config
-    assert enc.cost.layer_units == 2 * n + 1
-    assert enc.cost.per_layer == {0: n, 1: n, 2: 1}
-    assert enc.cost.flops == (2 * n + 1) * layer_flops(width, cfg.hidden_size, cfg.intermediate_size)
-    assert enc.cost.sequences == n
+    width = max(features.lengths)
+    assert cost.layer_units == 6 and cost.sequences == 4
+    assert cost.per_layer == {("body", 0): 4, ("body", 1): 1, ("head-a", 1): 1}
+    expected = 4 * layer_flops(width, cfg.hidden_size, cfg.intermediate_size)
+    expected += layer_flops(features.lengths[1], cfg.hidden_size, cfg.intermediate_size)
+    expected += layer_flops(features.lengths[0], cfg.hidden_size, cfg.intermediate_size)
+    assert cost.flops == expected
+    # The copy computes what the layer it copies does.
+    torch.testing.assert_close(state.hidden[0], _alone(tiny, 0, 2), rtol=0, atol=1e-5)
+
+
+def test_a_branch_layer_runs_its_own_weights(tiny) -> None:
+    enc = SteppableEncoder(tiny.model)
+    changed = copy.deepcopy(enc.layers[0])
+    with torch.no_grad():
+        for p in changed.parameters():
+            p.add_(0.5)
+    with torch.inference_mode():
+        state, _ = _state(tiny, enc)
+        enc.advance(state, [0], layers=[changed], branch="other")
+        enc.advance(state, [1])
+        assert not torch.allclose(state.hidden[0], _alone(tiny, 0, 1), atol=1e-3)
+        torch.testing.assert_close(state.hidden[1], _alone(tiny, 1, 1), rtol=0, atol=1e-5)
+
+
+def test_released_rows_and_rows_past_the_top_are_errors(tiny) -> None:
+    enc = SteppableEncoder(tiny.model)
+    with torch.inference_mode():
+        state, _ = _state(tiny, enc)
+        state.release([2])
+        with pytest.raises(ValueError, match=r"rows \[2\] were released"):
+            enc.advance(state, [1, 2])
+        for _ in range(enc.num_layers):
+            enc.advance(state, [0])
+        with pytest.raises(IndexError, match="already after layer 4"):
+            enc.advance(state, [0])
 
 
 def test_layer_flops_formula() -> None:
@@ -70,17 +127,15 @@ def test_layer_flops_formula() -> None:
     assert layer_flops(128, 768, 3072) == 8 * 128 * 768**2 + 4 * 128**2 * 768 + 4 * 128 * 768 * 3072
 
 
-def test_step_past_last_layer_is_an_error(tiny) -> None:
-    enc = SteppableEncoder(tiny.model)
-    batch = _batch(tiny.tokenizer)
-    state = enc.embed(batch["input_ids"], batch["attention_mask"])
-    for _ in range(enc.num_layers):
-        state = enc.step(state)
-    with pytest.raises(IndexError, match="already after layer 4"):
-        enc.step(state)
-
-
 def test_masked_mean_ignores_padding() -> None:
     hidden = torch.tensor([[[1.0], [3.0], [100.0]]])
     mask = torch.tensor([[1, 1, 0]])
     assert masked_mean(hidden, mask).item() == 2.0
+
+
+def test_pool_segments_means_each_sentence_and_marks_missing_ones() -> None:
+    hidden = torch.arange(6, dtype=torch.float).reshape(1, 6, 1)
+    segments = torch.tensor([[-1, 0, 1, 1, -1, 3]])  # [CLS] q s1 s1 [SEP] s3; s2 cut off
+    pooled, present = pool_segments(hidden, segments, 3)
+    assert pooled[0, :, 0].tolist() == [2.5, 0.0, 5.0]
+    assert present.tolist() == [[True, False, True]]

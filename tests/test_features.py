@@ -1,8 +1,99 @@
-import random
+"""Tokenized inputs: pairs equal to the tokenizer's own, the question-cut rule, windows, segments, offsets."""
 
+import random
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
 import torch
 
-from sieveqa.batching import PairFeatures, collate, length_batches
+from sieveqa.backbones import load_backbone
+from sieveqa.errors import ConfigError
+from sieveqa.features import Features, Featurizer, collate, length_batches
+
+
+@pytest.fixture(scope="module")
+def tokenizer():
+    return load_backbone("tiny").tokenizer
+
+
+@pytest.fixture(scope="module")
+def featurizer(tokenizer) -> Featurizer:
+    return Featurizer(tokenizer)
+
+
+def _words(n: int, start: int = 0) -> str:
+    return " ".join(f"w{i}" for i in range(start, start + n))
+
+
+def test_pairs_equal_the_tokenizers_own_when_nothing_is_cut(featurizer, tokenizer) -> None:
+    questions = ["who wrote hamlet?", "what is the capital of france, the country in europe?"]
+    texts = ["Shakespeare wrote it around 1600.", "Paris is the capital and largest city of France."]
+    ours = featurizer.pairs(questions, texts, max_length=128)
+    theirs = tokenizer(questions, texts, return_token_type_ids=True)
+    assert ours.input_ids == theirs["input_ids"]
+    assert ours.token_type_ids == theirs["token_type_ids"]
+    assert ours.source == [0, 1] and ours.truncated == [False, False]
+
+
+def test_texts_equal_the_tokenizers_own(featurizer, tokenizer) -> None:
+    texts = ["Paris is in France.", _words(100)]
+    ours = featurizer.texts(texts, max_length=32)
+    theirs = tokenizer(texts, truncation=True, max_length=32, return_token_type_ids=True)
+    assert ours.input_ids == theirs["input_ids"] and ours.truncated == [False, True]
+
+
+def test_a_long_question_is_kept_whole_and_the_passage_cut(featurizer) -> None:
+    # 80 question tokens and a 200-token passage in 128: longest_first would cut the question too.
+    features = featurizer.pairs([_words(40)], [_words(200, 500)], max_length=128)
+    ids, = features.input_ids
+    question_len = ids.index(featurizer.sep_id) - 1
+    assert len(ids) == 128 and question_len == len(featurizer._encode([_words(40)])[0].ids)
+    assert features.truncated == [True]
+
+
+def test_a_question_that_alone_fills_the_limit_is_cut_leaving_a_quarter(featurizer) -> None:
+    features = featurizer.pairs([_words(300)], [_words(50, 900)], max_length=64)
+    ids, = features.input_ids
+    budget = 64 - 3
+    assert len(ids) == 64
+    assert ids.index(featurizer.sep_id) - 1 == budget - budget // 4  # question tokens kept
+    assert features.truncated == [True]
+
+
+def test_windows_overlap_by_the_stride_and_cover_the_passage(featurizer) -> None:
+    passage = _words(100)
+    whole = featurizer._encode([passage])[0].ids
+    features = featurizer.pairs(["q?"], [passage], max_length=48, stride=8, offsets=True)
+    assert len(features) > 1 and set(features.source) == {0} and not any(features.truncated)
+    covered = []
+    for ids, segs in zip(features.input_ids, features.segment_ids, strict=True):
+        assert len(ids) <= 48
+        covered.append([t for t, s in zip(ids, segs, strict=True) if s == 1])
+    for a, b in zip(covered, covered[1:], strict=False):
+        assert a[-8:] == b[:8]  # consecutive windows share `stride` tokens
+    assert covered[0] + [t for c in covered[1:] for t in c[8:]] == whole
+    with pytest.raises(ConfigError, match="stride 60 must be below"):
+        featurizer.pairs(["q?"], [passage], max_length=48, stride=60)
+
+
+def test_segments_get_their_ids_and_offsets_point_into_their_own_text(featurizer) -> None:
+    sentences = ["Paris is big.", "It is in France.", "Rome is in Italy."]
+    features = featurizer.segments(["where is paris?"], [sentences], max_length=128, offsets=True)
+    ids, segs, spans = features.input_ids[0], features.segment_ids[0], features.offsets[0]
+    assert ids.count(featurizer.sep_id) == 4  # after the question, between sentences, at the end
+    assert sorted(set(segs)) == [-1, 0, 1, 2, 3]
+    for k, sentence in enumerate(sentences, start=1):
+        pieces = [sentence[a:b] for s, (a, b) in zip(segs, spans, strict=True) if s == k]
+        assert "".join(pieces).lower() == sentence.replace(" ", "").lower()
+
+
+def test_the_featurizer_is_safe_to_share_between_threads(featurizer) -> None:
+    questions = [f"question {i}?" for i in range(50)]
+    texts = [_words(5 + i % 40) for i in range(50)]
+    serial = featurizer.pairs(questions, texts, max_length=32).input_ids
+    with ThreadPoolExecutor(8) as pool:
+        results = list(pool.map(lambda _: featurizer.pairs(questions, texts, max_length=32).input_ids, range(16)))
+    assert all(r == serial for r in results)
 
 
 def test_inference_batches_sorted_and_complete() -> None:
@@ -26,10 +117,11 @@ def test_training_batches_cover_every_row_once_and_depend_on_seed() -> None:
     assert pad / 500 < 8
 
 
-def test_collate_pads_right_with_mask() -> None:
-    feats = PairFeatures([[101, 7, 102], [101, 102]], [[0, 0, 1], [0, 1]])
-    batch = collate(feats, [1, 0], pad_id=0)
+def test_collate_pads_right_with_mask_and_segments() -> None:
+    feats = Features([[101, 7, 102], [101, 102]], [[0, 0, 1], [0, 1]], segment_ids=[[-1, 0, -1], [-1, -1]])
+    batch = collate(feats, [1, 0], pad_id=0, segments=True)
     assert batch["input_ids"].tolist() == [[101, 102, 0], [101, 7, 102]]
     assert batch["attention_mask"].tolist() == [[1, 1, 0], [1, 1, 1]]
     assert batch["token_type_ids"].tolist() == [[0, 1, 0], [0, 0, 1]]
+    assert batch["segment_ids"].tolist() == [[-1, -1, -1], [-1, 0, -1]]
     assert batch["input_ids"].dtype == torch.long

@@ -49,7 +49,8 @@ app = typer.Typer(
     pretty_exceptions_show_locals=False,
 )
 
-console = Console()
+# soft_wrap: long lines (paths, answers) are wrapped by the terminal, not cut with newlines by rich.
+console = Console(soft_wrap=True)
 
 
 @app.callback()
@@ -98,6 +99,13 @@ def float_list(text: str | None, option: str) -> list[float] | None:
         return [float(x) for x in text.split(",")]
     except ValueError:
         raise ConfigError(f"{option}: expected comma-separated numbers, got {shorten(repr(text), 60)}") from None
+
+
+def check_device(device: str, precision: str) -> None:
+    """Refuse an unknown or unavailable device or precision before any work starts."""
+    from sieveqa.device import resolve_device, resolve_precision
+
+    resolve_precision(precision, resolve_device(device))
 
 
 def main() -> None:

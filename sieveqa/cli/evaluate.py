@@ -18,6 +18,7 @@ from sieveqa.cli._app import (
     PolicyOpt,
     PrecisionOpt,
     app,
+    check_device,
     console,
     float_list,
 )
@@ -56,6 +57,7 @@ def evaluate(
     from sieveqa.io import atomic_write_json, check_output_file
     from sieveqa.runtime.loading import load_ranker
 
+    check_device(device, precision)
     if json_out is not None:
         check_output_file(json_out, "--json")
     if alpha and threshold:

@@ -7,7 +7,18 @@ from typing import Annotated
 
 import typer
 
-from sieveqa.cli._app import AlphaOpt, BatchOpt, DeviceOpt, ModelOpt, PolicyOpt, PrecisionOpt, app, console, float_list
+from sieveqa.cli._app import (
+    AlphaOpt,
+    BatchOpt,
+    DeviceOpt,
+    ModelOpt,
+    PolicyOpt,
+    PrecisionOpt,
+    app,
+    check_device,
+    console,
+    float_list,
+)
 from sieveqa.errors import shorten
 
 #: Characters of a question or answer shown on screen (files always get the whole text).
@@ -41,6 +52,7 @@ def rank(
     from sieveqa.io import check_output_file
     from sieveqa.runtime.loading import load_ranker
 
+    check_device(device, precision)
     if output is not None:
         check_output_file(output, "--output")
     if store is not None:

@@ -22,7 +22,11 @@ class LabelledPairs:
 
     @property
     def n_positive(self) -> int:
-        return sum(self.labels)
+        return sum(1 for label in self.labels if label > 0)
+
+    @property
+    def summary(self) -> str:
+        return f"{len(self)} pairs ({self.n_positive} positive)"
 
 
 def make_pairs(

@@ -86,7 +86,6 @@ class PointwiseRecipe(Recipe):
             raise DataFormatError(f"{source}: no labelled candidates to train on")
         if not pairs.n_positive:
             raise DataFormatError(f"{source}: no candidate is labelled correct (1); nothing to learn from")
-        tqdm.write(f"training on {len(pairs)} pairs ({pairs.n_positive} positive) from {len(examples)} questions")
         return pairs
 
     def tensors(self, model: EncoderModel, sample: LabelledPairs) -> TrainData:
@@ -157,7 +156,6 @@ class TripletRecipe(Recipe):
         triplets = make_triplets(examples, self.options.negatives_per_positive, config.max_pairs, config.seed)
         if not len(triplets):
             raise DataFormatError(f"{source}: no question has both a positive and a negative answer")
-        tqdm.write(f"training on {len(triplets)} triplets")
         return triplets
 
     def tensors(self, model: EncoderModel, sample: TextTriplets) -> TrainData:
@@ -236,6 +234,7 @@ def train_model(
         dev_examples = _dev(dev)
         if resume:
             check_checkpoint(out_dir, config, len(sample))
+        tqdm.write(f"training on {sample.summary}")
         seed_everything(config.seed)
         model = init_model(init, arch, settings).configure(device=config.device)
         meta = {"train": train, "dev": dev, "init": init, "arch": arch, "n_examples": len(sample)}
@@ -299,6 +298,7 @@ def retrofit_cascade(
         dev_examples = _dev(dev)
         if resume:
             check_checkpoint(out_dir, config, len(pairs))
+        tqdm.write(f"retrofitting on {pairs.summary}")
         seed_everything(config.seed)
         teacher = load_model(base)
         if not isinstance(teacher, CrossEncoder):

@@ -23,6 +23,10 @@ class TextTriplets:
     def __len__(self) -> int:
         return len(self.questions)
 
+    @property
+    def summary(self) -> str:
+        return f"{len(self)} triplets"
+
 
 def make_triplets(
     examples: Sequence[RankingExample],

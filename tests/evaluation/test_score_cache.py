@@ -16,7 +16,7 @@ def test_scores_are_cached_and_refreshed_with_new_weights(tiny_cascade, tmp_path
     again = cached_scores(str(folder), "toy", examples, cache_dir=tmp_path / "cache")
     assert torch.equal(first, again) and len(list((tmp_path / "cache").glob("*.pt"))) == 1
     with torch.no_grad():
-        tiny_cascade.heads[0].net[-1].bias += 1.0
+        tiny_cascade.heads[0].output.bias += 1.0
     tiny_cascade.save_pretrained(folder)
     changed = cached_scores(str(folder), "toy", examples, cache_dir=tmp_path / "cache")
     assert len(list((tmp_path / "cache").glob("*.pt"))) == 2

@@ -1,0 +1,43 @@
+"""Fixtures of the command-line tests: a runner and small saved models."""
+
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from sieveqa.cli import app
+
+
+class Runner:
+    """Invokes ``sieveqa`` in-process; stderr comes back mixed into ``output``."""
+
+    def __init__(self) -> None:
+        self._runner = CliRunner()
+
+    def __call__(self, *args: str):
+        # A wide terminal, so help tables do not cut long option names.
+        return self._runner.invoke(app, [str(a) for a in args], env={"COLUMNS": "200"})
+
+
+@pytest.fixture
+def sieveqa() -> Runner:
+    return Runner()
+
+
+@pytest.fixture
+def saved_tiny(tiny_model, tmp_path: Path) -> Path:
+    return tiny_model.save_pretrained(tmp_path / "tiny-model")
+
+
+@pytest.fixture
+def saved_cascade(tiny_cascade, tmp_path: Path) -> Path:
+    return tiny_cascade.save_pretrained(tmp_path / "tiny-cascade")
+
+
+def one_error_line(result, code: int = 2) -> str:
+    """The single ``error: ...`` line a failed command printed (and nothing like a traceback)."""
+    assert result.exit_code == code, result.output
+    lines = [line for line in result.output.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error: "), result.output
+    assert "Traceback" not in result.output
+    return lines[0]

@@ -1,0 +1,29 @@
+"""``sieveqa data``, ``sieveqa backbones`` and the top-level help."""
+
+from tests.cli.conftest import one_error_line
+
+
+def test_help_explains_commands(sieveqa) -> None:
+    result = sieveqa("--help")
+    assert result.exit_code == 0
+    for command in ("train", "eval", "rank", "retrofit", "tune-cascade", "backbones", "data", "index"):
+        assert command in result.output
+
+
+def test_backbones_lists_registered_names(sieveqa) -> None:
+    result = sieveqa("backbones", "--no-verify")
+    assert result.exit_code == 0, result.output
+    for name in ("minilm-l6", "minilm-l3", "mpnet-12", "tiny"):
+        assert name in result.output
+
+
+def test_data_build_unknown_benchmark(sieveqa) -> None:
+    assert one_error_line(sieveqa("data", "build", "asnq")) == "error: unknown benchmark 'asnq'; known: squad-as2"
+
+
+def test_usage_errors_are_one_line_too(sieveqa) -> None:
+    assert one_error_line(sieveqa("eval", "--batch-size", "many")).startswith(
+        "error: Invalid value for '--batch-size'"
+    )
+    assert one_error_line(sieveqa("rank")).startswith("error: Missing option '--input'")
+    assert one_error_line(sieveqa("evaluate")).startswith("error: No such command 'evaluate'")

@@ -1,0 +1,116 @@
+"""``sieveqa eval`` and ``sieveqa tune-cascade`` end to end on tiny saved models."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from sieveqa.data.jsonl import read_jsonl
+from sieveqa.models.base import flatten_pairs
+from sieveqa.models.cascade import CascadeTransformer
+from sieveqa.runtime.trace import groups_of, simulate
+from tests.cli.conftest import one_error_line
+
+
+def test_eval_writes_the_promised_json(sieveqa, saved_tiny: Path, example_jsonl: Path, tmp_path: Path) -> None:
+    out = tmp_path / "m.json"
+    result = sieveqa("eval", "--model", saved_tiny, "--dataset", f"jsonl:{example_jsonl}", "--json", out)
+    assert result.exit_code == 0, result.output
+    metrics = json.loads(out.read_text())
+    for key in ("map", "mrr", "p@1", "ndcg@10", "n_questions", "pairs_per_second", "layer_units", "run"):
+        assert key in metrics
+    assert metrics["n_questions"] == 3 and metrics["n_pairs"] == 16
+    assert metrics["layer_units"] == 4 * 16  # 16 pairs, 4 layers each
+    assert metrics["precision"] in ("fp32", "bf16") and metrics["device"] in ("cpu", "cuda:0")
+    assert 0.0 <= metrics["map"] <= 1.0
+
+
+def test_bad_dataset_name_is_one_line(sieveqa, saved_tiny: Path) -> None:
+    line = one_error_line(sieveqa("eval", "--model", saved_tiny, "--dataset", "wikiqa:validation"))
+    assert "wikiqa has no split 'validation'" in line
+
+
+def test_eval_of_unlabelled_questions_fails_before_any_scoring(sieveqa, tmp_path: Path) -> None:
+    data = tmp_path / "unlabelled.jsonl"
+    data.write_text(json.dumps({"qid": "q1", "question": "who?", "candidates": [{"id": "c1", "text": "x"}]}) + "\n")
+    # The model folder does not exist: the labels are checked first, so theirs is the error reported.
+    line = one_error_line(sieveqa("eval", "-m", tmp_path / "nope", "-d", f"jsonl:{data}"))
+    assert line.startswith(f"error: jsonl:{data}: question 'q1', candidate 'c1' has no 'label'")
+
+
+def test_eval_json_that_is_a_folder_is_refused_first(sieveqa, saved_tiny: Path, example_jsonl: Path, tmp_path) -> None:
+    line = one_error_line(sieveqa("eval", "-m", saved_tiny, "-d", f"jsonl:{example_jsonl}", "--json", tmp_path))
+    assert line == f"error: --json {tmp_path}: is a folder; give the path of a file to write"
+
+
+def test_eval_of_a_cascade_reports_cost_and_every_exit(
+    sieveqa, saved_cascade: Path, example_jsonl: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "c.json"
+    args = ["eval", "-m", saved_cascade, "-d", f"jsonl:{example_jsonl}", "--json", out]
+    result = sieveqa(*args, "--alpha", "0.5")
+    assert result.exit_code == 0, result.output
+    metrics = json.loads(out.read_text())
+    assert metrics["drop_ratios"] == [0.5, 0.5, 0.5] and metrics["exits"] == [1, 2, 3, 4]
+    # 16 candidates in 3 questions (6, 5, 5): ⌊k/2⌋ dropped per question at each exit,
+    # so 6 → 3 → 2 → 1 and 5 → 3 → 2 → 1.
+    assert metrics["survivors"] == [16, 9, 6, 3]
+    assert metrics["layer_units"] == 16 + 9 + 6 + 3
+    assert metrics["relative_cost"] == pytest.approx(34 / 64, abs=1e-4)
+    assert set(metrics["per_exit"]) == {"L1", "L2", "L3", "L4"}
+    # Stopped at the last exit, the cascade is the cascade.
+    assert metrics["per_exit"]["L4"]["map"] == metrics["map"]
+    assert "need 3 drop ratios" in one_error_line(sieveqa(*args, "--alpha", "0.5,0.2"))
+    assert one_error_line(sieveqa(*args, "--alpha", "0.5", "--threshold", "1,2,3")).endswith("not both")
+
+
+def test_tune_cascade_writes_a_policy_that_rank_applies(
+    sieveqa, saved_cascade: Path, example_jsonl: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SIEVEQA_CACHE", str(tmp_path / "cache"))  # the score cache lands here
+    out = tmp_path / "tuning"
+    args = ["tune-cascade", "-m", saved_cascade, "-o", out, "-d", f"jsonl:{example_jsonl}"]
+    result = sieveqa(*args, "--grid", "0.2,0.5", "--tolerance", "1.0")
+    assert result.exit_code == 0, result.output
+    report = json.loads((out / "grid.json").read_text())
+    assert len(report["grid"]) == 1 + 2**3
+    # Any loss is tolerated, so the cheapest configuration wins: 0.5 at every exit.
+    assert report["chosen"]["drop_ratios"] == [0.5, 0.5, 0.5]
+    assert (out / "pareto.png").read_bytes()[:4] == b"\x89PNG"
+    for policy_file in (out / "policy.json", saved_cascade / "policy.json"):
+        saved = json.loads(policy_file.read_text())
+        assert saved["policy"] == "cascade" and saved["drop_ratios"] == [0.5, 0.5, 0.5]
+        assert saved["tuning"]["metric"] == "p@1"
+    ranked = tmp_path / "r.jsonl"
+    result = sieveqa("rank", "-m", saved_cascade, "-i", example_jsonl, "-o", ranked, "--precision", "fp32")
+    assert result.exit_code == 0, result.output
+    # The ranking is the one the saved ratios give, not the unpruned one.
+    examples = read_jsonl(example_jsonl)
+    model = CascadeTransformer.from_pretrained(saved_cascade)
+    expected = simulate(model.exit_scores(*flatten_pairs(examples)), groups_of(examples), [0.5] * 3).orders()
+    rows = [json.loads(line) for line in ranked.read_text().splitlines()]
+    for ex, row, order in zip(examples, rows, expected, strict=True):
+        assert [c["id"] for c in row["candidates"]] == [ex.candidates[i].id for i in order]
+
+
+def test_tune_cascade_never_writes_into_the_installed_package(
+    sieveqa, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, saved_cascade: Path, example_jsonl: Path
+) -> None:
+    from sieveqa.models import zoo
+
+    # A stand-in for default-cascade: the saved tiny cascade, seen as a shipped model.
+    monkeypatch.setattr(zoo, "RESOURCES", saved_cascade.parent)
+    monkeypatch.setitem(zoo.SHIPPED, "shipped-cascade", saved_cascade)
+    monkeypatch.setenv("SIEVEQA_CACHE", str(tmp_path / "cache"))
+    out = tmp_path / "tuning"
+    result = sieveqa(
+        "tune-cascade", "-m", "shipped-cascade", "-o", out, "-d", f"jsonl:{example_jsonl}", "--grid", "0.5",
+        "--tolerance", "1.0",
+    )
+    assert result.exit_code == 0, result.output
+    assert (out / "policy.json").is_file() and not (saved_cascade / "policy.json").exists()
+    assert f"use --policy {out / 'policy.json'}" in result.output
+    with_policy = sieveqa("eval", "-m", "shipped-cascade", "-d", f"jsonl:{example_jsonl}", "--policy", out / "policy.json",
+                          "--json", tmp_path / "e.json")
+    assert with_policy.exit_code == 0, with_policy.output
+    assert json.loads((tmp_path / "e.json").read_text())["drop_ratios"] == [0.5, 0.5, 0.5]

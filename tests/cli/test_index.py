@@ -1,0 +1,103 @@
+"""HAS from the command line: train, build a store, append, inspect, rank against it, refuse mismatches."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from sieveqa.data.jsonl import read_jsonl
+from tests.cli.conftest import one_error_line
+
+
+def _train(sieveqa, example_jsonl: Path, out: Path, arch: str = "has", *flags: str) -> Path:
+    data = f"jsonl:{example_jsonl}"
+    args = ["train", "--arch", arch, "--train", data, "--dev", data, "--init", "tiny", "--out", out]
+    result = sieveqa(*args, "--epochs", "1", "--batch-size", "8", "--no-progress", *flags)
+    assert result.exit_code == 0, result.output
+    return out / "best"
+
+
+@pytest.fixture(scope="module")
+def has_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from sieveqa.models.zoo import RESOURCES
+    from tests.cli.conftest import Runner
+
+    return _train(Runner(), RESOURCES / "example.jsonl", tmp_path_factory.mktemp("has") / "run")
+
+
+def _build(sieveqa, model: Path, example_jsonl: Path, store: Path):
+    return sieveqa("index", "build", "-m", model, "-a", f"jsonl:{example_jsonl}", "-o", store)
+
+
+def test_build_info_add_and_rank_against_a_store(sieveqa, has_model: Path, example_jsonl: Path, tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    result = _build(sieveqa, has_model, example_jsonl, store)
+    assert result.exit_code == 0, result.output
+    examples = read_jsonl(example_jsonl)
+    n = len({c.id for ex in examples for c in ex.candidates})
+    assert f"{n} answers in 1 segment(s), kind bits" in result.output
+
+    extra = tmp_path / "more.jsonl"
+    extra.write_text(json.dumps({"id": "new-1", "text": "The tower is 330 metres tall."}) + "\n")
+    result = sieveqa("index", "add", "--store", store, "--answers", extra)
+    assert result.exit_code == 0, result.output
+    assert f"{n + 1} answers in 2 segment(s)" in result.output
+    result = sieveqa("index", "info", store)
+    assert result.exit_code == 0 and "MiB on disk" in result.output
+
+    queries = tmp_path / "q.jsonl"
+    ex = examples[0]
+    queries.write_text(
+        json.dumps({"qid": "x", "question": ex.question.text, "candidates": [c.id for c in ex.candidates]})
+        + "\n"
+        + json.dumps({"question": "how tall is it"})
+        + "\n"
+    )
+    out = tmp_path / "ranked.jsonl"
+    result = sieveqa("rank", "--store", store, "--input", queries, "--output", out, "--top", "2")
+    assert result.exit_code == 0, result.output
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [r["qid"] for r in rows] == ["x", "2"]
+    assert sorted(r["id"] for r in rows[0]["ranked"]) == sorted(c.id for c in ex.candidates)
+    assert len(rows[1]["ranked"]) == 2  # the whole store searched, top 2 kept
+    scores = [r["score"] for r in rows[0]["ranked"]]
+    assert scores == sorted(scores, reverse=True)
+
+
+def test_a_store_refuses_a_model_with_another_beta(
+    sieveqa, has_model: Path, example_jsonl: Path, tmp_path: Path
+) -> None:
+    store = tmp_path / "store"
+    assert _build(sieveqa, has_model, example_jsonl, store).exit_code == 0
+    other = _train(sieveqa, example_jsonl, tmp_path / "b10", "has", "--beta", "10")
+    queries = tmp_path / "q.jsonl"
+    queries.write_text(json.dumps({"question": "how tall"}) + "\n")
+    line = one_error_line(sieveqa("rank", "--store", store, "--model", other, "--input", queries))
+    assert "beta 5.0 (store) != 10.0 (model)" in line
+
+
+def test_a_cross_encoder_cannot_build_a_store(sieveqa, saved_tiny: Path, example_jsonl: Path, tmp_path: Path) -> None:
+    line = one_error_line(_build(sieveqa, saved_tiny, example_jsonl, tmp_path / "s"))
+    assert "answer stores need a HAS" in line
+
+
+def test_a_killed_build_leaves_no_store_and_the_same_command_starts_over(
+    sieveqa, has_model: Path, example_jsonl: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from sieveqa.runtime import answer_store
+
+    store = tmp_path / "store"
+    real = answer_store._write_segment
+
+    def killed(*args, **kwargs):
+        real(*args, **kwargs)
+        raise KeyboardInterrupt  # the process dies after encoding, before the manifest
+
+    monkeypatch.setattr(answer_store, "_write_segment", killed)
+    assert _build(sieveqa, has_model, example_jsonl, store).exit_code == 130
+    assert not (store / "manifest.json").exists()
+    assert "not an answer store" in one_error_line(sieveqa("index", "info", store))
+    monkeypatch.setattr(answer_store, "_write_segment", real)
+    result = _build(sieveqa, has_model, example_jsonl, store)
+    assert result.exit_code == 0, result.output
+    assert sorted(p.name for p in store.iterdir()) == [".lock", "manifest.json", "seg-00000"]

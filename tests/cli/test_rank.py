@@ -1,0 +1,68 @@
+"""``sieveqa rank``: ranked output, the policy of a cascade, screen output kept short."""
+
+import json
+from pathlib import Path
+
+from sieveqa.data.jsonl import read_jsonl
+from tests.cli.conftest import one_error_line
+
+
+def test_rank_prints_and_writes_ranked_jsonl(sieveqa, saved_tiny: Path, example_jsonl: Path, tmp_path: Path) -> None:
+    out = tmp_path / "ranked.jsonl"
+    result = sieveqa("rank", "--model", saved_tiny, "--input", example_jsonl, "--output", out, "--top", "2")
+    assert result.exit_code == 0, result.output
+    assert "How tall is the Eiffel Tower?" in result.output
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [r["qid"] for r in rows] == [e.qid for e in read_jsonl(example_jsonl)]
+    for row in rows:
+        ranks = [c["rank"] for c in row["candidates"]]
+        scores = [c["score"] for c in row["candidates"]]
+        assert ranks == list(range(1, len(ranks) + 1))
+        assert scores == sorted(scores, reverse=True)
+
+
+def test_bad_precision_is_one_line_naming_the_choices(sieveqa, saved_tiny: Path, example_jsonl: Path) -> None:
+    line = one_error_line(sieveqa("rank", "--model", saved_tiny, "--input", example_jsonl, "--precision", "fp8"))
+    assert line == "error: precision must be one of auto, fp32, bf16, fp16, int8, got 'fp8'"
+
+
+def test_cuda_without_a_gpu_is_one_line(sieveqa, saved_tiny: Path, example_jsonl: Path) -> None:
+    import torch
+
+    if torch.cuda.is_available():
+        return
+    line = one_error_line(sieveqa("rank", "--model", saved_tiny, "--input", example_jsonl, "--device", "cuda"))
+    assert "no CUDA GPU is visible" in line
+
+
+def test_long_texts_are_shortened_on_screen_but_not_in_files(sieveqa, saved_tiny: Path, tmp_path: Path) -> None:
+    long_text = "word " * 200_000  # a megabyte
+    data = tmp_path / "long.jsonl"
+    question = {"qid": "q", "question": "what?", "candidates": [{"id": "c", "text": long_text}]}
+    data.write_text(json.dumps(question) + "\n")
+    out = tmp_path / "ranked.jsonl"
+    result = sieveqa("rank", "--model", saved_tiny, "--input", data, "--output", out)
+    assert result.exit_code == 0, result.output
+    assert len(result.output) < 2_000 and "1,000,000 characters" in result.output
+    assert json.loads(out.read_text())["candidates"][0]["text"] == long_text
+
+
+def test_an_output_path_that_is_a_folder_is_refused_before_scoring(
+    sieveqa, example_jsonl: Path, tmp_path: Path
+) -> None:
+    # The model does not exist: the output check comes first, so its error is the one reported.
+    line = one_error_line(sieveqa("rank", "-m", tmp_path / "nope", "-i", example_jsonl, "-o", tmp_path))
+    assert line == f"error: --output {tmp_path}: is a folder; give the path of a file to write"
+
+
+def test_non_utf8_input_names_the_line(sieveqa, saved_tiny: Path, tmp_path: Path) -> None:
+    bad = tmp_path / "bad.jsonl"
+    good = {"qid": "q1", "question": "who?", "candidates": [{"id": "c", "text": "x"}]}
+    bad.write_bytes(json.dumps(good).encode() + b"\n" + b'{"qid": "q2", "question": "caf\xe9?"}\n')
+    line = one_error_line(sieveqa("rank", "--model", saved_tiny, "--input", bad))
+    assert line == f"error: {bad}:2: not UTF-8 text (byte 0xe9 at column 31)"
+
+
+def test_alpha_on_a_cross_encoder_is_refused(sieveqa, saved_tiny: Path, example_jsonl: Path) -> None:
+    line = one_error_line(sieveqa("rank", "-m", saved_tiny, "-i", example_jsonl, "--alpha", "0.3"))
+    assert "is a cross-encoder model, which takes no runtime policy (drop_ratios)" in line

@@ -1,0 +1,110 @@
+"""``sieveqa train`` and ``retrofit``: options from the configs, --config files, checks before work."""
+
+import json
+from pathlib import Path
+
+import pytest
+from filelock import FileLock
+
+from tests.cli.conftest import one_error_line
+
+
+def _train(sieveqa, data: Path, out: Path, *flags: str):
+    jsonl = f"jsonl:{data}"
+    return sieveqa("train", "--train", jsonl, "--init", "tiny", "--dev", jsonl, "--out", out, "--no-progress", *flags)
+
+
+def test_train_then_rank_with_tiny_backbone(sieveqa, example_jsonl: Path, tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    result = _train(sieveqa, example_jsonl, out, "--epochs", "1", "--batch-size", "8")
+    assert result.exit_code == 0, result.output
+    assert (out / "best" / "model.safetensors").is_file()
+    saved = json.loads((out / "best" / "config.json").read_text())
+    assert saved["weights_sha256"] and saved["training"]["arch"] == "cross-encoder"
+    result = sieveqa("rank", "--model", out / "best", "--input", example_jsonl)
+    assert result.exit_code == 0, result.output
+
+
+def test_every_config_field_is_an_option_with_its_help(sieveqa) -> None:
+    result = sieveqa("train", "--help")
+    assert result.exit_code == 0
+    text = " ".join(result.output.replace("│", " ").split())
+    for flag in ("--epochs", "--checkpoint-every", "--device", "--exits", "--head-layers", "--beta", "--margin",
+                 "--exit-sampling", "--negatives-per-positive", "--question-max-length"):
+        assert flag in text
+    assert "peak learning rate of AdamW (default: 3e-05)" in text
+    assert "--composition" not in text and "--backbone" not in text  # implied by --arch, --init
+
+
+def _config(tmp_path: Path, settings: dict) -> Path:
+    path = tmp_path / "train.json"
+    path.write_text(json.dumps(settings))
+    return path
+
+
+def test_a_config_file_is_validated_and_lists_its_keys(sieveqa, example_jsonl: Path, tmp_path: Path) -> None:
+    config = _config(tmp_path, {"epochs": 1, "batch_size": 4, "bogus": 1})
+    line = one_error_line(_train(sieveqa, example_jsonl, tmp_path / "r", "--config", config))
+    assert line.startswith(f"error: {config}: unknown key(s) ['bogus']; valid keys: ")
+    assert "attention_hidden" in line and "exit_sampling" in line
+    config = _config(tmp_path, {"epochs": "two"})
+    line = one_error_line(_train(sieveqa, example_jsonl, tmp_path / "r", "--config", config))
+    assert line == f"error: {config}: key 'epochs': expected float, got 'two'"
+    config.write_text("[1, 2]")
+    line = one_error_line(_train(sieveqa, example_jsonl, tmp_path / "r", "--config", config))
+    assert line == f"error: {config}: expected a JSON object of settings, got list"
+
+
+def test_flags_win_over_the_config_file(sieveqa, example_jsonl: Path, tmp_path: Path) -> None:
+    config = _config(tmp_path, {"epochs": 2, "batch_size": 4, "arch": "cascade", "exits": [2, 4]})
+    result = _train(sieveqa, example_jsonl, tmp_path / "r", "--config", config, "--batch-size", "8")
+    assert result.exit_code == 0, result.output
+    saved = json.loads((tmp_path / "r" / "checkpoint" / "trainer_state.json").read_text())["config"]
+    assert (saved["epochs"], saved["batch_size"]) == (2, 8)
+    model = json.loads((tmp_path / "r" / "best" / "config.json").read_text())
+    assert model["sieveqa_model"] == "cascade" and model["config"]["exits"] == [2, 4]
+
+
+def test_a_setting_of_another_arch_is_refused(sieveqa, example_jsonl: Path, tmp_path: Path) -> None:
+    line = one_error_line(_train(sieveqa, example_jsonl, tmp_path / "r", "--arch", "cascade", "--beta", "3"))
+    assert line == "error: --beta applies to --arch bert-attention, bert-pooling, has, not to 'cascade'"
+    line = one_error_line(_train(sieveqa, example_jsonl, tmp_path / "r", "--arch", "tower"))
+    assert line.startswith("error: --arch must be one of cross-encoder, cascade, has")
+
+
+@pytest.mark.parametrize(
+    ("candidates", "message"),
+    [([], "no labelled candidates to train on"), ([{"id": "c", "text": "x", "label": 0}], "no candidate is labelled")],
+)
+def test_training_data_without_positives_is_refused(sieveqa, tmp_path: Path, candidates, message) -> None:
+    data = tmp_path / "t.jsonl"
+    data.write_text(json.dumps({"qid": "q", "question": "who?", "candidates": candidates}) + "\n")
+    line = one_error_line(_train(sieveqa, data, tmp_path / "r"))
+    assert line.startswith(f"error: jsonl:{data}: {message}")
+
+
+def test_resuming_with_other_settings_names_them(sieveqa, example_jsonl: Path, tmp_path: Path) -> None:
+    assert _train(sieveqa, example_jsonl, tmp_path / "r", "--epochs", "1", "--lr", "1e-4").exit_code == 0
+    line = one_error_line(_train(sieveqa, example_jsonl, tmp_path / "r", "--epochs", "1", "--lr", "2e-4"))
+    assert "checkpoint was written with other settings (lr 0.0001 -> 0.0002)" in line
+
+
+def test_a_second_run_into_the_same_folder_is_refused(sieveqa, example_jsonl: Path, tmp_path: Path) -> None:
+    out = tmp_path / "r"
+    out.mkdir()
+    with FileLock(str(out / ".lock")):  # the first run, still writing
+        line = one_error_line(_train(sieveqa, example_jsonl, out))
+    assert line.startswith(f"error: {out}: another sieveqa process is writing this training output folder")
+    assert not (out / "best").exists()
+
+
+def test_an_out_path_that_is_a_file_is_refused(sieveqa, example_jsonl: Path, tmp_path: Path) -> None:
+    file = tmp_path / "f"
+    file.write_text("x")
+    assert one_error_line(_train(sieveqa, example_jsonl, file)) == f"error: --out {file}: is a file; give a folder"
+
+
+def test_retrofit_options_come_from_train_config_with_its_own_defaults(sieveqa) -> None:
+    result = sieveqa("retrofit", "--help")
+    text = " ".join(result.output.replace("│", " ").split())
+    assert "peak learning rate of AdamW (default: 0.001)" in text and "(default: 30000)" in text
