@@ -51,6 +51,7 @@ def native_bf16() -> bool:
 def resolve_device(name: str) -> torch.device:
     """``auto`` → CUDA if available, else CPU; ``cuda`` without a GPU is an error."""
     import torch
+
     if name not in DEVICES:
         raise DeviceError(f"device must be one of {', '.join(DEVICES)}, got {name!r}")
     if name == "auto":
@@ -63,6 +64,7 @@ def resolve_device(name: str) -> torch.device:
 def resolve_precision(precision: str, device: torch.device) -> str:
     """The concrete precision for ``device``: ``auto`` resolved, impossible pairs refused."""
     import torch
+
     if precision not in PRECISIONS:
         raise DeviceError(f"precision must be one of {', '.join(PRECISIONS)}, got {precision!r}")
     cuda = device.type == "cuda"

@@ -196,7 +196,12 @@ class SteppableEncoder(nn.Module):
             out = layer(hidden, attn_mask)
         if cost is not None:
             cost.add_layer(
-                index, hidden.shape[0], hidden.shape[1], self.hidden_size, self.config.intermediate_size, branch
+                index,
+                hidden.shape[0],
+                hidden.shape[1],
+                self.hidden_size,
+                self.config.intermediate_size,
+                branch,
             )
         return out[0] if isinstance(out, tuple) else out
 

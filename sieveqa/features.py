@@ -108,7 +108,11 @@ class Featurizer:
 
     def texts(self, texts: Sequence[str], max_length: int) -> Features:
         """One row per text: ``[CLS] text [SEP]``, truncated to ``max_length`` tokens."""
-        (pre, post), (pre_t, post_t), (kind,) = self._single.parts, self._single.part_types, self._single.types
+        (pre, post), (pre_t, post_t), (kind,) = (
+            self._single.parts,
+            self._single.part_types,
+            self._single.types,
+        )
         room = max_length - self._single.n_special
         if room < 1:
             raise ConfigError(f"max_length {max_length} leaves no room for text")

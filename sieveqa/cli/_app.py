@@ -67,7 +67,8 @@ DatasetOpt = Annotated[
     ),
 ]
 ModelOpt = Annotated[
-    str, typer.Option("--model", "-m", help="a saved model folder, or a shipped one: default, default-cascade")
+    str,
+    typer.Option("--model", "-m", help="a saved model folder, or a shipped one: default, default-cascade"),
 ]
 DeviceOpt = Annotated[str, typer.Option(help="auto (CUDA if available), cpu or cuda")]
 PrecisionOpt = Annotated[
@@ -98,7 +99,9 @@ def float_list(text: str | None, option: str) -> list[float] | None:
     try:
         return [float(x) for x in text.split(",")]
     except ValueError:
-        raise ConfigError(f"{option}: expected comma-separated numbers, got {shorten(repr(text), 60)}") from None
+        raise ConfigError(
+            f"{option}: expected comma-separated numbers, got {shorten(repr(text), 60)}"
+        ) from None
 
 
 def check_device(device: str, precision: str) -> None:

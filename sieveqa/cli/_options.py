@@ -49,7 +49,9 @@ class Setting:
         flags = f"{self.flag}/--no-{self.flag[2:]}" if self.kind is bool else self.flag
         option = typer.Option(flags, help=text, show_default=False, rich_help_panel=self.panel)
         annotation: Any = Annotated[(str if self.kind is list else self.kind) | None, option]
-        return inspect.Parameter(self.name, inspect.Parameter.KEYWORD_ONLY, default=None, annotation=annotation)
+        return inspect.Parameter(
+            self.name, inspect.Parameter.KEYWORD_ONLY, default=None, annotation=annotation
+        )
 
     def coerce(self, value: Any, where: str) -> Any:
         """``value`` (from a flag or a JSON file) as this setting's type, or a ConfigError."""

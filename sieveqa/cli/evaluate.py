@@ -40,7 +40,9 @@ def evaluate(
     alpha: AlphaOpt = None,
     threshold: Annotated[
         str | None,
-        typer.Option(help="cascade: drop candidates scoring below these thresholds instead (one per exit but the last)"),
+        typer.Option(
+            help="cascade: drop candidates scoring below these thresholds instead (one per exit but the last)"
+        ),
     ] = None,
     policy: PolicyOpt = None,
     per_question: Annotated[bool, typer.Option(help="include per-question metrics in the JSON")] = False,
@@ -167,7 +169,13 @@ def tune_cascade(
         },
     )
     policy = CascadePolicy(drop_ratios=chosen.drop_ratios)
-    tuning = {"dataset": dataset, "metric": metric, "tolerance": tolerance, "command": command, **chosen.as_dict()}
+    tuning = {
+        "dataset": dataset,
+        "metric": metric,
+        "tolerance": tolerance,
+        "command": command,
+        **chosen.as_dict(),
+    }
     policy.write(out / "policy.json", tuning)
     console.print(
         f"unpruned: {metric}={full.metrics[metric]:.4f}; chosen α={list(chosen.drop_ratios)}: "
@@ -175,6 +183,8 @@ def tune_cascade(
     )
     console.print(f"wrote {out / 'grid.json'}, {out / 'pareto.png'} and {out / 'policy.json'}")
     if save and cascade.path is not None and is_shipped(cascade.path):
-        console.print(f"{model} ships inside the package, which is never written to: use --policy {out / 'policy.json'}")
+        console.print(
+            f"{model} ships inside the package, which is never written to: use --policy {out / 'policy.json'}"
+        )
     elif save:
         console.print(f"saved the policy beside the model: {policy.save_beside(cascade, tuning)}")

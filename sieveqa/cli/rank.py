@@ -77,7 +77,9 @@ def rank(
         console.print(f"wrote {len(examples)} ranked questions to {output}")
 
 
-def _rank_with_store(input_path: Path, store_path: Path, model: str | None, top: int, output: Path | None) -> None:
+def _rank_with_store(
+    input_path: Path, store_path: Path, model: str | None, top: int, output: Path | None
+) -> None:
     from sieveqa.cli.index import hashing_model
     from sieveqa.data.answers import read_store_queries
     from sieveqa.data.jsonl import write_jsonl
@@ -88,7 +90,9 @@ def _rank_with_store(input_path: Path, store_path: Path, model: str | None, top:
     ranker = StoreRanker(hashing_model(model or store.model_ref), store)
     results = ranker.rank_queries(queries, top)
     for result in results:
-        console.print(f"[bold]{shorten(result.query.question, SHOWN)}[/bold]  [dim]({result.query.qid})[/dim]")
+        console.print(
+            f"[bold]{shorten(result.query.question, SHOWN)}[/bold]  [dim]({result.query.qid})[/dim]"
+        )
         for rank_, (answer_id, score) in enumerate(result.ranked[:top], start=1):
             text = shorten(store.text(answer_id), SHOWN)
             console.print(f"  {rank_}. [green]{score:+.3f}[/green]  {text}  [dim]{answer_id}[/dim]")

@@ -86,7 +86,9 @@ def train(
     ] = None,
     init: Annotated[
         str | None,
-        typer.Option(help="backbone name (minilm-l6, tiny, ...) or a sieveqa model folder (default: minilm-l6)"),
+        typer.Option(
+            help="backbone name (minilm-l6, tiny, ...) or a sieveqa model folder (default: minilm-l6)"
+        ),
     ] = None,
     dev: Annotated[
         str | None,
@@ -99,7 +101,9 @@ def train(
     config: Annotated[
         Path | None, typer.Option(help="JSON file of settings: any option below, by its field name")
     ] = None,
-    resume: Annotated[bool, typer.Option(help="continue from OUT/checkpoint if a run was interrupted")] = True,
+    resume: Annotated[
+        bool, typer.Option(help="continue from OUT/checkpoint if a run was interrupted")
+    ] = True,
 ) -> None:
     """Train a cross-encoder, cascade, or HAS ranker (or HAS's BERT baselines).
 
@@ -180,5 +184,6 @@ def retrofit(
     cfg = dataclasses.replace(_retrofit_defaults(), **values)
     layers = train_settings()["exits"].coerce(exits, "--exits") if exits else None
     state = retrofit_cascade(model, train_sets, out, layers, dev or None, cfg, tune_body, resume)
-    typer.echo(f"best {cfg.metric}={state.best_metric:.4f} at step {state.best_step}; cascade: {out / 'best'}")
-
+    typer.echo(
+        f"best {cfg.metric}={state.best_metric:.4f} at step {state.best_step}; cascade: {out / 'best'}"
+    )

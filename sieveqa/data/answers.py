@@ -26,7 +26,9 @@ class StoreQuery:
 
 def _answer_id(value: object, where: str) -> str:
     if isinstance(value, bool) or not isinstance(value, str | int) or value == "":
-        raise DataFormatError(f"{where}: field 'id' must be a non-empty string, got {shorten(repr(value), 60)}")
+        raise DataFormatError(
+            f"{where}: field 'id' must be a non-empty string, got {shorten(repr(value), 60)}"
+        )
     return str(value)
 
 

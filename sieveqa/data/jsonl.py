@@ -27,7 +27,9 @@ def _open_binary(path: Path) -> IO[bytes]:
 def _require_str(obj: dict[str, Any], key: str, where: str) -> str:
     value = obj.get(key)
     if not isinstance(value, str) or not value.strip():
-        raise DataFormatError(f"{where}: field {key!r} must be a non-empty string, got {shorten(repr(value), 60)}")
+        raise DataFormatError(
+            f"{where}: field {key!r} must be a non-empty string, got {shorten(repr(value), 60)}"
+        )
     return value
 
 
@@ -50,7 +52,9 @@ def parse_example(obj: Any, where: str) -> RankingExample:
         if isinstance(cid, int) and not isinstance(cid, bool):
             cid = str(cid)
         if not isinstance(cid, str) or not cid:
-            raise DataFormatError(f"{at}: field 'id' must be a non-empty string, got {shorten(repr(cid), 60)}")
+            raise DataFormatError(
+                f"{at}: field 'id' must be a non-empty string, got {shorten(repr(cid), 60)}"
+            )
         if cid in seen:
             raise DataFormatError(f"{at}: duplicate candidate id {cid!r}")
         seen.add(cid)

@@ -17,10 +17,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 from sieveqa.data.jsonl import read_jsonl
-from sieveqa.paths import data_root
 from sieveqa.data.readers import read_trecqa, read_wikiqa
 from sieveqa.data.records import RankingExample
 from sieveqa.errors import DatasetNotFoundError
+from sieveqa.paths import data_root
 
 Loader = Callable[[str], list[RankingExample]]
 

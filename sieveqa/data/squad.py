@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sieveqa.paths import data_root
 from sieveqa.errors import DataFormatError, DatasetNotFoundError
+from sieveqa.paths import data_root
 
 __all__ = ["SquadArticle", "SquadParagraph", "SquadQuestion", "default_squad_path", "read_squad"]
 

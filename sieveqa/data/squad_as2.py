@@ -34,11 +34,11 @@ import pysbd
 from tqdm.auto import tqdm
 
 from sieveqa.data.jsonl import example_dict, write_jsonl
-from sieveqa.paths import cache_root
 from sieveqa.data.records import Candidate, Question, RankingExample
 from sieveqa.data.sentences import split_sentences
 from sieveqa.data.squad import SquadArticle, SquadParagraph, default_squad_path, read_squad
 from sieveqa.io import atomic_write_json, file_sha256
+from sieveqa.paths import cache_root
 from sieveqa.retrieval import BM25Index
 
 __all__ = ["BUILDER_VERSION", "build_squad_as2", "ensure_squad_as2", "split_articles"]

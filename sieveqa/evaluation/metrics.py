@@ -96,7 +96,9 @@ def evaluate_orders(
     """Evaluate one ranking per example, given as candidate indices best first."""
     if len(examples) != len(orders):
         raise ValueError(f"{len(examples)} examples but {len(orders)} rankings")
-    rankings = {ex.qid: [ex.candidates[i].id for i in order] for ex, order in zip(examples, orders, strict=True)}
+    rankings = {
+        ex.qid: [ex.candidates[i].id for i in order] for ex, order in zip(examples, orders, strict=True)
+    }
     return evaluate_ranked(qrels if qrels is not None else qrels_from_examples(examples), rankings)
 
 

@@ -151,12 +151,14 @@ def load_into(path: str | Path, module: nn.Module, meta: dict[str, Any]) -> None
     missing, extra = expected - set(state), set(state) - expected
     if missing or extra:
         raise ModelFormatError(
-            f"{weights} does not match the model: missing {sorted(missing)[:3]}, unexpected {sorted(extra)[:3]}"
+            f"{weights} does not match the model: missing {sorted(missing)[:3]}, "
+            f"unexpected {sorted(extra)[:3]}"
         )
     bad = [n for n, t in state.items() if t.shape != own[n].shape]
     if bad:
         raise ModelFormatError(
-            f"{weights}: {bad[0]} has shape {tuple(state[bad[0]].shape)}, the model {tuple(own[bad[0]].shape)}"
+            f"{weights}: {bad[0]} has shape {tuple(state[bad[0]].shape)}, "
+            f"the model {tuple(own[bad[0]].shape)}"
         )
     module.load_state_dict({n: t.to(own[n].dtype) for n, t in state.items()}, strict=False)
 

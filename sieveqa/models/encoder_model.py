@@ -221,7 +221,9 @@ class EncoderModel(nn.Module):
         try:
             base = zoo.load_model(source)
         except ModelFormatError as err:
-            raise ModelFormatError(f"{path}: its body comes from {source!r}, which fails to load: {err}") from err
+            raise ModelFormatError(
+                f"{path}: its body comes from {source!r}, which fails to load: {err}"
+            ) from err
         try:
             self.encoder.load_state_dict(base.encoder.state_dict())
         except RuntimeError as err:

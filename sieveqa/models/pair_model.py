@@ -53,7 +53,9 @@ class PairModel(EncoderModel, Ranker):
         cost.seconds = time.perf_counter() - started
         return out, cost
 
-    def score_pairs(self, questions: Sequence[str], texts: Sequence[str], progress: bool = False) -> list[float]:
+    def score_pairs(
+        self, questions: Sequence[str], texts: Sequence[str], progress: bool = False
+    ) -> list[float]:
         """The final score of each pair, in input order."""
         return self.score_matrix(questions, texts, progress, last_only=True)[0][:, 0].tolist()
 

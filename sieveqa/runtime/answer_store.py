@@ -182,7 +182,9 @@ class AnswerStore:
         if path.is_dir():
             other = sorted(p.name for p in path.iterdir() if not _leftover(p.name))
             if other:
-                raise StoreError(f"{path} is not empty ({', '.join(other[:3])}, ...) and holds no answer store")
+                raise StoreError(
+                    f"{path} is not empty ({', '.join(other[:3])}, ...) and holds no answer store"
+                )
         answers = _unique(path, list(answers), set())
         with exclusive(path, "answer store"):
             manifest = {

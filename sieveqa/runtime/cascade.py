@@ -28,7 +28,14 @@ from sieveqa.models.cascade import CascadeTransformer
 from sieveqa.models.cross_encoder import CrossEncoder
 from sieveqa.runtime.policy import Policy
 from sieveqa.runtime.pruning import check_drop_ratios
-from sieveqa.runtime.trace import CascadeTrace, empty_trace, groups_of, merge_traces, prune_loop, relative_cost
+from sieveqa.runtime.trace import (
+    CascadeTrace,
+    empty_trace,
+    groups_of,
+    merge_traces,
+    prune_loop,
+    relative_cost,
+)
 
 
 @dataclass(frozen=True)
@@ -126,9 +133,7 @@ class _PrunedRanker(Ranker, ABC):
         """Prune and score one batch of whole questions, adding what it cost to ``cost``."""
 
     def _prune(self, groups: Tensor, n_groups: int, score_stage: Any) -> CascadeTrace:
-        return prune_loop(
-            groups, len(self.stages), score_stage, self.drop_ratios, self.thresholds, n_groups
-        )
+        return prune_loop(groups, len(self.stages), score_stage, self.drop_ratios, self.thresholds, n_groups)
 
     def run(self, examples: Sequence[RankingExample], progress: bool = False) -> CascadeResult:
         """Rank every example's candidates; the result also says what it cost."""
@@ -178,7 +183,9 @@ class CascadeRanker(_PrunedRanker):
         self.batch_size = batch_size or model.batch_size
 
     @classmethod
-    def from_model(cls, model: CascadeTransformer, policy: str | Path | None = None, **overrides: Any) -> Self:
+    def from_model(
+        cls, model: CascadeTransformer, policy: str | Path | None = None, **overrides: Any
+    ) -> Self:
         """The ranker ``load_ranker`` builds: the saved policy, or one read from a ``policy`` file,
         overridden by ``drop_ratios`` / ``thresholds``."""
         unknown = sorted(set(overrides) - {"drop_ratios", "thresholds"})

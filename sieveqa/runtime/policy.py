@@ -31,9 +31,7 @@ class Policy:
 
     def to_dict(self, tuning: dict[str, Any] | None = None) -> dict[str, Any]:
         """The policy as saved: its kind, its fields (lists for tuples) and how it was chosen."""
-        data = {
-            k: list(v) if isinstance(v, tuple) else v for k, v in asdict(self).items()
-        }
+        data = {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(self).items()}
         return {"policy": self.kind, **data, **({"tuning": tuning} if tuning else {})}
 
     @classmethod
@@ -45,7 +43,9 @@ class Policy:
         names = {f.name for f in fields(cls)}
         unknown = sorted(set(data) - names - set(_META_KEYS))
         if unknown:
-            raise ConfigError(f"{where}: unknown {cls.kind} policy field(s) {unknown}; known: {sorted(names)}")
+            raise ConfigError(
+                f"{where}: unknown {cls.kind} policy field(s) {unknown}; known: {sorted(names)}"
+            )
         values = {k: tuple(v) if isinstance(v, list) else v for k, v in data.items() if k in names}
         return cls(**values)
 

@@ -156,5 +156,9 @@ def relative_cost(layer_units: int, n_pairs: int, full_depth: int) -> float:
 def empty_trace(n_stages: int) -> CascadeTrace:
     """The trace of a run over no candidates at all."""
     return CascadeTrace(
-        torch.empty(0, n_stages), torch.empty(0, dtype=torch.long), torch.empty(0, dtype=torch.long), 0, [0] * n_stages
+        torch.empty(0, n_stages),
+        torch.empty(0, dtype=torch.long),
+        torch.empty(0, dtype=torch.long),
+        0,
+        [0] * n_stages,
     )

@@ -102,7 +102,8 @@ class CascadeOptions:
     """Options of cascade training."""
 
     exit_sampling: str = field(
-        default="random", metadata={"help": "cascade: 'random' (one exit per batch, the paper) or 'all' exits"}
+        default="random",
+        metadata={"help": "cascade: 'random' (one exit per batch, the paper) or 'all' exits"},
     )
 
     def __post_init__(self) -> None:
@@ -175,7 +176,9 @@ def _is_model_folder(init: str) -> bool:
     return (Path(init) / "config.json").is_file() and (Path(init) / "model.safetensors").is_file()
 
 
-def init_model(init: str, arch: str = "cross-encoder", settings: dict[str, Any] | None = None) -> EncoderModel:
+def init_model(
+    init: str, arch: str = "cross-encoder", settings: dict[str, Any] | None = None
+) -> EncoderModel:
     """A model to train: from a saved sieveqa folder (adapt step) or a backbone name (fresh heads).
 
     ``settings`` are model-config fields (``exits``, ``beta``, ...); a saved model brings its own
@@ -239,8 +242,17 @@ def train_model(
         model = init_model(init, arch, settings).configure(device=config.device)
         meta = {"train": train, "dev": dev, "init": init, "arch": arch, "n_examples": len(sample)}
         meta |= asdict(recipe.options)
-        return _run(model, recipe, recipe.objective(model), recipe.tensors(model, sample), config, out_dir,
-                    dev_examples, meta, resume)
+        return _run(
+            model,
+            recipe,
+            recipe.objective(model),
+            recipe.tensors(model, sample),
+            config,
+            out_dir,
+            dev_examples,
+            meta,
+            resume,
+        )
 
 
 def _dev(dev: str | None) -> list[RankingExample] | None:
@@ -312,7 +324,13 @@ def retrofit_cascade(
             model.freeze_body()
             model.share_body(base)  # saved as heads only, over the base model's body
             labels = [0.0] * len(pairs)
-        meta = {"retrofit_of": base, "train": train, "dev": dev, "tune_body": tune_body, "n_examples": len(pairs)}
+        meta = {
+            "retrofit_of": base,
+            "train": train,
+            "dev": dev,
+            "tune_body": tune_body,
+            "n_examples": len(pairs),
+        }
         data = recipe.tensors(model, LabelledPairs(pairs.questions, pairs.texts, labels))
         objective = ExitDistillation("labels" if tune_body else "self")
         return _run(model, recipe, objective, data, config, out_dir, dev_examples, meta, resume)

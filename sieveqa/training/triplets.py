@@ -8,8 +8,8 @@ from dataclasses import dataclass
 
 from torch import Tensor
 
-from sieveqa.features import Features, collate
 from sieveqa.data.records import RankingExample
+from sieveqa.features import Features, collate
 
 
 @dataclass

@@ -18,7 +18,10 @@ def test_backbones_lists_registered_names(sieveqa) -> None:
 
 
 def test_data_build_unknown_benchmark(sieveqa) -> None:
-    assert one_error_line(sieveqa("data", "build", "asnq")) == "error: unknown benchmark 'asnq'; known: squad-as2"
+    assert (
+        one_error_line(sieveqa("data", "build", "asnq"))
+        == "error: unknown benchmark 'asnq'; known: squad-as2"
+    )
 
 
 def test_usage_errors_are_one_line_too(sieveqa) -> None:

@@ -12,7 +12,9 @@ from sieveqa.runtime.trace import groups_of, simulate
 from tests.cli.conftest import one_error_line
 
 
-def test_eval_writes_the_promised_json(sieveqa, saved_tiny: Path, example_jsonl: Path, tmp_path: Path) -> None:
+def test_eval_writes_the_promised_json(
+    sieveqa, saved_tiny: Path, example_jsonl: Path, tmp_path: Path
+) -> None:
     out = tmp_path / "m.json"
     result = sieveqa("eval", "--model", saved_tiny, "--dataset", f"jsonl:{example_jsonl}", "--json", out)
     assert result.exit_code == 0, result.output
@@ -32,14 +34,20 @@ def test_bad_dataset_name_is_one_line(sieveqa, saved_tiny: Path) -> None:
 
 def test_eval_of_unlabelled_questions_fails_before_any_scoring(sieveqa, tmp_path: Path) -> None:
     data = tmp_path / "unlabelled.jsonl"
-    data.write_text(json.dumps({"qid": "q1", "question": "who?", "candidates": [{"id": "c1", "text": "x"}]}) + "\n")
+    data.write_text(
+        json.dumps({"qid": "q1", "question": "who?", "candidates": [{"id": "c1", "text": "x"}]}) + "\n"
+    )
     # The model folder does not exist: the labels are checked first, so theirs is the error reported.
     line = one_error_line(sieveqa("eval", "-m", tmp_path / "nope", "-d", f"jsonl:{data}"))
     assert line.startswith(f"error: jsonl:{data}: question 'q1', candidate 'c1' has no 'label'")
 
 
-def test_eval_json_that_is_a_folder_is_refused_first(sieveqa, saved_tiny: Path, example_jsonl: Path, tmp_path) -> None:
-    line = one_error_line(sieveqa("eval", "-m", saved_tiny, "-d", f"jsonl:{example_jsonl}", "--json", tmp_path))
+def test_eval_json_that_is_a_folder_is_refused_first(
+    sieveqa, saved_tiny: Path, example_jsonl: Path, tmp_path
+) -> None:
+    line = one_error_line(
+        sieveqa("eval", "-m", saved_tiny, "-d", f"jsonl:{example_jsonl}", "--json", tmp_path)
+    )
     assert line == f"error: --json {tmp_path}: is a folder; give the path of a file to write"
 
 
@@ -104,13 +112,31 @@ def test_tune_cascade_never_writes_into_the_installed_package(
     monkeypatch.setenv("SIEVEQA_CACHE", str(tmp_path / "cache"))
     out = tmp_path / "tuning"
     result = sieveqa(
-        "tune-cascade", "-m", "shipped-cascade", "-o", out, "-d", f"jsonl:{example_jsonl}", "--grid", "0.5",
-        "--tolerance", "1.0",
+        "tune-cascade",
+        "-m",
+        "shipped-cascade",
+        "-o",
+        out,
+        "-d",
+        f"jsonl:{example_jsonl}",
+        "--grid",
+        "0.5",
+        "--tolerance",
+        "1.0",
     )
     assert result.exit_code == 0, result.output
     assert (out / "policy.json").is_file() and not (saved_cascade / "policy.json").exists()
     assert f"use --policy {out / 'policy.json'}" in result.output
-    with_policy = sieveqa("eval", "-m", "shipped-cascade", "-d", f"jsonl:{example_jsonl}", "--policy", out / "policy.json",
-                          "--json", tmp_path / "e.json")
+    with_policy = sieveqa(
+        "eval",
+        "-m",
+        "shipped-cascade",
+        "-d",
+        f"jsonl:{example_jsonl}",
+        "--policy",
+        out / "policy.json",
+        "--json",
+        tmp_path / "e.json",
+    )
     assert with_policy.exit_code == 0, with_policy.output
     assert json.loads((tmp_path / "e.json").read_text())["drop_ratios"] == [0.5, 0.5, 0.5]

@@ -29,7 +29,9 @@ def _build(sieveqa, model: Path, example_jsonl: Path, store: Path):
     return sieveqa("index", "build", "-m", model, "-a", f"jsonl:{example_jsonl}", "-o", store)
 
 
-def test_build_info_add_and_rank_against_a_store(sieveqa, has_model: Path, example_jsonl: Path, tmp_path: Path) -> None:
+def test_build_info_add_and_rank_against_a_store(
+    sieveqa, has_model: Path, example_jsonl: Path, tmp_path: Path
+) -> None:
     store = tmp_path / "store"
     result = _build(sieveqa, has_model, example_jsonl, store)
     assert result.exit_code == 0, result.output
@@ -76,7 +78,9 @@ def test_a_store_refuses_a_model_with_another_beta(
     assert "beta 5.0 (store) != 10.0 (model)" in line
 
 
-def test_a_cross_encoder_cannot_build_a_store(sieveqa, saved_tiny: Path, example_jsonl: Path, tmp_path: Path) -> None:
+def test_a_cross_encoder_cannot_build_a_store(
+    sieveqa, saved_tiny: Path, example_jsonl: Path, tmp_path: Path
+) -> None:
     line = one_error_line(_build(sieveqa, saved_tiny, example_jsonl, tmp_path / "s"))
     assert "answer stores need a HAS" in line
 

@@ -7,7 +7,9 @@ from sieveqa.data.jsonl import read_jsonl
 from tests.cli.conftest import one_error_line
 
 
-def test_rank_prints_and_writes_ranked_jsonl(sieveqa, saved_tiny: Path, example_jsonl: Path, tmp_path: Path) -> None:
+def test_rank_prints_and_writes_ranked_jsonl(
+    sieveqa, saved_tiny: Path, example_jsonl: Path, tmp_path: Path
+) -> None:
     out = tmp_path / "ranked.jsonl"
     result = sieveqa("rank", "--model", saved_tiny, "--input", example_jsonl, "--output", out, "--top", "2")
     assert result.exit_code == 0, result.output
@@ -22,7 +24,9 @@ def test_rank_prints_and_writes_ranked_jsonl(sieveqa, saved_tiny: Path, example_
 
 
 def test_bad_precision_is_one_line_naming_the_choices(sieveqa, saved_tiny: Path, example_jsonl: Path) -> None:
-    line = one_error_line(sieveqa("rank", "--model", saved_tiny, "--input", example_jsonl, "--precision", "fp8"))
+    line = one_error_line(
+        sieveqa("rank", "--model", saved_tiny, "--input", example_jsonl, "--precision", "fp8")
+    )
     assert line == "error: precision must be one of auto, fp32, bf16, fp16, int8, got 'fp8'"
 
 
@@ -31,11 +35,15 @@ def test_cuda_without_a_gpu_is_one_line(sieveqa, saved_tiny: Path, example_jsonl
 
     if torch.cuda.is_available():
         return
-    line = one_error_line(sieveqa("rank", "--model", saved_tiny, "--input", example_jsonl, "--device", "cuda"))
+    line = one_error_line(
+        sieveqa("rank", "--model", saved_tiny, "--input", example_jsonl, "--device", "cuda")
+    )
     assert "no CUDA GPU is visible" in line
 
 
-def test_long_texts_are_shortened_on_screen_but_not_in_files(sieveqa, saved_tiny: Path, tmp_path: Path) -> None:
+def test_long_texts_are_shortened_on_screen_but_not_in_files(
+    sieveqa, saved_tiny: Path, tmp_path: Path
+) -> None:
     long_text = "word " * 200_000  # a megabyte
     data = tmp_path / "long.jsonl"
     question = {"qid": "q", "question": "what?", "candidates": [{"id": "c", "text": long_text}]}

@@ -11,7 +11,9 @@ from tests.cli.conftest import one_error_line
 
 def _train(sieveqa, data: Path, out: Path, *flags: str):
     jsonl = f"jsonl:{data}"
-    return sieveqa("train", "--train", jsonl, "--init", "tiny", "--dev", jsonl, "--out", out, "--no-progress", *flags)
+    return sieveqa(
+        "train", "--train", jsonl, "--init", "tiny", "--dev", jsonl, "--out", out, "--no-progress", *flags
+    )
 
 
 def test_train_then_rank_with_tiny_backbone(sieveqa, example_jsonl: Path, tmp_path: Path) -> None:
@@ -29,8 +31,18 @@ def test_every_config_field_is_an_option_with_its_help(sieveqa) -> None:
     result = sieveqa("train", "--help")
     assert result.exit_code == 0
     text = " ".join(result.output.replace("│", " ").split())
-    for flag in ("--epochs", "--checkpoint-every", "--device", "--exits", "--head-layers", "--beta", "--margin",
-                 "--exit-sampling", "--negatives-per-positive", "--question-max-length"):
+    for flag in (
+        "--epochs",
+        "--checkpoint-every",
+        "--device",
+        "--exits",
+        "--head-layers",
+        "--beta",
+        "--margin",
+        "--exit-sampling",
+        "--negatives-per-positive",
+        "--question-max-length",
+    ):
         assert flag in text
     assert "peak learning rate of AdamW (default: 3e-05)" in text
     assert "--composition" not in text and "--backbone" not in text  # implied by --arch, --init
@@ -74,7 +86,10 @@ def test_a_setting_of_another_arch_is_refused(sieveqa, example_jsonl: Path, tmp_
 
 @pytest.mark.parametrize(
     ("candidates", "message"),
-    [([], "no labelled candidates to train on"), ([{"id": "c", "text": "x", "label": 0}], "no candidate is labelled")],
+    [
+        ([], "no labelled candidates to train on"),
+        ([{"id": "c", "text": "x", "label": 0}], "no candidate is labelled"),
+    ],
 )
 def test_training_data_without_positives_is_refused(sieveqa, tmp_path: Path, candidates, message) -> None:
     data = tmp_path / "t.jsonl"
@@ -101,7 +116,10 @@ def test_a_second_run_into_the_same_folder_is_refused(sieveqa, example_jsonl: Pa
 def test_an_out_path_that_is_a_file_is_refused(sieveqa, example_jsonl: Path, tmp_path: Path) -> None:
     file = tmp_path / "f"
     file.write_text("x")
-    assert one_error_line(_train(sieveqa, example_jsonl, file)) == f"error: --out {file}: is a file; give a folder"
+    assert (
+        one_error_line(_train(sieveqa, example_jsonl, file))
+        == f"error: --out {file}: is a file; give a folder"
+    )
 
 
 def test_retrofit_options_come_from_train_config_with_its_own_defaults(sieveqa) -> None:

@@ -1,0 +1,49 @@
+"""Devices and precisions: auto picks what the hardware does natively; impossible choices are refused."""
+
+import pytest
+import torch
+
+from sieveqa import device
+from sieveqa.errors import DeviceError
+
+
+def test_auto_device_is_cuda_only_when_one_is_visible() -> None:
+    expected = "cuda" if torch.cuda.is_available() else "cpu"
+    assert device.resolve_device("auto").type == expected
+    assert device.resolve_device("cpu").type == "cpu"
+    with pytest.raises(DeviceError, match="device must be one of auto, cpu, cuda, got 'tpu'"):
+        device.resolve_device("tpu")
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="a GPU is visible")
+def test_cuda_without_a_gpu_is_an_error() -> None:
+    with pytest.raises(DeviceError, match="no CUDA GPU is visible"):
+        device.resolve_device("cuda")
+
+
+@pytest.mark.parametrize(
+    ("flags", "expected"),
+    [({"avx2"}, "fp32"), ({"avx2", "avx512f", "avx512_bf16"}, "bf16"), ({"avx2", "amx_bf16"}, "bf16")],
+)
+def test_auto_precision_on_a_cpu_follows_native_bf16(monkeypatch, flags: set[str], expected: str) -> None:
+    monkeypatch.setattr(device, "cpu_info", lambda: ("test cpu", frozenset(flags)))
+    assert device.resolve_precision("auto", torch.device("cpu")) == expected
+
+
+def test_impossible_precisions_are_refused() -> None:
+    cpu = torch.device("cpu")
+    assert device.resolve_precision("int8", cpu) == "int8"
+    with pytest.raises(DeviceError, match="fp16 is for CUDA"):
+        device.resolve_precision("fp16", cpu)
+    with pytest.raises(DeviceError, match=r"int8 .* CPU only"):
+        device.resolve_precision("int8", torch.device("cuda"))
+    with pytest.raises(DeviceError, match="precision must be one of"):
+        device.resolve_precision("fp8", cpu)
+
+
+def test_autocast_is_bf16_only_when_asked() -> None:
+    a, b = torch.randn(4, 4), torch.randn(4, 4)
+    with device.autocast(torch.device("cpu"), "bf16"):
+        assert (a @ b).dtype == torch.bfloat16
+    with device.autocast(torch.device("cpu"), "fp32"):
+        assert (a @ b).dtype == torch.float32
