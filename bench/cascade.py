@@ -41,16 +41,11 @@ from sieveqa.evaluation.cascade_search import (
 from sieveqa.evaluation.metrics import qrels_from_examples
 from sieveqa.evaluation.score_cache import cached_scores
 from sieveqa.models.base import flatten_pairs
-from sieveqa.models.cascade import CascadeTransformer, check_drop_ratios
+from sieveqa.models.cascade import CascadeTransformer
 from sieveqa.models.cross_encoder import CrossEncoder
-from sieveqa.runtime.cascade import (
-    CascadeRanker,
-    SequentialRanker,
-    cascade_layer_units,
-    relative_cost,
-    sequential_layer_units,
-    simulate,
-)
+from sieveqa.runtime.cascade import CascadeRanker, SequentialRanker
+from sieveqa.runtime.pruning import check_drop_ratios
+from sieveqa.runtime.trace import cascade_layer_units, relative_cost, sequential_layer_units, simulate
 
 METRICS = ("map", "ndcg@10", "p@1", "mrr")
 
@@ -206,7 +201,7 @@ def throughput(args: argparse.Namespace) -> None:
     questions, texts = flatten_pairs(examples)
     monos = _parse_monos(args.mono)
     mono = CrossEncoder.from_pretrained(monos[max(monos)])
-    mono.batch_size = args.batch_size
+    mono.configure(batch_size=args.batch_size)
     st = as_sentence_transformers(mono)
     # Tokenization is inside every timed call: sentence-transformers tokenizes in predict().
     systems: dict[str, Any] = {
@@ -224,7 +219,9 @@ def throughput(args: argparse.Namespace) -> None:
         systems[name] = lambda r=ranker: r.run(examples)
     if len(monos) > 1:
         models = [CrossEncoder.from_pretrained(p) for p in monos.values()]
-        sr = SequentialRanker(models, float(args.sr_alpha), batch_size=args.batch_size)
+        for model in models:
+            model.configure(batch_size=args.batch_size)
+        sr = SequentialRanker(models, float(args.sr_alpha))
         systems[f"sequential ranker α={args.sr_alpha}"] = lambda: sr.run(examples)
     times: dict[str, list[float]] = {k: [] for k in systems}
     for fn in systems.values():
@@ -243,7 +240,7 @@ def throughput(args: argparse.Namespace) -> None:
     for row in rows.values():
         row["vs_sentence_transformers"] = round(row["pairs_per_second"] / base_st, 2)
         row["vs_monolithic"] = round(row["pairs_per_second"] / base_mono, 2)
-    mono.score_pairs(questions, texts)
+    _, mono_cost = mono.score_matrix(questions, texts)
     for name, ranker in rankers.items():
         result = ranker.run(examples)
         expected = simulate(
@@ -252,7 +249,7 @@ def throughput(args: argparse.Namespace) -> None:
         rows[name].update(
             {
                 "relative_cost": round(result.relative_cost, 4),
-                "flops_vs_monolithic": round(result.flops / (mono.last_stats.flops or 1), 4),
+                "flops_vs_monolithic": round(result.cost.flops / (mono_cost.flops or 1), 4),
                 "real_run_matches_simulation": result.trace.orders() == expected.orders(),
             }
         )

@@ -5,6 +5,7 @@ sentence-transformers' CrossEncoder runs a Hugging Face ``BertForSequenceClassif
 is ``classifier(tanh(pooler(h_cls)))``; sieveqa's is ``linear(h_cls)``. The export below sets the
 pooler to ``eps·I`` and the classifier to ``w/eps``: since tanh(z) = z - z³/3 + ..., the scores agree
 to about (eps·|h|)² relative error, and the ranking agreement is measured rather than assumed.
+sentence-transformers runs in fp32 and, with ``--st-precisions fp32,bf16``, with bf16 weights too.
 
     python bench/throughput.py --model default --dataset wikiqa:test --out bench/results/throughput.json
 """
@@ -15,15 +16,17 @@ import argparse
 import statistics
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import torch
+from _common import finish
 from transformers import BertConfig, BertForSequenceClassification
 
 from sieveqa.data.registry import load_dataset
+from sieveqa.errors import require_extra
 from sieveqa.evaluation.metrics import evaluate_scores
-from sieveqa.evaluation.provenance import run_info
-from sieveqa.io import atomic_write_json
 from sieveqa.models.base import regroup
 from sieveqa.models.cross_encoder import CrossEncoder
 
@@ -37,7 +40,7 @@ def export_for_sentence_transformers(model: CrossEncoder, path: Path, eps: float
     hf = BertForSequenceClassification(config).eval()
     missing = hf.bert.load_state_dict(backbone.state_dict(), strict=False)
     assert missing.missing_keys == ["pooler.dense.weight", "pooler.dense.bias"], missing
-    linear = model.head[1]
+    linear = model.head.output
     with torch.no_grad():
         hf.bert.pooler.dense.weight.copy_(torch.eye(config.hidden_size) * eps)
         hf.bert.pooler.dense.bias.zero_()
@@ -48,13 +51,14 @@ def export_for_sentence_transformers(model: CrossEncoder, path: Path, eps: float
     return path
 
 
-def as_sentence_transformers(model: CrossEncoder):  # -> sentence_transformers.CrossEncoder
-    """The same weights loaded by sentence-transformers' CrossEncoder, on the CPU."""
-    from sentence_transformers import CrossEncoder as STCrossEncoder
-
+def as_sentence_transformers(model: CrossEncoder, precision: str = "fp32") -> Any:
+    """The same weights loaded by sentence-transformers' CrossEncoder, on the CPU (bf16 weights when
+    ``precision`` is bf16)."""
+    st = require_extra("sentence_transformers", "bench", "comparing with sentence-transformers")
+    kwargs = {"model_kwargs": {"torch_dtype": torch.bfloat16}} if precision == "bf16" else {}
     with tempfile.TemporaryDirectory() as tmp:
         path = export_for_sentence_transformers(model, Path(tmp) / "st")
-        return STCrossEncoder(str(path), device="cpu", max_length=model.config.max_length)
+        return st.CrossEncoder(str(path), device="cpu", max_length=model.config.max_length, **kwargs)
 
 
 def agreement(a: list[list[float]], b: list[list[float]]) -> float:
@@ -73,38 +77,42 @@ def main() -> None:
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--limit", type=int, default=None, help="only the first N questions")
-    parser.add_argument("--precisions", default="fp32,bf16,int8")
+    parser.add_argument("--precisions", default="fp32,auto,int8", help="sieveqa precisions to time")
+    parser.add_argument("--st-precisions", default="fp32", help="sentence-transformers: fp32 and/or bf16")
+    parser.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's)")
     parser.add_argument("--out", type=Path, default=Path("bench/results/throughput.json"))
     args = parser.parse_args()
+    if args.threads:
+        torch.set_num_threads(args.threads)
 
     examples = load_dataset(args.dataset)[: args.limit]
-    pairs = [(ex.question.text, c.text) for ex in examples for c in ex.candidates]
-    ours = CrossEncoder.from_pretrained(args.model)
-    ours.batch_size = args.batch_size
-    st = as_sentence_transformers(ours)
-
-    def run_st() -> list[float]:
-        return [float(s) for s in st.predict(pairs, batch_size=args.batch_size, show_progress_bar=False)]
-
-    def run_ours(precision: str) -> list[float]:
-        ours.precision = precision
-        return ours.score_pairs([q for q, _ in pairs], [t for _, t in pairs])
-
-    systems = {
-        "sentence-transformers": run_st,
-        **{f"sieveqa-{p}": (lambda p=p: run_ours(p)) for p in args.precisions.split(",")},
+    questions = [ex.question.text for ex in examples for _ in ex.candidates]
+    texts = [c.text for ex in examples for c in ex.candidates]
+    pairs = list(zip(questions, texts, strict=True))
+    models = {
+        p: CrossEncoder.from_pretrained(args.model).configure(precision=p, batch_size=args.batch_size)
+        for p in args.precisions.split(",")
     }
+    systems: dict[str, Callable[[], list[float]]] = {}
+    for p in args.st_precisions.split(","):
+        st = as_sentence_transformers(models[next(iter(models))], p)
+        systems[f"sentence-transformers-{p}"] = lambda st=st: [
+            float(s) for s in st.predict(pairs, batch_size=args.batch_size, show_progress_bar=False)
+        ]
+    for p, model in models.items():
+        name = f"sieveqa-{p}" + (f" ({model.precision})" if p == "auto" else "")
+        systems[name] = lambda m=model: m.score_pairs(questions, texts)
+
     times: dict[str, list[float]] = {name: [] for name in systems}
-    scores: dict[str, list[float]] = {}
-    for name, fn in systems.items():
-        scores[name] = fn()  # warm-up (and the scores compared below)
+    scores = {name: fn() for name, fn in systems.items()}  # warm-up (and the scores compared below)
     for _ in range(args.repeats):
         for name, fn in systems.items():
             start = time.perf_counter()
             fn()
             times[name].append(time.perf_counter() - start)
 
-    reference = regroup(examples, scores["sentence-transformers"])
+    reference_name = next(iter(systems))
+    reference = regroup(examples, scores[reference_name])
     rows = {}
     for name in systems:
         per_q = regroup(examples, scores[name])
@@ -115,25 +123,19 @@ def main() -> None:
             "median_seconds": round(seconds, 3),
             "map": metrics["map"],
             "p@1": metrics["p@1"],
-            "top1_agreement_with_st": round(agreement(reference, per_q), 4),
+            f"top1_agreement_with_{reference_name}": round(agreement(reference, per_q), 4),
         }
-    base = rows["sentence-transformers"]["pairs_per_second"]
-    for row in rows.values():
-        row["speedup_vs_st"] = round(row["pairs_per_second"] / base, 2)
-    command = "python bench/throughput.py " + " ".join(
-        f"--{k.replace('_', '-')} {v}" for k, v in vars(args).items() if v is not None
+    for st_name in (n for n in systems if n.startswith("sentence-transformers")):
+        base = rows[st_name]["pairs_per_second"]
+        for row in rows.values():
+            row[f"speedup_vs_{st_name}"] = round(row["pairs_per_second"] / base, 2)
+    finish(
+        args.out,
+        "throughput",
+        {"dataset": args.dataset, "n_pairs": len(pairs), "n_questions": len(examples), "results": rows},
     )
-    result = {
-        "bench": "throughput",
-        **run_info(command),
-        "dataset": args.dataset,
-        "n_pairs": len(pairs),
-        "n_questions": len(examples),
-        "results": rows,
-    }
-    atomic_write_json(args.out, result)
     for name, row in rows.items():
-        print(f"{name:24s} {row}")
+        print(f"{name:32s} {row}")
 
 
 if __name__ == "__main__":

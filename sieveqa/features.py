@@ -7,9 +7,9 @@ answer span mapped back to characters. A passage longer than the model's limit i
 (``truncated[row]`` says so) or cut into overlapping windows, each a row of its own, ``source[row]``
 naming the input it came from.
 
-The question is kept whole unless it would leave the passage less than a quarter of the limit, i.e.
-only a question that alone (nearly) fills the limit is cut. Hugging Face's ``longest_first`` cut long
-questions first.
+The question is kept whole; only a question that alone fills the limit is cut, to leave a quarter of
+it to the passage. (Hugging Face's ``longest_first`` cut long questions as soon as the pair did not
+fit.)
 """
 
 from __future__ import annotations
@@ -182,8 +182,9 @@ class Featurizer:
             side = _passage_side(flat[start : start + size], self.sep_id, segments, offsets)
             start += size
             q = q_enc[question]
-            # The question is cut only when it would leave the passage under a quarter of the limit.
-            q_len = min(len(q.ids), budget - min(len(side[0]), max(budget // 4, 1)))
+            q_len = len(q.ids)
+            if q_len >= budget and side[0]:  # the question alone fills the limit: cut, keep a quarter
+                q_len = budget - min(len(side[0]), max(budget // 4, 1))
             room = budget - q_len
             if stride is not None and stride >= room and len(side[0]) > room:
                 raise ConfigError(f"stride {stride} must be below the {room} passage tokens per window")

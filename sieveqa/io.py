@@ -22,7 +22,7 @@ from typing import IO, Any
 
 from filelock import FileLock, Timeout
 
-from sieveqa.errors import BusyError, ConfigError
+from sieveqa.errors import BusyError, ConfigError, SieveQAError
 
 # mkstemp creates files readable by their owner only; give them the permissions open() would.
 _UMASK = os.umask(0)
@@ -176,6 +176,22 @@ def check_output_dir(path: str | os.PathLike[str], option: str) -> Path:
                 raise ConfigError(f"{option} {path}: {parent} is a file, not a folder")
             break
     return path
+
+
+def read_json_object(path: str | os.PathLike[str], error: type[SieveQAError] = ConfigError) -> dict[str, Any]:
+    """A JSON object from a file, or ``error`` naming the file and what is wrong with it."""
+    path = Path(path)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise error(f"{path}: no such file") from None
+    except UnicodeDecodeError as err:
+        raise error(f"{path}: not UTF-8 text (byte {err.start})") from err
+    except json.JSONDecodeError as err:
+        raise error(f"{path}: invalid JSON ({err.msg}, line {err.lineno})") from err
+    if not isinstance(data, dict):
+        raise error(f"{path}: expected a JSON object, got {type(data).__name__}")
+    return data
 
 
 def file_sha256(path: str | os.PathLike[str]) -> str:

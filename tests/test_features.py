@@ -52,6 +52,14 @@ def test_a_long_question_is_kept_whole_and_the_passage_cut(featurizer) -> None:
     assert features.truncated == [True]
 
 
+def test_a_question_that_nearly_fills_the_limit_is_still_kept_whole(featurizer) -> None:
+    question = _words(40)
+    q_len = len(featurizer._encode([question])[0].ids)
+    features = featurizer.pairs([question], [_words(200, 500)], max_length=q_len + 3 + 2)
+    (ids,) = features.input_ids
+    assert ids.index(featurizer.sep_id) - 1 == q_len and len(ids) == q_len + 5  # 2 passage tokens
+
+
 def test_a_question_that_alone_fills_the_limit_is_cut_leaving_a_quarter(featurizer) -> None:
     features = featurizer.pairs([_words(300)], [_words(50, 900)], max_length=64)
     (ids,) = features.input_ids

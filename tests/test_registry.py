@@ -43,7 +43,7 @@ def test_a_new_technique_needs_only_its_own_files_and_one_registration(
     monkeypatch: pytest.MonkeyPatch, example_jsonl: Path, tmp_path: Path
 ) -> None:
     from sieveqa.models.zoo import load_model
-    from sieveqa.runtime.loading import load_ranker
+    from sieveqa.runtime.policy import load_ranker
     from sieveqa.training.config import TrainConfig
     from sieveqa.training.recipes import train_model
 

@@ -57,7 +57,7 @@ def evaluate(
     from sieveqa.evaluation.provenance import run_info
     from sieveqa.evaluation.report import SUMMARY, evaluate_result
     from sieveqa.io import atomic_write_json, check_output_file
-    from sieveqa.runtime.loading import load_ranker
+    from sieveqa.runtime.policy import load_ranker
 
     check_device(device, precision)
     if json_out is not None:

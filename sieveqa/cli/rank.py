@@ -50,7 +50,7 @@ def rank(
     """
     from sieveqa.data.jsonl import example_dict, read_jsonl, write_jsonl
     from sieveqa.io import check_output_file
-    from sieveqa.runtime.loading import load_ranker
+    from sieveqa.runtime.policy import load_ranker
 
     check_device(device, precision)
     if output is not None:

@@ -109,7 +109,8 @@ def train(
 
     For TANDA run it twice: transfer on a large set, then adapt on the target (--init OUT/best).
     """
-    from sieveqa.training.config import TrainConfig, read_json_object
+    from sieveqa.io import read_json_object
+    from sieveqa.training.config import TrainConfig
     from sieveqa.training.recipes import train_model
 
     known = train_settings()
@@ -175,7 +176,7 @@ def retrofit(
     The body and head stay as they are (unless --tune-body), so at α = 0 nothing changes; then run
     tune-cascade to pick drop ratios.
     """
-    from sieveqa.training.config import read_json_object
+    from sieveqa.io import read_json_object
     from sieveqa.training.recipes import retrofit_cascade
 
     known = retrofit_settings()

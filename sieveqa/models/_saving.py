@@ -25,7 +25,7 @@ from safetensors.torch import load_file, save_file
 from torch import nn
 
 from sieveqa.errors import ModelFormatError
-from sieveqa.io import atomic_dir, atomic_write_json, file_sha256
+from sieveqa.io import atomic_dir, atomic_write_json, file_sha256, read_json_object
 
 log = logging.getLogger(__name__)
 
@@ -81,14 +81,7 @@ def read_config(path: str | Path) -> dict[str, Any]:
     cfg = path / CONFIG
     if not cfg.is_file() or not (path / WEIGHTS).is_file():
         raise ModelFormatError(f"{path}: not a sieveqa model folder (needs {CONFIG} and {WEIGHTS})")
-    try:
-        meta = json.loads(cfg.read_text(encoding="utf-8"))
-    except UnicodeDecodeError as err:
-        raise ModelFormatError(f"{cfg}: not UTF-8 text (byte {err.start})") from err
-    except json.JSONDecodeError as err:
-        raise ModelFormatError(f"{cfg}: invalid JSON ({err.msg}, line {err.lineno})") from err
-    if not isinstance(meta, dict):
-        raise ModelFormatError(f"{cfg}: expected a JSON object, got {type(meta).__name__}")
+    meta = read_json_object(cfg, ModelFormatError)
     version = meta.get("format_version")
     if version not in (1, FORMAT_VERSION):
         raise ModelFormatError(f"{cfg}: format_version {version!r} is not 1 or {FORMAT_VERSION}")
@@ -172,15 +165,7 @@ def _rename_v1(name: str) -> str:
 def read_policy(path: str | Path, meta: dict[str, Any]) -> dict[str, Any] | None:
     """The question-time policy saved beside a model (policy.json, or a format-1 config's)."""
     file = Path(path) / POLICY
-    if not file.is_file():
-        return meta.get("legacy_policy")
-    try:
-        policy = json.loads(file.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise ModelFormatError(f"{file}: not a JSON policy ({err})") from err
-    if not isinstance(policy, dict):
-        raise ModelFormatError(f"{file}: expected a JSON object, got {type(policy).__name__}")
-    return policy
+    return read_json_object(file, ModelFormatError) if file.is_file() else meta.get("legacy_policy")
 
 
 def write_policy(path: str | Path, policy: dict[str, Any]) -> Path:

@@ -2,8 +2,7 @@
 
 from sieveqa.runtime.answer_store import AnswerStore, StoreRanker
 from sieveqa.runtime.cascade import CascadePolicy, CascadeRanker, CascadeResult, SequentialRanker
-from sieveqa.runtime.loading import load_ranker
-from sieveqa.runtime.policy import Policy
+from sieveqa.runtime.policy import Policy, load_ranker
 from sieveqa.runtime.pruning import cascade_order, check_drop_ratios, drop_count, keep_top
 from sieveqa.runtime.trace import CascadeTrace, simulate
 

@@ -37,7 +37,7 @@ from sieveqa.data.answers import StoreQuery
 from sieveqa.data.records import RankingExample
 from sieveqa.encoder import Cost
 from sieveqa.errors import StoreError
-from sieveqa.io import LOCK_NAME, atomic_dir, atomic_write_json, exclusive, file_sha256
+from sieveqa.io import LOCK_NAME, atomic_dir, atomic_write_json, exclusive, file_sha256, read_json_object
 from sieveqa.models import zoo
 from sieveqa.models.base import Ranker, RankResult
 from sieveqa.models.hashing import HashingModel, StoreKind, pad_matrices
@@ -348,10 +348,7 @@ def _read_manifest(path: Path) -> dict[str, Any]:
     file = path / MANIFEST
     if not file.is_file():
         raise StoreError(f"{path}: not an answer store (no {MANIFEST})")
-    try:
-        manifest = json.loads(file.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as err:
-        raise StoreError(f"{file}: invalid JSON ({err.msg})") from err
+    manifest = read_json_object(file, StoreError)
     if manifest.get("format") != FORMAT:
         raise StoreError(f"{file}: not a sieveqa answer store (format {manifest.get('format')!r})")
     if manifest.get("version") != VERSION:

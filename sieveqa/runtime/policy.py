@@ -1,4 +1,6 @@
-"""Runtime policies: the question-time settings of a technique (a cascade's drop ratios, a budget).
+"""Runtime policies, and ``load_ranker``: a saved model, ready to rank, with its policy applied.
+
+A policy holds the question-time settings of a technique (a cascade's drop ratios, a budget).
 
 A policy is a frozen dataclass, saved as ``policy.json`` beside the model it was tuned for, and read
 back by the runtime that applies it (``load_ranker``). It is never written into the installed
@@ -8,16 +10,17 @@ package: a policy tuned for a shipped model is saved in the tuning run's own fol
 
 from __future__ import annotations
 
-import json
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any, ClassVar, Self
 
+from sieveqa import registry
 from sieveqa.errors import ConfigError
-from sieveqa.io import atomic_write_json
+from sieveqa.io import atomic_write_json, read_json_object
 from sieveqa.models._saving import read_policy, write_policy
+from sieveqa.models.base import Ranker
 from sieveqa.models.encoder_model import EncoderModel
-from sieveqa.models.zoo import is_shipped
+from sieveqa.models.zoo import is_shipped, load_model
 
 #: Keys a policy file may hold besides the policy's own fields.
 _META_KEYS = ("policy", "tuning")
@@ -52,16 +55,7 @@ class Policy:
     @classmethod
     def read(cls, path: str | Path) -> Self:
         """A policy from a JSON file (``--policy FILE``)."""
-        path = Path(path)
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            raise ConfigError(f"--policy {path}: no such file") from None
-        except (UnicodeDecodeError, json.JSONDecodeError) as err:
-            raise ConfigError(f"--policy {path}: not a JSON policy ({err})") from err
-        if not isinstance(data, dict):
-            raise ConfigError(f"--policy {path}: expected a JSON object, got {type(data).__name__}")
-        return cls.from_dict(data, str(path))
+        return cls.from_dict(read_json_object(path), str(path))
 
     @classmethod
     def saved(cls, model: EncoderModel) -> Self | None:
@@ -86,3 +80,29 @@ class Policy:
                 "to; save the policy to a file and pass it with --policy"
             )
         return write_policy(model.path, self.to_dict(tuning))
+
+
+def load_ranker(
+    model: str | Path,
+    device: str = "auto",
+    precision: str = "auto",
+    batch_size: int | None = None,
+    policy: str | Path | None = None,
+    **overrides: Any,
+) -> Ranker:
+    """Load a shipped model by name (``default``, ``default-cascade``) or a saved folder, on
+    ``device`` at ``precision`` (``auto``: CUDA if present; bf16 where the hardware has it natively).
+
+    A technique with a runtime policy (a cascade's drop ratios) applies the one saved beside the
+    model, or the one in the ``policy`` file; ``overrides`` replace single settings of it
+    (``drop_ratios=0.3``). A model without one ranks by itself.
+    """
+    loaded = load_model(model).configure(device=device, precision=precision, batch_size=batch_size)
+    ranker_class = registry.technique(loaded.kind).ranker_class()
+    given = sorted(k for k, v in overrides.items() if v is not None)
+    if ranker_class is None:
+        if policy is not None or given:
+            what = ", ".join(given) or "a policy"
+            raise ConfigError(f"{model} is a {loaded.kind} model, which takes no runtime policy ({what})")
+        return loaded
+    return ranker_class.from_model(loaded, policy=policy, **overrides)

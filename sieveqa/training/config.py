@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
 from sieveqa.device import DEVICES
 from sieveqa.errors import ConfigError
+from sieveqa.io import read_json_object
 
 
 @dataclass
@@ -73,19 +73,3 @@ class TrainConfig:
             raise ConfigError(f"{path}: unknown TrainConfig field(s) {sorted(unknown)}")
         data.update({k: v for k, v in overrides.items() if v is not None})
         return cls(**data)
-
-
-def read_json_object(path: str | Path) -> dict[str, Any]:
-    """A JSON object from a file, or a ConfigError naming the file and what is wrong."""
-    path = Path(path)
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ConfigError(f"{path}: no such file") from None
-    except UnicodeDecodeError as err:
-        raise ConfigError(f"{path}: not UTF-8 text (byte {err.start})") from err
-    except json.JSONDecodeError as err:
-        raise ConfigError(f"{path}: invalid JSON ({err.msg}, line {err.lineno})") from err
-    if not isinstance(data, dict):
-        raise ConfigError(f"{path}: expected a JSON object of settings, got {type(data).__name__}")
-    return data

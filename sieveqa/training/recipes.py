@@ -8,8 +8,9 @@ evaluation scores a model. ``sieveqa.registry`` names the recipe of each techniq
 
 from __future__ import annotations
 
+import contextlib
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any, ClassVar
@@ -230,15 +231,7 @@ def train_model(
     config = config or TrainConfig()
     technique = registry.for_arch(arch)
     recipe = technique.recipe_class()(_options(technique.recipe_class(), options))
-    check_output_dir(out_dir, "--out")
-    with exclusive(out_dir, "training output folder"):
-        source = train if isinstance(train, str) else ",".join(train)
-        sample = recipe.sample(load_datasets(train), config, source)
-        dev_examples = _dev(dev)
-        if resume:
-            check_checkpoint(out_dir, config, len(sample))
-        tqdm.write(f"training on {sample.summary}")
-        seed_everything(config.seed)
+    with _prepared(recipe, train, out_dir, dev, config, resume, "training") as (sample, dev_examples):
         model = init_model(init, arch, settings).configure(device=config.device)
         meta = {"train": train, "dev": dev, "init": init, "arch": arch, "n_examples": len(sample)}
         meta |= asdict(recipe.options)
@@ -255,12 +248,31 @@ def train_model(
         )
 
 
-def _dev(dev: str | None) -> list[RankingExample] | None:
-    if not dev:
-        return None
-    examples = load_datasets(dev)
-    qrels_from_examples(examples, dev)  # every dev candidate must be labelled
-    return examples
+@contextlib.contextmanager
+def _prepared(
+    recipe: Recipe,
+    train: str | list[str],
+    out_dir: str | Path,
+    dev: str | None,
+    config: TrainConfig,
+    resume: bool,
+    verb: str,
+) -> Iterator[tuple[Any, list[RankingExample] | None]]:
+    """Everything a run checks before building a model, with its output folder locked throughout:
+    the training sample, labelled dev examples, and that a checkpoint to resume has our settings."""
+    check_output_dir(out_dir, "--out")
+    with exclusive(out_dir, "training output folder"):
+        source = train if isinstance(train, str) else ",".join(train)
+        sample = recipe.sample(load_datasets(train), config, source)
+        dev_examples = None
+        if dev:
+            dev_examples = load_datasets(dev)
+            qrels_from_examples(dev_examples, dev)  # every dev candidate must be labelled
+        if resume:
+            check_checkpoint(out_dir, config, len(sample))
+        tqdm.write(f"{verb} on {sample.summary}")
+        seed_everything(config.seed)
+        yield sample, dev_examples
 
 
 def _run(
@@ -303,15 +315,7 @@ def retrofit_cascade(
     """
     config = config or TrainConfig(metric="map@mean")
     recipe = CascadeRecipe()
-    check_output_dir(out_dir, "--out")
-    with exclusive(out_dir, "training output folder"):
-        source = train if isinstance(train, str) else ",".join(train)
-        pairs = recipe.sample(load_datasets(train), config, source)
-        dev_examples = _dev(dev)
-        if resume:
-            check_checkpoint(out_dir, config, len(pairs))
-        tqdm.write(f"retrofitting on {pairs.summary}")
-        seed_everything(config.seed)
+    with _prepared(recipe, train, out_dir, dev, config, resume, "retrofitting") as (pairs, dev_examples):
         teacher = load_model(base)
         if not isinstance(teacher, CrossEncoder):
             raise ConfigError(f"--model {base}: a retrofit needs a cross-encoder, not a {teacher.kind} model")

@@ -25,7 +25,7 @@ from transformers import get_linear_schedule_with_warmup
 from sieveqa.device import autocast
 from sieveqa.errors import ConfigError, DataFormatError
 from sieveqa.features import Features, collate, length_batches
-from sieveqa.io import atomic_dir, atomic_write_json, exclusive
+from sieveqa.io import atomic_dir, atomic_write_json, exclusive, read_json_object
 from sieveqa.training.config import TrainConfig
 
 
@@ -108,10 +108,7 @@ def check_checkpoint(out_dir: str | Path, config: TrainConfig, n_examples: int) 
     path = Path(out_dir) / "checkpoint" / "trainer_state.json"
     if not path.is_file():
         return False
-    try:
-        saved = json.loads(path.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise ConfigError(f"{path}: unreadable checkpoint state ({err}); delete the checkpoint") from err
+    saved = read_json_object(path)
     theirs, ours = _comparable(saved.get("config", {})), _comparable(config.to_dict())
     diffs = [f"{k} {theirs.get(k)!r} -> {ours.get(k)!r}" for k in sorted(ours) if theirs.get(k) != ours[k]]
     if saved.get("n_pairs") != n_examples:

@@ -74,3 +74,40 @@ def test_non_utf8_input_names_the_line(sieveqa, saved_tiny: Path, tmp_path: Path
 def test_alpha_on_a_cross_encoder_is_refused(sieveqa, saved_tiny: Path, example_jsonl: Path) -> None:
     line = one_error_line(sieveqa("rank", "-m", saved_tiny, "-i", example_jsonl, "--alpha", "0.3"))
     assert "is a cross-encoder model, which takes no runtime policy (drop_ratios)" in line
+
+
+def test_a_corrupt_or_truncated_model_is_one_line(sieveqa, saved_tiny: Path, example_jsonl: Path) -> None:
+    weights = saved_tiny / "model.safetensors"
+    data = bytearray(weights.read_bytes())
+    data[-10] ^= 0x01  # one flipped bit
+    weights.write_bytes(bytes(data))
+    line = one_error_line(sieveqa("rank", "--model", saved_tiny, "--input", example_jsonl))
+    assert line.startswith(f"error: {weights} is corrupt or was changed")
+    weights.write_bytes(bytes(data[:1000]))  # a truncated copy
+    assert "is corrupt or was changed" in one_error_line(
+        sieveqa("rank", "-m", saved_tiny, "-i", example_jsonl)
+    )
+
+
+def test_a_config_json_that_is_not_an_object_is_one_line(
+    sieveqa, saved_tiny: Path, example_jsonl: Path
+) -> None:
+    (saved_tiny / "config.json").write_text('["not", "an", "object"]')
+    line = one_error_line(sieveqa("rank", "--model", saved_tiny, "--input", example_jsonl))
+    assert line == f"error: {saved_tiny / 'config.json'}: expected a JSON object, got list"
+
+
+def test_what_a_killed_run_left_beside_the_output_is_cleaned_up(
+    sieveqa, saved_tiny: Path, example_jsonl: Path, tmp_path: Path
+) -> None:
+    import subprocess
+    import sys
+
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    out = tmp_path / "ranked.jsonl"
+    stale = tmp_path / f".ranked.jsonl.{dead.pid}.x1y2.tmp"  # a half-written output of a killed run
+    stale.write_text('{"qid": "half')
+    result = sieveqa("rank", "--model", saved_tiny, "--input", example_jsonl, "--output", out)
+    assert result.exit_code == 0, result.output
+    assert out.is_file() and not stale.exists()

@@ -64,7 +64,7 @@ def test_a_config_file_is_validated_and_lists_its_keys(sieveqa, example_jsonl: P
     assert line == f"error: {config}: key 'epochs': expected float, got 'two'"
     config.write_text("[1, 2]")
     line = one_error_line(_train(sieveqa, example_jsonl, tmp_path / "r", "--config", config))
-    assert line == f"error: {config}: expected a JSON object of settings, got list"
+    assert line == f"error: {config}: expected a JSON object, got list"
 
 
 def test_flags_win_over_the_config_file(sieveqa, example_jsonl: Path, tmp_path: Path) -> None:

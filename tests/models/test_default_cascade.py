@@ -11,7 +11,7 @@ from sieveqa.models.cascade import CascadeTransformer
 from sieveqa.models.cross_encoder import CrossEncoder
 from sieveqa.models.zoo import SHIPPED, load_model
 from sieveqa.runtime.cascade import CascadePolicy, CascadeRanker
-from sieveqa.runtime.loading import load_ranker
+from sieveqa.runtime.policy import load_ranker
 
 pytestmark = pytest.mark.real
 
