@@ -23,7 +23,7 @@ from tokenizers import Encoding, Tokenizer
 from torch import Tensor
 from transformers import PreTrainedTokenizerBase
 
-from sieveqa.errors import ConfigError
+from sieveqa.errors import BackboneError, ConfigError
 
 Span = tuple[int, int]
 
@@ -95,7 +95,10 @@ class Featurizer:
     """
 
     def __init__(self, tokenizer: PreTrainedTokenizerBase) -> None:
-        self._backend = Tokenizer.from_str(tokenizer.backend_tokenizer.to_str())
+        backend = getattr(tokenizer, "backend_tokenizer", None)
+        if backend is None:
+            raise BackboneError(f"{type(tokenizer).__name__} has no fast (Rust) tokenizer; sieveqa needs one")
+        self._backend = Tokenizer.from_str(backend.to_str())
         self._backend.no_truncation()
         self._backend.no_padding()
         self.pad_id = int(tokenizer.pad_token_id or 0)

@@ -213,11 +213,17 @@ class HashingModel(EncoderModel, Ranker):
         """Scores of one question vector (D) against encoded answers (from ``encode_answers``)."""
         if not answers:
             return torch.empty(0)
+        if self.config.composition == "pooling":
+            return self.score_stored(question, torch.stack(list(answers)), None)
+        return self.score_stored(question, *pad_matrices(answers))
+
+    def score_stored(self, question: Tensor, answers: Tensor, mask: Tensor | None) -> Tensor:
+        """cos(u_q, v_a) of one question vector (D) against stacked answer representations (rows × L
+        × D with their mask, or rows × D), on the model's device; the scores come back on the CPU."""
+        device = self.device
         with torch.inference_mode():
-            if self.config.composition == "pooling":
-                return self.similarity(question.unsqueeze(0), torch.stack(list(answers)))
-            tokens, mask = pad_matrices(answers)
-            return self.similarity(question.unsqueeze(0), tokens, mask)
+            mask = None if mask is None else mask.to(device)
+            return self.similarity(question.to(device).unsqueeze(0), answers.to(device), mask).float().cpu()
 
     def run(self, examples: Sequence[RankingExample], progress: bool = False) -> RankResult:
         """Scores with each distinct question and answer encoded once (as with a store)."""

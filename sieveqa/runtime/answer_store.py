@@ -285,11 +285,10 @@ class StoreRanker(Ranker):
     def score_ids(self, question: str | Tensor, ids: Sequence[str]) -> Tensor:
         """cos(u_q, v_a) for stored answers ``ids`` (``question``: text, or its encoded vector)."""
         vector = self.model.encode_questions([question])[0] if isinstance(question, str) else question
-        out = []
-        with torch.inference_mode():
-            for start in range(0, len(ids), self.chunk):
-                answers, mask = self.store.batch(ids[start : start + self.chunk])
-                out.append(self.model.similarity(vector.unsqueeze(0), answers, mask))
+        out = [
+            self.model.score_stored(vector, *self.store.batch(ids[start : start + self.chunk]))
+            for start in range(0, len(ids), self.chunk)
+        ]
         return torch.cat(out) if out else torch.empty(0)
 
     def search(self, question: str, top: int = 10) -> list[tuple[str, float]]:
