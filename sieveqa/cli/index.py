@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from sieveqa.cli._app import app
+from sieveqa.cli._app import DeviceOpt, app
 from sieveqa.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -51,6 +51,7 @@ def build(
     answers: AnswersOpt,
     out: Annotated[Path, typer.Option("--out", "-o", help="store folder to create")],
     batch_size: BatchOpt = 128,
+    device: DeviceOpt = "auto",
 ) -> None:
     """Encode an answer collection once and store it (bits for HAS, floats for the baselines).
 
@@ -62,7 +63,7 @@ def build(
 
     check_output_dir(out, "--out")
     collection = load_answers(answers)
-    hashing = hashing_model(model).configure(batch_size=batch_size)
+    hashing = hashing_model(model).configure(device=device, batch_size=batch_size)
     _print_info(AnswerStore.build(hashing, collection, out, progress=True, model_ref=model))
 
 
@@ -74,6 +75,7 @@ def add(
         str | None, typer.Option("--model", "-m", help="default: the model recorded in the store")
     ] = None,
     batch_size: BatchOpt = 128,
+    device: DeviceOpt = "auto",
 ) -> None:
     """Append answers as a new segment (the stored ones are not rewritten)."""
     from sieveqa.data.answers import load_answers
@@ -81,7 +83,7 @@ def add(
 
     store = AnswerStore.open(store_path)
     collection = load_answers(answers)
-    hashing = hashing_model(model or store.model_ref).configure(batch_size=batch_size)
+    hashing = hashing_model(model or store.model_ref).configure(device=device, batch_size=batch_size)
     _print_info(store.append(hashing, collection, progress=True))
 
 

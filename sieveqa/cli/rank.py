@@ -56,7 +56,8 @@ def rank(
     if output is not None:
         check_output_file(output, "--output")
     if store is not None:
-        return _rank_with_store(input_path, store, model if model != "default" else None, top, output)
+        given = model if model != "default" else None
+        return _rank_with_store(input_path, store, given, top, output, device, precision)
     examples = read_jsonl(input_path)
     ranker = load_ranker(
         model,
@@ -78,7 +79,13 @@ def rank(
 
 
 def _rank_with_store(
-    input_path: Path, store_path: Path, model: str | None, top: int, output: Path | None
+    input_path: Path,
+    store_path: Path,
+    model: str | None,
+    top: int,
+    output: Path | None,
+    device: str,
+    precision: str,
 ) -> None:
     from sieveqa.cli.index import hashing_model
     from sieveqa.data.answers import read_store_queries
@@ -87,7 +94,8 @@ def _rank_with_store(
 
     queries = read_store_queries(input_path)
     store = AnswerStore.open(store_path)
-    ranker = StoreRanker(hashing_model(model or store.model_ref), store)
+    encoder = hashing_model(model or store.model_ref).configure(device=device, precision=precision)
+    ranker = StoreRanker(encoder, store)
     results = ranker.rank_queries(queries, top)
     for result in results:
         console.print(
