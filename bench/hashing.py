@@ -37,7 +37,8 @@ from sieveqa.data.registry import load_dataset
 from sieveqa.evaluation.metrics import evaluate_scores
 from sieveqa.io import atomic_write_json, file_sha256
 from sieveqa.models.hashing import HashingModel
-from sieveqa.runtime.answer_store import AnswerStore, StoreRanker
+from sieveqa.runtime.answer_store import AnswerStore
+from sieveqa.runtime.store_ranker import StoreRanker
 
 METRICS = ("map", "mrr", "p@1")
 RESULTS = Path(__file__).resolve().parent / "results" / "hashing"

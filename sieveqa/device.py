@@ -12,15 +12,13 @@ import contextlib
 import functools
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING
 
 from sieveqa.errors import DeviceError
 
 if TYPE_CHECKING:
     import torch
 
-DeviceName = Literal["auto", "cpu", "cuda"]
-Precision = Literal["auto", "fp32", "bf16", "fp16", "int8"]
 DEVICES: tuple[str, ...] = ("auto", "cpu", "cuda")
 PRECISIONS: tuple[str, ...] = ("auto", "fp32", "bf16", "fp16", "int8")
 # torch is imported where it is used: the command line reads these names before any model loads.

@@ -123,7 +123,8 @@ class EncoderState:
         return Group(list(rows), hidden, mask)
 
     def release(self, rows: Sequence[int]) -> None:
-        """Forget the states of rows no policy will advance or read again (frees their memory)."""
+        """Forget the states of rows no policy will advance or read again. A row's state is a view
+        into the batch it last ran in, so the memory goes once no row of that batch holds it."""
         for r in rows:
             self.hidden[r] = None
 
@@ -247,26 +248,41 @@ class SteppableEncoder(nn.Module):
         """Give each of ``rows`` its next layer and write the results back into ``state``.
 
         Rows are grouped by depth, then into length-sorted batches of ``batch_size``; each group runs
-        its depth's layer (``layers[depth]`` when given, else the backbone's). Returns the groups
-        that ran, with their padded outputs, so a head can read them without padding again.
+        its depth's layer: ``layers[depth]`` from a sequence of layers (a branch's own stack), or
+        from a mapping where it has that depth, costed under ``branch``; else the backbone's. Returns
+        the groups that ran, with their padded outputs, so a head can read them without padding again.
         """
         by_depth: dict[int, list[int]] = {}
         for r in rows:
             by_depth.setdefault(state.depth[r], []).append(r)
         groups = []
         for depth in sorted(by_depth):
-            if layers is None and depth >= self.num_layers:
+            module = _branch_layer(layers, depth)
+            if module is None and depth >= self.num_layers:
                 raise IndexError(f"rows are already after layer {depth}; the encoder has {self.num_layers}")
-            module = None if layers is None else layers[depth]
             members = by_depth[depth]
             for pos in length_batches([state.lengths[r] for r in members], batch_size):
                 group = state.padded([members[p] for p in pos])
-                out = self.run_layer(depth, group.hidden, group.mask, state.cost, module, branch)
+                out = self.run_layer(
+                    depth, group.hidden, group.mask, state.cost, module, BODY if module is None else branch
+                )
                 for j, r in enumerate(group.rows):
                     state.hidden[r] = out[j, : state.lengths[r]]
                     state.depth[r] = depth + 1
                 groups.append(Group(group.rows, out, group.mask))
         return groups
+
+
+def _branch_layer(
+    layers: Mapping[int, nn.Module] | Sequence[nn.Module] | None, depth: int
+) -> nn.Module | None:
+    if layers is None:
+        return None
+    if isinstance(layers, Mapping):
+        return layers.get(depth)
+    if depth >= len(layers):
+        raise IndexError(f"rows are already after layer {depth}; the branch has {len(layers)}")
+    return layers[depth]
 
 
 def masked_mean(hidden: Tensor, mask: Tensor) -> Tensor:
@@ -294,7 +310,8 @@ def pool_segments(hidden: Tensor, segment_ids: Tensor, n_segments: int) -> tuple
     padding tokens and 0 on the question, which are never pooled; a segment with no token in a row
     (cut off by a window) pools to zeros and is marked absent.
     """
-    wanted = torch.arange(1, n_segments + 1, device=segment_ids.device)
+    segment_ids = segment_ids.to(hidden.device)
+    wanted = torch.arange(1, n_segments + 1, device=hidden.device)
     weights = (segment_ids.unsqueeze(-1) == wanted).to(hidden.dtype)
     counts = weights.sum(dim=1)
     sums = torch.einsum("rtn,rtd->rnd", weights, hidden)

@@ -186,7 +186,7 @@ class Featurizer:
             start += size
             q = q_enc[question]
             q_len = len(q.ids)
-            if q_len >= budget and side[0]:  # the question alone fills the limit: cut, keep a quarter
+            if q_len >= budget:  # the question alone fills the limit: cut it, keep a quarter
                 q_len = budget - min(len(side[0]), max(budget // 4, 1))
             room = budget - q_len
             if stride is not None and stride >= room and len(side[0]) > room:

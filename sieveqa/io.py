@@ -150,6 +150,15 @@ def exclusive(folder: str | os.PathLike[str], what: str = "folder") -> Iterator[
         lock.release()
 
 
+def _writable(folder: Path) -> bool:
+    # A real probe: permission bits say nothing for root, or on /proc and read-only mounts.
+    try:
+        with tempfile.TemporaryFile(dir=folder):
+            return True
+    except OSError:
+        return False
+
+
 def check_output_file(path: str | os.PathLike[str], option: str) -> Path:
     """Refuse, before any work, an output file path that is a folder or lies under a file."""
     path = Path(path)
@@ -159,21 +168,23 @@ def check_output_file(path: str | os.PathLike[str], option: str) -> Path:
         if parent.exists():
             if not parent.is_dir():
                 raise ConfigError(f"{option} {path}: {parent} is a file, not a folder")
-            if not os.access(parent, os.W_OK):
+            if not _writable(parent):
                 raise ConfigError(f"{option} {path}: cannot write into {parent}")
             break
     return path
 
 
 def check_output_dir(path: str | os.PathLike[str], option: str) -> Path:
-    """Refuse, before any work, an output folder path that is a file."""
+    """Refuse, before any work, an output folder path that is a file or cannot be written."""
     path = Path(path)
     if path.exists() and not path.is_dir():
         raise ConfigError(f"{option} {path}: is a file; give a folder")
-    for parent in path.parents:
-        if parent.exists():
-            if not parent.is_dir():
-                raise ConfigError(f"{option} {path}: {parent} is a file, not a folder")
+    for folder in (path, *path.parents):
+        if folder.exists():
+            if not folder.is_dir():
+                raise ConfigError(f"{option} {path}: {folder} is a file, not a folder")
+            if not _writable(folder):
+                raise ConfigError(f"{option} {path}: cannot write into {folder}")
             break
     return path
 
@@ -185,6 +196,8 @@ def read_json_object(path: str | os.PathLike[str], error: type[SieveQAError] = C
         data = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise error(f"{path}: no such file") from None
+    except OSError as err:  # a folder, no permission, ...
+        raise error(f"{path}: cannot be read ({err.strerror})") from None
     except UnicodeDecodeError as err:
         raise error(f"{path}: not UTF-8 text (byte {err.start})") from err
     except json.JSONDecodeError as err:

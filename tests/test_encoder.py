@@ -74,8 +74,12 @@ def test_advance_groups_by_depth_then_length_and_returns_the_padded_groups(tiny)
         state, features = _state(tiny, enc)
         enc.advance(state, [0, 1])
         groups = enc.advance(state, [0, 1, 2, 3], batch_size=2)
-    # Depth 1: rows 0 and 1 (one group of 2); depth 0: rows 2 and 3, shortest first.
-    assert [g.rows for g in groups] == [[2, 3], [0, 1]] or [g.rows for g in groups] == [[3, 2], [0, 1]]
+    # Depth 0 first: rows 2 and 3, shortest first; then depth 1: rows 0 and 1, shortest first.
+    by_length = (
+        sorted([2, 3], key=lambda r: features.lengths[r]),
+        sorted([0, 1], key=lambda r: features.lengths[r]),
+    )
+    assert [g.rows for g in groups] == [*by_length]
     for group in groups:
         width = max(features.lengths[r] for r in group.rows)
         assert group.hidden.shape[:2] == group.mask.shape == (len(group.rows), width)
@@ -100,6 +104,17 @@ def test_cost_counts_layer_units_and_flops_per_branch_and_layer(tiny) -> None:
     assert cost.flops == expected
     # The copy computes what the layer it copies does.
     torch.testing.assert_close(state.hidden[0], _alone(tiny, 0, 2), rtol=0, atol=1e-5)
+
+
+def test_a_mapping_of_branch_layers_falls_back_to_the_body_elsewhere(tiny) -> None:
+    enc = SteppableEncoder(tiny.model)
+    cost = Cost()
+    with torch.inference_mode():
+        state, _ = _state(tiny, enc, cost)
+        enc.advance(state, [0, 1])
+        enc.advance(state, [0, 2], layers={1: copy.deepcopy(enc.layers[1])}, branch="head")
+    assert cost.per_layer == {("body", 0): 3, ("head", 1): 1}
+    assert state.depth == [2, 1, 1, 0]
 
 
 def test_a_branch_layer_runs_its_own_weights(tiny) -> None:

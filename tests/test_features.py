@@ -69,6 +69,12 @@ def test_a_question_that_alone_fills_the_limit_is_cut_leaving_a_quarter(featuriz
     assert features.truncated == [True]
 
 
+def test_an_empty_candidate_never_makes_a_row_longer_than_the_limit(featurizer) -> None:
+    features = featurizer.pairs([_words(400), "short?"], ["", ""], max_length=64)
+    assert [len(ids) for ids in features.input_ids] == [64, len(featurizer._encode(["short?"])[0].ids) + 3]
+    assert features.truncated == [True, False]
+
+
 def test_windows_overlap_by_the_stride_and_cover_the_passage(featurizer) -> None:
     passage = _words(100)
     whole = featurizer._encode([passage])[0].ids

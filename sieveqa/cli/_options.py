@@ -13,8 +13,6 @@ from __future__ import annotations
 import dataclasses
 import functools
 import inspect
-import types
-import typing
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Annotated, Any
@@ -22,7 +20,8 @@ from typing import Annotated, Any
 import typer
 from typer.core import TyperCommand
 
-from sieveqa.errors import ConfigError, shorten
+from sieveqa.errors import ConfigError
+from sieveqa.fields import FieldType, field_types
 
 _VARIES = object()
 
@@ -55,36 +54,11 @@ class Setting:
 
     def coerce(self, value: Any, where: str) -> Any:
         """``value`` (from a flag or a JSON file) as this setting's type, or a ConfigError."""
-        if value is None and self.optional:
-            return None
-        if self.kind is list:
-            if isinstance(value, str):
-                try:
-                    return [int(x) for x in value.split(",") if x.strip()]
-                except ValueError:
-                    raise ConfigError(f"{where}: expected comma-separated integers, got {value!r}") from None
-            if isinstance(value, list) and all(isinstance(x, int) and not isinstance(x, bool) for x in value):
-                return value
-        elif self.kind is float and isinstance(value, int | float) and not isinstance(value, bool):
-            return float(value)
-        elif isinstance(value, self.kind) and not (self.kind is int and isinstance(value, bool)):
-            return value
-        expected = "a list of integers" if self.kind is list else self.kind.__name__
-        raise ConfigError(f"{where}: expected {expected}, got {shorten(repr(value), 60)}")
+        return FieldType(self.kind, self.optional).coerce(value, where)
 
 
 def _show(value: Any) -> str:
     return "none" if value is None else str(value).lower() if isinstance(value, bool) else str(value)
-
-
-def _kind(annotation: Any) -> tuple[type, bool]:
-    args = typing.get_args(annotation)
-    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
-        inner = [a for a in args if a is not type(None)]
-        return _kind(inner[0])[0], True
-    if typing.get_origin(annotation) is list:
-        return list, False
-    return annotation, False
 
 
 def settings_of(
@@ -92,13 +66,13 @@ def settings_of(
 ) -> list[Setting]:
     """The fields of dataclass ``cls`` as settings of ``owner`` (shown under ``panel`` in the help);
     ``defaults`` (an instance) may give other defaults than the class's."""
-    hints = typing.get_type_hints(cls)
+    types_ = field_types(cls)
     base = defaults if defaults is not None else None
     out = []
     for f in dataclasses.fields(cls):
         if f.name in exclude:
             continue
-        kind, optional = _kind(hints[f.name])
+        kind, optional = types_[f.name].kind, types_[f.name].optional
         default = getattr(base, f.name) if base is not None else _field_default(f)
         help_ = f.metadata.get("help", "")
         out.append(Setting(f.name, kind, help_, default, frozenset({owner}), optional, panel))

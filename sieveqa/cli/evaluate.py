@@ -55,7 +55,7 @@ def evaluate(
     from sieveqa.data.registry import load_dataset
     from sieveqa.evaluation.metrics import qrels_from_examples
     from sieveqa.evaluation.provenance import run_info
-    from sieveqa.evaluation.report import SUMMARY, evaluate_result
+    from sieveqa.evaluation.report import SUMMARY, evaluate_ranker
     from sieveqa.io import atomic_write_json, check_output_file
     from sieveqa.runtime.policy import load_ranker
 
@@ -76,7 +76,7 @@ def evaluate(
         thresholds=float_list(threshold, "--threshold"),
     )
     used = getattr(ranker, "model", ranker)
-    report, metrics = evaluate_result(examples, ranker.run(examples, progress=True), dataset)
+    report, metrics = evaluate_ranker(ranker, examples, dataset, progress=True)
     result: dict[str, Any] = {
         "model": model,
         "dataset": dataset,
@@ -129,7 +129,7 @@ def tune_cascade(
     from sieveqa.evaluation.metrics import METRICS, qrels_from_examples
     from sieveqa.evaluation.provenance import run_info
     from sieveqa.evaluation.score_cache import cached_scores
-    from sieveqa.io import atomic_write_json, check_output_dir
+    from sieveqa.io import atomic_write_json, check_output_dir, exclusive
     from sieveqa.models.cascade import CascadeTransformer
     from sieveqa.models.zoo import is_shipped, load_model
     from sieveqa.runtime.cascade import CascadePolicy
@@ -138,6 +138,8 @@ def tune_cascade(
     check_output_dir(out, "--out")
     if metric not in METRICS:
         raise ConfigError(f"--metric must be one of {', '.join(METRICS)}, got {metric!r}")
+    if tolerance < 0:
+        raise ConfigError(f"--tolerance must be >= 0 (an allowed loss), got {tolerance}")
     values = float_list(grid, "--grid") or []
     check_drop_ratios(values, len(values) + 1)
     require_extra("matplotlib", "plot", "tune-cascade's Pareto plot")
@@ -146,45 +148,30 @@ def tune_cascade(
         raise ConfigError(f"--model {model} is a {cascade.kind} model, not a cascade")
     examples = load_dataset(dataset)
     qrels_from_examples(examples, dataset)
-    scores = cached_scores(model, dataset, examples, progress=True, batch_size=batch_size)
-    points = grid_search(examples, scores, cascade.exits, values, progress=True)
-    chosen = choose(points, metric, tolerance)
-    full = next(p for p in points if not any(p.drop_ratios))
-    title = f"{model} on {dataset}: {len(points)} drop-ratio configurations"
-    plot_pareto(points, out / "pareto.png", chosen=chosen, title=title)
-    command = _command()
-    atomic_write_json(
-        out / "grid.json",
-        {
-            "model": model,
-            "dataset": dataset,
-            "exits": cascade.exits,
-            "metric": metric,
-            "tolerance": tolerance,
-            "unpruned": full.as_dict(),
-            "chosen": chosen.as_dict(),
-            "pareto_front": [p.as_dict() for p in pareto_front(points, metric)],
-            "grid": [p.as_dict() for p in points],
-            "run": run_info(command),
-        },
-    )
-    policy = CascadePolicy(drop_ratios=chosen.drop_ratios)
-    tuning = {
-        "dataset": dataset,
-        "metric": metric,
-        "tolerance": tolerance,
-        "command": command,
-        **chosen.as_dict(),
-    }
-    policy.write(out / "policy.json", tuning)
+    with exclusive(out, "tuning folder"):
+        scores = cached_scores(model, dataset, examples, progress=True, batch_size=batch_size, loaded=cascade)
+        points = grid_search(examples, scores, cascade.exits, values, progress=True)
+        chosen = choose(points, metric, tolerance)
+        full = next(p for p in points if not any(p.drop_ratios))
+        title = f"{model} on {dataset}: {len(points)} drop-ratio configurations"
+        plot_pareto(points, out / "pareto.png", chosen=chosen, title=title)
+        command = _command()
+        report = {"model": model, "dataset": dataset, "exits": cascade.exits, "metric": metric}
+        report |= {"tolerance": tolerance, "unpruned": full.as_dict(), "chosen": chosen.as_dict()}
+        report["pareto_front"] = [p.as_dict() for p in pareto_front(points, metric)]
+        report |= {"grid": [p.as_dict() for p in points], "run": run_info(command)}
+        atomic_write_json(out / "grid.json", report)
+        policy = CascadePolicy(drop_ratios=chosen.drop_ratios)
+        tuning = {"dataset": dataset, "metric": metric, "tolerance": tolerance, "command": command}
+        policy.write(out / "policy.json", tuning | chosen.as_dict())
     console.print(
         f"unpruned: {metric}={full.metrics[metric]:.4f}; chosen α={list(chosen.drop_ratios)}: "
         f"{metric}={chosen.metrics[metric]:.4f} at relative cost {chosen.relative_cost:.3f}"
     )
     console.print(f"wrote {out / 'grid.json'}, {out / 'pareto.png'} and {out / 'policy.json'}")
     if save and cascade.path is not None and is_shipped(cascade.path):
-        console.print(
-            f"{model} ships inside the package, which is never written to: use --policy {out / 'policy.json'}"
-        )
+        where = out / "policy.json"
+        console.print(f"{model} ships inside the package, which is never written to: use --policy {where}")
     elif save:
-        console.print(f"saved the policy beside the model: {policy.save_beside(cascade, tuning)}")
+        saved = policy.save_beside(cascade, tuning | chosen.as_dict())
+        console.print(f"saved the policy beside the model: {saved}")

@@ -8,10 +8,8 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from sieveqa.cli._app import DeviceOpt, app
-from sieveqa.errors import ConfigError
 
 if TYPE_CHECKING:
-    from sieveqa.models.hashing import HashingModel
     from sieveqa.runtime.answer_store import AnswerStore
 
 index_app = typer.Typer(
@@ -31,20 +29,6 @@ AnswersOpt = Annotated[
 BatchOpt = Annotated[int, typer.Option(help="answers per forward pass")]
 
 
-def hashing_model(name: str) -> HashingModel:
-    """The model that encodes or reads a store: a HAS, BERT-attention or BERT-pooling model."""
-    from sieveqa.models.hashing import HashingModel
-    from sieveqa.models.zoo import load_model
-
-    model = load_model(name)
-    if not isinstance(model, HashingModel):
-        raise ConfigError(
-            f"--model {name} is a {model.kind} model; answer stores need a HAS, bert-attention or "
-            "bert-pooling model (sieveqa train --arch has)"
-        )
-    return model
-
-
 @index_app.command("build")
 def build(
     model: Annotated[str, typer.Option("--model", "-m", help="the HAS model folder that encodes answers")],
@@ -60,10 +44,11 @@ def build(
     from sieveqa.data.answers import load_answers
     from sieveqa.io import check_output_dir
     from sieveqa.runtime.answer_store import AnswerStore
+    from sieveqa.runtime.store_ranker import store_model
 
     check_output_dir(out, "--out")
     collection = load_answers(answers)
-    hashing = hashing_model(model).configure(device=device, batch_size=batch_size)
+    hashing = store_model(model).configure(device=device, batch_size=batch_size)
     _print_info(AnswerStore.build(hashing, collection, out, progress=True, model_ref=model))
 
 
@@ -80,10 +65,11 @@ def add(
     """Append answers as a new segment (the stored ones are not rewritten)."""
     from sieveqa.data.answers import load_answers
     from sieveqa.runtime.answer_store import AnswerStore
+    from sieveqa.runtime.store_ranker import store_model
 
     store = AnswerStore.open(store_path)
     collection = load_answers(answers)
-    hashing = hashing_model(model or store.model_ref).configure(device=device, batch_size=batch_size)
+    hashing = store_model(model or store.model_ref).configure(device=device, batch_size=batch_size)
     _print_info(store.append(hashing, collection, progress=True))
 
 

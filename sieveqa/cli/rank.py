@@ -11,7 +11,6 @@ from sieveqa.cli._app import (
     AlphaOpt,
     BatchOpt,
     DeviceOpt,
-    ModelOpt,
     PolicyOpt,
     PrecisionOpt,
     app,
@@ -19,7 +18,7 @@ from sieveqa.cli._app import (
     console,
     float_list,
 )
-from sieveqa.errors import shorten
+from sieveqa.errors import ConfigError, shorten
 
 #: Characters of a question or answer shown on screen (files always get the whole text).
 SHOWN = 300
@@ -31,7 +30,14 @@ def rank(
     output: Annotated[
         Path | None, typer.Option("--output", "-o", help="ranked JSONL (adds score and rank)")
     ] = None,
-    model: ModelOpt = "default",
+    model: Annotated[
+        str | None,
+        typer.Option(
+            "--model",
+            "-m",
+            help="a saved model folder or a shipped one (default: default; with --store: the store's)",
+        ),
+    ] = None,
     top: Annotated[int, typer.Option(help="answers to print per question")] = 3,
     device: DeviceOpt = "auto",
     precision: PrecisionOpt = "auto",
@@ -56,11 +62,14 @@ def rank(
     if output is not None:
         check_output_file(output, "--output")
     if store is not None:
-        given = model if model != "default" else None
-        return _rank_with_store(input_path, store, given, top, output, device, precision)
+        if alpha or policy:
+            raise ConfigError(
+                "--alpha and --policy are for cascades; an answer store ranks with its HAS model"
+            )
+        return _rank_with_store(input_path, store, model, top, output, device, precision, batch_size)
     examples = read_jsonl(input_path)
     ranker = load_ranker(
-        model,
+        model or "default",
         device=device,
         precision=precision,
         batch_size=batch_size,
@@ -86,16 +95,15 @@ def _rank_with_store(
     output: Path | None,
     device: str,
     precision: str,
+    batch_size: int | None,
 ) -> None:
-    from sieveqa.cli.index import hashing_model
     from sieveqa.data.answers import read_store_queries
     from sieveqa.data.jsonl import write_jsonl
-    from sieveqa.runtime.answer_store import AnswerStore, StoreRanker
+    from sieveqa.runtime.store_ranker import StoreRanker
 
     queries = read_store_queries(input_path)
-    store = AnswerStore.open(store_path)
-    encoder = hashing_model(model or store.model_ref).configure(device=device, precision=precision)
-    ranker = StoreRanker(encoder, store)
+    ranker = StoreRanker.open(store_path, model, device=device, precision=precision, batch_size=batch_size)
+    store = ranker.store
     results = ranker.rank_queries(queries, top)
     for result in results:
         console.print(

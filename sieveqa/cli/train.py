@@ -58,6 +58,16 @@ def train_settings() -> dict[str, Setting]:
     return merge([*settings_of(TrainConfig, "train", panel="Training"), *merged.values()])
 
 
+def _run_value(key: str, value: Any, where: str) -> str:
+    """A ``train``/``dev``/``init``/``arch`` value of a --config file: a string (or, for the
+    datasets, a list of names)."""
+    if key in ("train", "dev") and isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return ",".join(value)
+    if not isinstance(value, str):
+        raise ConfigError(f"{where}: key {key!r}: expected a string, got {value!r}")
+    return value
+
+
 def _split(values: dict[str, Any], arch: str) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
     """Training, model and recipe settings for ``arch``; a setting of another arch is refused."""
     from sieveqa.training.config import TrainConfig
@@ -117,9 +127,8 @@ def train(
     values = read_settings(read_json_object(config), known, str(config), _RUN_KEYS) if config else {}
     values |= given_settings(ctx)
     given = {"train": train_sets, "dev": dev, "init": init, "arch": arch}
-    run = {k: v if v is not None else values.pop(k, None) for k, v in given.items()}
-    for key in _RUN_KEYS:
-        values.pop(key, None)
+    from_file = {k: _run_value(k, values.pop(k), str(config)) for k in _RUN_KEYS if k in values}
+    run = {k: v if v is not None else from_file.get(k) for k, v in given.items()}
     if not run["train"]:
         raise ConfigError("--train is required (or a 'train' key in --config)")
     chosen = run["arch"] or "cross-encoder"

@@ -18,7 +18,7 @@ from torch import Tensor
 from tqdm.auto import tqdm
 
 from sieveqa.data.records import RankingExample
-from sieveqa.errors import require_extra
+from sieveqa.errors import ConfigError, require_extra
 from sieveqa.evaluation.metrics import MetricReport, evaluate_orders, qrels_from_examples
 from sieveqa.io import atomic_open
 from sieveqa.runtime.trace import CascadeTrace, cascade_layer_units, groups_of, relative_cost, simulate
@@ -98,6 +98,8 @@ def choose(points: Sequence[GridPoint], metric: str, tolerance: float) -> GridPo
         raise ValueError("the grid has no unpruned point (all drop ratios 0) to compare with")
     reference = unpruned[0].metrics[metric]
     ok = [p for p in points if p.metrics[metric] >= reference - tolerance - 1e-12]
+    if not ok:
+        raise ConfigError(f"no configuration is within tolerance {tolerance} of the unpruned {metric}")
     return min(ok, key=lambda p: (p.relative_cost, -p.metrics[metric]))
 
 

@@ -41,17 +41,18 @@ def cached_scores(
     progress: bool = False,
     cache_dir: str | Path | None = None,
     batch_size: int = 128,
+    loaded: PairModel | None = None,
 ) -> Tensor:
     """Scores of every candidate with nothing pruned: candidates × scores per pair (one column for a
     cross-encoder, one per exit for a cascade), example order. Read from ``cache_dir`` (default
-    ``~/.cache/sieveqa/scores``). Always fp32 on the CPU, so cached numbers do not depend on the
-    machine's precision."""
+    ``~/.cache/sieveqa/scores``). ``loaded`` is ``model`` already loaded, if the caller has it.
+    Always fp32 on the CPU, so cached numbers do not depend on the machine's precision."""
     folder = resolve_model(model)
     root = Path(cache_dir) if cache_dir is not None else cache_root() / "scores"
     path = root / f"{_key(folder, dataset, examples)}.pt"
     if path.is_file():
         return torch.load(path, weights_only=True)
-    loaded = load_model(model)
+    loaded = loaded if loaded is not None else load_model(model)
     if not isinstance(loaded, PairModel):
         raise ConfigError(f"{model} is a {loaded.kind} model; cached scores are for pair models")
     loaded.configure(device="cpu", precision="fp32", batch_size=batch_size)

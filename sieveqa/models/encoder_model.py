@@ -28,6 +28,7 @@ from sieveqa.device import autocast, resolve_device, resolve_precision
 from sieveqa.encoder import SteppableEncoder
 from sieveqa.errors import ConfigError, ModelFormatError
 from sieveqa.features import Features, Featurizer, collate, length_batches
+from sieveqa.fields import typed
 from sieveqa.models import zoo
 from sieveqa.models._saving import load_into, read_meta, save_model_folder, tensor_fingerprint
 
@@ -55,6 +56,18 @@ class ModelConfig:
     freeze_word_embeddings: bool = field(
         default=True, metadata={"help": "keep the base word embeddings (smaller saved model, faster steps)"}
     )
+
+    def __post_init__(self) -> None:
+        checks = {
+            "max_length": self.max_length >= 8,
+            "num_layers": self.num_layers is None or self.num_layers >= 1,
+            "dropout": 0 <= self.dropout < 1,
+        }
+        bad = [name for name, ok in checks.items() if not ok]
+        if bad:
+            raise ConfigError(
+                f"{type(self).__name__}: invalid {', '.join(f'{b}={getattr(self, b)!r}' for b in bad)}"
+            )
 
     @classmethod
     def for_arch(cls, arch: str, **settings: Any) -> Self:
@@ -87,10 +100,20 @@ class EncoderModel(nn.Module):
         self.tokenizer = backbone.tokenizer
         self.featurizer = Featurizer(backbone.tokenizer)
         self.encoder = SteppableEncoder(backbone.model)
+        embeddings = backbone.model.embeddings
+        # MPNet/RoBERTa-style position ids start after the padding index.
+        positions = backbone.model.config.max_position_embeddings - (
+            getattr(embeddings, "padding_idx", -1) + 1
+        )
+        if config.max_length > positions:
+            raise ConfigError(
+                f"max_length {config.max_length} exceeds the {positions} positions of {config.backbone}"
+            )
         if config.freeze_word_embeddings:
             backbone.model.embeddings.word_embeddings.weight.requires_grad_(False)
         self.batch_size = 64
         self.precision = "fp32"
+        self._precision_asked = "fp32"  # re-resolved when the device changes (auto → bf16/fp16/fp32)
         # What save_pretrained recorded (training provenance) and the folder, when loaded from one.
         self.meta: dict[str, Any] = {}
         self.path: Path | None = None
@@ -113,10 +136,12 @@ class EncoderModel(nn.Module):
     ) -> Self:
         """Move to ``device`` (auto, cpu, cuda), set the inference ``precision`` (auto, fp32, bf16,
         fp16, int8) and ``batch_size``. Meant for set-up, before the model serves calls."""
+        if precision is not None:
+            self._precision_asked = precision
         if device is not None:
             self.to(resolve_device(device))
-        if precision is not None:
-            self.precision = resolve_precision(precision, self.device)
+        if device is not None or precision is not None:
+            self.precision = resolve_precision(self._precision_asked, self.device)
         if batch_size is not None:
             if batch_size < 1:
                 raise ConfigError(f"batch_size must be >= 1, got {batch_size}")
@@ -240,10 +265,11 @@ class EncoderModel(nn.Module):
         """Load a folder written by ``save_pretrained`` (or a shipped model name, e.g. ``default``)."""
         path = zoo.resolve_model(path)
         meta = read_meta(path, cls.kind)
+        where = f"{path}/config.json: config"
         try:
-            config = cls.config_class(**meta["config"])
-        except (TypeError, ValueError) as err:
-            raise ModelFormatError(f"{path}/config.json: bad model config ({err})") from err
+            config = cls.config_class(**typed(cls.config_class, meta["config"], where, ModelFormatError))
+        except ConfigError as err:
+            raise ModelFormatError(f"{where}: {err}") from err
         model = cls(config)
         if meta.get("body_from"):
             model._load_shared_body(path, meta)

@@ -60,6 +60,7 @@ class HashingConfig(ModelConfig):
     margin: float = field(default=0.1, metadata={"help": "triplet hinge margin"})
 
     def __post_init__(self) -> None:
+        super().__post_init__()
         if self.composition not in ("attention", "pooling"):
             raise ConfigError(f"composition must be 'attention' or 'pooling', got {self.composition!r}")
         if self.hashing and self.composition != "attention":

@@ -1,9 +1,10 @@
 """What runs at question time: rankers that apply a policy over the steppable encoder, answer stores."""
 
-from sieveqa.runtime.answer_store import AnswerStore, StoreRanker
+from sieveqa.runtime.answer_store import AnswerStore
 from sieveqa.runtime.cascade import CascadePolicy, CascadeRanker, CascadeResult, SequentialRanker
 from sieveqa.runtime.policy import Policy, load_ranker
 from sieveqa.runtime.pruning import cascade_order, check_drop_ratios, drop_count, keep_top
+from sieveqa.runtime.store_ranker import StoreRanker
 from sieveqa.runtime.trace import CascadeTrace, simulate
 
 __all__ = [

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import json
 import math
-import time
 from collections import Counter
 from collections.abc import Container, Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -33,13 +32,9 @@ import torch
 from torch import Tensor
 from tqdm.auto import tqdm
 
-from sieveqa.data.answers import StoreQuery
-from sieveqa.data.records import RankingExample
-from sieveqa.encoder import Cost
 from sieveqa.errors import StoreError
 from sieveqa.io import LOCK_NAME, atomic_dir, atomic_write_json, exclusive, file_sha256, read_json_object
 from sieveqa.models import zoo
-from sieveqa.models.base import Ranker, RankResult
 from sieveqa.models.hashing import HashingModel, StoreKind, pad_matrices
 
 FORMAT = "sieveqa-answer-store"
@@ -132,31 +127,7 @@ class AnswerStore:
         instead of mapping them."""
         path = Path(path)
         manifest = _read_manifest(path)
-        kind, dim = manifest["kind"], int(manifest["model"]["dim"])
-        segments = []
-        for entry in manifest["segments"]:
-            folder = path / entry["name"]
-            for name in _FILES:
-                file = folder / name
-                if not file.is_file():
-                    raise StoreError(f"{path}: segment file {entry['name']}/{name} is missing")
-                if verify and file_sha256(file) != entry["sha256"][name]:
-                    raise StoreError(f"{path}: {entry['name']}/{name} is corrupt (sha256 mismatch)")
-            width, dtype = (_row_bytes(kind, dim), np.uint8) if kind == "bits" else (dim, np.float32)
-            rows = entry["tokens"] if kind != "vector" else entry["count"]
-            values: np.ndarray
-            if in_memory:
-                values = np.fromfile(folder / "values.bin", dtype=dtype).reshape(rows, width)
-            else:
-                values = np.memmap(folder / "values.bin", dtype=dtype, mode="r", shape=(rows, width))
-            offsets = np.fromfile(folder / "offsets.bin", dtype=np.int64)
-            records = [
-                json.loads(line) for line in (folder / "answers.jsonl").read_text("utf-8").splitlines()
-            ]
-            if len(offsets) != entry["count"] + 1 or len(records) != entry["count"]:
-                raise StoreError(f"{path}: segment {entry['name']} does not hold {entry['count']} answers")
-            ids = [r["id"] for r in records]
-            segments.append(_Segment(entry["name"], values, offsets, ids, [r["text"] for r in records]))
+        segments = [_open_segment(path, entry, manifest, verify, in_memory) for entry in manifest["segments"]]
         return cls(path, manifest, segments)
 
     @classmethod
@@ -187,6 +158,8 @@ class AnswerStore:
                 )
         answers = _unique(path, list(answers), set())
         with exclusive(path, "answer store"):
+            if (path / MANIFEST).exists():  # another build finished first
+                raise StoreError(f"{path} already holds an answer store; add to it with `sieveqa index add`")
             manifest = {
                 "format": FORMAT,
                 "version": VERSION,
@@ -208,12 +181,14 @@ class AnswerStore:
     ) -> AnswerStore:
         """Encode and add answers as a new segment; existing segments are not rewritten. Returns the
         reopened store. Ids already stored, or repeated in ``answers``, are refused."""
-        self.check_model(model)
-        answers = _unique(self.path, list(answers), self._where)
-        if not answers:
-            return self
+        answers = list(answers)
         with exclusive(self.path, "answer store"):
-            _add_segment(self.path, _read_manifest(self.path), model, answers, progress, chunk)
+            # Checked against the store as it is now: another writer may have added to it.
+            current = AnswerStore.open(self.path, verify=False)
+            current.check_model(model)
+            answers = _unique(self.path, answers, current._where)
+            if answers:
+                _add_segment(self.path, current.manifest, model, answers, progress, chunk)
         return AnswerStore.open(self.path, verify=False)
 
     def check_model(self, model: HashingModel) -> None:
@@ -274,75 +249,6 @@ class AnswerStore:
         return pad_matrices(reps)
 
 
-class StoreRanker(Ranker):
-    """Questions scored against stored answers: each question is encoded once and only the
-    candidates asked for are read from the store (in chunks of ``chunk``)."""
-
-    def __init__(self, model: HashingModel, store: AnswerStore, chunk: int = 1024) -> None:
-        store.check_model(model)
-        self.model, self.store, self.chunk = model.eval(), store, chunk
-
-    def score_ids(self, question: str | Tensor, ids: Sequence[str]) -> Tensor:
-        """cos(u_q, v_a) for stored answers ``ids`` (``question``: text, or its encoded vector)."""
-        vector = self.model.encode_questions([question])[0] if isinstance(question, str) else question
-        out = [
-            self.model.score_stored(vector, *self.store.batch(ids[start : start + self.chunk]))
-            for start in range(0, len(ids), self.chunk)
-        ]
-        return torch.cat(out) if out else torch.empty(0)
-
-    def search(self, question: str, top: int = 10) -> list[tuple[str, float]]:
-        """The ``top`` stored answers for ``question`` over the whole store, best first."""
-        vector = self.model.encode_questions([question])[0]
-        ids: list[str] = []
-        scores = []
-        for chunk_ids, reps in self.store.iter_chunks(self.chunk):
-            ids += chunk_ids
-            scores.append(self.model.score_encoded(vector, reps))
-        if not ids:
-            return []
-        best = torch.topk(torch.cat(scores), min(top, len(ids)))
-        return [(ids[i], float(v)) for v, i in zip(best.values.tolist(), best.indices.tolist(), strict=True)]
-
-    def run(self, examples: Sequence[RankingExample], progress: bool = False) -> RankResult:
-        """Scores of each example's candidates, looked up in the store by candidate id."""
-        started, cost = time.perf_counter(), Cost()
-        vectors = self.model.encode_questions([ex.question.text for ex in examples], cost=cost)
-        scores = [
-            self.score_ids(vectors[i], [c.id for c in ex.candidates]).tolist()
-            for i, ex in enumerate(tqdm(examples, desc="ranking", unit="question", disable=not progress))
-        ]
-        cost.seconds = time.perf_counter() - started
-        return RankResult(scores, cost)
-
-    def rank_queries(self, queries: Sequence[StoreQuery], top: int = 10) -> list[StoreRanking]:
-        """Each query's candidate ids ranked, or, without candidates, the ``top`` of the whole store."""
-        out = []
-        for query in queries:
-            if query.ids is None:
-                ranked = self.search(query.question, top=max(top, 1))
-            else:
-                scores = self.score_ids(query.question, query.ids).tolist()
-                ranked = sorted(zip(query.ids, scores, strict=True), key=lambda x: -x[1])
-            out.append(StoreRanking(query, ranked))
-        return out
-
-
-@dataclass
-class StoreRanking:
-    """A query and its stored answers, best first, as ``(id, score)``."""
-
-    query: StoreQuery
-    ranked: list[tuple[str, float]]
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "qid": self.query.qid,
-            "question": self.query.question,
-            "ranked": [{"id": i, "score": s, "rank": r} for r, (i, s) in enumerate(self.ranked, start=1)],
-        }
-
-
 def _read_manifest(path: Path) -> dict[str, Any]:
     file = path / MANIFEST
     if not file.is_file():
@@ -352,7 +258,67 @@ def _read_manifest(path: Path) -> dict[str, Any]:
         raise StoreError(f"{file}: not a sieveqa answer store (format {manifest.get('format')!r})")
     if manifest.get("version") != VERSION:
         raise StoreError(f"{file}: store version {manifest.get('version')} is not {VERSION}; rebuild it")
+    model, segments = manifest.get("model"), manifest.get("segments")
+    ok = (
+        manifest.get("kind") in ("bits", "float", "vector")
+        and isinstance(model, dict)
+        and isinstance(model.get("dim"), int)
+        and model["dim"] > 0
+        and isinstance(segments, list)
+        and all(_segment_entry(entry) for entry in segments)
+    )
+    if not ok:
+        raise StoreError(
+            f"{file}: malformed manifest (kind, model.dim or a segment entry); rebuild the store"
+        )
     return manifest
+
+
+def _segment_entry(entry: Any) -> bool:
+    return (
+        isinstance(entry, dict)
+        and isinstance(entry.get("name"), str)
+        and all(isinstance(entry.get(k), int) and entry[k] >= 0 for k in ("count", "tokens"))
+        and isinstance(entry.get("sha256"), dict)
+        and all(isinstance(entry["sha256"].get(f), str) for f in _FILES)
+    )
+
+
+def _open_segment(
+    path: Path, entry: dict[str, Any], manifest: dict[str, Any], verify: bool, in_memory: bool
+) -> _Segment:
+    """One segment's arrays (mapped or read), ids and texts, each file checked against the manifest."""
+    name, folder = entry["name"], path / entry["name"]
+    for file_name in _FILES:
+        file = folder / file_name
+        if not file.is_file():
+            raise StoreError(f"{path}: segment file {name}/{file_name} is missing")
+        if verify and file_sha256(file) != entry["sha256"][file_name]:
+            raise StoreError(f"{path}: {name}/{file_name} is corrupt (sha256 mismatch)")
+    kind, dim = manifest["kind"], manifest["model"]["dim"]
+    width, dtype = (_row_bytes(kind, dim), np.uint8) if kind == "bits" else (dim, np.float32)
+    rows = entry["tokens"] if kind != "vector" else entry["count"]
+    size = (folder / "values.bin").stat().st_size
+    if size != rows * width * np.dtype(dtype).itemsize or (folder / "offsets.bin").stat().st_size != 8 * (
+        entry["count"] + 1
+    ):
+        raise StoreError(f"{path}: {name} has files of the wrong size (truncated?); rebuild the store")
+    values: np.ndarray
+    if in_memory:
+        values = np.fromfile(folder / "values.bin", dtype=dtype).reshape(rows, width)
+    else:
+        values = np.memmap(folder / "values.bin", dtype=dtype, mode="r", shape=(rows, width))
+    offsets = np.fromfile(folder / "offsets.bin", dtype=np.int64)
+    records = []
+    for lineno, line in enumerate((folder / "answers.jsonl").read_bytes().splitlines(), start=1):
+        try:
+            record = json.loads(line)
+            records.append((str(record["id"]), str(record["text"])))
+        except (ValueError, TypeError, KeyError):
+            raise StoreError(f"{path}: {name}/answers.jsonl:{lineno} is not an answer record") from None
+    if len(records) != entry["count"]:
+        raise StoreError(f"{path}: segment {name} does not hold {entry['count']} answers")
+    return _Segment(name, values, offsets, [r[0] for r in records], [r[1] for r in records])
 
 
 def _leftover(name: str) -> bool:

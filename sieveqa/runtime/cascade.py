@@ -22,7 +22,7 @@ from tqdm.auto import tqdm
 
 from sieveqa.data.records import RankingExample
 from sieveqa.encoder import Cost
-from sieveqa.errors import ConfigError
+from sieveqa.errors import ConfigError, shorten
 from sieveqa.models.base import Ranker, RankResult, flatten_pairs, regroup
 from sieveqa.models.cascade import CascadeTransformer
 from sieveqa.models.cross_encoder import CrossEncoder
@@ -48,6 +48,17 @@ class CascadePolicy(Policy):
     thresholds: tuple[float, ...] | None = None
 
     def __post_init__(self) -> None:
+        for name in ("drop_ratios", "thresholds"):
+            value = getattr(self, name)
+            if isinstance(value, int | float) and not isinstance(value, bool):
+                value = (value,)
+            numbers = isinstance(value, list | tuple) and all(
+                isinstance(x, int | float) and not isinstance(x, bool) for x in value
+            )
+            if value is not None and not numbers:
+                raise ConfigError(f"{name} must be a list of numbers, got {shorten(repr(value), 60)}")
+            if value is not None:
+                object.__setattr__(self, name, tuple(float(x) for x in value))
         if self.drop_ratios is not None and self.thresholds is not None:
             raise ConfigError("a cascade policy has drop ratios or thresholds, not both")
 

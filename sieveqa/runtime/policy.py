@@ -50,7 +50,10 @@ class Policy:
                 f"{where}: unknown {cls.kind} policy field(s) {unknown}; known: {sorted(names)}"
             )
         values = {k: tuple(v) if isinstance(v, list) else v for k, v in data.items() if k in names}
-        return cls(**values)
+        try:
+            return cls(**values)
+        except ConfigError as err:
+            raise ConfigError(f"{where}: {err}") from None
 
     @classmethod
     def read(cls, path: str | Path) -> Self:

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field, fields
-from pathlib import Path
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from sieveqa.device import DEVICES
 from sieveqa.errors import ConfigError
-from sieveqa.io import read_json_object
 
 
 @dataclass
@@ -55,6 +53,10 @@ class TrainConfig:
             "checkpoint_every": self.checkpoint_every >= 1,
             "eval_every": self.eval_every >= 0,
             "device": self.device in DEVICES,
+            "weight_decay": self.weight_decay >= 0,
+            "max_grad_norm": self.max_grad_norm > 0,
+            "max_negatives": self.max_negatives is None or self.max_negatives >= 0,
+            "max_pairs": self.max_pairs is None or self.max_pairs >= 1,
         }
         bad = [name for name, ok in checks.items() if not ok]
         if bad:
@@ -62,14 +64,3 @@ class TrainConfig:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
-
-    @classmethod
-    def from_json(cls, path: str | Path, **overrides: Any) -> TrainConfig:
-        """Read a JSON file of fields; unknown keys are an error naming the key."""
-        data = read_json_object(path)
-        known = {f.name for f in fields(cls)}
-        unknown = set(data) - known
-        if unknown:
-            raise ConfigError(f"{path}: unknown TrainConfig field(s) {sorted(unknown)}")
-        data.update({k: v for k, v in overrides.items() if v is not None})
-        return cls(**data)

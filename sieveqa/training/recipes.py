@@ -23,7 +23,7 @@ from sieveqa import registry
 from sieveqa.data.records import RankingExample
 from sieveqa.data.registry import load_datasets
 from sieveqa.errors import ConfigError, DataFormatError
-from sieveqa.evaluation.metrics import evaluate_scores, qrels_from_examples
+from sieveqa.evaluation.metrics import METRICS, evaluate_scores, qrels_from_examples
 from sieveqa.io import check_output_dir, exclusive
 from sieveqa.models.base import Ranker, flatten_pairs, regroup
 from sieveqa.models.cascade import CascadeTransformer
@@ -36,8 +36,8 @@ from sieveqa.training.config import TrainConfig
 from sieveqa.training.objectives import CascadeBCE, ExitDistillation, PointwiseBCE, TripletHinge
 from sieveqa.training.pairs import LabelledPairs, make_pairs
 from sieveqa.training.trainer import (
-    LabeledPairs,
     Objective,
+    PairTensors,
     TrainData,
     Trainer,
     TrainState,
@@ -77,6 +77,15 @@ class Recipe(ABC):
         assert isinstance(model, Ranker)
         return evaluate_scores(dev, model.score(dev)).mean
 
+    def metric_names(self, model: EncoderModel) -> list[str]:
+        """The names ``evaluate`` reports for ``model``: what ``--metric`` may choose."""
+        return list(METRICS)
+
+    def check_metric(self, model: EncoderModel, metric: str) -> None:
+        names = self.metric_names(model)
+        if metric not in names:
+            raise ConfigError(f"--metric must be one of {', '.join(names)} for this model, got {metric!r}")
+
 
 class PointwiseRecipe(Recipe):
     """(question, candidate, 0/1) pairs, every positive plus sampled negatives; binary cross-entropy."""
@@ -92,7 +101,7 @@ class PointwiseRecipe(Recipe):
     def tensors(self, model: EncoderModel, sample: LabelledPairs) -> TrainData:
         assert isinstance(model, PairModel)
         features = model.featurize(sample.questions, sample.texts)
-        return LabeledPairs(features, torch.tensor(sample.labels, dtype=torch.float32), model.pad_id)
+        return PairTensors(features, torch.tensor(sample.labels, dtype=torch.float32), model.pad_id)
 
     def objective(self, model: EncoderModel) -> Objective:
         return PointwiseBCE()
@@ -134,6 +143,11 @@ class CascadeRecipe(PointwiseRecipe):
             out.update({f"map@L{layer}": mean["map"], f"p@1@L{layer}": mean["p@1"]})
         out["map@mean"] = sum(m["map"] for m in per_exit) / len(per_exit)
         return out
+
+    def metric_names(self, model: EncoderModel) -> list[str]:
+        assert isinstance(model, CascadeTransformer)
+        per_exit = [f"{m}@L{layer}" for layer in model.exits for m in ("map", "p@1")]
+        return [*METRICS, *per_exit, "map@mean"]
 
 
 @dataclass
@@ -226,13 +240,17 @@ def train_model(
     resume: bool = True,
 ) -> TrainState:
     """Train the technique ``arch`` selects on the named datasets; the best dev model lands in
-    ``out_dir/best``. Data, labels and a checkpoint to resume are checked before any model is built.
+    ``out_dir/best``. The model and its settings, then the data, labels and a checkpoint to resume
+    are checked before training starts.
     """
     config = config or TrainConfig()
     technique = registry.for_arch(arch)
     recipe = technique.recipe_class()(_options(technique.recipe_class(), options))
+    check_output_dir(out_dir, "--out")
+    seed_everything(config.seed)
+    model = init_model(init, arch, settings).configure(device=config.device)
+    recipe.check_metric(model, config.metric)
     with _prepared(recipe, train, out_dir, dev, config, resume, "training") as (sample, dev_examples):
-        model = init_model(init, arch, settings).configure(device=config.device)
         meta = {"train": train, "dev": dev, "init": init, "arch": arch, "n_examples": len(sample)}
         meta |= asdict(recipe.options)
         return _run(
@@ -258,9 +276,8 @@ def _prepared(
     resume: bool,
     verb: str,
 ) -> Iterator[tuple[Any, list[RankingExample] | None]]:
-    """Everything a run checks before building a model, with its output folder locked throughout:
-    the training sample, labelled dev examples, and that a checkpoint to resume has our settings."""
-    check_output_dir(out_dir, "--out")
+    """The data side of a run, its output folder locked throughout: the training sample, labelled
+    dev examples, and that a checkpoint to resume has our settings."""
     with exclusive(out_dir, "training output folder"):
         source = train if isinstance(train, str) else ",".join(train)
         sample = recipe.sample(load_datasets(train), config, source)
@@ -271,7 +288,6 @@ def _prepared(
         if resume:
             check_checkpoint(out_dir, config, len(sample))
         tqdm.write(f"{verb} on {sample.summary}")
-        seed_everything(config.seed)
         yield sample, dev_examples
 
 
@@ -315,12 +331,15 @@ def retrofit_cascade(
     """
     config = config or TrainConfig(metric="map@mean")
     recipe = CascadeRecipe()
+    check_output_dir(out_dir, "--out")
+    seed_everything(config.seed)
+    teacher = load_model(base)
+    if not isinstance(teacher, CrossEncoder):
+        raise ConfigError(f"--model {base}: a retrofit needs a cross-encoder, not a {teacher.kind} model")
+    teacher.configure(device=config.device)
+    model = CascadeTransformer.from_cross_encoder(teacher, exits)
+    recipe.check_metric(model, config.metric)
     with _prepared(recipe, train, out_dir, dev, config, resume, "retrofitting") as (pairs, dev_examples):
-        teacher = load_model(base)
-        if not isinstance(teacher, CrossEncoder):
-            raise ConfigError(f"--model {base}: a retrofit needs a cross-encoder, not a {teacher.kind} model")
-        teacher.configure(device=config.device)
-        model = CascadeTransformer.from_cross_encoder(teacher, exits)
         if tune_body:
             teacher.configure(batch_size=128)
             labels = teacher.score_pairs(pairs.questions, pairs.texts, progress=config.progress)

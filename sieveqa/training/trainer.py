@@ -35,10 +35,6 @@ class Objective(Protocol):
     def __call__(self, model: nn.Module, batch: dict[str, Tensor]) -> Tensor: ...
 
 
-class SavableModel(Protocol):
-    def save_pretrained(self, path: str | Path, extra: dict[str, Any] | None = None) -> Path: ...
-
-
 Evaluate = Callable[[nn.Module], dict[str, float]]
 
 
@@ -54,7 +50,7 @@ class TrainData(Protocol):
 
 
 @dataclass
-class LabeledPairs:
+class PairTensors:
     """(question, candidate) pairs with one target each: what the pair rankers train on."""
 
     features: Features

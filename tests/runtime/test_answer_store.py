@@ -11,7 +11,8 @@ import torch
 from sieveqa.data.records import Candidate, Question, RankingExample
 from sieveqa.errors import StoreError
 from sieveqa.models.hashing import HashingConfig, HashingModel
-from sieveqa.runtime.answer_store import AnswerStore, StoreRanker
+from sieveqa.runtime.answer_store import AnswerStore
+from sieveqa.runtime.store_ranker import StoreRanker
 
 ANSWERS = [
     ("a1", "shakespeare wrote hamlet"),

@@ -12,7 +12,7 @@ from sieveqa.models.cross_encoder import CrossEncoder
 from sieveqa.training.config import TrainConfig
 from sieveqa.training.objectives import PointwiseBCE
 from sieveqa.training.pairs import make_pairs
-from sieveqa.training.trainer import LabeledPairs, Trainer
+from sieveqa.training.trainer import PairTensors, Trainer
 
 
 def _toy_examples(n: int = 12) -> list[RankingExample]:
@@ -46,7 +46,7 @@ def _toy_examples(n: int = 12) -> list[RankingExample]:
 def _trainer(model: CrossEncoder, out: Path, objective=None, **cfg) -> Trainer:
     pairs = make_pairs(_toy_examples())
     config = TrainConfig(progress=False, batch_size=4, lr=3e-3, warmup_ratio=0.0, **cfg)
-    data = LabeledPairs(
+    data = PairTensors(
         model.featurize(pairs.questions, pairs.texts),
         torch.tensor(pairs.labels, dtype=torch.float32),
         model.tokenizer.pad_token_id,
@@ -121,4 +121,4 @@ def test_bad_config_names_the_field() -> None:
 def test_labels_must_match_the_pairs(tiny_model) -> None:
     feats = tiny_model.featurize(["q", "q"], ["a", "b"])
     with pytest.raises(ValueError, match="need one label per training pair, got 2 pairs / 1 labels"):
-        LabeledPairs(feats, torch.tensor([1.0]))
+        PairTensors(feats, torch.tensor([1.0]))
