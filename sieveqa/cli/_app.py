@@ -74,8 +74,8 @@ DeviceOpt = Annotated[str, typer.Option(help="auto (CUDA if available), cpu or c
 PrecisionOpt = Annotated[
     str,
     typer.Option(
-        help="auto (bf16 where the CPU or GPU has it natively, else fp32), fp32, bf16, fp16 (CUDA), "
-        "int8 (CPU dynamic quantization)"
+        help="auto (bf16 where the CPU or GPU has it natively; else fp16 on a GPU, fp32 on a CPU), "
+        "fp32, bf16, fp16 (CUDA), int8 (CPU dynamic quantization)"
     ),
 ]
 BatchOpt = Annotated[int | None, typer.Option(help="inputs per forward pass (default: the model's)")]

@@ -61,6 +61,8 @@ class CascadePolicy(Policy):
                 object.__setattr__(self, name, tuple(float(x) for x in value))
         if self.drop_ratios is not None and self.thresholds is not None:
             raise ConfigError("a cascade policy has drop ratios or thresholds, not both")
+        if self.drop_ratios is not None:
+            check_drop_ratios(self.drop_ratios, len(self.drop_ratios) + 1)  # each in [0, 1)
 
     def resolved(self, n_stages: int) -> CascadePolicy:
         """The policy with one setting per pruning stage (α = 0 when it has none)."""

@@ -3,6 +3,9 @@
 import json
 from pathlib import Path
 
+import pytest
+import torch
+
 from sieveqa.data.jsonl import read_jsonl
 from tests.cli.conftest import one_error_line
 
@@ -30,11 +33,8 @@ def test_bad_precision_is_one_line_naming_the_choices(sieveqa, saved_tiny: Path,
     assert line == "error: precision must be one of auto, fp32, bf16, fp16, int8, got 'fp8'"
 
 
+@pytest.mark.skipif(torch.cuda.is_available(), reason="a GPU is visible")
 def test_cuda_without_a_gpu_is_one_line(sieveqa, saved_tiny: Path, example_jsonl: Path) -> None:
-    import torch
-
-    if torch.cuda.is_available():
-        return
     line = one_error_line(
         sieveqa("rank", "--model", saved_tiny, "--input", example_jsonl, "--device", "cuda")
     )

@@ -141,3 +141,32 @@ def test_a_full_scan_decodes_every_answer_as_a_lookup_does(variant: str, tmp_pat
     everything = ranker.score_ids("who wrote hamlet", seen)
     best = ranker.search("who wrote hamlet", top=3)
     assert [i for i, _ in best] == [seen[i] for i in everything.argsort(descending=True).tolist()]
+
+
+def test_two_writers_of_one_store_cannot_add_the_same_id(has: HashingModel, tmp_path: Path) -> None:
+    first = AnswerStore.build(has, ANSWERS[:2], tmp_path / "s")
+    second = AnswerStore.open(tmp_path / "s")  # opened before the first writer adds "x"
+    first.append(has, [("x", "one")])
+    with pytest.raises(StoreError, match=r"answer ids already stored or repeated: \['x'\]"):
+        second.append(has, [("x", "two")])
+    assert AnswerStore.open(tmp_path / "s").ids == ["a1", "a2", "x"]
+
+
+@pytest.mark.parametrize("damage", ["manifest", "truncated", "records"])
+def test_a_damaged_store_is_a_store_error_even_unverified(
+    has: HashingModel, tmp_path: Path, damage: str
+) -> None:
+    AnswerStore.build(has, ANSWERS, tmp_path / "s")
+    segment = tmp_path / "s" / "seg-00000"
+    if damage == "manifest":
+        (tmp_path / "s" / "manifest.json").write_text('{"format": "sieveqa-answer-store", "version": 1}')
+        message = "malformed manifest"
+    elif damage == "truncated":
+        (segment / "values.bin").write_bytes((segment / "values.bin").read_bytes()[:-8])
+        message = "files of the wrong size"
+    else:
+        with (segment / "answers.jsonl").open("a") as handle:
+            handle.write("not json\n")
+        message = "answers.jsonl:4 is not an answer record"
+    with pytest.raises(StoreError, match=message):
+        AnswerStore.open(tmp_path / "s", verify=False)

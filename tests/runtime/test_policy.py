@@ -37,18 +37,22 @@ def test_a_model_without_a_policy_ranks_itself_and_refuses_one(tiny_model, tmp_p
 
 
 def _serial_and_threaded(ranker, examples) -> tuple[list, list]:
-    serial = ranker.run(examples)
     with ThreadPoolExecutor(max_workers=8) as pool:
         threaded = list(pool.map(lambda _: ranker.run(examples), range(8)))
-    return serial, threaded
+    return ranker.run(examples), threaded
 
 
-@pytest.mark.parametrize("kind", ["cross-encoder", "cascade", "has"])
-def test_one_model_gives_identical_results_from_8_threads(kind: str, tiny_model, tiny_cascade) -> None:
+@pytest.mark.parametrize("kind", ["cross-encoder", "int8", "cascade", "loaded cascade", "has"])
+def test_one_model_gives_identical_results_from_8_threads(
+    kind: str, tiny_model, tiny_cascade, tmp_path
+) -> None:
     examples = _examples([7, 3, 12, 5])
     ranker = {
         "cross-encoder": lambda: tiny_model,
+        # The int8 copy is made lazily, once, by whichever thread comes first.
+        "int8": lambda: tiny_model.configure(precision="int8"),
         "cascade": lambda: CascadeRanker(tiny_cascade, 0.3, batch_size=4),
+        "loaded cascade": lambda: load_ranker(tiny_cascade.save_pretrained(tmp_path / "c"), drop_ratios=0.3),
         "has": lambda: HashingModel(HashingConfig(backbone="tiny", max_length=32)),
     }[kind]()
     serial, threaded = _serial_and_threaded(ranker, examples)
@@ -75,3 +79,12 @@ def test_a_cascade_on_a_cross_encoder_body_starts_from_it(tiny_model) -> None:
     assert torch.allclose(
         cascade.exit_scores(q, t)[:, -1], torch.tensor(tiny_model.score_pairs(q, t)), atol=1e-6
     )
+
+
+def test_precision_auto_is_resolved_again_when_the_device_changes(tiny_model, monkeypatch) -> None:
+    from sieveqa import device
+
+    monkeypatch.setattr(device, "cpu_info", lambda: ("bf16 cpu", frozenset({"avx512_bf16"})))
+    assert tiny_model.configure(precision="auto").precision == "bf16"
+    monkeypatch.setattr(device, "cpu_info", lambda: ("avx2 cpu", frozenset({"avx2"})))
+    assert tiny_model.configure(device="cpu").precision == "fp32"  # the request, not its old answer

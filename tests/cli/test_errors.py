@@ -1,0 +1,100 @@
+"""Bad input anywhere on the command line: one ``error:`` line naming what is wrong, exit code 2, and
+no work done before the check."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.cli.conftest import one_error_line
+
+
+def _train(sieveqa, data: Path, out: Path, *flags: str):
+    jsonl = f"jsonl:{data}"
+    return sieveqa(
+        "train", "--train", jsonl, "--init", "tiny", "--dev", jsonl, "--out", out, "--no-progress", *flags
+    )
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (("--metric", "bogus"), "--metric must be one of map, mrr, p@1"),
+        (("--metric", "map@mean"), "--metric must be one of"),  # a cascade's metric, not a cross-encoder's
+        (("--dropout", "1.5"), "invalid dropout=1.5"),
+        (("--max-negatives", "-1"), "invalid max_negatives=-1"),
+        (("--max-length", "4000"), "max_length 4000 exceeds the 512 positions of tiny"),
+        (("--arch", "cascade", "--exits", "2,9"), "exits must be increasing layer numbers in 1..4"),
+        (("--init", "no-such-backbone"), "unknown backbone 'no-such-backbone'"),
+    ],
+)
+def test_bad_training_settings_fail_before_any_data_is_read(
+    sieveqa, tmp_path: Path, flags: tuple[str, ...], message: str
+) -> None:
+    result = _train(sieveqa, tmp_path / "missing.jsonl", tmp_path / "out", *flags)
+    assert message in one_error_line(result)  # the data file does not even exist: it was not read
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        ({"train": 5}, "key 'train': expected a string, got 5"),
+        ({"epochs": "two"}, "key 'epochs': expected float, got 'two'"),
+        ({"exits": [2, "x"]}, "key 'exits': expected a list of integers"),
+    ],
+)
+def test_bad_config_file_values_are_named(
+    sieveqa, example_jsonl: Path, tmp_path: Path, content, message
+) -> None:
+    config = tmp_path / "c.json"
+    config.write_text(json.dumps(content))
+    assert message in one_error_line(_train(sieveqa, example_jsonl, tmp_path / "o", "--config", config))
+
+
+def test_a_config_path_that_is_a_folder_is_one_line(sieveqa, example_jsonl: Path, tmp_path: Path) -> None:
+    line = one_error_line(_train(sieveqa, example_jsonl, tmp_path / "o", "--config", tmp_path))
+    assert line.startswith(f"error: {tmp_path}: cannot be read")
+
+
+def test_an_output_folder_that_cannot_be_written_is_refused_first(sieveqa, example_jsonl: Path) -> None:
+    line = one_error_line(_train(sieveqa, example_jsonl, Path("/proc/sieveqa-out")))
+    assert line == "error: --out /proc/sieveqa-out: cannot write into /proc"
+
+
+@pytest.mark.parametrize(
+    ("policy", "message"),
+    [
+        ({"drop_ratios": "abc"}, "drop_ratios must be a list of numbers, got 'abc'"),
+        ({"drop_ratios": [0.1, None]}, "drop_ratios must be a list of numbers"),
+        ({"thresholds": {"a": 1}}, "thresholds must be a list of numbers"),
+        ({"drop_ratios": [0.1, 2.0, 0.1]}, "drop ratios must be in [0, 1)"),
+        ({"policy": "cascade", "alpha": 0.3}, "unknown cascade policy field(s) ['alpha']"),
+    ],
+)
+def test_bad_policy_files_are_named(
+    sieveqa, saved_cascade: Path, example_jsonl: Path, tmp_path: Path, policy, message
+) -> None:
+    file = tmp_path / "policy.json"
+    file.write_text(json.dumps(policy))
+    line = one_error_line(sieveqa("rank", "-m", saved_cascade, "-i", example_jsonl, "--policy", file))
+    assert message in line and str(file) in line
+
+
+def test_tune_cascade_refuses_a_negative_tolerance_before_scoring(sieveqa, tmp_path: Path) -> None:
+    line = one_error_line(
+        sieveqa("tune-cascade", "-m", tmp_path / "nope", "-o", tmp_path / "t", "--tolerance", "-1")
+    )
+    assert line == "error: --tolerance must be >= 0 (an allowed loss), got -1.0"
+
+
+def test_cascade_options_with_a_store_are_refused(sieveqa, example_jsonl: Path, tmp_path: Path) -> None:
+    line = one_error_line(sieveqa("rank", "-i", example_jsonl, "--store", tmp_path, "--alpha", "0.3"))
+    assert line.startswith("error: --alpha and --policy are for cascades")
+
+
+def test_a_folder_that_is_no_store_is_one_line(sieveqa, tmp_path: Path) -> None:
+    assert (
+        one_error_line(sieveqa("index", "info", tmp_path))
+        == f"error: {tmp_path}: not an answer store (no manifest.json)"
+    )
