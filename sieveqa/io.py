@@ -16,7 +16,7 @@ import os
 import shutil
 import tempfile
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
@@ -160,17 +160,11 @@ def _writable(folder: Path) -> bool:
 
 
 def check_output_file(path: str | os.PathLike[str], option: str) -> Path:
-    """Refuse, before any work, an output file path that is a folder or lies under a file."""
+    """Refuse, before any work, an output file path that is a folder or cannot be written."""
     path = Path(path)
     if path.is_dir():
         raise ConfigError(f"{option} {path}: is a folder; give the path of a file to write")
-    for parent in path.parents:
-        if parent.exists():
-            if not parent.is_dir():
-                raise ConfigError(f"{option} {path}: {parent} is a file, not a folder")
-            if not _writable(parent):
-                raise ConfigError(f"{option} {path}: cannot write into {parent}")
-            break
+    _check_writable_under(path, path.parents, option)
     return path
 
 
@@ -179,14 +173,19 @@ def check_output_dir(path: str | os.PathLike[str], option: str) -> Path:
     path = Path(path)
     if path.exists() and not path.is_dir():
         raise ConfigError(f"{option} {path}: is a file; give a folder")
-    for folder in (path, *path.parents):
+    _check_writable_under(path, (path, *path.parents), option)
+    return path
+
+
+def _check_writable_under(path: Path, candidates: Iterable[Path], option: str) -> None:
+    """The nearest of ``candidates`` that exists must be a folder we can write into."""
+    for folder in candidates:
         if folder.exists():
             if not folder.is_dir():
                 raise ConfigError(f"{option} {path}: {folder} is a file, not a folder")
             if not _writable(folder):
                 raise ConfigError(f"{option} {path}: cannot write into {folder}")
-            break
-    return path
+            return
 
 
 def read_json_object(path: str | os.PathLike[str], error: type[SieveQAError] = ConfigError) -> dict[str, Any]:
