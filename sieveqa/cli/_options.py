@@ -31,11 +31,10 @@ class Setting:
     """One option: a dataclass field's name, type, help, default, and the groups it belongs to."""
 
     name: str
-    kind: type
+    type: FieldType
     help: str
     default: Any
     owners: frozenset[str]
-    optional: bool = False
     panel: str = "Settings"
 
     @property
@@ -44,17 +43,18 @@ class Setting:
 
     def parameter(self) -> inspect.Parameter:
         shown = "" if self.default is _VARIES else f" (default: {_show(self.default)})"
-        text = self.help + (", comma-separated" if self.kind is list else "") + shown
-        flags = f"{self.flag}/--no-{self.flag[2:]}" if self.kind is bool else self.flag
+        kind = self.type.kind
+        text = self.help + (", comma-separated" if kind is list else "") + shown
+        flags = f"{self.flag}/--no-{self.flag[2:]}" if kind is bool else self.flag
         option = typer.Option(flags, help=text, show_default=False, rich_help_panel=self.panel)
-        annotation: Any = Annotated[(str if self.kind is list else self.kind) | None, option]
+        annotation: Any = Annotated[(str if kind is list else kind) | None, option]
         return inspect.Parameter(
             self.name, inspect.Parameter.KEYWORD_ONLY, default=None, annotation=annotation
         )
 
     def coerce(self, value: Any, where: str) -> Any:
         """``value`` (from a flag or a JSON file) as this setting's type, or a ConfigError."""
-        return FieldType(self.kind, self.optional).coerce(value, where)
+        return self.type.coerce(value, where)
 
 
 def _show(value: Any) -> str:
@@ -67,16 +67,18 @@ def settings_of(
     """The fields of dataclass ``cls`` as settings of ``owner`` (shown under ``panel`` in the help);
     ``defaults`` (an instance) may give other defaults than the class's."""
     types_ = field_types(cls)
-    base = defaults if defaults is not None else None
-    out = []
-    for f in dataclasses.fields(cls):
-        if f.name in exclude:
-            continue
-        kind, optional = types_[f.name].kind, types_[f.name].optional
-        default = getattr(base, f.name) if base is not None else _field_default(f)
-        help_ = f.metadata.get("help", "")
-        out.append(Setting(f.name, kind, help_, default, frozenset({owner}), optional, panel))
-    return out
+    return [
+        Setting(
+            f.name,
+            types_[f.name],
+            f.metadata.get("help", ""),
+            getattr(defaults, f.name) if defaults is not None else _field_default(f),
+            frozenset({owner}),
+            panel,
+        )
+        for f in dataclasses.fields(cls)
+        if f.name not in exclude
+    ]
 
 
 def _field_default(f: dataclasses.Field[Any]) -> Any:
