@@ -54,7 +54,7 @@ def train_settings() -> dict[str, Setting]:
     every = frozenset(registry.archs())
     for name, s in merged.items():
         if s.owners != every:
-            merged[name] = dataclasses.replace(s, help=f"{s.help} [{', '.join(sorted(s.owners))}]")
+            merged[name] = dataclasses.replace(s, help=f"{s.help}; for {', '.join(sorted(s.owners))}")
     return merge([*settings_of(TrainConfig, "train", panel="Training"), *merged.values()])
 
 

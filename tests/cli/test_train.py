@@ -45,6 +45,8 @@ def test_every_config_field_is_an_option_with_its_help(sieveqa) -> None:
     ):
         assert flag in text
     assert "peak learning rate of AdamW (default: 3e-05)" in text
+    # Options of some architectures only say which (not eaten as console markup).
+    assert "linear layers per exit head (3: the paper's tanh feed-forward); for cascade (default: 3)" in text
     assert "--composition" not in text and "--backbone" not in text  # implied by --arch, --init
 
 
