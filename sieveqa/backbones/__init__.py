@@ -12,6 +12,15 @@ from sieveqa.backbones._registry import (
     backbone_status,
     load_backbone,
     register,
+    tokenizer_dir,
 )
 
-__all__ = ["REGISTRY", "Backbone", "BackboneSpec", "backbone_status", "load_backbone", "register"]
+__all__ = [
+    "REGISTRY",
+    "Backbone",
+    "BackboneSpec",
+    "backbone_status",
+    "load_backbone",
+    "register",
+    "tokenizer_dir",
+]

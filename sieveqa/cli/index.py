@@ -1,4 +1,4 @@
-"""``sieveqa index``: build, extend and inspect answer stores (HAS)."""
+"""``sieveqa index``: corpus indexes (documents → passages → BM25 / dense) and answer stores (HAS)."""
 
 from __future__ import annotations
 
@@ -10,10 +10,11 @@ import typer
 from sieveqa.cli._app import DeviceOpt, app
 
 if TYPE_CHECKING:
+    from sieveqa.data.corpus import CorpusIndex
     from sieveqa.runtime.answer_store import AnswerStore
 
 index_app = typer.Typer(
-    help="Answer stores: answers encoded once by a HAS (or BERT-attention/-pooling) model.",
+    help="Corpus indexes for `sieveqa answer`, and answer stores encoded once by a HAS model.",
     no_args_is_help=True,
 )
 app.add_typer(index_app, name="index")
@@ -27,6 +28,82 @@ AnswersOpt = Annotated[
     ),
 ]
 BatchOpt = Annotated[int, typer.Option(help="answers per forward pass")]
+
+
+@index_app.command("corpus")
+def corpus(
+    source: Annotated[
+        str,
+        typer.Option(
+            "--input",
+            "-i",
+            help="documents: a JSONL file of {id, title?, text}, a folder of .txt/.md files, or "
+            "squad:{train,dev,test,all} / wikiqa:{train,dev,test,all}",
+        ),
+    ],
+    out: Annotated[Path, typer.Option("--out", "-o", help="index folder (an existing index is appended to)")],
+    retriever: Annotated[
+        str, typer.Option(help="bm25, or dense / hybrid to also store all-MiniLM-L6-v2 vectors in FAISS")
+    ] = "bm25",
+    passage_tokens: Annotated[int, typer.Option(help="passages: consecutive sentences up to N tokens")] = 200,
+    chunk_words: Annotated[int | None, typer.Option(help="instead, passages of N words (e.g. 100)")] = None,
+    chunk_stride: Annotated[int | None, typer.Option(help="word chunks start every N words")] = None,
+    device: DeviceOpt = "auto",
+) -> None:
+    """Index documents for `sieveqa answer`: sentences, passages, BM25 (and dense vectors).
+
+    All or nothing: a killed build leaves no index and the same command starts over; an append
+    that is killed leaves the index as it was.
+    """
+    import time
+
+    from sieveqa.data.corpus import RETRIEVERS, CorpusIndex, CorpusOptions
+    from sieveqa.data.documents import read_documents
+    from sieveqa.errors import ConfigError
+    from sieveqa.io import check_output_dir
+
+    if retriever not in RETRIEVERS:
+        raise ConfigError(f"--retriever must be one of {', '.join(RETRIEVERS)}, got {retriever!r}")
+    check_output_dir(out, "--out")
+    options = CorpusOptions(passage_tokens, chunk_words, chunk_stride)
+    existing = CorpusIndex.open(out, verify=False) if (out / "manifest.json").is_file() else None
+    if existing is not None and options != existing.options:
+        raise ConfigError(
+            f"--out {out}: the index cuts passages with {existing.options}; append with the same"
+        )
+    started = time.perf_counter()
+    documents = read_documents(source)
+    embedder = None
+    if retriever != "bm25":
+        from sieveqa.models.embedder import SentenceEmbedder
+
+        embedder = SentenceEmbedder().configure(device=device)
+    if existing is None:
+        index = CorpusIndex.build(documents, out, options, embedder, progress=True)
+        verb = "built"
+    else:
+        index = existing.append(documents, embedder, progress=True)
+        verb = f"appended {len(documents)} documents to"
+    typer.echo(f"{verb} {out} in {time.perf_counter() - started:.1f} s")
+    _print_corpus(index)
+
+
+def _cut(index: CorpusIndex) -> str:
+    opts = index.options
+    if opts.chunk_words is None:
+        return f"sentence windows of at most {opts.passage_tokens} tokens"
+    return f"{opts.chunk_words}-word chunks every {opts.chunk_stride or opts.chunk_words} words"
+
+
+def _print_corpus(index: CorpusIndex) -> None:
+    counts = index.counts
+    size = index.disk_bytes()
+    typer.echo(
+        f"{index.path}: {counts['documents']} documents, {counts['sentences']} sentences, "
+        f"{counts['passages']} passages ({_cut(index)}); retrievers: {', '.join(index.retrievers)}"
+    )
+    per_1000 = size / max(counts["passages"], 1) * 1000 / 2**20
+    typer.echo(f"{size / 2**20:.2f} MiB on disk, {per_1000:.2f} MiB per 1,000 passages")
 
 
 @index_app.command("build")
@@ -75,13 +152,19 @@ def add(
 
 @index_app.command("info")
 def info(
-    store_path: Annotated[Path, typer.Argument(help="a store folder")],
+    store_path: Annotated[Path, typer.Argument(help="a corpus index or answer store folder")],
     verify: Annotated[bool, typer.Option(help="check every file's sha256")] = True,
 ) -> None:
-    """Show what a store holds and what it takes on disk and in memory."""
+    """Show what a corpus index or an answer store holds and what it takes on disk (and in memory)."""
+    from sieveqa.data.corpus import FORMAT, CorpusIndex
+    from sieveqa.io import read_json_object
     from sieveqa.runtime.answer_store import AnswerStore
 
-    _print_info(AnswerStore.open(store_path, verify=verify))
+    manifest = store_path / "manifest.json"
+    if manifest.is_file() and read_json_object(manifest).get("format") == FORMAT:
+        _print_corpus(CorpusIndex.open(store_path, verify=verify))
+    else:
+        _print_info(AnswerStore.open(store_path, verify=verify))
 
 
 def _print_info(store: AnswerStore) -> None:

@@ -8,13 +8,17 @@ corpus and query always give the same list whatever order the documents were add
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
+from pathlib import Path
 
 import bm25s
 import numpy as np
 from bm25s.tokenization import Tokenizer
 
 __all__ = ["BM25Index"]
+
+IDS = "ids.json"
 
 
 class BM25Index:
@@ -43,6 +47,26 @@ class BM25Index:
         token_ids = tokenizer.tokenize(texts, update_vocab=True, return_as="ids", show_progress=False)
         model = bm25s.BM25(k1=k1, b=b, method="lucene", backend="numpy")
         model.index((token_ids, tokenizer.get_vocab_dict()), show_progress=False)
+        return cls(ids, tokenizer, model)
+
+    def save(self, folder: str | Path) -> None:
+        """Write the index into ``folder`` (bm25s' own files, its vocabulary and the ids)."""
+        folder = Path(folder)
+        folder.mkdir(parents=True, exist_ok=True)
+        self._model.save(str(folder), show_progress=False)
+        self._tokenizer.save_vocab(str(folder))
+        self._tokenizer.save_stopwords(str(folder))
+        (folder / IDS).write_text(json.dumps(self._ids), encoding="utf-8")
+
+    @classmethod
+    def load(cls, folder: str | Path, mmap: bool = False) -> BM25Index:
+        """Read an index written by :meth:`save`."""
+        folder = Path(folder)
+        model = bm25s.BM25.load(str(folder), mmap=mmap, show_progress=False)
+        tokenizer = Tokenizer(lower=True, stopwords=[], stemmer=None)
+        tokenizer.load_vocab(str(folder))
+        tokenizer.load_stopwords(str(folder))
+        ids = json.loads((folder / IDS).read_text(encoding="utf-8"))
         return cls(ids, tokenizer, model)
 
     def __len__(self) -> int:

@@ -1,0 +1,403 @@
+"""A corpus index: documents, sentences and passages with their offsets in SQLite, BM25 over the
+passages (bm25s, saved with its own format) and, optionally, dense vectors in FAISS.
+
+Layout of an index folder: ``manifest.json`` (format, options, counts, the tokenizer and embedder
+that built it, sha256 of each file) names the generation folder ``gen-NNNNN`` that holds
+``corpus.sqlite``, ``bm25/`` and ``dense/``. A build or an append writes a new generation in full,
+then the manifest (atomically), then removes the old generation: a kill at any point leaves either
+the old index or the new one, and a killed first build leaves no index, so running it again starts
+over. Appending re-encodes nothing already stored; only BM25, whose statistics are global, is rebuilt.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+import sqlite3
+from collections.abc import Iterator, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+import numpy as np
+from tqdm.auto import tqdm
+
+from sieveqa.data.documents import Document
+from sieveqa.data.passages import count_tokens, pack_windows, tokenizer_signature, word_chunks
+from sieveqa.data.sentences import sentence_spans
+from sieveqa.errors import ConfigError, DataFormatError, StoreError
+from sieveqa.fields import typed
+from sieveqa.io import LOCK_NAME, atomic_dir, atomic_write_json, exclusive, file_sha256, read_json_object
+from sieveqa.retrieval import BM25Index
+from sieveqa.retrieval.dense import DenseIndex
+
+__all__ = ["CorpusIndex", "CorpusOptions", "Embedder", "IndexedPassage"]
+
+FORMAT = "sieveqa-corpus-index"
+VERSION = 1
+MANIFEST = "manifest.json"
+DB = "corpus.sqlite"
+RETRIEVERS = ("bm25", "dense", "hybrid")
+RRF_K = 60  # reciprocal rank fusion constant (Cormack et al. 2009)
+_SCHEMA = """
+CREATE TABLE documents (row INTEGER PRIMARY KEY, id TEXT UNIQUE NOT NULL, title TEXT NOT NULL,
+                        text TEXT NOT NULL);
+CREATE TABLE sentences (doc INTEGER NOT NULL, position INTEGER NOT NULL, start INTEGER NOT NULL,
+                        end INTEGER NOT NULL, PRIMARY KEY (doc, position));
+CREATE TABLE passages (row INTEGER PRIMARY KEY, doc INTEGER NOT NULL, start INTEGER NOT NULL,
+                       end INTEGER NOT NULL);
+"""
+
+
+class Embedder(Protocol):
+    """What turns texts into unit vectors for dense retrieval (``sieveqa.models.embedder``)."""
+
+    def embed(self, texts: Sequence[str], progress: bool = False) -> np.ndarray: ...
+
+    def signature(self) -> dict[str, Any]: ...
+
+
+@dataclass(frozen=True)
+class CorpusOptions:
+    """How documents become passages."""
+
+    passage_tokens: int = field(
+        default=200, metadata={"help": "passages: consecutive sentences up to this many tokens"}
+    )
+    chunk_words: int | None = field(
+        default=None, metadata={"help": "instead, passages of this many words (e.g. 100)"}
+    )
+    chunk_stride: int | None = field(
+        default=None, metadata={"help": "word chunks start every N words (default: no overlap)"}
+    )
+
+    def __post_init__(self) -> None:
+        if self.passage_tokens < 8:
+            raise ConfigError(f"passage_tokens must be >= 8, got {self.passage_tokens}")
+        if self.chunk_stride is not None and self.chunk_words is None:
+            raise ConfigError("chunk_stride needs chunk_words")
+        if self.chunk_words is not None:
+            word_chunks("a", self.chunk_words, self.chunk_stride)  # validates the pair
+
+
+@dataclass(frozen=True)
+class IndexedPassage:
+    """A passage as stored: its text, its document, and its sentences' spans inside the text."""
+
+    id: str
+    doc_id: str
+    title: str
+    text: str
+    spans: tuple[tuple[int, int], ...]
+
+    @property
+    def sentences(self) -> list[str]:
+        return [self.text[a:b] for a, b in self.spans]
+
+
+def _passage_spans(
+    doc: Document, spans: list[tuple[int, int]], options: CorpusOptions
+) -> list[tuple[int, int]]:
+    """Character spans of a document's passages."""
+    if options.chunk_words is not None:
+        return word_chunks(doc.text, options.chunk_words, options.chunk_stride)
+    lengths = count_tokens([doc.text[a:b] for a, b in spans])
+    return [(spans[lo][0], spans[hi - 1][1]) for lo, hi in pack_windows(lengths, options.passage_tokens)]
+
+
+def _sentences(doc: Document) -> list[tuple[int, int]]:
+    try:
+        spans = sentence_spans(doc.text, list(doc.sentences) if doc.sentences is not None else None)
+    except ValueError as err:
+        raise DataFormatError(f"document {doc.id!r}: {err}") from None
+    if not spans:
+        raise DataFormatError(f"document {doc.id!r} has no text")
+    return spans
+
+
+class CorpusIndex:
+    """An opened corpus index (read-only; ``append`` writes a new generation and reopens)."""
+
+    def __init__(self, path: Path, manifest: dict[str, Any]) -> None:
+        self.path = path
+        self.manifest = manifest
+        self.options = CorpusOptions(**typed(CorpusOptions, manifest["options"], f"{path}/{MANIFEST}"))
+        gen = path / manifest["generation"]
+        self._db_path = gen / DB
+        self._bm25 = BM25Index.load(gen / "bm25")
+        self._dense = DenseIndex.load(gen / "dense") if (gen / "dense").is_dir() else None
+
+    # -- opening ---------------------------------------------------------------------------------
+
+    @classmethod
+    def open(cls, path: str | Path, verify: bool = True) -> CorpusIndex:
+        """Open an index; ``verify`` checks every file's sha256 against the manifest."""
+        path = Path(path)
+        if not (path / MANIFEST).is_file():
+            raise StoreError(
+                f"{path}: not a corpus index (no {MANIFEST}); build one with `sieveqa index corpus`"
+            )
+        manifest = read_json_object(path / MANIFEST, StoreError)
+        if manifest.get("format") != FORMAT:
+            raise StoreError(f"{path}: not a corpus index (format {manifest.get('format')!r})")
+        if manifest.get("version") != VERSION:
+            raise StoreError(
+                f"{path}: index format version {manifest.get('version')!r}, this sieveqa reads {VERSION}; "
+                "rebuild it with `sieveqa index corpus`"
+            )
+        if manifest.get("tokenizer") != tokenizer_signature():
+            raise StoreError(f"{path}: built with another tokenizer than the installed one; rebuild it")
+        gen = path / str(manifest.get("generation"))
+        for name, sha in manifest.get("files", {}).items():
+            file = gen / name
+            if not file.is_file():
+                raise StoreError(f"{path}: {manifest['generation']}/{name} is missing")
+            if verify and file_sha256(file) != sha:
+                raise StoreError(f"{path}: {manifest['generation']}/{name} is damaged (sha256 differs)")
+        return cls(path, manifest)
+
+    # -- writing ---------------------------------------------------------------------------------
+
+    @classmethod
+    def build(
+        cls,
+        documents: Sequence[Document],
+        path: str | Path,
+        options: CorpusOptions | None = None,
+        embedder: Embedder | None = None,
+        progress: bool = False,
+    ) -> CorpusIndex:
+        """Index ``documents`` into a new index at ``path`` (BM25, and dense vectors with ``embedder``)."""
+        path = Path(path)
+        if (path / MANIFEST).exists():
+            raise StoreError(
+                f"{path} already holds an index; add documents with `sieveqa index corpus --append`"
+            )
+        if path.is_dir() and (other := [p.name for p in path.iterdir() if not _leftover(p.name)]):
+            raise StoreError(f"{path} is not empty ({', '.join(sorted(other)[:3])}) and holds no index")
+        _check_ids(documents, set())
+        manifest = {
+            "format": FORMAT,
+            "version": VERSION,
+            "options": asdict(options or CorpusOptions()),
+            "tokenizer": tokenizer_signature(),
+            "embedder": embedder.signature() if embedder is not None else None,
+            "generation": None,
+        }
+        with exclusive(path, "corpus index"):
+            if (path / MANIFEST).exists():
+                raise StoreError(f"{path} already holds an index (another build finished first)")
+            _write_generation(path, manifest, None, documents, embedder, progress)
+        return cls.open(path, verify=False)
+
+    def append(
+        self, documents: Sequence[Document], embedder: Embedder | None = None, progress: bool = False
+    ) -> CorpusIndex:
+        """Add documents (ids must be new); returns the reopened index."""
+        with exclusive(self.path, "corpus index"):
+            current = CorpusIndex.open(self.path, verify=False)  # another writer may have added
+            if (current._dense is None) != (embedder is None):
+                has = "has" if current._dense is not None else "has no"
+                raise StoreError(
+                    f"{self.path}: the index {has} dense vectors; append with the same --retriever"
+                )
+            if embedder is not None:
+                current.check_embedder(embedder)
+            with contextlib.closing(current._connect()) as db:
+                stored = {row[0] for row in db.execute("SELECT id FROM documents")}
+            _check_ids(documents, stored)
+            manifest = {k: v for k, v in current.manifest.items() if k not in ("files", "counts")}
+            _write_generation(self.path, manifest, current, documents, embedder, progress)
+        return CorpusIndex.open(self.path, verify=False)
+
+    def check_embedder(self, embedder: Embedder) -> None:
+        stored, ours = self.manifest.get("embedder"), embedder.signature()
+        if stored != ours:
+            raise StoreError(
+                f"{self.path}: its dense vectors come from another model ({_describe(stored)}) than "
+                f"the one given ({_describe(ours)}); rebuild the index or use --retriever bm25"
+            )
+
+    # -- reading ---------------------------------------------------------------------------------
+
+    def _connect(self) -> sqlite3.Connection:
+        # One connection per call, read-only: safe from any thread.
+        return sqlite3.connect(f"file:{self._db_path}?mode=ro", uri=True)
+
+    def __len__(self) -> int:
+        return int(self.manifest["counts"]["passages"])
+
+    @property
+    def counts(self) -> dict[str, int]:
+        return dict(self.manifest["counts"])
+
+    @property
+    def retrievers(self) -> tuple[str, ...]:
+        return RETRIEVERS if self._dense is not None else ("bm25",)
+
+    def disk_bytes(self) -> int:
+        gen = self.path / self.manifest["generation"]
+        return sum(f.stat().st_size for f in gen.rglob("*") if f.is_file())
+
+    def passages(self, ids: Sequence[str]) -> list[IndexedPassage]:
+        """The passages with these ids, in the order asked."""
+        rows = [int(i) for i in ids]
+        if not rows:
+            return []
+        marks = ",".join("?" * len(rows))
+        with contextlib.closing(self._connect()) as db:
+            found = {
+                r[0]: r[1:]
+                for r in db.execute(
+                    "SELECT p.row, p.doc, p.start, p.end, d.id, d.title, d.text FROM passages p "
+                    f"JOIN documents d ON d.row = p.doc WHERE p.row IN ({marks})",
+                    rows,
+                )
+            }
+            sents: dict[int, list[tuple[int, int]]] = {}
+            docs = sorted({v[0] for v in found.values()})
+            for doc, start, end in db.execute(
+                f"SELECT doc, start, end FROM sentences WHERE doc IN ({','.join('?' * len(docs))}) "
+                "ORDER BY doc, position",
+                docs,
+            ):
+                sents.setdefault(doc, []).append((start, end))
+        out = []
+        for row in rows:
+            doc, start, end, doc_id, title, text = found[row]
+            spans = tuple(
+                (max(a, start) - start, min(b, end) - start) for a, b in sents[doc] if a < end and b > start
+            )
+            out.append(IndexedPassage(str(row), doc_id, title, text[start:end], spans))
+        return out
+
+    def search_many(
+        self, queries: Sequence[str], k: int, retriever: str = "bm25", embedder: Embedder | None = None
+    ) -> list[list[tuple[str, float]]]:
+        """The best ``k`` ``(passage id, score)`` per query, best first; ``dense`` and ``hybrid``
+        (reciprocal rank fusion of both) need the ``embedder`` the index was built with."""
+        if retriever not in RETRIEVERS:
+            raise ConfigError(f"--retriever must be one of {', '.join(RETRIEVERS)}, got {retriever!r}")
+        if retriever == "bm25":
+            return self._bm25.search_many(queries, k)
+        if self._dense is None:
+            raise StoreError(
+                f"{self.path}: built without dense vectors; rebuild with --retriever {retriever}"
+            )
+        if embedder is None:
+            raise ConfigError(f"--retriever {retriever} needs the embedder the index was built with")
+        self.check_embedder(embedder)
+        dense = self._dense.search_many(embedder.embed(queries), k if retriever == "dense" else 2 * k)
+        if retriever == "dense":
+            return dense
+        lexical = self._bm25.search_many(queries, 2 * k)
+        return [_fuse([a, b], k) for a, b in zip(lexical, dense, strict=True)]
+
+    def documents(self) -> Iterator[tuple[str, str, str]]:
+        """Every stored ``(id, title, text)``, in insertion order."""
+        with contextlib.closing(self._connect()) as db:
+            yield from db.execute("SELECT id, title, text FROM documents ORDER BY row")
+
+
+def _fuse(lists: Sequence[list[tuple[str, float]]], k: int) -> list[tuple[str, float]]:
+    scores: dict[str, float] = {}
+    for ranked in lists:
+        for rank, (pid, _) in enumerate(ranked, start=1):
+            scores[pid] = scores.get(pid, 0.0) + 1.0 / (RRF_K + rank)
+    return sorted(scores.items(), key=lambda item: (-item[1], int(item[0])))[:k]
+
+
+def _describe(signature: Any) -> str:
+    if not isinstance(signature, dict):
+        return "none"
+    return f"{signature.get('name')}, fingerprint {str(signature.get('fingerprint'))[:12]}"
+
+
+def _leftover(name: str) -> bool:
+    return name == LOCK_NAME or name.startswith(("gen-", ".gen-"))
+
+
+def _check_ids(documents: Sequence[Document], stored: set[str]) -> None:
+    if not documents:
+        raise DataFormatError("the corpus is empty: no documents to index")
+    seen: set[str] = set()
+    for doc in documents:
+        if doc.id in seen or doc.id in stored:
+            where = "already in the index" if doc.id in stored else "repeated"
+            raise DataFormatError(f"document id {doc.id!r} is {where}")
+        seen.add(doc.id)
+
+
+def _write_generation(
+    path: Path,
+    manifest: dict[str, Any],
+    current: CorpusIndex | None,
+    documents: Sequence[Document],
+    embedder: Embedder | None,
+    progress: bool,
+) -> None:
+    number = 0 if current is None else int(current.manifest["generation"].split("-")[1]) + 1
+    name = f"gen-{number:05d}"
+    options = CorpusOptions(**manifest["options"])
+    with atomic_dir(path / name) as tmp:
+        if current is not None:
+            shutil.copyfile(current._db_path, tmp / DB)
+        db = sqlite3.connect(tmp / DB)
+        try:
+            if current is None:
+                db.executescript(_SCHEMA)
+            new_rows = _insert(db, documents, options, progress)
+            db.commit()
+            texts = [
+                (str(row), f"{title}\n{text[start:end]}" if title else text[start:end])
+                for row, title, text, start, end in db.execute(
+                    "SELECT p.row, d.title, d.text, p.start, p.end FROM passages p "
+                    "JOIN documents d ON d.row = p.doc ORDER BY p.row"
+                )
+            ]
+            counts = {
+                table: db.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0]
+                for table in ("documents", "sentences", "passages")
+            }
+        finally:
+            db.close()
+        BM25Index.build([i for i, _ in texts], [t for _, t in texts]).save(tmp / "bm25")
+        if embedder is not None:
+            fresh = [(i, t) for i, t in texts if int(i) in new_rows]
+            vectors = embedder.embed([t for _, t in fresh], progress=progress)
+            if current is not None and current._dense is not None:
+                dense = DenseIndex.load(current.path / current.manifest["generation"] / "dense")
+                dense.add([i for i, _ in fresh], vectors)
+            else:
+                dense = DenseIndex.build([i for i, _ in fresh], vectors)
+            dense.save(tmp / "dense")
+        files = {f.relative_to(tmp).as_posix(): file_sha256(f) for f in sorted(tmp.rglob("*")) if f.is_file()}
+    atomic_write_json(path / MANIFEST, {**manifest, "generation": name, "counts": counts, "files": files})
+    if current is not None:
+        shutil.rmtree(path / current.manifest["generation"], ignore_errors=True)
+
+
+def _insert(
+    db: sqlite3.Connection, documents: Sequence[Document], options: CorpusOptions, progress: bool
+) -> set[int]:
+    """Insert documents, their sentences and passages; returns the new passages' rows."""
+    new_rows: set[int] = set()
+    for doc in tqdm(documents, desc="splitting documents", unit="doc", disable=not progress):
+        spans = _sentences(doc)
+        cur = db.execute(
+            "INSERT INTO documents (id, title, text) VALUES (?, ?, ?)", (doc.id, doc.title, doc.text)
+        )
+        row = cur.lastrowid
+        db.executemany(
+            "INSERT INTO sentences (doc, position, start, end) VALUES (?, ?, ?, ?)",
+            [(row, i, a, b) for i, (a, b) in enumerate(spans)],
+        )
+        for a, b in _passage_spans(doc, spans, options):
+            new_rows.add(
+                int(
+                    db.execute(
+                        "INSERT INTO passages (doc, start, end) VALUES (?, ?, ?)", (row, a, b)
+                    ).lastrowid
+                )
+            )
+    return new_rows
