@@ -107,3 +107,12 @@ register(
         summary="questions and answers encoded apart; answers storable as bits (HAS)",
     )
 )
+register(
+    Technique(
+        kind="easi",
+        model="sieveqa.models.easi:EasiModel",
+        recipe="sieveqa.training.easi:EasiRecipe",
+        archs=("easi",),
+        summary="PEASI's in-place selector: question and a passage's sentences in one pass",
+    )
+)

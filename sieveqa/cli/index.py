@@ -37,7 +37,8 @@ def corpus(
         typer.Option(
             "--input",
             "-i",
-            help="documents: a JSONL file of {id, title?, text}, a folder of .txt/.md files, or "
+            help="documents: a JSONL file of {id, title?, text}, a folder of .txt/.md files, demo (a small "
+            "corpus that ships with sieveqa), or "
             "squad:{train,dev,test,all} / wikiqa:{train,dev,test,all}",
         ),
     ],

@@ -1,7 +1,8 @@
 """Documents to index: a JSONL file of ``{"id", "title"?, "text"}``, a folder of .txt/.md files, or a
-dataset name (``squad:{train,dev,test,all}``: the SQuAD v1.1 dev paragraphs of a SQuAD-AS2 article
-split, one document per paragraph; ``wikiqa:{train,dev,test,all}``: WikiQA's documents, their
-sentences in document order).
+dataset name: ``demo`` (eight short articles written for sieveqa's examples),
+``squad:{train,dev,test,all}`` (the SQuAD v1.1 dev paragraphs of a SQuAD-AS2 article split, one
+document per paragraph) or ``wikiqa:{train,dev,test,all}`` (WikiQA's documents, their sentences in
+document order).
 
 Everything is checked before indexing starts: an empty corpus, a record without id or text, a
 duplicate id or a file that is not UTF-8 raises DataFormatError naming the file and line.
@@ -102,13 +103,18 @@ def _jsonl(path: Path) -> Iterator[Document]:
         yield Document(doc_id, text, title)
 
 
+DEMO_CORPUS = Path(__file__).resolve().parent.parent / "resources" / "demo-corpus"
+
+
 def _dataset(name: str) -> list[Document]:
+    if name == "demo":
+        return list(_folder(DEMO_CORPUS))
     family, _, split = name.partition(":")
     split = split or "all"
     if family not in ("squad", "wikiqa") or split not in _SPLITS:
         raise DatasetNotFoundError(
             f"--input {name}: not a file, a folder, nor a document dataset "
-            f"(squad:SPLIT or wikiqa:SPLIT, SPLIT one of {', '.join(_SPLITS)})"
+            f"(demo, squad:SPLIT or wikiqa:SPLIT, SPLIT one of {', '.join(_SPLITS)})"
         )
     return _squad(split) if family == "squad" else _wikiqa(split)
 

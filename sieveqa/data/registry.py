@@ -8,6 +8,9 @@ The field's filtering conventions are part of the names:
   questions whose candidates are all correct or all incorrect (65 dev, 68 test questions).
 - ``squad-as2:{train,dev,test}`` is the SQuAD-AS2 benchmark built from SQuAD v1.1 dev (dev and test
   are fixed subsets of 300 and 500 questions; ``dev-all`` and ``test-all`` are the whole splits).
+- ``squad-passages:{train,dev,test,dev-all,test-all}`` and ``wikiqa-passages:{train,dev,test}``: the
+  passages retrieved for each question as candidates (PEASI's passage reranking); add ``-sentences``
+  (``squad-passages:test-sentences``) for their sentences, each with its ``passage_id``.
 - ``jsonl:PATH`` reads the generic JSONL format (a bare path ending in .jsonl or .jsonl.gz works too).
 """
 
@@ -68,13 +71,45 @@ def _squad_as2(split: str) -> list[RankingExample]:
     return read_jsonl(ensure_squad_as2() / f"{split}.jsonl.gz")
 
 
+_PASSAGE_SPLITS = {
+    "squad-passages": ("train", "dev", "test", "dev-all", "test-all"),
+    "wikiqa-passages": ("train", "dev", "test"),
+}
+
+
+def _passages(family: str) -> Loader:
+    def load(split: str) -> list[RankingExample]:
+        from sieveqa.data import passage_sets
+
+        base = split.removesuffix("-sentences")
+        if base not in _PASSAGE_SPLITS[family]:
+            splits = ", ".join(_PASSAGE_SPLITS[family])
+            raise DatasetNotFoundError(
+                f"{family} has no split {split!r}: use one of {splits} (add -sentences for sentences)"
+            )
+        if family == "squad-passages":
+            examples = passage_sets.squad_passages(base)
+        else:
+            examples = passage_sets.wikiqa_passages(_wikiqa(base))
+        return examples if split.endswith("-sentences") else passage_sets.to_passages(examples)
+
+    return load
+
+
 def _jsonl(path: str) -> list[RankingExample]:
     if not Path(path).is_file():
         raise DatasetNotFoundError(f"jsonl:{path}: no such file")
     return read_jsonl(path)
 
 
-LOADERS: dict[str, Loader] = {"wikiqa": _wikiqa, "trecqa": _trecqa, "squad-as2": _squad_as2, "jsonl": _jsonl}
+LOADERS: dict[str, Loader] = {
+    "wikiqa": _wikiqa,
+    "trecqa": _trecqa,
+    "squad-as2": _squad_as2,
+    "squad-passages": _passages("squad-passages"),
+    "wikiqa-passages": _passages("wikiqa-passages"),
+    "jsonl": _jsonl,
+}
 
 
 def load_dataset(name: str) -> list[RankingExample]:

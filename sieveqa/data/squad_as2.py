@@ -41,7 +41,15 @@ from sieveqa.io import atomic_write_json, file_sha256
 from sieveqa.paths import cache_root
 from sieveqa.retrieval import BM25Index
 
-__all__ = ["BUILDER_VERSION", "build_squad_as2", "ensure_squad_as2", "split_articles"]
+__all__ = [
+    "BUILDER_VERSION",
+    "ExampleStats",
+    "build_squad_as2",
+    "cached_manifest",
+    "ensure_squad_as2",
+    "split_articles",
+    "write_examples",
+]
 
 BUILDER_VERSION = 1
 SPLIT_SEED = 2024
@@ -68,8 +76,8 @@ def split_articles(titles: Iterable[str], seed: int = SPLIT_SEED) -> dict[str, l
 
 
 @dataclass
-class _Stats:
-    """Counts of one written file."""
+class ExampleStats:
+    """Counts of one written file of examples."""
 
     questions: int = 0
     candidates: int = 0
@@ -144,7 +152,7 @@ class _Split:
                 yield RankingExample(Question(q.qid, q.question), cands)
 
 
-def _write(path: Path, examples: Iterable[RankingExample], stats: _Stats) -> None:
+def write_examples(path: Path, examples: Iterable[RankingExample], stats: ExampleStats) -> None:
     def rows() -> Iterator[dict[str, Any]]:
         for ex in examples:
             stats.add(ex)
@@ -169,7 +177,9 @@ def _params(squad_path: Path, top_k: int, dev_size: int, test_size: int, max_art
     }
 
 
-def _up_to_date(out_dir: Path, params: dict) -> dict | None:
+def cached_manifest(out_dir: Path, params: dict, names: set[str]) -> dict | None:
+    """The manifest in ``out_dir`` if it has ``params`` and the files ``names``, each still matching
+    its recorded sha256; None when anything must be rebuilt."""
     try:
         manifest = json.loads((out_dir / MANIFEST).read_text(encoding="utf-8"))
     except (OSError, json.JSONDecodeError):
@@ -177,7 +187,7 @@ def _up_to_date(out_dir: Path, params: dict) -> dict | None:
     if not isinstance(manifest, dict) or manifest.get("params") != params:
         return None
     files = manifest.get("files")
-    if not isinstance(files, dict) or set(files) != set(_FILES.values()) | set(_SUBSETS.values()):
+    if not isinstance(files, dict) or set(files) != names:
         return None
     for name, info in files.items():
         path = out_dir / name
@@ -207,7 +217,10 @@ def build_squad_as2(
     if top_k < 1:
         raise ValueError(f"top_k must be >= 1, got {top_k}")
     params = _params(squad_path, top_k, dev_size, test_size, max_articles)
-    if not force and (manifest := _up_to_date(out_dir, params)) is not None:
+    if (
+        not force
+        and (manifest := cached_manifest(out_dir, params, {*_FILES.values(), *_SUBSETS.values()})) is not None
+    ):
         return manifest
 
     articles = read_squad(squad_path)[:max_articles]
@@ -225,7 +238,7 @@ def build_squad_as2(
         split = _Split([by_title[t] for t in splits[name]], sentences)
         split.retrieve(top_k)
         retrieval[name] = round(split.gold_retrieved / max(len(split.ranking), 1), 4)
-        stats = _Stats()
+        stats = ExampleStats()
         positive: list[str] = []
 
         def examples(split: _Split = split, positive: list[str] = positive) -> Iterator[RankingExample]:
@@ -234,14 +247,14 @@ def build_squad_as2(
                     positive.append(ex.qid)
                 yield ex
 
-        _write(out_dir / _FILES[name], examples(), stats)
+        write_examples(out_dir / _FILES[name], examples(), stats)
         files[_FILES[name]] = stats.as_dict()
         if name in _SUBSETS:
             size = dev_size if name == "dev" else test_size
             # min(): a small test build cannot have 300 positive questions; the manifest says how many.
             keep = set(random.Random(SUBSET_SEED).sample(sorted(positive), min(size, len(positive))))
-            stats = _Stats()
-            _write(out_dir / _SUBSETS[name], split.examples(keep), stats)
+            stats = ExampleStats()
+            write_examples(out_dir / _SUBSETS[name], split.examples(keep), stats)
             files[_SUBSETS[name]] = stats.as_dict()
 
     for fname, info in files.items():

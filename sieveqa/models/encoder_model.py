@@ -102,13 +102,10 @@ class EncoderModel(nn.Module):
         self.encoder = SteppableEncoder(backbone.model)
         embeddings = backbone.model.embeddings
         # MPNet/RoBERTa-style position ids start after the padding index.
-        positions = backbone.model.config.max_position_embeddings - (
+        self.positions = backbone.model.config.max_position_embeddings - (
             getattr(embeddings, "padding_idx", -1) + 1
         )
-        if config.max_length > positions:
-            raise ConfigError(
-                f"max_length {config.max_length} exceeds the {positions} positions of {config.backbone}"
-            )
+        self.check_positions()
         if config.freeze_word_embeddings:
             backbone.model.embeddings.word_embeddings.weight.requires_grad_(False)
         self.batch_size = 64
@@ -120,6 +117,14 @@ class EncoderModel(nn.Module):
         # A saved model whose body this one shares unchanged (see ``share_body``), and its fingerprint.
         self.body_from: str | None = None
         self._body_fingerprint: str | None = None
+
+    def check_positions(self) -> None:
+        """Refuse a ``max_length`` beyond the backbone's position embeddings."""
+        if self.config.max_length > self.positions:
+            raise ConfigError(
+                f"max_length {self.config.max_length} exceeds the {self.positions} positions of "
+                f"{self.config.backbone}"
+            )
 
     # -- where and how it runs ----------------------------------------------------------------------
 
@@ -176,9 +181,10 @@ class EncoderModel(nn.Module):
         return cached
 
     def batches(
-        self, features: Features, progress: bool = False, desc: str = "scoring"
+        self, features: Features, progress: bool = False, desc: str = "scoring", segments: bool = False
     ) -> Iterator[tuple[list[int], dict[str, Tensor]]]:
-        """Length-sorted batches of ``features`` as ``(rows, tensors on the model's device)``."""
+        """Length-sorted batches of ``features`` as ``(rows, tensors on the model's device)``, with
+        ``segment_ids`` when ``segments``."""
         device = self.device
         for rows in tqdm(
             length_batches(features.lengths, self.batch_size),
@@ -187,7 +193,8 @@ class EncoderModel(nn.Module):
             disable=not progress,
             leave=False,
         ):
-            yield rows, {k: v.to(device) for k, v in collate(features, rows, self.pad_id).items()}
+            batch = collate(features, rows, self.pad_id, segments=segments)
+            yield rows, {k: v.to(device) for k, v in batch.items()}
 
     @classmethod
     def start_from(cls, other: EncoderModel, config: ModelConfig) -> Self:

@@ -31,7 +31,7 @@ from sieveqa.models.cross_encoder import CrossEncoder
 from sieveqa.models.encoder_model import EncoderModel
 from sieveqa.models.hashing import HashingModel
 from sieveqa.models.pair_model import PairModel
-from sieveqa.models.zoo import load_model
+from sieveqa.models.zoo import SHIPPED, load_model
 from sieveqa.training.config import TrainConfig
 from sieveqa.training.objectives import CascadeBCE, ExitDistillation, PointwiseBCE, TripletHinge
 from sieveqa.training.pairs import LabelledPairs, make_pairs
@@ -187,7 +187,13 @@ class TripletRecipe(Recipe):
         return TripletHinge()
 
 
+#: Model settings a saved model may be given when training continues from it (inputs, not weights).
+INPUT_SETTINGS = ("max_length",)
+
+
 def _is_model_folder(init: str) -> bool:
+    if init in SHIPPED:
+        return True
     return (Path(init) / "config.json").is_file() and (Path(init) / "model.safetensors").is_file()
 
 
@@ -197,19 +203,25 @@ def init_model(
     """A model to train: from a saved sieveqa folder (adapt step) or a backbone name (fresh heads).
 
     ``settings`` are model-config fields (``exits``, ``beta``, ...); a saved model brings its own
-    architecture, so they are refused for one. A cascade may start from a cross-encoder folder: it
-    keeps that body and head (as the last exit).
+    architecture, so they are refused for one, except the input length (``INPUT_SETTINGS``).
+    A cascade may start from a cross-encoder folder: it keeps that body and head (as the last exit).
     """
-    settings = settings or {}
+    settings = dict(settings or {})
     cls = registry.for_arch(arch).model_class()
     if not _is_model_folder(init):
         return cls(cls.config_class.for_arch(arch, backbone=init, **settings))
     other = load_model(init)
     if other.kind != cls.kind:
         return cls.start_from(other, cls.config_class.for_arch(arch, **settings))
+    inputs = {k: settings.pop(k) for k in INPUT_SETTINGS if k in settings}
     if settings:
         flags = ", ".join(f"--{k.replace('_', '-')}" for k in sorted(settings))
         raise ConfigError(f"{flags} cannot change a saved model's architecture; {init} brings its own")
+    if inputs:
+        # Input settings change what the model reads, not its weights (PR reads 256-token passages
+        # with the default ranker's body): rebuilt through the config so its checks run.
+        other.config = type(other.config)(**{**asdict(other.config), **inputs})
+        other.check_positions()
     # The arch must be the saved model's (bert-pooling cannot continue a HAS model).
     implied = asdict(cls.config_class.for_arch(arch))
     defaults = asdict(cls.config_class())

@@ -1,0 +1,252 @@
+"""``sieveqa answer`` (questions over a corpus index) and ``sieveqa eval-answers`` (a method on a
+labelled passage benchmark)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+from rich.markup import escape
+
+from sieveqa.cli._app import BatchOpt, DeviceOpt, PrecisionOpt, app, check_device, console
+from sieveqa.errors import ConfigError, DataFormatError
+
+if TYPE_CHECKING:
+    from sieveqa.runtime.answerer import Answer, Found
+
+MethodOpt = Annotated[
+    str,
+    typer.Option(
+        help="peasi (rerank passages, pick the sentence in the best one), peasi-all (EASI in every "
+        "passage, then the ranker), pointwise (the default ranker on every sentence), cascade"
+    ),
+]
+RerankerOpt = Annotated[str, typer.Option(help="peasi: the passage reranker (shipped name or folder)")]
+SelectorOpt = Annotated[str, typer.Option(help="peasi, peasi-all: the EASI sentence selector")]
+RankerOpt = Annotated[
+    str | None,
+    typer.Option(help="pointwise, cascade, peasi-all: the sentence ranker (default / default-cascade)"),
+]
+
+
+def _read_questions(path: Path) -> list[tuple[str, str]]:
+    """``(id, question)`` from a JSONL file of {"id"?, "question"} or a text file, one per line."""
+    from sieveqa.data.jsonl import iter_json_lines
+
+    out: list[tuple[str, str]] = []
+    if path.suffix in (".jsonl", ".gz"):
+        for where, obj in iter_json_lines(path):
+            question = obj.get("question") if isinstance(obj, dict) else None
+            if not isinstance(question, str) or not question.strip():
+                raise DataFormatError(f"{where}: expected an object with a non-empty 'question' string")
+            out.append((str(obj.get("id", obj.get("qid", len(out) + 1))), question.strip()))
+    else:
+        try:
+            lines = path.read_text(encoding="utf-8").splitlines()
+        except UnicodeDecodeError as err:
+            raise DataFormatError(f"{path}: not UTF-8 text (byte {err.start})") from None
+        except OSError as err:
+            raise DataFormatError(f"{path}: cannot be read ({err.strerror})") from None
+        out = [(str(i), line.strip()) for i, line in enumerate(lines, start=1) if line.strip()]
+    if not out:
+        raise DataFormatError(f"{path}: no questions")
+    return out
+
+
+def _found_dict(found: Found) -> dict[str, Any]:
+    a, b = found.passage.spans[found.sentence]
+    return {
+        "answer": found.text,
+        "score": round(found.score, 6),
+        "passage_score": None if found.passage_score is None else round(found.passage_score, 6),
+        "document": found.passage.doc_id,
+        "title": found.passage.title,
+        "passage_id": found.passage.id,
+        "passage": found.passage.text,
+        "answer_span": [a, b],
+    }
+
+
+def _answer_dict(qid: str | None, answer: Answer, method: str) -> dict[str, Any]:
+    out: dict[str, Any] = {"question": answer.question}
+    if qid is not None:
+        out = {"id": qid, **out}
+    return {
+        **out,
+        "method": method,
+        "answers": [_found_dict(f) for f in answer.answers],
+        "inferences": answer.inferences,
+        "layer_units": answer.cost.layer_units,
+        "model_seconds": round(answer.cost.seconds, 4),
+        "retrieval_seconds": round(answer.retrieval_seconds, 4),
+    }
+
+
+def _show(answer: Answer, method: str) -> None:
+    console.print(f"[bold]Q:[/bold] {escape(answer.question)}")
+    if not answer.answers:
+        console.print("no answer: no passage of the index matches the question")
+    for rank, found in enumerate(answer.answers, start=1):
+        a, b = found.passage.spans[found.sentence]
+        text = found.passage.text
+        highlighted = f"{escape(text[:a])}[black on yellow]{escape(text[a:b])}[/]{escape(text[b:])}"
+        scores = f"answer score {found.score:.3f}"
+        if found.passage_score is not None:
+            scores += f", passage score {found.passage_score:.3f}"
+        title = found.passage.title or found.passage.doc_id
+        console.print(f"\n[bold]{rank}.[/bold] [green]{escape(found.text)}[/green]")
+        console.print(f"   [dim]{escape(title)} ({escape(found.passage.doc_id)}); {scores}[/dim]")
+        console.print(f"   {highlighted}")
+    total = answer.cost.seconds + answer.retrieval_seconds
+    console.print(
+        f"\n[dim]{method}: {answer.inferences} transformer inferences, {answer.cost.layer_units} "
+        f"layer-units, {total * 1000:.0f} ms ({answer.retrieval_seconds * 1000:.0f} ms retrieval)[/dim]"
+    )
+
+
+@app.command("answer")
+def answer(
+    question: Annotated[str | None, typer.Argument(help="the question (or give --questions)")] = None,
+    index: Annotated[
+        Path, typer.Option("--index", "-i", help="a corpus index (sieveqa index corpus)")
+    ] = Path("index"),
+    method: MethodOpt = "peasi",
+    top: Annotated[int, typer.Option(help="answers to show (peasi: from the N best passages)")] = 1,
+    retrieve: Annotated[int, typer.Option(help="passages retrieved per question")] = 20,
+    retriever: Annotated[
+        str, typer.Option(help="bm25, dense or hybrid (the last two need a dense index)")
+    ] = "bm25",
+    questions: Annotated[
+        Path | None, typer.Option(help="answer every question of a JSONL ({id?, question}) or text file")
+    ] = None,
+    output: Annotated[
+        Path | None, typer.Option(help="--questions: write one JSON answer per line here")
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="print JSON instead of text")] = False,
+    reranker: RerankerOpt = "peasi-pr",
+    selector: SelectorOpt = "peasi-easi",
+    ranker: RankerOpt = None,
+    device: DeviceOpt = "auto",
+    precision: PrecisionOpt = "auto",
+    batch_size: BatchOpt = None,
+) -> None:
+    """Answer a question over your documents: retrieve passages, rerank them, pick the sentence.
+
+    Prints the answer highlighted in its passage, the document, the scores, how many transformer
+    inferences it took and how long.
+    """
+    from sieveqa.io import atomic_open, check_output_file
+    from sieveqa.runtime.answerer import load_answerer
+
+    if (question is None) == (questions is None):
+        raise ConfigError("give one question, or --questions FILE")
+    if output is not None:
+        if questions is None:
+            raise ConfigError("--output goes with --questions")
+        check_output_file(output, "--output")
+    check_device(device, precision)
+    asked = _read_questions(questions) if questions is not None else [(None, question.strip())]
+    if any(not q for _, q in asked):
+        raise ConfigError("the question is empty")
+    answerer = load_answerer(
+        method,
+        str(index),
+        reranker,
+        selector,
+        ranker,
+        retrieve,
+        retriever,
+        top,
+        device,
+        precision,
+        batch_size,
+    )
+    if questions is None:
+        result = answerer.answer(asked[0][1])
+        if as_json:
+            typer.echo(json.dumps(_answer_dict(None, result, method), ensure_ascii=False, indent=2))
+        else:
+            _show(result, method)
+        return
+    from tqdm.auto import tqdm
+
+    rows = []
+    for qid, text in tqdm(asked, desc=f"answering ({method})", unit="q"):
+        rows.append(_answer_dict(qid, answerer.answer(text), method))
+    lines = [json.dumps(r, ensure_ascii=False) for r in rows]
+    if output is None:
+        typer.echo("\n".join(lines))
+        return
+    with atomic_open(output, "w", encoding="utf-8") as handle:
+        handle.write("\n".join(lines) + "\n")
+    typer.echo(f"wrote {len(rows)} answers to {output}", err=True)
+
+
+@app.command("eval-answers")
+def eval_answers(
+    dataset: Annotated[
+        str,
+        typer.Option(
+            "--dataset", "-d", help="a passage benchmark with sentences: squad-passages:test-sentences, ..."
+        ),
+    ] = "squad-passages:test-sentences",
+    method: MethodOpt = "peasi",
+    top: Annotated[int, typer.Option(help="peasi: read the N best passages with EASI")] = 1,
+    limit: Annotated[int | None, typer.Option(help="only the first N questions")] = None,
+    json_out: Annotated[Path | None, typer.Option("--json", help="write the report as JSON here")] = None,
+    reranker: RerankerOpt = "peasi-pr",
+    selector: SelectorOpt = "peasi-easi",
+    ranker: RankerOpt = None,
+    device: DeviceOpt = "auto",
+    precision: PrecisionOpt = "auto",
+    batch_size: BatchOpt = None,
+) -> None:
+    """Answer a labelled benchmark's questions over their retrieved passages and report answer
+    P@1 (MAP/MRR where the method ranks sentences), passage P@1/MAP/MRR and inferences and latency."""
+    from sieveqa.data.registry import load_dataset
+    from sieveqa.evaluation.answers import evaluate_answers
+    from sieveqa.evaluation.metrics import qrels_from_examples
+    from sieveqa.evaluation.provenance import run_info
+    from sieveqa.io import atomic_write_json, check_output_file
+    from sieveqa.runtime.answerer import load_answerer
+
+    check_device(device, precision)
+    if json_out is not None:
+        check_output_file(json_out, "--json")
+    if not dataset.endswith("-sentences"):
+        raise ConfigError(f"--dataset {dataset}: answers are sentences; use its -sentences form")
+    examples = load_dataset(dataset)[:limit]
+    qrels_from_examples(examples, dataset)
+    answerer = load_answerer(
+        method,
+        None,
+        reranker,
+        selector,
+        ranker,
+        top=top,
+        device=device,
+        precision=precision,
+        batch_size=batch_size,
+    )
+    report = evaluate_answers(answerer, examples, dataset)
+    result = {
+        "dataset": dataset,
+        **report.as_dict(),
+        "models": {"reranker": reranker, "selector": selector, "ranker": ranker},
+    }
+    result["provenance"] = run_info("sieveqa " + " ".join(sys.argv[1:]))
+    line = ", ".join(f"{k} {v:.4f}" for k, v in report.metrics.items())
+    console.print(f"{dataset} ({len(examples)} questions), {method}: answers {line}")
+    if report.passage_metrics:
+        console.print("passages " + ", ".join(f"{k} {v:.4f}" for k, v in report.passage_metrics.items()))
+    c = report.cost
+    console.print(
+        f"{c['inferences_per_question']:.1f} inferences and {c['layer_units_per_question']:.0f} layer-units "
+        f"per question; {c['seconds_per_question'] * 1000:.0f} ms mean, "
+        f"p50 {c['p50_seconds'] * 1000:.0f} ms, p95 {c['p95_seconds'] * 1000:.0f} ms"
+    )
+    if json_out is not None:
+        atomic_write_json(json_out, result)

@@ -1,0 +1,213 @@
+"""Passage-level benchmarks for PEASI: questions, retrieved passages, and labelled sentences in place.
+
+``squad-passages``: each SQuAD-AS2 article split's paragraphs are indexed (a :class:`CorpusIndex`,
+passages of at most 200 tokens), and BM25 retrieves the top-K (K=20) passages of the question's own
+split. Candidates are the sentences of those passages, in retrieval-rank then sentence order, with
+``passage_id`` ``{paragraph id}#{n}`` (the n-th passage of the paragraph). A sentence is correct by
+the ASNQ rule of SQuAD-AS2 (it lies in the question's paragraph and holds a gold answer verbatim); a
+passage is correct when one of its sentences is (PEASI, section 3.1). Training questions also get
+their correct passages appended when BM25 missed them; dev and test keep what retrieval found, so
+their scores include retrieval's misses. ``dev`` and ``test`` are SQuAD-AS2's fixed subsets (the
+same questions); ``dev-all`` and ``test-all`` every question. Cached like SQuAD-AS2, byte-identical
+on rebuild.
+
+``wikiqa-passages``: WikiQA's candidate sentences in document order, cut into passages of at most
+200 tokens (``{document id}#{n}``), questions with at least one correct sentence.
+
+Names: ``FAMILY:SPLIT`` has passages as candidates (text = its sentences joined, label = any correct),
+for a passage reranker; ``FAMILY:SPLIT-sentences`` has the sentences, each with its ``passage_id``.
+"""
+
+from __future__ import annotations
+
+import random
+import tempfile
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+from tqdm.auto import tqdm
+
+from sieveqa.data.corpus import CorpusIndex, IndexedPassage
+from sieveqa.data.documents import Document
+from sieveqa.data.jsonl import read_jsonl
+from sieveqa.data.passages import count_tokens, pack_windows
+from sieveqa.data.records import Candidate, Question, RankingExample
+from sieveqa.data.squad import SquadParagraph, default_squad_path, read_squad
+from sieveqa.data.squad_as2 import (
+    ExampleStats,
+    cached_manifest,
+    ensure_squad_as2,
+    split_articles,
+    write_examples,
+)
+from sieveqa.io import atomic_write_json, file_sha256
+from sieveqa.paths import cache_root
+
+__all__ = ["build_squad_passages", "group_passages", "to_passages", "wikiqa_passages"]
+
+BUILDER_VERSION = 1
+TOP_K = 20
+PASSAGE_TOKENS = 200
+MANIFEST = "manifest.json"
+HITS_AT = (1, 5, 10, 20)
+_FILES = {
+    "train": ("train", None),
+    "dev-all": ("dev", None),
+    "test-all": ("test", None),
+    "dev": ("dev", "dev"),
+    "test": ("test", "test"),
+}
+
+
+def group_passages(example: RankingExample) -> list[tuple[str, list[Candidate]]]:
+    """An example's sentences grouped by ``passage_id`` (``doc_id`` when unset), in first-seen order."""
+    groups: dict[str, list[Candidate]] = {}
+    for cand in example.candidates:
+        key = cand.passage_id or cand.doc_id or ""
+        groups.setdefault(key, []).append(cand)
+    return list(groups.items())
+
+
+def to_passages(examples: Sequence[RankingExample]) -> list[RankingExample]:
+    """Sentence candidates → passage candidates: text joined, label 1 when any sentence is correct."""
+    out = []
+    for ex in examples:
+        cands = []
+        for pid, sents in group_passages(ex):
+            labels = [c.label for c in sents if c.label is not None]
+            label = max(labels) if labels else None
+            cands.append(Candidate(pid, " ".join(c.text for c in sents), label, pid, sents[0].doc_id))
+        out.append(RankingExample(ex.question, cands))
+    return out
+
+
+def _passage_names(passages: Sequence[IndexedPassage]) -> dict[str, str]:
+    """Index row id → ``{document id}#{n}``, n counting a document's passages from 0."""
+    seen: dict[str, int] = {}
+    names = {}
+    for p in sorted(passages, key=lambda p: int(p.id)):
+        n = seen.get(p.doc_id, 0)
+        seen[p.doc_id] = n + 1
+        names[p.id] = f"{p.doc_id}#{n}"
+    return names
+
+
+def _split_examples(
+    pars: list[tuple[str, SquadParagraph]], top_k: int, train: bool, hits: dict[int, int]
+) -> Iterator[RankingExample]:
+    docs = [Document(par.pid, par.context, title.replace("_", " ")) for title, par in pars]
+    with tempfile.TemporaryDirectory(prefix="sieveqa-passages-") as tmp:
+        index = CorpusIndex.build(docs, Path(tmp) / "index")
+        passages = {p.id: p for p in index.passages([str(i) for i in range(1, len(index) + 1)])}
+        questions = [(q, par.pid) for _, par in pars for q in par.questions]
+        ranked = index.search_many([q.question for q, _ in questions], top_k)
+    names = _passage_names(list(passages.values()))
+    by_doc: dict[str, list[str]] = {}
+    for pid in sorted(passages, key=int):
+        by_doc.setdefault(passages[pid].doc_id, []).append(pid)
+    for (q, gold), hits_q in zip(questions, ranked, strict=True):
+        answers = {a.strip() for a in q.answers} - {""}
+
+        def labels(pid: str, gold: str = gold, answers: set[str] = answers) -> list[int]:
+            own = passages[pid].doc_id == gold
+            return [int(own and any(a in s for a in answers)) for s in passages[pid].sentences]
+
+        pids = [pid for pid, _ in hits_q]
+        first = next((r for r, pid in enumerate(pids, start=1) if any(labels(pid))), None)
+        for k in HITS_AT:
+            hits[k] = hits.get(k, 0) + int(first is not None and first <= k)
+        if train:  # correct passages BM25 missed go last, so ties never favour them
+            pids += [pid for pid in by_doc[gold] if pid not in pids and any(labels(pid))]
+        cands = [
+            Candidate(f"{names[pid]}:{i}", sent, label, names[pid], passages[pid].doc_id)
+            for pid in pids
+            for i, (sent, label) in enumerate(zip(passages[pid].sentences, labels(pid), strict=True))
+        ]
+        yield RankingExample(Question(q.qid, q.question), cands)
+
+
+def build_squad_passages(
+    out_dir: Path | None = None, top_k: int = TOP_K, progress: bool = True
+) -> dict[str, Any]:
+    """Build (or find cached) ``squad-passages`` into ``out_dir`` and return its manifest."""
+    out_dir = Path(out_dir) if out_dir is not None else cache_root() / "squad-passages"
+    squad_path = default_squad_path()
+    as2 = ensure_squad_as2()
+    params = {
+        "builder_version": BUILDER_VERSION,
+        "source": {"file": squad_path.name, "sha256": file_sha256(squad_path)},
+        "subsets_from": {n: file_sha256(as2 / f"{n}.jsonl.gz") for n in ("dev", "test")},
+        "top_k": top_k,
+        "passage_tokens": PASSAGE_TOKENS,
+    }
+    names = {f"{name}.jsonl.gz" for name in _FILES}
+    if (manifest := cached_manifest(out_dir, params, names)) is not None:
+        return manifest
+    articles = read_squad(squad_path)
+    splits = split_articles(a.title for a in articles)
+    by_title = {a.title: a for a in articles}
+    files: dict[str, dict[str, Any]] = {}
+    retrieval: dict[str, dict[str, float]] = {}
+    cache: dict[str, list[RankingExample]] = {}
+    for name, (split, subset) in tqdm(_FILES.items(), desc="squad-passages", disable=not progress):
+        if split not in cache:
+            pars = [(t, p) for t in splits[split] for p in by_title[t].paragraphs]
+            hits: dict[int, int] = {}
+            cache[split] = list(_split_examples(pars, top_k, split == "train", hits))
+            n = len(cache[split])
+            retrieval[split] = {f"hits@{k}": round(hits[k] / n, 4) for k in HITS_AT}
+        examples = cache[split]
+        if subset is not None:
+            keep = {ex.qid for ex in read_jsonl(as2 / f"{subset}.jsonl.gz")}
+            examples = [ex for ex in examples if ex.qid in keep]
+        stats = ExampleStats()
+        write_examples(out_dir / f"{name}.jsonl.gz", examples, stats)
+        path = out_dir / f"{name}.jsonl.gz"
+        files[path.name] = {**stats.as_dict(), "bytes": path.stat().st_size, "sha256": file_sha256(path)}
+    manifest = {
+        "name": "squad-passages",
+        "params": params,
+        "bm25_hits_at_k": retrieval,
+        "files": dict(sorted(files.items())),
+    }
+    atomic_write_json(out_dir / MANIFEST, manifest)
+    return manifest
+
+
+def squad_passages(name: str) -> list[RankingExample]:
+    """The sentence-level file ``name`` (train, dev, test, dev-all, test-all), built when missing."""
+    out_dir = cache_root() / "squad-passages"
+    build_squad_passages(out_dir)
+    return read_jsonl(out_dir / f"{name}.jsonl.gz")
+
+
+def wikiqa_passages(
+    examples: Sequence[RankingExample], max_tokens: int = PASSAGE_TOKENS
+) -> list[RankingExample]:
+    """WikiQA examples with their sentences (in document order) grouped into passages."""
+    out = []
+    for ex in examples:
+        cands = sorted(ex.candidates, key=lambda c: int(c.id.rsplit("-", 1)[1]))
+        windows = pack_windows(count_tokens([c.text for c in cands]), max_tokens)
+        grouped = [
+            Candidate(c.id, c.text, c.label, f"{c.passage_id}#{w}", c.doc_id)
+            for w, (lo, hi) in enumerate(windows)
+            for c in cands[lo:hi]
+        ]
+        out.append(RankingExample(ex.question, grouped))
+    return out
+
+
+def sample_positive_passages(
+    examples: Sequence[RankingExample], seed: int
+) -> list[tuple[str, list[Candidate]]]:
+    """Every passage holding a correct sentence, with its question, shuffled (EASI's training set)."""
+    out = [
+        (ex.question.text, sents)
+        for ex in examples
+        for _, sents in group_passages(ex)
+        if any(c.label == 1 for c in sents)
+    ]
+    random.Random(seed).shuffle(out)
+    return out

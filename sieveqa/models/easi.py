@@ -1,0 +1,179 @@
+"""EASI, extraction of the answer sentence in place (PEASI, section 2.2): one pass over
+``[CLS] question [SEP] s1 [SEP] s2 ... [SEP] sk [SEP]`` scores every sentence of a passage.
+
+Two selectors:
+
+- ``slots`` (the paper): a classifier on the first token with one output per sentence position
+  (``W ∈ R^{k×|E|}``); a passage with more than ``slots`` sentences is read ``slots`` sentences at
+  a time.
+- ``pooled``: each sentence's own tokens, mean-pooled, go through one shared linear layer; any number
+  of sentences, and the score does not depend on where a sentence sits.
+
+A passage longer than ``max_length`` is cut into overlapping token windows (``stride``), never
+truncated silently; a sentence seen in several windows keeps its highest logit. A passage's
+probabilities are the softmax of its sentences' logits.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Self
+
+import torch
+from torch import Tensor, nn
+
+from sieveqa.backbones import Backbone
+from sieveqa.data.passage_sets import group_passages
+from sieveqa.data.records import RankingExample
+from sieveqa.encoder import Cost, pool_segments
+from sieveqa.errors import ConfigError
+from sieveqa.features import Features
+from sieveqa.models.base import Ranker, RankResult
+from sieveqa.models.encoder_model import EncoderModel, ModelConfig
+
+__all__ = ["SELECTORS", "EasiConfig", "EasiModel"]
+
+SELECTORS = ("pooled", "slots")
+NEG = -1e4  # logit of a sentence position a row does not hold (finite: fp16/bf16 safe)
+
+
+@dataclass
+class EasiConfig(ModelConfig):
+    """Architecture of an EASI sentence selector."""
+
+    max_length: int = field(default=256, metadata={"help": "tokens per input: question and passage"})
+    selector: str = field(
+        default="pooled",
+        metadata={"help": "easi: 'slots' (first token, k outputs) or 'pooled' (per sentence)"},
+    )
+    slots: int = field(default=16, metadata={"help": "easi slots: sentences per window (k)"})
+    stride: int = field(default=64, metadata={"help": "easi: tokens shared by windows of a long passage"})
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.selector not in SELECTORS:
+            raise ConfigError(f"selector must be one of {', '.join(SELECTORS)}, got {self.selector!r}")
+        if self.slots < 1 or self.stride < 0:
+            raise ConfigError(f"slots must be >= 1 and stride >= 0, got {self.slots}, {self.stride}")
+
+
+@dataclass
+class SegmentInputs:
+    """Featurized (question, passage) rows with, per row, which passage and sentences it holds."""
+
+    features: Features
+    passage: list[int]  # input passage of each row
+    first: list[int]  # index of the row's sentence 1 in its passage (a window may start later)
+    sizes: list[int]  # sentences per input passage
+
+
+class EasiModel(EncoderModel, Ranker):
+    """Scores the sentences of a passage in one pass (per window)."""
+
+    kind = "easi"
+    config_class = EasiConfig
+    config: EasiConfig
+
+    def __init__(self, config: EasiConfig | None = None, backbone: Backbone | None = None) -> None:
+        super().__init__(config or EasiConfig(), backbone)
+        width = self.config.slots if self.config.selector == "slots" else 1
+        self.head = nn.Sequential(nn.Dropout(self.config.dropout), nn.Linear(self.encoder.hidden_size, width))
+        self.eval()
+
+    @classmethod
+    def start_from(cls, other: EncoderModel, config: ModelConfig) -> Self:
+        """EASI over another trained model's body (e.g. the default ranker's): a new selector head."""
+        settings = asdict(config) if isinstance(config, EasiConfig) else {}
+        body = {k: getattr(other.config, k) for k in ("backbone", "num_layers", "freeze_word_embeddings")}
+        model = cls(EasiConfig(**{**settings, **body}))
+        model.encoder.load_state_dict(other.encoder.state_dict())
+        model.meta = {"body_from": other.meta.get("training", {})}
+        return model.to(other.device)
+
+    # -- inputs ----------------------------------------------------------------------------------
+
+    def featurize(self, questions: Sequence[str], passages: Sequence[Sequence[str]]) -> SegmentInputs:
+        """Rows for (question, sentences) pairs; segment ids restart at 1 in every row."""
+        limit = self.config.slots if self.config.selector == "slots" else None
+        qs, parts, owner, offset = [], [], [], []
+        for i, (q, sents) in enumerate(zip(questions, passages, strict=True)):
+            step = limit or max(len(sents), 1)
+            for lo in range(0, max(len(sents), 1), step):
+                qs.append(q)
+                parts.append(list(sents[lo : lo + step]))
+                owner.append(i)
+                offset.append(lo)
+        feats = self.featurizer.segments(qs, parts, self.config.max_length, stride=self.config.stride)
+        assert feats.segment_ids is not None
+        first = []
+        for r, segs in enumerate(feats.segment_ids):
+            low = min((s for s in segs if s > 0), default=1)
+            feats.segment_ids[r] = [s - low + 1 if s > 0 else s for s in segs]
+            first.append(offset[feats.source[r]] + low - 1)
+        return SegmentInputs(feats, [owner[s] for s in feats.source], first, [len(p) for p in passages])
+
+    # -- scoring ---------------------------------------------------------------------------------
+
+    def forward(
+        self,
+        input_ids: Tensor,
+        attention_mask: Tensor,
+        token_type_ids: Tensor | None = None,
+        segment_ids: Tensor | None = None,
+        cost: Cost | None = None,
+    ) -> Tensor:
+        """Sentence logits per row (rows × positions), ``NEG`` where a row holds no such sentence."""
+        assert segment_ids is not None
+        hidden = self.encoder(input_ids, attention_mask, token_type_ids, cost=cost)
+        return self.sentence_logits(hidden, segment_ids)
+
+    def sentence_logits(self, hidden: Tensor, segment_ids: Tensor) -> Tensor:
+        """The selector on an encoder's output (shared with the multi-task models)."""
+        n = int(segment_ids.max().clamp(min=1).item())
+        if self.config.selector == "slots":
+            n = min(n, self.config.slots)
+            logits = self.head(hidden[:, 0])[:, :n]
+            present = (segment_ids.unsqueeze(-1) == torch.arange(1, n + 1, device=hidden.device)).any(dim=1)
+        else:
+            pooled, present = pool_segments(hidden, segment_ids, n)
+            logits = self.head(pooled).squeeze(-1)
+        return logits.float().masked_fill(~present, NEG)
+
+    def select(
+        self, questions: Sequence[str], passages: Sequence[Sequence[str]], progress: bool = False
+    ) -> tuple[list[list[float]], Cost]:
+        """Each passage's sentence probabilities (softmax over the passage), and the cost."""
+        started = time.perf_counter()
+        cost = Cost()
+        inputs = self.featurize(questions, passages)
+        best = [torch.full((max(n, 1),), NEG) for n in inputs.sizes]
+        with self.inference() as model:
+            for rows, batch in self.batches(inputs.features, progress, segments=True):
+                logits = model(**batch, cost=cost).float().cpu()
+                for j, r in enumerate(rows):
+                    p, lo = inputs.passage[r], inputs.first[r]
+                    width = min(logits.shape[1], len(best[p]) - lo)
+                    best[p][lo : lo + width] = torch.maximum(best[p][lo : lo + width], logits[j, :width])
+        cost.seconds = time.perf_counter() - started
+        probs = [torch.softmax(b, dim=0)[:n].tolist() for b, n in zip(best, inputs.sizes, strict=True)]
+        return probs, cost
+
+    def run(self, examples: Sequence[RankingExample], progress: bool = False) -> RankResult:
+        """Score each example's sentences in place, passage by passage (``passage_id`` groups them):
+        a sentence's score is its probability within its passage."""
+        groups = [(ex.question.text, sents) for ex in examples for _, sents in group_passages(ex)]
+        probs, cost = self.select([q for q, _ in groups], [[c.text for c in s] for _, s in groups], progress)
+        by_id: list[dict[str, float]] = []
+        at = 0
+        for ex in examples:
+            scores: dict[str, float] = {}
+            for _ in group_passages(ex):
+                _, sents = groups[at]
+                scores.update({c.id: p for c, p in zip(sents, probs[at], strict=True)})
+                at += 1
+            by_id.append(scores)
+        return RankResult(
+            [[s[c.id] for c in ex.candidates] for ex, s in zip(examples, by_id, strict=True)], cost
+        )

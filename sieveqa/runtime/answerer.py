@@ -1,0 +1,246 @@
+"""Answering questions over a corpus index: retrieve passages, rerank them, pick the answer sentence.
+
+Methods (how the sentence is chosen among the retrieved passages):
+
+- ``peasi`` (the paper's "PEASI for top-1 passage"): the passage reranker scores every passage, EASI
+  reads the best one(s) and picks the sentence in place. Inferences: passages + 1 per answer shown.
+- ``peasi-all`` ("PEASI for all passages → AS2"): EASI picks a sentence in every passage, then the
+  point-wise ranker orders those sentences.
+- ``pointwise``: the point-wise ranker (the shipped default) scores every sentence of every passage.
+- ``cascade``: the same with the shipped cascade, which drops candidates at its exits.
+
+``run`` works on passages given by the caller (a labelled benchmark); ``answer`` retrieves them from
+the index first. Nothing here keeps per-call state, so one Answerer can serve several threads.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from sieveqa.data.corpus import CorpusIndex, Embedder, IndexedPassage
+from sieveqa.data.records import Candidate, Question, RankingExample
+from sieveqa.encoder import Cost
+from sieveqa.errors import ConfigError
+from sieveqa.models.base import Ranker
+from sieveqa.models.easi import EasiModel
+from sieveqa.models.pair_model import PairModel
+
+__all__ = ["METHODS", "Answer", "AnswerRun", "Answerer", "Found", "load_answerer"]
+
+METHODS = ("peasi", "peasi-all", "pointwise", "cascade")
+
+
+@dataclass(frozen=True)
+class Found:
+    """One answer: a sentence (by index) of a passage, with its scores."""
+
+    passage: IndexedPassage
+    sentence: int
+    score: float
+    passage_score: float | None = None
+
+    @property
+    def text(self) -> str:
+        a, b = self.passage.spans[self.sentence]
+        return self.passage.text[a:b]
+
+
+@dataclass
+class AnswerRun:
+    """What a method made of one question's passages: answers best first (``ranking`` is the full
+    sentence ranking where the method has one), the passages' scores, and the cost."""
+
+    answers: list[Found]
+    passage_scores: list[float] | None
+    ranking: list[Found] | None
+    cost: Cost = field(default_factory=Cost)
+    retrieval_seconds: float = 0.0
+
+    @property
+    def inferences(self) -> int:
+        """Transformer input sequences run (a passage window or a sentence pair each)."""
+        return self.cost.sequences
+
+
+@dataclass
+class Answer(AnswerRun):
+    """An ``AnswerRun`` for a question asked of an index."""
+
+    question: str = ""
+    passages: list[IndexedPassage] = field(default_factory=list)
+
+    @property
+    def best(self) -> Found | None:
+        return self.answers[0] if self.answers else None
+
+
+class Answerer:
+    """Answers questions with one method over a corpus index (or over given passages)."""
+
+    def __init__(
+        self,
+        method: str = "peasi",
+        index: CorpusIndex | None = None,
+        reranker: PairModel | None = None,
+        selector: EasiModel | None = None,
+        ranker: Ranker | None = None,
+        retrieve: int = 20,
+        retriever: str = "bm25",
+        embedder: Embedder | None = None,
+        top: int = 1,
+    ) -> None:
+        if method not in METHODS:
+            raise ConfigError(f"--method must be one of {', '.join(METHODS)}, got {method!r}")
+        needs = {
+            "peasi": ("reranker", "selector"),
+            "peasi-all": ("selector", "ranker"),
+            "pointwise": ("ranker",),
+            "cascade": ("ranker",),
+        }[method]
+        given = {"reranker": reranker, "selector": selector, "ranker": ranker}
+        missing = [n for n in needs if given[n] is None]
+        if missing:
+            raise ConfigError(f"method {method!r} needs a {' and a '.join(missing)}")
+        if retrieve < 1 or top < 1:
+            raise ConfigError(f"--retrieve and --top must be >= 1, got {retrieve} and {top}")
+        self.method, self.index = method, index
+        self.reranker, self.selector, self.ranker = reranker, selector, ranker
+        self.retrieve, self.retriever, self.embedder, self.top = retrieve, retriever, embedder, top
+
+    # -- over an index ---------------------------------------------------------------------------
+
+    def answer(self, question: str) -> Answer:
+        return self.answer_many([question])[0]
+
+    def answer_many(self, questions: Sequence[str]) -> list[Answer]:
+        """Retrieve, then ``run``, for each question (retrieval is batched)."""
+        if self.index is None:
+            raise ConfigError("this Answerer has no corpus index; give passages to run() instead")
+        started = time.perf_counter()
+        hits = self.index.search_many(questions, self.retrieve, self.retriever, self.embedder)
+        retrieval = (time.perf_counter() - started) / max(len(questions), 1)
+        out = []
+        for question, found in zip(questions, hits, strict=True):
+            t0 = time.perf_counter()
+            passages = self.index.passages([pid for pid, _ in found])
+            run = self.run(question, passages)
+            out.append(
+                Answer(
+                    run.answers,
+                    run.passage_scores,
+                    run.ranking,
+                    run.cost,
+                    retrieval + time.perf_counter() - t0 - run.cost.seconds,
+                    question,
+                    passages,
+                )
+            )
+        return out
+
+    # -- over given passages ---------------------------------------------------------------------
+
+    def run(self, question: str, passages: Sequence[IndexedPassage]) -> AnswerRun:
+        """Choose the answer among ``passages`` (retrieval order) with this Answerer's method."""
+        started = time.perf_counter()
+        if not passages:
+            return AnswerRun([], None, None, Cost(seconds=time.perf_counter() - started))
+        run = getattr(self, "_" + self.method.replace("-", "_"))(question, list(passages))
+        run.cost.seconds = time.perf_counter() - started
+        return run
+
+    def _peasi(self, question: str, passages: list[IndexedPassage]) -> AnswerRun:
+        assert self.reranker is not None and self.selector is not None
+        cost = Cost()
+        matrix, pr_cost = self.reranker.score_matrix([question] * len(passages), [p.text for p in passages])
+        cost.add(pr_cost)
+        scores = matrix[:, -1].tolist()
+        order = sorted(range(len(passages)), key=lambda i: (-scores[i], i))[: self.top]
+        top = [passages[i] for i in order]
+        probs, easi_cost = self.selector.select([question] * len(top), [p.sentences for p in top])
+        cost.add(easi_cost)
+        answers = []
+        for i, p, pr in zip(order, top, probs, strict=True):
+            best = max(range(len(pr)), key=lambda s: (pr[s], -s))
+            answers.append(Found(p, best, pr[best], scores[i]))
+        return AnswerRun(answers, scores, None, cost)
+
+    def _peasi_all(self, question: str, passages: list[IndexedPassage]) -> AnswerRun:
+        assert self.selector is not None and self.ranker is not None
+        cost = Cost()
+        probs, easi_cost = self.selector.select([question] * len(passages), [p.sentences for p in passages])
+        cost.add(easi_cost)
+        picked = [
+            Found(p, max(range(len(pr)), key=lambda s: (pr[s], -s)), 0.0)
+            for p, pr in zip(passages, probs, strict=True)
+        ]
+        ranking, rank_cost = self._rank(question, picked)
+        cost.add(rank_cost)
+        return AnswerRun(ranking[: self.top], None, ranking, cost)
+
+    def _pointwise(self, question: str, passages: list[IndexedPassage]) -> AnswerRun:
+        every = [Found(p, s, 0.0) for p in passages for s in range(len(p.spans))]
+        ranking, cost = self._rank(question, every)
+        return AnswerRun(ranking[: self.top], None, ranking, cost)
+
+    _cascade = _pointwise  # the ranker given is the cascade; what differs is what it computes
+
+    def _rank(self, question: str, found: list[Found]) -> tuple[list[Found], Cost]:
+        assert self.ranker is not None
+        example = RankingExample(
+            Question("q", question), [Candidate(str(i), f.text) for i, f in enumerate(found)]
+        )
+        result = self.ranker.run([example])
+        scores = result.scores[0]
+        order = result.orders()[0]
+        ranked = [Found(found[i].passage, found[i].sentence, float(scores[i])) for i in order]
+        return ranked, result.cost
+
+
+def load_answerer(
+    method: str = "peasi",
+    index: str | None = None,
+    reranker: str = "peasi-pr",
+    selector: str = "peasi-easi",
+    ranker: str | None = None,
+    retrieve: int = 20,
+    retriever: str = "bm25",
+    top: int = 1,
+    device: str = "auto",
+    precision: str = "auto",
+    batch_size: int | None = None,
+) -> Answerer:
+    """An Answerer with the models its method needs, loaded by name or folder (``ranker`` defaults to
+    ``default``, or ``default-cascade`` for the cascade method), over the index folder ``index``."""
+    from sieveqa.models.zoo import load_model
+    from sieveqa.runtime.policy import load_ranker
+
+    if method not in METHODS:
+        raise ConfigError(f"--method must be one of {', '.join(METHODS)}, got {method!r}")
+    corpus = CorpusIndex.open(index) if index is not None else None  # a bad index fails before models load
+    if corpus is not None and retriever not in corpus.retrievers:
+        raise ConfigError(
+            f"--retriever {retriever}: {index} has {', '.join(corpus.retrievers)} only "
+            "(build it with --retriever hybrid for dense vectors)"
+        )
+    settings = {"device": device, "precision": precision, "batch_size": batch_size}
+
+    def typed(name: str, cls: type, option: str) -> Any:
+        model = load_model(name).configure(**settings)
+        if not isinstance(model, cls):
+            raise ConfigError(f"{option} {name}: a {model.kind} model cannot do this; give a {cls.__name__}")
+        return model
+
+    pr = typed(reranker, PairModel, "--reranker") if method == "peasi" else None
+    easi = typed(selector, EasiModel, "--selector") if method in ("peasi", "peasi-all") else None
+    rank = None
+    if method != "peasi":
+        rank = load_ranker(ranker or ("default-cascade" if method == "cascade" else "default"), **settings)
+    embedder = None
+    if retriever != "bm25" and corpus is not None:
+        from sieveqa.models.embedder import SentenceEmbedder
+
+        embedder = SentenceEmbedder().configure(device=device)
+    return Answerer(method, corpus, pr, easi, rank, retrieve, retriever, embedder, top)

@@ -1,0 +1,181 @@
+"""Training EASI (PEASI, section 4.3): passages that hold a correct answer, each a multi-class
+problem over its sentences, with cross-entropy on the softmax over the passage's sentences (a passage
+with several correct sentences counts the probability of all of them).
+
+Passages come from any dataset whose sentence candidates carry a ``passage_id`` (a SQuAD-AS2
+paragraph, a ``squad-passages`` passage, a WikiQA document); ``windows`` cuts them into sentence
+windows of at most ``passage_tokens`` tokens: ``all`` starts a window at every sentence (the paper's
+sliding window, so a correct sentence is seen at several positions), ``one`` keeps one such window
+per passage at random, ``passage`` uses each passage as it is.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import torch
+from torch import Tensor, nn
+
+from sieveqa.data.passage_sets import group_passages
+from sieveqa.data.passages import count_tokens, pack_windows
+from sieveqa.data.records import Question, RankingExample
+from sieveqa.errors import ConfigError, DataFormatError
+from sieveqa.evaluation.metrics import evaluate_scores
+from sieveqa.features import Features, collate
+from sieveqa.models.easi import EasiModel
+from sieveqa.models.encoder_model import EncoderModel
+from sieveqa.training.config import TrainConfig
+from sieveqa.training.recipes import Recipe
+from sieveqa.training.trainer import Objective, TrainData
+
+WINDOWS = ("all", "one", "passage")
+
+
+@dataclass
+class EasiOptions:
+    """Options of EASI training."""
+
+    windows: str = field(
+        default="all",
+        metadata={"help": "easi: 'all' sentence windows with an answer, 'one' per passage, or 'passage'"},
+    )
+    passage_tokens: int = field(default=200, metadata={"help": "easi: tokens per training window"})
+
+    def __post_init__(self) -> None:
+        if self.windows not in WINDOWS:
+            raise ConfigError(f"windows must be one of {', '.join(WINDOWS)}, got {self.windows!r}")
+        if self.passage_tokens < 8:
+            raise ConfigError(f"passage_tokens must be >= 8, got {self.passage_tokens}")
+
+
+@dataclass
+class PassageSample:
+    """(question, sentences, indices of the correct sentences) per training passage."""
+
+    questions: list[str]
+    passages: list[list[str]]
+    targets: list[list[int]]
+
+    def __len__(self) -> int:
+        return len(self.questions)
+
+    @property
+    def summary(self) -> str:
+        n = sum(len(p) for p in self.passages)
+        return f"{len(self)} passages with an answer ({n} sentences)"
+
+
+def positive_passages(examples: Sequence[RankingExample]) -> list[RankingExample]:
+    """One example per passage that holds a correct sentence, its sentences as candidates."""
+    return [
+        RankingExample(Question(f"{ex.qid}@{pid}", ex.question.text), sents)
+        for ex in examples
+        for pid, sents in group_passages(ex)
+        if any(c.label == 1 for c in sents)
+    ]
+
+
+def make_passages(
+    examples: Sequence[RankingExample], options: EasiOptions, max_examples: int | None, seed: int
+) -> PassageSample:
+    rng = random.Random(seed)
+    out = PassageSample([], [], [])
+    for ex in positive_passages(examples):
+        texts = [c.text for c in ex.candidates]
+        labels = [c.label == 1 for c in ex.candidates]
+        if options.windows == "passage":
+            windows = [(0, len(texts))]
+        else:
+            windows = pack_windows(count_tokens(texts), options.passage_tokens, step=1)
+            windows = [(lo, hi) for lo, hi in windows if any(labels[lo:hi])]
+            if options.windows == "one":
+                windows = [rng.choice(windows)]
+        for lo, hi in windows:
+            out.questions.append(ex.question.text)
+            out.passages.append(texts[lo:hi])
+            out.targets.append([i - lo for i in range(lo, hi) if labels[i]])
+    order = list(range(len(out)))
+    rng.shuffle(order)
+    order = order[:max_examples]
+    return PassageSample(
+        *([column[i] for i in order] for column in (out.questions, out.passages, out.targets))
+    )
+
+
+@dataclass
+class SegmentTensors:
+    """EASI rows with the positions of their correct sentences."""
+
+    features: Features
+    targets: list[list[int]]
+    pad_id: int = 0
+
+    def __len__(self) -> int:
+        return len(self.features)
+
+    @property
+    def lengths(self) -> list[int]:
+        return self.features.lengths
+
+    def batch(self, rows: Sequence[int]) -> dict[str, Tensor]:
+        batch = collate(self.features, rows, self.pad_id, segments=True)
+        width = int(batch["segment_ids"].max().clamp(min=1).item())
+        labels = torch.zeros((len(rows), width))
+        for j, r in enumerate(rows):
+            labels[j, [t - 1 for t in self.targets[r]]] = 1.0
+        return {**batch, "labels": labels}
+
+
+class InPlaceCE:
+    """−log of the probability the passage's softmax gives its correct sentences."""
+
+    def __call__(self, model: nn.Module, batch: dict[str, Tensor]) -> Tensor:
+        inputs = {k: v for k, v in batch.items() if k != "labels"}
+        logits = model(**inputs)
+        labels = batch["labels"][:, : logits.shape[1]].to(logits.device)
+        positive = logits.masked_fill(labels == 0, float("-inf"))
+        return (torch.logsumexp(logits, dim=1) - torch.logsumexp(positive, dim=1)).mean()
+
+
+class EasiRecipe(Recipe):
+    """EASI on the passages of a dataset that hold an answer; dev metrics rank sentences in place."""
+
+    options_class = EasiOptions
+
+    def sample(self, examples: Sequence[RankingExample], config: TrainConfig, source: str) -> PassageSample:
+        sample = make_passages(examples, self.options, config.max_pairs, config.seed)
+        if not len(sample):
+            raise DataFormatError(f"{source}: no passage holds a sentence labelled correct (1)")
+        return sample
+
+    def tensors(self, model: EncoderModel, sample: PassageSample) -> TrainData:
+        assert isinstance(model, EasiModel)
+        inputs = model.featurize(sample.questions, sample.passages)
+        assert inputs.features.segment_ids is not None
+        keep, targets = [], []
+        for r, segs in enumerate(inputs.features.segment_ids):
+            p, lo = inputs.passage[r], inputs.first[r]
+            present = set(segs)
+            rel = [t - lo + 1 for t in sample.targets[p] if t - lo + 1 in present]
+            if rel:  # a window without the answer teaches nothing here
+                keep.append(r)
+                targets.append(rel)
+        f = inputs.features
+        assert f.segment_ids is not None
+        rows = Features(
+            [f.input_ids[r] for r in keep],
+            [f.token_type_ids[r] for r in keep],
+            segment_ids=[f.segment_ids[r] for r in keep],
+        )
+        return SegmentTensors(rows, targets, model.pad_id)
+
+    def objective(self, model: EncoderModel) -> Objective:
+        return InPlaceCE()
+
+    def evaluate(self, model: EncoderModel, dev: Sequence[RankingExample]) -> dict[str, float]:
+        """Sentences ranked inside each passage that holds an answer (p@1 is EASI's accuracy)."""
+        assert isinstance(model, EasiModel)
+        passages = positive_passages(dev)
+        return evaluate_scores(passages, model.score(passages)).mean
