@@ -116,3 +116,12 @@ register(
         summary="PEASI's in-place selector: question and a passage's sentences in one pass",
     )
 )
+register(
+    Technique(
+        kind="peasi",
+        model="sieveqa.models.peasi:PeasiModel",
+        recipe="sieveqa.training.peasi:PeasiRecipe",
+        archs=("peasi-mtl0", "peasi-mtl1", "peasi-concat"),
+        summary="PEASI's passage reranker and EASI trained together (shared body, two bodies, PR ⊕ EASI)",
+    )
+)

@@ -25,7 +25,10 @@ MethodOpt = Annotated[
     ),
 ]
 RerankerOpt = Annotated[str, typer.Option(help="peasi: the passage reranker (shipped name or folder)")]
-SelectorOpt = Annotated[str, typer.Option(help="peasi, peasi-all: the EASI sentence selector")]
+SelectorOpt = Annotated[
+    str | None,
+    typer.Option(help="peasi, peasi-all: the EASI selector (default: the reranker's own, else peasi-easi)"),
+]
 RankerOpt = Annotated[
     str | None,
     typer.Option(help="pointwise, cascade, peasi-all: the sentence ranker (default / default-cascade)"),
@@ -127,7 +130,7 @@ def answer(
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="print JSON instead of text")] = False,
     reranker: RerankerOpt = "peasi-pr",
-    selector: SelectorOpt = "peasi-easi",
+    selector: SelectorOpt = None,
     ranker: RankerOpt = None,
     device: DeviceOpt = "auto",
     precision: PrecisionOpt = "auto",
@@ -198,7 +201,7 @@ def eval_answers(
     limit: Annotated[int | None, typer.Option(help="only the first N questions")] = None,
     json_out: Annotated[Path | None, typer.Option("--json", help="write the report as JSON here")] = None,
     reranker: RerankerOpt = "peasi-pr",
-    selector: SelectorOpt = "peasi-easi",
+    selector: SelectorOpt = None,
     ranker: RankerOpt = None,
     device: DeviceOpt = "auto",
     precision: PrecisionOpt = "auto",

@@ -17,7 +17,7 @@ probabilities are the softmax of its sentences' logits.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Self
 
@@ -29,7 +29,7 @@ from sieveqa.data.passage_sets import group_passages
 from sieveqa.data.records import RankingExample
 from sieveqa.encoder import Cost, pool_segments
 from sieveqa.errors import ConfigError
-from sieveqa.features import Features
+from sieveqa.features import Features, Featurizer
 from sieveqa.models.base import Ranker, RankResult
 from sieveqa.models.encoder_model import EncoderModel, ModelConfig
 
@@ -59,6 +59,27 @@ class EasiConfig(ModelConfig):
             raise ConfigError(f"slots must be >= 1 and stride >= 0, got {self.slots}, {self.stride}")
 
 
+class SentenceSelector(nn.Sequential):
+    """EASI's head: token states of a ``q [SEP] s1 [SEP] ...`` row → one logit per sentence."""
+
+    def __init__(self, hidden: int, config: EasiConfig) -> None:
+        width = config.slots if config.selector == "slots" else 1
+        super().__init__(nn.Dropout(config.dropout), nn.Linear(hidden, width))
+        self.selector, self.slots = config.selector, config.slots
+
+    def forward(self, hidden: Tensor, segment_ids: Tensor) -> Tensor:  # type: ignore[override]
+        """Rows × sentence positions, ``NEG`` where a row holds no such sentence."""
+        n = int(segment_ids.max().clamp(min=1).item())
+        if self.selector == "slots":
+            n = min(n, self.slots)
+            logits = super().forward(hidden[:, 0])[:, :n]
+            present = (segment_ids.unsqueeze(-1) == torch.arange(1, n + 1, device=hidden.device)).any(dim=1)
+        else:
+            pooled, present = pool_segments(hidden, segment_ids, n)
+            logits = super().forward(pooled).squeeze(-1)
+        return logits.float().masked_fill(~present, NEG)
+
+
 @dataclass
 class SegmentInputs:
     """Featurized (question, passage) rows with, per row, which passage and sentences it holds."""
@@ -78,8 +99,7 @@ class EasiModel(EncoderModel, Ranker):
 
     def __init__(self, config: EasiConfig | None = None, backbone: Backbone | None = None) -> None:
         super().__init__(config or EasiConfig(), backbone)
-        width = self.config.slots if self.config.selector == "slots" else 1
-        self.head = nn.Sequential(nn.Dropout(self.config.dropout), nn.Linear(self.encoder.hidden_size, width))
+        self.head = SentenceSelector(self.encoder.hidden_size, self.config)
         self.eval()
 
     @classmethod
@@ -96,23 +116,7 @@ class EasiModel(EncoderModel, Ranker):
 
     def featurize(self, questions: Sequence[str], passages: Sequence[Sequence[str]]) -> SegmentInputs:
         """Rows for (question, sentences) pairs; segment ids restart at 1 in every row."""
-        limit = self.config.slots if self.config.selector == "slots" else None
-        qs, parts, owner, offset = [], [], [], []
-        for i, (q, sents) in enumerate(zip(questions, passages, strict=True)):
-            step = limit or max(len(sents), 1)
-            for lo in range(0, max(len(sents), 1), step):
-                qs.append(q)
-                parts.append(list(sents[lo : lo + step]))
-                owner.append(i)
-                offset.append(lo)
-        feats = self.featurizer.segments(qs, parts, self.config.max_length, stride=self.config.stride)
-        assert feats.segment_ids is not None
-        first = []
-        for r, segs in enumerate(feats.segment_ids):
-            low = min((s for s in segs if s > 0), default=1)
-            feats.segment_ids[r] = [s - low + 1 if s > 0 else s for s in segs]
-            first.append(offset[feats.source[r]] + low - 1)
-        return SegmentInputs(feats, [owner[s] for s in feats.source], first, [len(p) for p in passages])
+        return featurize_segments(self.featurizer, self.config, questions, passages)
 
     # -- scoring ---------------------------------------------------------------------------------
 
@@ -127,19 +131,7 @@ class EasiModel(EncoderModel, Ranker):
         """Sentence logits per row (rows × positions), ``NEG`` where a row holds no such sentence."""
         assert segment_ids is not None
         hidden = self.encoder(input_ids, attention_mask, token_type_ids, cost=cost)
-        return self.sentence_logits(hidden, segment_ids)
-
-    def sentence_logits(self, hidden: Tensor, segment_ids: Tensor) -> Tensor:
-        """The selector on an encoder's output (shared with the multi-task models)."""
-        n = int(segment_ids.max().clamp(min=1).item())
-        if self.config.selector == "slots":
-            n = min(n, self.config.slots)
-            logits = self.head(hidden[:, 0])[:, :n]
-            present = (segment_ids.unsqueeze(-1) == torch.arange(1, n + 1, device=hidden.device)).any(dim=1)
-        else:
-            pooled, present = pool_segments(hidden, segment_ids, n)
-            logits = self.head(pooled).squeeze(-1)
-        return logits.float().masked_fill(~present, NEG)
+        return self.head(hidden, segment_ids)
 
     def select(
         self, questions: Sequence[str], passages: Sequence[Sequence[str]], progress: bool = False
@@ -148,16 +140,9 @@ class EasiModel(EncoderModel, Ranker):
         started = time.perf_counter()
         cost = Cost()
         inputs = self.featurize(questions, passages)
-        best = [torch.full((max(n, 1),), NEG) for n in inputs.sizes]
         with self.inference() as model:
-            for rows, batch in self.batches(inputs.features, progress, segments=True):
-                logits = model(**batch, cost=cost).float().cpu()
-                for j, r in enumerate(rows):
-                    p, lo = inputs.passage[r], inputs.first[r]
-                    width = min(logits.shape[1], len(best[p]) - lo)
-                    best[p][lo : lo + width] = torch.maximum(best[p][lo : lo + width], logits[j, :width])
+            probs = read_windows(model, inputs, lambda batch: model(**batch, cost=cost), progress)
         cost.seconds = time.perf_counter() - started
-        probs = [torch.softmax(b, dim=0)[:n].tolist() for b, n in zip(best, inputs.sizes, strict=True)]
         return probs, cost
 
     def run(self, examples: Sequence[RankingExample], progress: bool = False) -> RankResult:
@@ -177,3 +162,45 @@ class EasiModel(EncoderModel, Ranker):
         return RankResult(
             [[s[c.id] for c in ex.candidates] for ex, s in zip(examples, by_id, strict=True)], cost
         )
+
+
+def featurize_segments(
+    featurizer: Featurizer, config: EasiConfig, questions: Sequence[str], passages: Sequence[Sequence[str]]
+) -> SegmentInputs:
+    """EASI rows: a slots selector reads at most ``slots`` sentences per row; a passage longer than
+    ``max_length`` becomes overlapping windows; segment ids restart at 1 in every row."""
+    limit = config.slots if config.selector == "slots" else None
+    qs, parts, owner, offset = [], [], [], []
+    for i, (q, sents) in enumerate(zip(questions, passages, strict=True)):
+        step = limit or max(len(sents), 1)
+        for lo in range(0, max(len(sents), 1), step):
+            qs.append(q)
+            parts.append(list(sents[lo : lo + step]))
+            owner.append(i)
+            offset.append(lo)
+    feats = featurizer.segments(qs, parts, config.max_length, stride=config.stride)
+    assert feats.segment_ids is not None
+    first = []
+    for r, segs in enumerate(feats.segment_ids):
+        low = min((s for s in segs if s > 0), default=1)
+        feats.segment_ids[r] = [s - low + 1 if s > 0 else s for s in segs]
+        first.append(offset[feats.source[r]] + low - 1)
+    return SegmentInputs(feats, [owner[s] for s in feats.source], first, [len(p) for p in passages])
+
+
+def read_windows(
+    model: EncoderModel,
+    inputs: SegmentInputs,
+    logits: Callable[[dict[str, Tensor]], Tensor],
+    progress: bool = False,
+) -> list[list[float]]:
+    """Run ``logits`` over the rows' batches; a sentence read in several windows keeps its highest
+    logit; each passage's logits become probabilities."""
+    best = [torch.full((max(n, 1),), NEG) for n in inputs.sizes]
+    for rows, batch in model.batches(inputs.features, progress, segments=True):
+        out = logits(batch).float().cpu()
+        for j, r in enumerate(rows):
+            p, lo = inputs.passage[r], inputs.first[r]
+            width = min(out.shape[1], len(best[p]) - lo)
+            best[p][lo : lo + width] = torch.maximum(best[p][lo : lo + width], out[j, :width])
+    return [torch.softmax(b, dim=0)[:n].tolist() for b, n in zip(best, inputs.sizes, strict=True)]

@@ -27,6 +27,7 @@ from sieveqa.errors import ConfigError
 from sieveqa.models.base import Ranker
 from sieveqa.models.easi import EasiModel
 from sieveqa.models.pair_model import PairModel
+from sieveqa.models.peasi import PeasiModel
 
 __all__ = ["METHODS", "Answer", "AnswerRun", "Answerer", "Found", "load_answerer"]
 
@@ -84,8 +85,8 @@ class Answerer:
         self,
         method: str = "peasi",
         index: CorpusIndex | None = None,
-        reranker: PairModel | None = None,
-        selector: EasiModel | None = None,
+        reranker: PairModel | PeasiModel | None = None,
+        selector: EasiModel | PeasiModel | None = None,
         ranker: Ranker | None = None,
         retrieve: int = 20,
         retriever: str = "bm25",
@@ -154,9 +155,8 @@ class Answerer:
     def _peasi(self, question: str, passages: list[IndexedPassage]) -> AnswerRun:
         assert self.reranker is not None and self.selector is not None
         cost = Cost()
-        matrix, pr_cost = self.reranker.score_matrix([question] * len(passages), [p.text for p in passages])
+        scores, pr_cost = self._passage_scores(question, passages)
         cost.add(pr_cost)
-        scores = matrix[:, -1].tolist()
         order = sorted(range(len(passages)), key=lambda i: (-scores[i], i))[: self.top]
         top = [passages[i] for i in order]
         probs, easi_cost = self.selector.select([question] * len(top), [p.sentences for p in top])
@@ -166,6 +166,14 @@ class Answerer:
             best = max(range(len(pr)), key=lambda s: (pr[s], -s))
             answers.append(Found(p, best, pr[best], scores[i]))
         return AnswerRun(answers, scores, None, cost)
+
+    def _passage_scores(self, question: str, passages: list[IndexedPassage]) -> tuple[list[float], Cost]:
+        # A multi-task model's PR may read the sentences too (PR ⊕ EASI); a ranker reads the text.
+        if isinstance(self.reranker, PeasiModel):
+            return self.reranker.score_passages([question] * len(passages), [p.sentences for p in passages])
+        assert self.reranker is not None
+        matrix, cost = self.reranker.score_matrix([question] * len(passages), [p.text for p in passages])
+        return matrix[:, -1].tolist(), cost
 
     def _peasi_all(self, question: str, passages: list[IndexedPassage]) -> AnswerRun:
         assert self.selector is not None and self.ranker is not None
@@ -203,7 +211,7 @@ def load_answerer(
     method: str = "peasi",
     index: str | None = None,
     reranker: str = "peasi-pr",
-    selector: str = "peasi-easi",
+    selector: str | None = None,
     ranker: str | None = None,
     retrieve: int = 20,
     retriever: str = "bm25",
@@ -212,8 +220,9 @@ def load_answerer(
     precision: str = "auto",
     batch_size: int | None = None,
 ) -> Answerer:
-    """An Answerer with the models its method needs, loaded by name or folder (``ranker`` defaults to
-    ``default``, or ``default-cascade`` for the cascade method), over the index folder ``index``."""
+    """An Answerer with the models its method needs, loaded by name or folder, over the index folder
+    ``index``. ``selector`` defaults to the reranker itself when that is a multi-task PEASI model,
+    else ``peasi-easi``; ``ranker`` to ``default`` (``default-cascade`` for the cascade method)."""
     from sieveqa.models.zoo import load_model
     from sieveqa.runtime.policy import load_ranker
 
@@ -227,14 +236,19 @@ def load_answerer(
         )
     settings = {"device": device, "precision": precision, "batch_size": batch_size}
 
-    def typed(name: str, cls: type, option: str) -> Any:
+    def typed(name: str, classes: tuple[type, ...], option: str, what: str) -> Any:
         model = load_model(name).configure(**settings)
-        if not isinstance(model, cls):
-            raise ConfigError(f"{option} {name}: a {model.kind} model cannot do this; give a {cls.__name__}")
+        if not isinstance(model, classes):
+            raise ConfigError(f"{option} {name}: a {model.kind} model cannot do this; give {what}")
         return model
 
-    pr = typed(reranker, PairModel, "--reranker") if method == "peasi" else None
-    easi = typed(selector, EasiModel, "--selector") if method in ("peasi", "peasi-all") else None
+    pr = typed(reranker, (PairModel, PeasiModel), "--reranker", "a ranker") if method == "peasi" else None
+    easi = None
+    if method in ("peasi", "peasi-all"):
+        if selector is None and isinstance(pr, PeasiModel):
+            easi = pr
+        else:
+            easi = typed(selector or "peasi-easi", (EasiModel, PeasiModel), "--selector", "an EASI model")
     rank = None
     if method != "peasi":
         rank = load_ranker(ranker or ("default-cascade" if method == "cascade" else "default"), **settings)

@@ -133,8 +133,12 @@ class InPlaceCE:
 
     def __call__(self, model: nn.Module, batch: dict[str, Tensor]) -> Tensor:
         inputs = {k: v for k, v in batch.items() if k != "labels"}
-        logits = model(**inputs)
-        labels = batch["labels"][:, : logits.shape[1]].to(logits.device)
+        return self.loss(model(**inputs), batch["labels"])
+
+    @staticmethod
+    def loss(logits: Tensor, labels: Tensor) -> Tensor:
+        """Mean over rows of ``logsumexp(all) - logsumexp(correct)``."""
+        labels = labels[:, : logits.shape[1]].to(logits.device)
         positive = logits.masked_fill(labels == 0, float("-inf"))
         return (torch.logsumexp(logits, dim=1) - torch.logsumexp(positive, dim=1)).mean()
 

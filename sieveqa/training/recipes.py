@@ -60,6 +60,10 @@ class Recipe(ABC):
     def __init__(self, options: Any = None) -> None:
         self.options = options if options is not None else self.options_class()
 
+    def prepare(self, model: EncoderModel) -> None:
+        """Adjust a freshly initialised model before training (default: nothing)."""
+        return None
+
     @abstractmethod
     def sample(self, examples: Sequence[RankingExample], config: TrainConfig, source: str) -> Any:
         """Labelled training data as texts (sized, so a checkpoint can be checked before tokenizing)."""
@@ -261,6 +265,7 @@ def train_model(
     check_output_dir(out_dir, "--out")
     seed_everything(config.seed)
     model = init_model(init, arch, settings).configure(device=config.device)
+    recipe.prepare(model)
     recipe.check_metric(model, config.metric)
     with _prepared(recipe, train, out_dir, dev, config, resume, "training") as (sample, dev_examples):
         meta = {"train": train, "dev": dev, "init": init, "arch": arch, "n_examples": len(sample)}

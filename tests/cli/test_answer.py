@@ -1,0 +1,114 @@
+"""``sieveqa index corpus``, ``sieveqa answer`` and ``sieveqa eval-answers`` end to end on tiny models."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from sieveqa.models.easi import EasiConfig, EasiModel
+from tests.cli.conftest import one_error_line
+
+
+@pytest.fixture
+def saved_easi(tmp_path: Path) -> Path:
+    return EasiModel(EasiConfig(backbone="tiny", max_length=64)).save_pretrained(tmp_path / "easi")
+
+
+@pytest.fixture
+def demo_index(sieveqa, tmp_path: Path) -> Path:
+    out = tmp_path / "index"
+    result = sieveqa("index", "corpus", "--input", "demo", "--out", out)
+    assert result.exit_code == 0, result.output
+    assert "8 documents" in result.output and "MiB per 1,000 passages" in result.output
+    return out
+
+
+def test_answer_prints_the_sentence_in_its_passage(sieveqa, demo_index, saved_tiny, saved_easi) -> None:
+    args = ["--index", demo_index, "--reranker", saved_tiny, "--selector", saved_easi]
+    result = sieveqa("answer", "Who invented the Fresnel lens?", *args)
+    assert result.exit_code == 0, result.output
+    assert "transformer inferences" in result.output and "layer-units" in result.output
+    result = sieveqa("answer", "Who invented the Fresnel lens?", *args, "--json", "--top", "2")
+    answer = json.loads(result.output)
+    assert len(answer["answers"]) == 2 and answer["inferences"] == answer["inferences"] > 2
+    first = answer["answers"][0]
+    a, b = first["answer_span"]
+    assert first["passage"][a:b] == first["answer"]
+
+
+def test_a_question_file_gives_one_json_line_each(sieveqa, demo_index, saved_tiny, tmp_path: Path) -> None:
+    questions = tmp_path / "q.jsonl"
+    questions.write_text(
+        '{"id": "x", "question": "What is firn?"}\n{"question": "Why is octopus blood blue?"}\n'
+    )
+    out = tmp_path / "answers.jsonl"
+    result = sieveqa(
+        "answer",
+        "--questions",
+        questions,
+        "--output",
+        out,
+        "--index",
+        demo_index,
+        "--method",
+        "pointwise",
+        "--ranker",
+        saved_tiny,
+    )
+    assert result.exit_code == 0, result.output
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [r["id"] for r in rows] == ["x", "2"] and all(r["answers"] for r in rows)
+
+
+def test_a_question_nothing_matches_says_so(sieveqa, demo_index, saved_tiny, saved_easi) -> None:
+    result = sieveqa(
+        "answer", "zzzqqq xxyyz", "--index", demo_index, "--reranker", saved_tiny, "--selector", saved_easi
+    )
+    assert result.exit_code == 0, result.output
+    assert "no answer" in result.output
+
+
+def test_appending_to_an_index(sieveqa, demo_index, tmp_path: Path) -> None:
+    more = tmp_path / "more.jsonl"
+    more.write_text('{"id": "new", "title": "New", "text": "A brand new document."}\n')
+    result = sieveqa("index", "corpus", "--input", more, "--out", demo_index)
+    assert (
+        result.exit_code == 0 and "appended 1 documents" in result.output and "9 documents" in result.output
+    )
+    line = one_error_line(sieveqa("index", "corpus", "--input", more, "--out", demo_index))
+    assert line == "error: document id 'new' is already in the index"
+    result = sieveqa("index", "info", demo_index)
+    assert result.exit_code == 0 and "9 documents" in result.output
+
+
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [
+        ('{"id": "a"}\n', "d.jsonl:1: document 'a' has no text (field 'text')"),
+        ('{"text": "x"}\n', "d.jsonl:1: field 'id' must be a non-empty string"),
+        ('{"id": "a", "text": "x"}\n{"id": "a", "text": "y"}\n', "d.jsonl:2: duplicate document id 'a'"),
+        ("", "d.jsonl: no documents"),
+    ],
+)
+def test_bad_corpora_are_one_line_before_any_work(
+    sieveqa, tmp_path: Path, content: str, expected: str
+) -> None:
+    (tmp_path / "d.jsonl").write_text(content)
+    line = one_error_line(
+        sieveqa("index", "corpus", "--input", tmp_path / "d.jsonl", "--out", tmp_path / "i")
+    )
+    assert expected in line
+    assert not (tmp_path / "i" / "manifest.json").exists()
+
+
+def test_bad_answer_requests_are_one_line(sieveqa, demo_index, saved_tiny, tmp_path: Path) -> None:
+    assert "not a corpus index" in one_error_line(sieveqa("answer", "q?", "--index", tmp_path))
+    assert "--method must be one of" in one_error_line(
+        sieveqa("answer", "q?", "--index", demo_index, "--method", "magic")
+    )
+    assert "has bm25 only" in one_error_line(
+        sieveqa("answer", "q?", "--index", demo_index, "--retriever", "dense")
+    )
+    assert "give one question, or --questions" in one_error_line(sieveqa("answer", "--index", demo_index))
+    line = one_error_line(sieveqa("answer", "q?", "--index", demo_index, "--selector", saved_tiny))
+    assert "a cross-encoder model cannot do this; give an EASI model" in line

@@ -1,0 +1,130 @@
+"""The corpus index: passages with offsets, BM25 and dense search, appends, and all-or-nothing writes."""
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from sieveqa.data.corpus import CorpusIndex, CorpusOptions
+from sieveqa.data.documents import Document
+from sieveqa.errors import DataFormatError, StoreError
+
+DOCS = [
+    Document("bees", "Bees make honey. The queen lays eggs. Workers collect nectar.", "Honey bees"),
+    Document("tea", "Green tea is not oxidised. Black tea is fully oxidised.", "Tea"),
+    Document("ice", "Glaciers flow downhill. They carve U-shaped valleys.", "Glaciers"),
+]
+
+
+class WordEmbedder:
+    """A deterministic bag-of-words 'embedder' (no model), normalised like the real one."""
+
+    def __init__(self, name: str = "words") -> None:
+        self.name = name
+
+    def embed(self, texts, progress=False):
+        vecs = np.zeros((len(texts), 64), dtype=np.float32)
+        for i, text in enumerate(texts):
+            for word in text.lower().split():
+                vecs[i, sum(map(ord, word.strip(".,"))) % 64] += 1
+        return vecs / np.maximum(np.linalg.norm(vecs, axis=1, keepdims=True), 1e-9)
+
+    def signature(self):
+        return {"name": self.name, "fingerprint": "0" * 12}
+
+
+def test_passages_keep_their_sentences_and_document(tmp_path: Path) -> None:
+    index = CorpusIndex.build(DOCS, tmp_path / "idx", CorpusOptions(passage_tokens=12))
+    assert index.counts == {"documents": 3, "sentences": 7, "passages": 5}
+    passages = index.passages([str(i) for i in range(1, 6)])
+    assert [p.doc_id for p in passages] == ["bees", "bees", "tea", "tea", "ice"]
+    assert passages[0].sentences == ["Bees make honey.", "The queen lays eggs."]
+    assert passages[1].text == "Workers collect nectar." and passages[1].title == "Honey bees"
+    for p in passages:
+        assert all(p.text[a:b] for a, b in p.spans)
+
+
+def test_bm25_finds_the_passage_and_the_title_counts(tmp_path: Path) -> None:
+    index = CorpusIndex.build(DOCS, tmp_path / "idx")
+    (best, _), *_ = index.search_many(["which tea is oxidised?"], 2)[0]
+    assert index.passages([best])[0].doc_id == "tea"
+    assert index.search_many(["glaciers"], 1)[0][0][0] == index.search_many(["valleys"], 1)[0][0][0]
+    assert all(score == 0 for _, score in index.search_many(["zzzz unknown words"], 3)[0])
+
+
+def test_word_chunks_instead_of_sentence_windows(tmp_path: Path) -> None:
+    index = CorpusIndex.build(DOCS[:1], tmp_path / "idx", CorpusOptions(chunk_words=4, chunk_stride=2))
+    passages = index.passages([str(i) for i in range(1, len(index) + 1)])
+    assert passages[0].text == "Bees make honey. The"
+    assert passages[0].sentences == ["Bees make honey.", "The"]  # sentences clipped to the chunk
+
+
+def test_dense_and_hybrid_need_the_same_embedder(tmp_path: Path) -> None:
+    index = CorpusIndex.build(DOCS, tmp_path / "idx", embedder=WordEmbedder())
+    assert index.retrievers == ("bm25", "dense", "hybrid")
+    for retriever in ("dense", "hybrid"):
+        top = index.search_many(["black tea oxidised"], 1, retriever, WordEmbedder())[0][0][0]
+        assert index.passages([top])[0].doc_id == "tea"
+    with pytest.raises(StoreError, match="dense vectors come from another model"):
+        index.search_many(["tea"], 1, "dense", WordEmbedder("other"))
+    plain = CorpusIndex.build(DOCS, tmp_path / "plain")
+    with pytest.raises(StoreError, match="built without dense vectors"):
+        plain.search_many(["tea"], 1, "dense", WordEmbedder())
+
+
+def test_append_adds_documents_and_keeps_vectors(tmp_path: Path) -> None:
+    index = CorpusIndex.build(DOCS[:2], tmp_path / "idx", embedder=WordEmbedder())
+    first_gen = index.manifest["generation"]
+    index = index.append(DOCS[2:], WordEmbedder())
+    assert index.counts["documents"] == 3 and index.manifest["generation"] != first_gen
+    assert not (tmp_path / "idx" / first_gen).exists()
+    top = index.search_many(["glaciers valleys"], 1, "dense", WordEmbedder())[0][0][0]
+    assert index.passages([top])[0].doc_id == "ice"
+    with pytest.raises(DataFormatError, match="document id 'tea' is already in the index"):
+        index.append(DOCS[1:2], WordEmbedder())
+    with pytest.raises(StoreError, match="append with the same --retriever"):
+        index.append([Document("new", "New text.")])
+
+
+def test_a_killed_build_leaves_no_index_and_a_rerun_completes(tmp_path: Path) -> None:
+    class Dies(WordEmbedder):
+        def embed(self, texts, progress=False):
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        CorpusIndex.build(DOCS, tmp_path / "idx", embedder=Dies())
+    with pytest.raises(StoreError, match="not a corpus index"):
+        CorpusIndex.open(tmp_path / "idx")
+    assert len(CorpusIndex.build(DOCS, tmp_path / "idx", embedder=WordEmbedder())) == 3
+
+
+def test_a_killed_append_leaves_the_index_as_it_was(tmp_path: Path) -> None:
+    class Dies(WordEmbedder):
+        def embed(self, texts, progress=False):
+            raise KeyboardInterrupt
+
+    index = CorpusIndex.build(DOCS[:2], tmp_path / "idx", embedder=WordEmbedder())
+    with pytest.raises(KeyboardInterrupt):
+        index.append(DOCS[2:], Dies())
+    again = CorpusIndex.open(tmp_path / "idx")
+    assert again.counts["documents"] == 2 and again.manifest == index.manifest
+
+
+def test_other_versions_damage_and_empty_corpora_are_refused(tmp_path: Path) -> None:
+    with pytest.raises(DataFormatError, match="the corpus is empty"):
+        CorpusIndex.build([], tmp_path / "empty")
+    with pytest.raises(DataFormatError, match="document id 'a' is repeated"):
+        CorpusIndex.build([Document("a", "x."), Document("a", "y.")], tmp_path / "dup")
+    index = CorpusIndex.build(DOCS, tmp_path / "idx")
+    manifest = json.loads((index.path / "manifest.json").read_text())
+    (index.path / "manifest.json").write_text(json.dumps({**manifest, "version": 99}))
+    with pytest.raises(StoreError, match="index format version 99, this sieveqa reads 1"):
+        CorpusIndex.open(index.path)
+    (index.path / "manifest.json").write_text(json.dumps(manifest))
+    db = index.path / manifest["generation"] / "corpus.sqlite"
+    db.write_bytes(db.read_bytes()[:-10] + b"0123456789")
+    with pytest.raises(StoreError, match=r"corpus\.sqlite is damaged"):
+        CorpusIndex.open(index.path)
+    with pytest.raises(StoreError, match="already holds an index"):
+        CorpusIndex.build(DOCS, index.path)

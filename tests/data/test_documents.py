@@ -1,0 +1,75 @@
+"""Reading documents to index, and the one-line errors bad ones get."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from sieveqa.data.documents import read_documents
+from sieveqa.errors import DataFormatError, DatasetNotFoundError
+
+
+def _jsonl(path: Path, rows: list) -> Path:
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return path
+
+
+def test_jsonl_documents_with_optional_title(tmp_path: Path) -> None:
+    docs = read_documents(
+        _jsonl(tmp_path / "d.jsonl", [{"id": "a", "text": "One."}, {"id": 7, "title": "T", "text": "Two."}])
+    )
+    assert [(d.id, d.title, d.text) for d in docs] == [("a", "", "One."), ("7", "T", "Two.")]
+
+
+@pytest.mark.parametrize(
+    ("rows", "message"),
+    [
+        ([{"text": "x"}], "d.jsonl:1: field 'id' must be a non-empty string"),
+        ([{"id": "a", "text": "  "}], "d.jsonl:1: document 'a' has no text"),
+        (
+            [{"id": "a", "text": "x"}, {"id": "a", "text": "y"}],
+            "d.jsonl:2: duplicate document id 'a' (first at",
+        ),
+        ([{"id": "a", "text": "x", "title": 3}], "d.jsonl:1: field 'title' must be a string"),
+        ([], "d.jsonl: no documents"),
+    ],
+)
+def test_bad_jsonl_documents_are_named(tmp_path: Path, rows: list, message: str) -> None:
+    with pytest.raises(DataFormatError, match=message.replace("(", r"\(")):
+        read_documents(_jsonl(tmp_path / "d.jsonl", rows))
+
+
+def test_folder_of_text_and_markdown(tmp_path: Path) -> None:
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "notes_on-tea.txt").write_text("Tea is a drink.", encoding="utf-8")
+    (tmp_path / "a.md").write_text("intro\n# The Title\nBody text.", encoding="utf-8")
+    (tmp_path / "ignored.csv").write_text("x", encoding="utf-8")
+    docs = read_documents(tmp_path)
+    assert [(d.id, d.title) for d in docs] == [
+        ("a.md", "The Title"),
+        ("sub/notes_on-tea.txt", "notes on tea"),
+    ]
+
+
+def test_a_file_that_is_not_utf8_names_file_and_line(tmp_path: Path) -> None:
+    (tmp_path / "bad.txt").write_bytes(b"fine\nbad \xff byte\n")
+    with pytest.raises(DataFormatError, match=r"bad.txt:2: not UTF-8 text \(byte 0xff\)"):
+        read_documents(tmp_path)
+
+
+def test_empty_folder_and_unknown_names(tmp_path: Path) -> None:
+    with pytest.raises(DataFormatError, match=r"no \.txt or \.md files"):
+        read_documents(tmp_path)
+    with pytest.raises(DatasetNotFoundError, match="not a file, a folder, nor a document dataset"):
+        read_documents("nowhere:else")
+
+
+def test_the_demo_corpus_ships_with_the_package() -> None:
+    docs = read_documents("demo")
+    assert len(docs) == 8 and all(d.title and d.text for d in docs)
+
+
+def test_wikiqa_documents_keep_their_sentences_in_order(real_data: Path) -> None:
+    docs = {d.id: d for d in read_documents("wikiqa:dev")}
+    doc = next(iter(docs.values()))
+    assert doc.sentences and doc.text == " ".join(doc.sentences)
