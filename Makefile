@@ -99,3 +99,23 @@ mono-models: install
 		$(SIEVEQA) train --num-layers $$d --init minilm-l6 $(TRANSFER) --out runs/mono-$$d/transfer && \
 		$(SIEVEQA) train --init runs/mono-$$d/transfer/best $(ADAPT) --out runs/mono-$$d/adapt || exit 1; \
 	done
+
+# PEASI (docs/RESULTS.md): stage 1 trains the passage reranker (PR, the default ranker reading 256-token
+# passages) and EASI (both selectors) apart; stage 2 trains PR and EASI together from stage 1 (MTL0 one
+# body, MTL1 two bodies, PR ⊕ EASI), with "PR continued" on the same rows as the control.
+PEASI ?= runs/peasi
+PR_TRAIN := --train squad-passages:train --dev squad-passages:dev --max-length 256 --max-negatives 3 \
+	--epochs 1 --lr 2e-5 --batch-size 16
+EASI_TRAIN := --arch easi --init default --train squad-as2:train --dev squad-passages:dev-sentences \
+	--max-pairs 6000 --epochs 1 --lr 3e-5 --batch-size 16
+MTL_TRAIN := --train squad-passages:train-sentences --dev squad-passages:dev-sentences --max-negatives 3 \
+	--max-pairs 4000 --epochs 1 --lr 2e-5 --batch-size 16 --seed 7
+peasi-models: install
+	$(SIEVEQA) train --arch cross-encoder --init default $(PR_TRAIN) --max-pairs 8000 --out $(PEASI)/pr
+	$(SIEVEQA) train $(EASI_TRAIN) --out $(PEASI)/easi-pooled
+	$(SIEVEQA) train $(EASI_TRAIN) --selector slots --out $(PEASI)/easi-slots
+	$(SIEVEQA) train --arch cross-encoder --init $(PEASI)/pr/best $(PR_TRAIN) --max-pairs 4000 --seed 7 \
+		--out $(PEASI)/pr-continued
+	for s in mtl0 mtl1 concat; do \
+		$(SIEVEQA) train --arch peasi-$$s --init $(PEASI)/pr/best --easi-init $(PEASI)/easi-pooled/best $(MTL_TRAIN) \
+		--out $(PEASI)/$$s || exit 1; done

@@ -274,12 +274,13 @@ class CorpusIndex:
     def search_many(
         self, queries: Sequence[str], k: int, retriever: str = "bm25", embedder: Embedder | None = None
     ) -> list[list[tuple[str, float]]]:
-        """The best ``k`` ``(passage id, score)`` per query, best first; ``dense`` and ``hybrid``
-        (reciprocal rank fusion of both) need the ``embedder`` the index was built with."""
+        """The best ``k`` ``(passage id, score)`` per query, best first (BM25 keeps only passages
+        sharing a word with the query); ``dense`` and ``hybrid`` (reciprocal rank fusion of both)
+        need the ``embedder`` the index was built with."""
         if retriever not in RETRIEVERS:
             raise ConfigError(f"--retriever must be one of {', '.join(RETRIEVERS)}, got {retriever!r}")
         if retriever == "bm25":
-            return self._bm25.search_many(queries, k)
+            return [[hit for hit in hits if hit[1] > 0] for hits in self._bm25.search_many(queries, k)]
         if self._dense is None:
             raise StoreError(
                 f"{self.path}: built without dense vectors; rebuild with --retriever {retriever}"
@@ -290,7 +291,7 @@ class CorpusIndex:
         dense = self._dense.search_many(embedder.embed(queries), k if retriever == "dense" else 2 * k)
         if retriever == "dense":
             return dense
-        lexical = self._bm25.search_many(queries, 2 * k)
+        lexical = [[hit for hit in hits if hit[1] > 0] for hits in self._bm25.search_many(queries, 2 * k)]
         return [_fuse([a, b], k) for a, b in zip(lexical, dense, strict=True)]
 
     def documents(self) -> Iterator[tuple[str, str, str]]:

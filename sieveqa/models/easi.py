@@ -49,14 +49,24 @@ class EasiConfig(ModelConfig):
         metadata={"help": "easi: 'slots' (first token, k outputs) or 'pooled' (per sentence)"},
     )
     slots: int = field(default=16, metadata={"help": "easi slots: sentences per window (k)"})
-    stride: int = field(default=64, metadata={"help": "easi: tokens shared by windows of a long passage"})
+    stride: int | None = field(
+        default=None, metadata={"help": "easi: tokens shared by windows of a long passage (max_length/4)"}
+    )
 
     def __post_init__(self) -> None:
         super().__post_init__()
         if self.selector not in SELECTORS:
             raise ConfigError(f"selector must be one of {', '.join(SELECTORS)}, got {self.selector!r}")
-        if self.slots < 1 or self.stride < 0:
-            raise ConfigError(f"slots must be >= 1 and stride >= 0, got {self.slots}, {self.stride}")
+        if self.slots < 1:
+            raise ConfigError(f"slots must be >= 1, got {self.slots}")
+        if not 0 <= self.window_stride <= self.max_length // 4:
+            raise ConfigError(
+                f"stride must be in 0..{self.max_length // 4} (a quarter of max_length), got {self.stride}"
+            )
+
+    @property
+    def window_stride(self) -> int:
+        return self.max_length // 4 if self.stride is None else self.stride
 
 
 class SentenceSelector(nn.Sequential):
@@ -178,7 +188,7 @@ def featurize_segments(
             parts.append(list(sents[lo : lo + step]))
             owner.append(i)
             offset.append(lo)
-    feats = featurizer.segments(qs, parts, config.max_length, stride=config.stride)
+    feats = featurizer.segments(qs, parts, config.max_length, stride=config.window_stride)
     assert feats.segment_ids is not None
     first = []
     for r, segs in enumerate(feats.segment_ids):

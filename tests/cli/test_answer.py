@@ -11,7 +11,7 @@ from tests.cli.conftest import one_error_line
 
 @pytest.fixture
 def saved_easi(tmp_path: Path) -> Path:
-    return EasiModel(EasiConfig(backbone="tiny", max_length=64)).save_pretrained(tmp_path / "easi")
+    return EasiModel(EasiConfig(backbone="tiny", max_length=64, stride=8)).save_pretrained(tmp_path / "easi")
 
 
 @pytest.fixture
@@ -110,5 +110,7 @@ def test_bad_answer_requests_are_one_line(sieveqa, demo_index, saved_tiny, tmp_p
         sieveqa("answer", "q?", "--index", demo_index, "--retriever", "dense")
     )
     assert "give one question, or --questions" in one_error_line(sieveqa("answer", "--index", demo_index))
-    line = one_error_line(sieveqa("answer", "q?", "--index", demo_index, "--selector", saved_tiny))
+    line = one_error_line(
+        sieveqa("answer", "q?", "--index", demo_index, "--reranker", saved_tiny, "--selector", saved_tiny)
+    )
     assert "a cross-encoder model cannot do this; give an EASI model" in line

@@ -56,6 +56,8 @@ def test_bad_settings_are_refused() -> None:
         EasiConfig(selector="cls")
     with pytest.raises(ConfigError, match="slots must be >= 1"):
         EasiConfig(slots=0)
+    with pytest.raises(ConfigError, match=r"stride must be in 0\.\.16"):
+        EasiConfig(max_length=64, stride=17)
 
 
 def test_save_and_load_give_the_same_scores(_slots, tmp_path: Path) -> None:

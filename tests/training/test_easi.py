@@ -19,8 +19,9 @@ def _example(qid: str, labels: list[int], passage: str = "p") -> RankingExample:
 def test_windows_start_at_every_sentence_and_keep_the_answer() -> None:
     examples = [_example("a", [0, 0, 1, 0]), _example("b", [0, 0, 0])]
     sample = make_passages(examples, EasiOptions(passage_tokens=10), None, seed=0)
-    # Each sentence is 5 tokens: windows of two sentences; the question without an answer gives none.
-    assert sorted(map(tuple, sample.targets)) == [(0,), (0,), (1,)]
+    # Each sentence is 5 tokens, so windows hold two: (1, 3) and (2, 4) hold the answer, at positions
+    # 2 and 1; the question without an answer gives none.
+    assert sorted(map(tuple, sample.targets)) == [(0,), (1,)]
     assert all(len(p) <= 2 for p in sample.passages)
     one = make_passages(examples, EasiOptions(windows="one", passage_tokens=10), None, seed=0)
     whole = make_passages(examples, EasiOptions(windows="passage"), None, seed=0)
