@@ -18,6 +18,10 @@ __version__ = "0.1.0"
 _EXPORTS = {
     "load_backbone": "sieveqa.backbones",
     "Candidate": "sieveqa.data",
+    "CorpusIndex": "sieveqa.data",
+    "CorpusOptions": "sieveqa.data",
+    "Document": "sieveqa.data",
+    "read_documents": "sieveqa.data",
     "Question": "sieveqa.data",
     "RankingExample": "sieveqa.data",
     "ScoredCandidate": "sieveqa.data",
@@ -40,6 +44,8 @@ _EXPORTS = {
     "ModelFormatError": "sieveqa.errors",
     "SieveQAError": "sieveqa.errors",
     "StoreError": "sieveqa.errors",
+    "AnswerReport": "sieveqa.evaluation",
+    "evaluate_answers": "sieveqa.evaluation",
     "MetricReport": "sieveqa.evaluation",
     "evaluate_ranked": "sieveqa.evaluation",
     "evaluate_ranker": "sieveqa.evaluation",
@@ -49,12 +55,20 @@ _EXPORTS = {
     "ClassifierHead": "sieveqa.models",
     "CrossEncoder": "sieveqa.models",
     "CrossEncoderConfig": "sieveqa.models",
+    "EasiConfig": "sieveqa.models",
+    "EasiModel": "sieveqa.models",
     "EncoderModel": "sieveqa.models",
+    "PeasiConfig": "sieveqa.models",
+    "PeasiModel": "sieveqa.models",
+    "SentenceEmbedder": "sieveqa.models",
     "HashingConfig": "sieveqa.models",
     "HashingModel": "sieveqa.models",
     "RankResult": "sieveqa.models",
     "Ranker": "sieveqa.models",
     "load_model": "sieveqa.models",
+    "Answer": "sieveqa.runtime",
+    "Answerer": "sieveqa.runtime",
+    "load_answerer": "sieveqa.runtime",
     "AnswerStore": "sieveqa.runtime",
     "CascadePolicy": "sieveqa.runtime",
     "CascadeRanker": "sieveqa.runtime",
@@ -82,10 +96,14 @@ if TYPE_CHECKING:
     from sieveqa.backbones import load_backbone
     from sieveqa.data import (
         Candidate,
+        CorpusIndex,
+        CorpusOptions,
+        Document,
         Question,
         RankingExample,
         ScoredCandidate,
         load_dataset,
+        read_documents,
         read_jsonl,
         write_jsonl,
     )
@@ -102,7 +120,14 @@ if TYPE_CHECKING:
         SieveQAError,
         StoreError,
     )
-    from sieveqa.evaluation import MetricReport, evaluate_ranked, evaluate_ranker, evaluate_scores
+    from sieveqa.evaluation import (
+        AnswerReport,
+        MetricReport,
+        evaluate_answers,
+        evaluate_ranked,
+        evaluate_ranker,
+        evaluate_scores,
+    )
     from sieveqa.features import Features, Featurizer
     from sieveqa.models import (
         CascadeConfig,
@@ -110,19 +135,27 @@ if TYPE_CHECKING:
         ClassifierHead,
         CrossEncoder,
         CrossEncoderConfig,
+        EasiConfig,
+        EasiModel,
         EncoderModel,
         HashingConfig,
         HashingModel,
+        PeasiConfig,
+        PeasiModel,
         Ranker,
         RankResult,
+        SentenceEmbedder,
         load_model,
     )
     from sieveqa.runtime import (
+        Answer,
+        Answerer,
         AnswerStore,
         CascadePolicy,
         CascadeRanker,
         SequentialRanker,
         StoreRanker,
+        load_answerer,
         load_ranker,
     )
     from sieveqa.training import TrainConfig, Trainer, train_model

@@ -16,10 +16,10 @@ import functools
 import hashlib
 import re
 from collections.abc import Sequence
+from pathlib import Path
 
 from tokenizers import Tokenizer
 
-from sieveqa.backbones import tokenizer_dir
 from sieveqa.errors import ConfigError
 
 __all__ = ["count_tokens", "pack_windows", "tokenizer_signature", "word_chunks"]
@@ -28,9 +28,15 @@ Span = tuple[int, int]
 _WORD = re.compile(r"\S+")
 
 
+def _tokenizer_file() -> Path:
+    from sieveqa.backbones import tokenizer_dir  # loads transformers: only when tokens are counted
+
+    return tokenizer_dir() / "tokenizer.json"
+
+
 @functools.cache
 def _tokenizer() -> Tokenizer:
-    tok = Tokenizer.from_file(str(tokenizer_dir() / "tokenizer.json"))
+    tok = Tokenizer.from_file(str(_tokenizer_file()))
     tok.no_truncation()
     tok.no_padding()
     return tok
@@ -38,7 +44,7 @@ def _tokenizer() -> Tokenizer:
 
 def tokenizer_signature() -> dict[str, str]:
     """What counted the tokens: recorded with an index so another tokenizer is noticed."""
-    data = (tokenizer_dir() / "tokenizer.json").read_bytes()
+    data = _tokenizer_file().read_bytes()
     return {"tokenizer": "minilm-l6 wordpiece", "sha256": hashlib.sha256(data).hexdigest()}
 
 

@@ -1,5 +1,6 @@
 """Ranking metrics, reports, and the measurements the benchmarks and the CLI share."""
 
+from sieveqa.evaluation.answers import AnswerReport, evaluate_answers
 from sieveqa.evaluation.metrics import (
     METRICS,
     MetricReport,
@@ -12,7 +13,9 @@ from sieveqa.evaluation.report import evaluate_ranker, evaluate_result
 
 __all__ = [
     "METRICS",
+    "AnswerReport",
     "MetricReport",
+    "evaluate_answers",
     "evaluate_orders",
     "evaluate_ranked",
     "evaluate_ranker",

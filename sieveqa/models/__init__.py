@@ -3,10 +3,13 @@
 from sieveqa.models.base import Ranker, RankResult
 from sieveqa.models.cascade import CascadeConfig, CascadeTransformer
 from sieveqa.models.cross_encoder import CrossEncoder, CrossEncoderConfig
+from sieveqa.models.easi import EasiConfig, EasiModel
+from sieveqa.models.embedder import SentenceEmbedder
 from sieveqa.models.encoder_model import EncoderModel, ModelConfig
 from sieveqa.models.hashing import HashingConfig, HashingModel
 from sieveqa.models.heads import ClassifierHead
 from sieveqa.models.pair_model import PairModel
+from sieveqa.models.peasi import PeasiConfig, PeasiModel
 from sieveqa.models.zoo import load_model
 
 __all__ = [
@@ -15,12 +18,17 @@ __all__ = [
     "ClassifierHead",
     "CrossEncoder",
     "CrossEncoderConfig",
+    "EasiConfig",
+    "EasiModel",
     "EncoderModel",
     "HashingConfig",
     "HashingModel",
     "ModelConfig",
     "PairModel",
+    "PeasiConfig",
+    "PeasiModel",
     "RankResult",
     "Ranker",
+    "SentenceEmbedder",
     "load_model",
 ]

@@ -1,6 +1,8 @@
-"""What runs at question time: rankers that apply a policy over the steppable encoder, answer stores."""
+"""What runs at question time: rankers that apply a policy over the steppable encoder, answer stores,
+and the answer pipeline over a corpus index."""
 
 from sieveqa.runtime.answer_store import AnswerStore
+from sieveqa.runtime.answerer import Answer, Answerer, load_answerer
 from sieveqa.runtime.cascade import CascadePolicy, CascadeRanker, CascadeResult, SequentialRanker
 from sieveqa.runtime.policy import Policy, load_ranker
 from sieveqa.runtime.pruning import cascade_order, check_drop_ratios, drop_count, keep_top
@@ -8,7 +10,9 @@ from sieveqa.runtime.store_ranker import StoreRanker
 from sieveqa.runtime.trace import CascadeTrace, simulate
 
 __all__ = [
+    "Answer",
     "AnswerStore",
+    "Answerer",
     "CascadePolicy",
     "CascadeRanker",
     "CascadeResult",
@@ -20,6 +24,7 @@ __all__ = [
     "check_drop_ratios",
     "drop_count",
     "keep_top",
+    "load_answerer",
     "load_ranker",
     "simulate",
 ]
