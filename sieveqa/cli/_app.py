@@ -68,7 +68,11 @@ DatasetOpt = Annotated[
 ]
 ModelOpt = Annotated[
     str,
-    typer.Option("--model", "-m", help="a saved model folder, or a shipped one: default, default-cascade"),
+    typer.Option(
+        "--model",
+        "-m",
+        help="a saved model folder, or a shipped one: default, default-cascade, peasi-pr, peasi-easi",
+    ),
 ]
 DeviceOpt = Annotated[str, typer.Option(help="auto (CUDA if available), cpu or cuda")]
 PrecisionOpt = Annotated[

@@ -272,15 +272,22 @@ class CorpusIndex:
         return out
 
     def search_many(
-        self, queries: Sequence[str], k: int, retriever: str = "bm25", embedder: Embedder | None = None
+        self,
+        queries: Sequence[str],
+        k: int,
+        retriever: str = "bm25",
+        embedder: Embedder | None = None,
+        matching_only: bool = True,
     ) -> list[list[tuple[str, float]]]:
-        """The best ``k`` ``(passage id, score)`` per query, best first (BM25 keeps only passages
-        sharing a word with the query); ``dense`` and ``hybrid`` (reciprocal rank fusion of both)
-        need the ``embedder`` the index was built with."""
+        """The best ``k`` ``(passage id, score)`` per query, best first; ``dense`` and ``hybrid``
+        (reciprocal rank fusion of both) need the ``embedder`` the index was built with. BM25 keeps
+        only passages sharing a word with the query unless ``matching_only`` is off (then ``k``
+        passages, zero scores ordered by id, as the benchmark builders have it)."""
         if retriever not in RETRIEVERS:
             raise ConfigError(f"--retriever must be one of {', '.join(RETRIEVERS)}, got {retriever!r}")
         if retriever == "bm25":
-            return [[hit for hit in hits if hit[1] > 0] for hits in self._bm25.search_many(queries, k)]
+            hits = self._bm25.search_many(queries, k)
+            return [[h for h in q if h[1] > 0] for q in hits] if matching_only else hits
         if self._dense is None:
             raise StoreError(
                 f"{self.path}: built without dense vectors; rebuild with --retriever {retriever}"

@@ -101,7 +101,7 @@ def _split_examples(
         index = CorpusIndex.build(docs, Path(tmp) / "index")
         passages = {p.id: p for p in index.passages([str(i) for i in range(1, len(index) + 1)])}
         questions = [(q, par.pid) for _, par in pars for q in par.questions]
-        ranked = index.search_many([q.question for q, _ in questions], top_k)
+        ranked = index.search_many([q.question for q, _ in questions], top_k, matching_only=False)
     names = _passage_names(list(passages.values()))
     by_doc: dict[str, list[str]] = {}
     for pid in sorted(passages, key=int):

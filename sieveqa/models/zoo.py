@@ -17,6 +17,9 @@ SHIPPED = {
     "default": RESOURCES / "default-ranker",
     # The default ranker retrofitted with exits (heads only; its body is read from "default").
     "default-cascade": RESOURCES / "default-cascade",
+    # PEASI's passage reranker (the default ranker trained on 256-token passages) and EASI selector.
+    "peasi-pr": RESOURCES / "peasi-pr",
+    "peasi-easi": RESOURCES / "peasi-easi",
 }
 
 
