@@ -36,12 +36,13 @@ def main() -> None:
         for method in args.methods.split(","):
             answerer = load_answerer(method, str(index.path), args.reranker, args.selector)
             answerer.answer(questions[0])  # warm-up
-            seconds, inferences = [], []
+            seconds, inferences, flops = [], [], []
             for question in questions:
                 started = time.perf_counter()
                 answer = answerer.answer(question)
                 seconds.append(time.perf_counter() - started)
                 inferences.append(answer.inferences)
+                flops.append(answer.cost.flops)
             s = np.asarray(seconds) * 1000
             results[method] = {
                 "questions": len(questions),
@@ -49,9 +50,23 @@ def main() -> None:
                 "p95_ms": round(float(np.percentile(s, 95)), 1),
                 "mean_ms": round(float(s.mean()), 1),
                 "inferences_per_question": round(float(np.mean(inferences)), 1),
+                "gflops_per_question": round(float(np.mean(flops)) / 1e9, 2),
             }
             rows.append({"method": method, **results[method]})
-    print(markdown(rows, ["method", "questions", "inferences_per_question", "p50_ms", "p95_ms", "mean_ms"]))
+    print(
+        markdown(
+            rows,
+            [
+                "method",
+                "questions",
+                "inferences_per_question",
+                "gflops_per_question",
+                "p50_ms",
+                "p95_ms",
+                "mean_ms",
+            ],
+        )
+    )
     finish(
         args.out,
         "answer_latency",

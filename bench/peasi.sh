@@ -5,6 +5,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 P=${PEASI:-runs/peasi}
+# The EASI to pair with each reranker: EASI=NAME, else the one chosen on dev (runs/peasi/easi-choice.txt).
+EASI=${EASI:-$(sed -n 's/^EASI chosen on dev: //p' "$P/easi-choice.txt" 2>/dev/null || true)}
+EASI=${EASI:-easi-pooled}
 OUT=bench/results/peasi
 SIEVEQA=${SIEVEQA:-.venv/bin/sieveqa}
 SETS=${SETS:-squad-passages:test-sentences wikiqa-passages:test-sentences}
@@ -26,7 +29,7 @@ for dataset in $SETS; do
     run peasi-all --method peasi-all --selector "$P/easi-pooled/best"
   fi
   if [ "$ONLY" != stage1 ]; then
-    run peasi-pr-continued --method peasi --reranker "$P/pr-continued/best" --selector "$P/easi-pooled/best"
+    run peasi-pr-continued --method peasi --reranker "$P/pr-continued/best" --selector "$P/$EASI/best"
     for s in mtl0 mtl1 concat; do
       run "peasi-$s" --method peasi --reranker "$P/$s/best"
     done

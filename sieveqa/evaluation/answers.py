@@ -4,7 +4,7 @@
 - answers: P@1 of the chosen sentence; MAP and MRR where the method ranks sentences (not ``peasi``,
   which only picks one), against every correct sentence of the question's passages;
 - passages: P@1, MAP and MRR of the reranker's passage order (``peasi``);
-- cost: transformer inferences, layer-units and seconds per question (mean, p50, p95).
+- cost: transformer inferences, layer-units, FLOPs and seconds per question (mean, p50, p95).
 """
 
 from __future__ import annotations
@@ -76,7 +76,7 @@ def evaluate_answers(
     """Run ``answerer`` on every example's passages and score what it chose (see module docstring)."""
     qrels = qrels_from_examples(examples, source)
     p_at_1, rankings, passage_rankings, passage_qrels = [], {}, {}, {}
-    seconds, inferences, units, rows = [], [], [], []
+    seconds, inferences, units, flops, rows = [], [], [], [], []
     for ex in tqdm(examples, desc=f"answering ({answerer.method})", unit="q", disable=not progress):
         passages, members = passages_of(ex)
         index = {p.id: i for i, p in enumerate(passages)}
@@ -95,6 +95,7 @@ def evaluate_answers(
         seconds.append(run.cost.seconds)
         inferences.append(run.inferences)
         units.append(run.cost.layer_units)
+        flops.append(run.cost.flops)
         rows.append(
             {
                 "qid": ex.qid,
@@ -117,6 +118,7 @@ def evaluate_answers(
         "questions": len(examples),
         "inferences_per_question": float(np.mean(inferences or [0])),
         "layer_units_per_question": float(np.mean(units or [0])),
+        "gflops_per_question": float(np.mean(flops or [0])) / 1e9,
         "seconds_per_question": float(s.mean()),
         "p50_seconds": float(np.percentile(s, 50)),
         "p95_seconds": float(np.percentile(s, 95)),

@@ -1,0 +1,36 @@
+"""The shipped PEASI models answer questions over the shipped demo corpus (real weights)."""
+
+from pathlib import Path
+
+import pytest
+
+from sieveqa.data.corpus import CorpusIndex
+from sieveqa.data.documents import read_documents
+from sieveqa.models.zoo import SHIPPED
+from sieveqa.runtime.answerer import load_answerer
+
+pytestmark = pytest.mark.real
+
+QUESTIONS = {
+    "Who invented the Fresnel lens?": "Augustin-Jean Fresnel",
+    "Why is the blood of an octopus blue?": "haemocyanin",
+    "What is compressed snow called before it becomes glacial ice?": "firn",
+}
+
+
+@pytest.mark.parametrize("name", ["peasi-pr", "peasi-easi"])
+def test_shipped_files_are_small(name: str) -> None:
+    assert (SHIPPED[name] / "model.safetensors").stat().st_size < 25 * 1024 * 1024
+
+
+@pytest.fixture(scope="module")
+def demo_index(tmp_path_factory) -> Path:
+    return CorpusIndex.build(read_documents("demo"), tmp_path_factory.mktemp("demo") / "index").path
+
+
+@pytest.mark.parametrize("method", ["peasi", "pointwise"])
+def test_demo_questions_get_their_sentence(demo_index: Path, method: str) -> None:
+    answerer = load_answerer(method, str(demo_index))
+    for question, words in QUESTIONS.items():
+        answer = answerer.answer(question)
+        assert answer.best is not None and words in answer.best.text, (question, answer.best)
