@@ -39,17 +39,33 @@ class PairModel(EncoderModel, Ranker):
         ``cost`` meters the call."""
 
     def score_matrix(
-        self, questions: Sequence[str], texts: Sequence[str], progress: bool = False, last_only: bool = False
+        self,
+        questions: Sequence[str],
+        texts: Sequence[str],
+        progress: bool = False,
+        last_only: bool = False,
+        windows: bool = False,
     ) -> tuple[Tensor, Cost]:
         """Every score of every pair, nothing pruned: pairs × ``n_scores`` in input order (pairs × 1
-        with ``last_only``), and what computing them cost (tokenization included in the seconds)."""
+        with ``last_only``), and what computing them cost (tokenization included in the seconds).
+
+        With ``windows`` a text longer than ``max_length`` is read in overlapping windows (a quarter
+        of ``max_length`` shared) and keeps its best score, instead of being truncated."""
         started = time.perf_counter()
         cost = Cost()
-        features = self.featurize(questions, texts)
-        out = torch.empty((len(features), 1 if last_only else self.n_scores))
+        if windows:
+            size = self.config.max_length
+            features = self.featurizer.pairs(questions, texts, size, stride=size // 4)
+        else:
+            features = self.featurize(questions, texts)
+        width = 1 if last_only else self.n_scores
+        out = torch.full((len(questions), width), float("-inf"))
         with self.inference() as model:
             for rows, batch in self.batches(features, progress):
-                out[rows] = model.batch_logits(batch, cost, last_only).float().cpu()
+                logits = model.batch_logits(batch, cost, last_only).float().cpu()
+                for j, r in enumerate(rows):  # a text's windows keep their best score
+                    src = features.source[r]
+                    out[src] = torch.maximum(out[src], logits[j])
         cost.seconds = time.perf_counter() - started
         return out, cost
 

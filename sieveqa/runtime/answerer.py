@@ -172,7 +172,9 @@ class Answerer:
         if isinstance(self.reranker, PeasiModel):
             return self.reranker.score_passages([question] * len(passages), [p.sentences for p in passages])
         assert self.reranker is not None
-        matrix, cost = self.reranker.score_matrix([question] * len(passages), [p.text for p in passages])
+        matrix, cost = self.reranker.score_matrix(
+            [question] * len(passages), [p.text for p in passages], windows=True
+        )
         return matrix[:, -1].tolist(), cost
 
     def _peasi_all(self, question: str, passages: list[IndexedPassage]) -> AnswerRun:

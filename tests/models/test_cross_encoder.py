@@ -89,3 +89,13 @@ def test_real_model_excludes_frozen_embeddings(tmp_path: Path) -> None:
     with torch.no_grad():
         emb = model.encoder.backbone.embeddings.word_embeddings.weight
         assert emb.requires_grad is False
+
+
+def test_windows_read_a_long_text_whole_and_keep_its_best_score(tiny_model) -> None:
+    short = "the answer is here."
+    long = " ".join(["filler words"] * 60) + " " + short
+    plain, _ = tiny_model.score_matrix(["q?", "q?"], [long, short], last_only=True)
+    windowed, cost = tiny_model.score_matrix(["q?", "q?"], [long, short], last_only=True, windows=True)
+    assert windowed.shape == plain.shape and cost.sequences > 2
+    assert torch.allclose(windowed[1], plain[1], atol=1e-5)  # a text that fits scores as before
+    assert windowed[0] >= plain[0]  # the first window is the truncated text; later ones may score higher

@@ -26,7 +26,7 @@ class KeywordRanker(Ranker):
         scores = [[float(c.text.count("answer")) for c in ex.candidates] for ex in examples]
         return RankResult(scores, Cost(sequences=sum(len(s) for s in scores)))
 
-    def score_matrix(self, questions, texts, progress=False, last_only=False):
+    def score_matrix(self, questions, texts, progress=False, last_only=False, windows=False):
         return torch.tensor([[float(t.count("answer"))] for t in texts]), Cost(sequences=len(texts))
 
 
