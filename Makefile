@@ -6,7 +6,7 @@ SIEVEQA := $(BIN)/sieveqa
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: install demo test test-fast lint install-mpnet default-model cascade-models retrofit-model mono-models default-cascade has-models has-sensitivity
+.PHONY: install demo test test-fast lint install-mpnet default-model cascade-models retrofit-model mono-models default-cascade has-models has-sensitivity peasi-models peasi-ship
 
 $(VENV)/.installed: pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -103,21 +103,32 @@ mono-models: install
 	done
 
 # PEASI (docs/RESULTS.md): stage 1 trains the passage reranker (PR, the default ranker reading 256-token
-# passages) and EASI (both selectors) apart; stage 2 trains PR and EASI together from stage 1 (MTL0 one
-# body, MTL1 two bodies, PR ⊕ EASI), with "PR continued" on the same rows as the control.
+# passages) and EASI (both selectors, then the pooled one further) apart; stage 2 trains PR and EASI
+# together from stage 1 (MTL0 one body, MTL1 two bodies, PR ⊕ EASI), with "PR continued" on the same
+# rows as the control. EASI is the one with the better dev MAP (runs/peasi/easi-choice.txt).
 PEASI ?= runs/peasi
 PR_TRAIN := --train squad-passages:train --dev squad-passages:dev --max-length 256 --max-negatives 3 \
 	--epochs 1 --lr 2e-5 --batch-size 16
-EASI_TRAIN := --arch easi --init default --train squad-as2:train --dev squad-passages:dev-sentences \
-	--max-pairs 6000 --epochs 1 --lr 3e-5 --batch-size 16
+EASI_TRAIN := --arch easi --train squad-as2:train --dev squad-passages:dev-sentences --epochs 1 --batch-size 16
 MTL_TRAIN := --train squad-passages:train-sentences --dev squad-passages:dev-sentences --max-negatives 3 \
 	--max-pairs 4000 --epochs 1 --lr 2e-5 --batch-size 16 --seed 7
+EASI_CHOICE = $$(sed -n 's/^EASI chosen on dev: //p' $(PEASI)/easi-choice.txt)
 peasi-models: install
 	$(SIEVEQA) train --arch cross-encoder --init default $(PR_TRAIN) --max-pairs 8000 --out $(PEASI)/pr
-	$(SIEVEQA) train $(EASI_TRAIN) --out $(PEASI)/easi-pooled
-	$(SIEVEQA) train $(EASI_TRAIN) --selector slots --out $(PEASI)/easi-slots
+	$(SIEVEQA) train $(EASI_TRAIN) --init default --max-pairs 6000 --lr 3e-5 --out $(PEASI)/easi-pooled
+	$(SIEVEQA) train $(EASI_TRAIN) --init default --max-pairs 6000 --lr 3e-5 --selector slots --out $(PEASI)/easi-slots
+	$(SIEVEQA) train $(EASI_TRAIN) --init $(PEASI)/easi-pooled/best --max-pairs 12000 --lr 2e-5 --seed 11 \
+		--out $(PEASI)/easi-pooled-2
+	$(BIN)/python -c "import json; m = {n: max(r['map'] for r in json.load(open(f'$(PEASI)/{n}/train_log.json'))) \
+		for n in ('easi-pooled', 'easi-pooled-2')}; print('EASI chosen on dev:', max(m, key=m.get))" \
+		> $(PEASI)/easi-choice.txt
 	$(SIEVEQA) train --arch cross-encoder --init $(PEASI)/pr/best $(PR_TRAIN) --max-pairs 4000 --seed 7 \
 		--out $(PEASI)/pr-continued
 	for s in mtl0 mtl1 concat; do \
-		$(SIEVEQA) train --arch peasi-$$s --init $(PEASI)/pr/best --easi-init $(PEASI)/easi-pooled/best $(MTL_TRAIN) \
-		--out $(PEASI)/$$s || exit 1; done
+		$(SIEVEQA) train --arch peasi-$$s --init $(PEASI)/pr/best --easi-init $(PEASI)/$(EASI_CHOICE)/best \
+		$(MTL_TRAIN) --out $(PEASI)/$$s || exit 1; done
+
+# The shipped PEASI models: the stage-1 PR and the EASI chosen on dev.
+peasi-ship:
+	rm -rf sieveqa/resources/peasi-pr && cp -r $(PEASI)/pr/best sieveqa/resources/peasi-pr
+	rm -rf sieveqa/resources/peasi-easi && cp -r $(PEASI)/$(EASI_CHOICE)/best sieveqa/resources/peasi-easi

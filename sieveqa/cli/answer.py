@@ -95,7 +95,8 @@ def _show(answer: Answer, method: str) -> None:
     for rank, found in enumerate(answer.answers, start=1):
         a, b = found.passage.spans[found.sentence]
         text = found.passage.text
-        highlighted = f"{escape(text[:a])}[black on yellow]{escape(text[a:b])}[/]{escape(text[b:])}"
+        # «» mark the answer where the terminal shows no colour.
+        highlighted = f"{escape(text[:a])}[black on yellow]«{escape(text[a:b])}»[/]{escape(text[b:])}"
         scores = f"answer score {found.score:.3f}"
         if found.passage_score is not None:
             scores += f", passage score {found.passage_score:.3f}"

@@ -65,16 +65,21 @@ def _folder(root: Path) -> Iterator[Document]:
             raise DataFormatError(f"{file}:{line}: not UTF-8 text (byte {raw[err.start]:#04x})") from None
         if not text.strip():
             raise DataFormatError(f"{file}: the document has no text")
-        yield Document(file.relative_to(root).as_posix(), text, _title(file, text))
+        title, body = _title(file, text)
+        yield Document(file.relative_to(root).as_posix(), body, title)
 
 
-def _title(file: Path, text: str) -> str:
-    """A Markdown file's first ``# heading``, else the file name as words."""
+def _title(file: Path, text: str) -> tuple[str, str]:
+    """A Markdown file's first ``# heading`` (taken out of its text, so it is not read as a
+    sentence), else the file name as words; and the text."""
     if file.suffix.lower() == ".md":
-        for line in text.splitlines():
+        lines = text.splitlines(keepends=True)
+        for i, line in enumerate(lines):
             if line.startswith("# "):
-                return line[2:].strip()
-    return file.stem.replace("_", " ").replace("-", " ")
+                body = "".join(lines[:i] + lines[i + 1 :])
+                if body.strip():
+                    return line[2:].strip(), body
+    return file.stem.replace("_", " ").replace("-", " "), text
 
 
 def _jsonl(path: Path) -> Iterator[Document]:

@@ -49,6 +49,7 @@ def test_folder_of_text_and_markdown(tmp_path: Path) -> None:
         ("a.md", "The Title"),
         ("sub/notes_on-tea.txt", "notes on tea"),
     ]
+    assert docs[0].text == "intro\nBody text."  # the heading is the title, not a sentence
 
 
 def test_a_file_that_is_not_utf8_names_file_and_line(tmp_path: Path) -> None:
