@@ -3,7 +3,8 @@
 Methods (how the sentence is chosen among the retrieved passages):
 
 - ``peasi`` (the paper's "PEASI for top-1 passage"): the passage reranker scores every passage, EASI
-  reads the best one(s) and picks the sentence in place. Inferences: passages + 1 per answer shown.
+  reads the best one and picks the sentence in place. Inferences: passages + 1. With ``top`` N, EASI
+  reads the N best passages and their answers are ranked by P(passage) × P(sentence | passage).
 - ``peasi-all`` ("PEASI for all passages → AS2"): EASI picks a sentence in every passage, then the
   point-wise ranker orders those sentences.
 - ``pointwise``: the point-wise ranker (the shipped default) scores every sentence of every passage.
@@ -15,6 +16,7 @@ the index first. Nothing here keeps per-call state, so one Answerer can serve se
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -165,7 +167,11 @@ class Answerer:
         for i, p, pr in zip(order, top, probs, strict=True):
             best = max(range(len(pr)), key=lambda s: (pr[s], -s))
             answers.append(Found(p, best, pr[best], scores[i]))
-        return AnswerRun(answers, scores, None, cost)
+        if len(answers) == 1:
+            return AnswerRun(answers, scores, None, cost)
+        # P(sentence) = P(its passage holds the answer) × P(sentence | passage), stable in PR order.
+        answers.sort(key=lambda f: -(1 / (1 + math.exp(-(f.passage_score or 0.0)))) * f.score)
+        return AnswerRun(answers, scores, answers, cost)
 
     def _passage_scores(self, question: str, passages: list[IndexedPassage]) -> tuple[list[float], Cost]:
         # A multi-task model's PR may read the sentences too (PR ⊕ EASI); a ranker reads the text.

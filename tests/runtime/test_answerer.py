@@ -1,5 +1,6 @@
 """The answer pipeline: each method's choice, its cost, and what an empty retrieval gives."""
 
+import math
 from collections.abc import Sequence
 
 import pytest
@@ -68,6 +69,10 @@ def test_top_n_reads_that_many_passages(index) -> None:
     answerer = Answerer("peasi", index, reranker=ranker, selector=KeywordSelector(), top=3)
     answer = answerer.answer("answer rain snow cats")
     assert len(answer.answers) == 3 and answer.inferences == len(answer.passages) + 3
+    # Ranked by P(passage) × P(sentence | passage): the passage saying "answer" comes first.
+    combined = [f.score / (1 + math.exp(-f.passage_score)) for f in answer.answers]
+    assert answer.ranking == answer.answers and combined == sorted(combined, reverse=True)
+    assert answer.best.text == "The answer is forty two."
 
 
 def test_a_question_that_retrieves_nothing_gets_no_answer(index) -> None:
