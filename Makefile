@@ -21,7 +21,7 @@ install: $(VENV)/.installed
 demo: install
 	$(SIEVEQA) rank --input sieveqa/resources/example.jsonl
 	rm -rf runs/demo-index && $(SIEVEQA) index corpus --input demo --out runs/demo-index
-	$(SIEVEQA) answer "Why is the blood of an octopus blue?" --index runs/demo-index
+	$(SIEVEQA) answer "What protein carries oxygen in octopus blood?" --index runs/demo-index
 
 test: install
 	$(BIN)/python -m pytest

@@ -13,7 +13,8 @@ pytestmark = pytest.mark.real
 
 QUESTIONS = {
     "Who invented the Fresnel lens?": "Augustin-Jean Fresnel",
-    "Why is the blood of an octopus blue?": "haemocyanin",
+    "What protein carries oxygen in octopus blood?": "haemocyanin",
+    "When was the pneumatic tyre patented?": "1888",
     "What is compressed snow called before it becomes glacial ice?": "firn",
 }
 
