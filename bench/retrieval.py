@@ -1,5 +1,5 @@
 """Retrievers of a corpus index on SQuAD: Hits@k of BM25, dense (all-MiniLM-L6-v2 in FAISS) and hybrid
-(reciprocal rank fusion), index build time, size on disk and resident memory per 1,000 passages.
+(reciprocal rank fusion), index build time and size on disk (``index_memory.py`` measures memory).
 
 A passage is a hit when it holds a correct answer sentence (the ASNQ rule of SQuAD-AS2: a sentence of
 the question's own paragraph that contains a gold answer). Each split's paragraphs are indexed on
@@ -11,7 +11,6 @@ their own, as in squad-passages; questions: every question of the split.
 from __future__ import annotations
 
 import argparse
-import gc
 import tempfile
 import time
 from pathlib import Path
@@ -25,12 +24,6 @@ from sieveqa.data.squad_as2 import split_articles
 from sieveqa.models.embedder import SentenceEmbedder
 
 HITS = (1, 5, 10, 20, 50)
-
-
-def _rss() -> int:
-    """Resident memory of this process in bytes (Linux)."""
-    with open("/proc/self/statm") as handle:
-        return int(handle.read().split()[1]) * 4096
 
 
 def main() -> None:
@@ -49,10 +42,6 @@ def main() -> None:
             started = time.perf_counter()
             index = CorpusIndex.build(read_documents(f"squad:{split}"), Path(tmp) / "i", embedder=embedder)
             build = time.perf_counter() - started
-            gc.collect()
-            before = _rss()
-            index = CorpusIndex.open(index.path)
-            resident = _rss() - before
             passages = {p.id: p for p in index.passages([str(i) for i in range(1, len(index) + 1)])}
             size = index.disk_bytes()
             texts = [q.question for q, _ in questions]
@@ -61,7 +50,6 @@ def main() -> None:
                 "questions": len(questions),
                 "build_seconds": round(build, 1),
                 "disk_mib_per_1000_passages": round(size / len(index) * 1000 / 2**20, 3),
-                "resident_mib_per_1000_passages": round(resident / len(index) * 1000 / 2**20, 3),
             }
             for retriever in ("bm25", "dense", "hybrid"):
                 started = time.perf_counter()
