@@ -1,7 +1,8 @@
 """Size on disk and resident memory of opened corpus indexes, per 1,000 passages.
 
 Each index is opened in a fresh Python process: resident memory (VmRSS) is read after importing
-sieveqa, then after opening the index and answering one BM25 (and, with vectors, one dense) query.
+sieveqa and the libraries an index needs (torch, transformers, bm25s, faiss), then after opening the
+index and answering one BM25 (and, with vectors, one dense) query: the index's own memory.
 
     python bench/index_memory.py IDX [IDX ...] --out bench/results/peasi/index_memory.json
 """
@@ -17,8 +18,11 @@ from pathlib import Path
 from _common import finish, markdown
 
 _PROBE = """
-import json, numpy as np
+import json, numpy as np, faiss, bm25s, sqlite3
+import sieveqa.backbones  # the libraries (torch, transformers) are loaded before measuring
 from sieveqa.data.corpus import CorpusIndex
+from sieveqa.data.passages import tokenizer_signature
+tokenizer_signature()
 def rss():
     return int(next(l for l in open('/proc/self/status') if l.startswith('VmRSS')).split()[1]) * 1024
 before = rss()
