@@ -14,7 +14,7 @@ from __future__ import annotations
 import contextlib
 import shutil
 import sqlite3
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -23,7 +23,7 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from sieveqa.data.documents import Document
-from sieveqa.data.passages import count_tokens, pack_windows, tokenizer_signature, word_chunks
+from sieveqa.data.passages import passage_spans, tokenizer_signature, word_chunks
 from sieveqa.data.sentences import sentence_spans
 from sieveqa.errors import ConfigError, DataFormatError, StoreError
 from sieveqa.fields import typed
@@ -93,16 +93,6 @@ class IndexedPassage:
     @property
     def sentences(self) -> list[str]:
         return [self.text[a:b] for a, b in self.spans]
-
-
-def _passage_spans(
-    doc: Document, spans: list[tuple[int, int]], options: CorpusOptions
-) -> list[tuple[int, int]]:
-    """Character spans of a document's passages."""
-    if options.chunk_words is not None:
-        return word_chunks(doc.text, options.chunk_words, options.chunk_stride)
-    lengths = count_tokens([doc.text[a:b] for a, b in spans])
-    return [(spans[lo][0], spans[hi - 1][1]) for lo, hi in pack_windows(lengths, options.passage_tokens)]
 
 
 def _sentences(doc: Document) -> list[tuple[int, int]]:
@@ -301,11 +291,6 @@ class CorpusIndex:
         lexical = [[hit for hit in hits if hit[1] > 0] for hits in self._bm25.search_many(queries, 2 * k)]
         return [_fuse([a, b], k) for a, b in zip(lexical, dense, strict=True)]
 
-    def documents(self) -> Iterator[tuple[str, str, str]]:
-        """Every stored ``(id, title, text)``, in insertion order."""
-        with contextlib.closing(self._connect()) as db:
-            yield from db.execute("SELECT id, title, text FROM documents ORDER BY row")
-
 
 def _fuse(lists: Sequence[list[tuple[str, float]]], k: int) -> list[tuple[str, float]]:
     scores: dict[str, float] = {}
@@ -400,7 +385,9 @@ def _insert(
             "INSERT INTO sentences (doc, position, start, end) VALUES (?, ?, ?, ?)",
             [(row, i, a, b) for i, (a, b) in enumerate(spans)],
         )
-        for a, b in _passage_spans(doc, spans, options):
+        for a, b in passage_spans(
+            doc.text, spans, options.passage_tokens, options.chunk_words, options.chunk_stride
+        ):
             new_rows.add(
                 int(
                     db.execute(

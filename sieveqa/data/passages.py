@@ -22,7 +22,7 @@ from tokenizers import Tokenizer
 
 from sieveqa.errors import ConfigError
 
-__all__ = ["count_tokens", "pack_windows", "tokenizer_signature", "word_chunks"]
+__all__ = ["count_tokens", "pack_windows", "passage_spans", "tokenizer_signature", "word_chunks"]
 
 Span = tuple[int, int]
 _WORD = re.compile(r"\S+")
@@ -95,3 +95,18 @@ def word_chunks(text: str, words: int = 100, stride: int | None = None) -> list[
         if hi == len(bounds):
             break
     return out
+
+
+def passage_spans(
+    text: str,
+    sentences: Sequence[Span],
+    max_tokens: int,
+    chunk_words: int | None = None,
+    chunk_stride: int | None = None,
+) -> list[Span]:
+    """Character spans of a text's passages: sentence windows of at most ``max_tokens`` tokens, or
+    word chunks when ``chunk_words`` is given."""
+    if chunk_words is not None:
+        return word_chunks(text, chunk_words, chunk_stride)
+    lengths = count_tokens([text[a:b] for a, b in sentences])
+    return [(sentences[lo][0], sentences[hi - 1][1]) for lo, hi in pack_windows(lengths, max_tokens)]
