@@ -6,7 +6,7 @@ SIEVEQA := $(BIN)/sieveqa
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: install demo test test-fast lint install-mpnet default-model cascade-models retrofit-model mono-models default-cascade has-models has-sensitivity peasi-models peasi-ship
+.PHONY: install demo test test-fast lint install-mpnet default-model cascade-models retrofit-model mono-models default-cascade has-models has-sensitivity peasi-models peasi-ship peasi-wikiqa
 
 $(VENV)/.installed: pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -132,3 +132,10 @@ peasi-models: install
 peasi-ship:
 	rm -rf sieveqa/resources/peasi-pr && cp -r $(PEASI)/pr/best sieveqa/resources/peasi-pr
 	rm -rf sieveqa/resources/peasi-easi && cp -r $(PEASI)/$(EASI_CHOICE)/best sieveqa/resources/peasi-easi
+
+# TANDA's second step for PEASI on WikiQA (docs/RESULTS.md): PR and EASI adapted on wikiqa-passages:train.
+peasi-wikiqa: install
+	$(SIEVEQA) train --arch easi --init $(PEASI)/easi-pooled-2/best --train wikiqa-passages:train-sentences \
+		--dev wikiqa-passages:dev-sentences --epochs 2 --lr 2e-5 --batch-size 16 --out $(PEASI)/wikiqa/easi
+	$(SIEVEQA) train --arch cross-encoder --init $(PEASI)/pr/best --train wikiqa-passages:train \
+		--dev wikiqa-passages:dev --epochs 2 --lr 2e-5 --batch-size 16 --out $(PEASI)/wikiqa/pr
