@@ -128,9 +128,9 @@ peasi-models: install
 		$(SIEVEQA) train --arch peasi-$$s --init $(PEASI)/pr/best --easi-init $(PEASI)/$(EASI_CHOICE)/best \
 		$(MTL_TRAIN) --out $(PEASI)/$$s || exit 1; done
 
-# The shipped PEASI models: the stage-1 PR and the EASI chosen on dev.
+# The shipped PEASI models: PR continued (better dev passage MAP than stage 1) and the EASI chosen on dev.
 peasi-ship:
-	rm -rf sieveqa/resources/peasi-pr && cp -r $(PEASI)/pr/best sieveqa/resources/peasi-pr
+	rm -rf sieveqa/resources/peasi-pr && cp -r $(PEASI)/pr-continued/best sieveqa/resources/peasi-pr
 	rm -rf sieveqa/resources/peasi-easi && cp -r $(PEASI)/$(EASI_CHOICE)/best sieveqa/resources/peasi-easi
 
 # TANDA's second step for PEASI on WikiQA (docs/RESULTS.md): PR and EASI adapted on wikiqa-passages:train.
