@@ -114,3 +114,55 @@ def test_bad_answer_requests_are_one_line(sieveqa, demo_index, saved_tiny, tmp_p
         sieveqa("answer", "q?", "--index", demo_index, "--reranker", saved_tiny, "--selector", saved_tiny)
     )
     assert "a cross-encoder model cannot do this; give an EASI model" in line
+
+
+def test_a_file_that_is_not_utf8_is_one_line_naming_it(sieveqa, tmp_path: Path) -> None:
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "bad.txt").write_bytes(b"fine\nbad \xff byte\n")
+    line = one_error_line(sieveqa("index", "corpus", "--input", docs, "--out", tmp_path / "i"))
+    assert "bad.txt:2: not UTF-8 text (byte 0xff)" in line
+
+
+def _edit_manifest(index: Path, **changes) -> None:
+    manifest = json.loads((index / "manifest.json").read_text())
+    for key, value in changes.items():
+        manifest[key] = value
+    (index / "manifest.json").write_text(json.dumps(manifest))
+
+
+def test_an_index_of_another_version_or_tokenizer_is_refused(sieveqa, demo_index: Path, saved_tiny) -> None:
+    manifest = json.loads((demo_index / "manifest.json").read_text())
+    _edit_manifest(demo_index, version=99)
+    line = one_error_line(
+        sieveqa("answer", "q?", "--index", demo_index, "--method", "pointwise", "--ranker", saved_tiny)
+    )
+    assert "index format version 99, this sieveqa reads 1; rebuild it" in line
+    _edit_manifest(demo_index, version=manifest["version"], tokenizer={"tokenizer": "other", "sha256": "0"})
+    line = one_error_line(sieveqa("index", "info", demo_index))
+    assert "built with another tokenizer than the installed one" in line
+
+
+@pytest.mark.real
+def test_dense_vectors_of_another_model_are_refused(sieveqa, tmp_path: Path, saved_tiny) -> None:
+    docs = tmp_path / "d.jsonl"
+    docs.write_text('{"id": "a", "text": "Tea is a drink. Bees make honey."}\n')
+    index = tmp_path / "index"
+    assert sieveqa("index", "corpus", "--input", docs, "--out", index, "--retriever", "hybrid").exit_code == 0
+    manifest = json.loads((index / "manifest.json").read_text())
+    _edit_manifest(index, embedder={**manifest["embedder"], "fingerprint": "f" * 64})
+    line = one_error_line(
+        sieveqa(
+            "answer",
+            "tea?",
+            "--index",
+            index,
+            "--retriever",
+            "dense",
+            "--method",
+            "pointwise",
+            "--ranker",
+            saved_tiny,
+        )
+    )
+    assert "its dense vectors come from another model" in line
