@@ -20,7 +20,6 @@ for a passage reranker; ``FAMILY:SPLIT-sentences`` has the sentences, each with 
 
 from __future__ import annotations
 
-import random
 import tempfile
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -196,18 +195,4 @@ def wikiqa_passages(
             for c in cands[lo:hi]
         ]
         out.append(RankingExample(ex.question, grouped))
-    return out
-
-
-def sample_positive_passages(
-    examples: Sequence[RankingExample], seed: int
-) -> list[tuple[str, list[Candidate]]]:
-    """Every passage holding a correct sentence, with its question, shuffled (EASI's training set)."""
-    out = [
-        (ex.question.text, sents)
-        for ex in examples
-        for _, sents in group_passages(ex)
-        if any(c.label == 1 for c in sents)
-    ]
-    random.Random(seed).shuffle(out)
     return out

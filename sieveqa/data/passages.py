@@ -42,6 +42,7 @@ def _tokenizer() -> Tokenizer:
     return tok
 
 
+@functools.cache
 def tokenizer_signature() -> dict[str, str]:
     """What counted the tokens: recorded with an index so another tokenizer is noticed."""
     data = _tokenizer_file().read_bytes()

@@ -158,20 +158,14 @@ class EasiModel(EncoderModel, Ranker):
     def run(self, examples: Sequence[RankingExample], progress: bool = False) -> RankResult:
         """Score each example's sentences in place, passage by passage (``passage_id`` groups them):
         a sentence's score is its probability within its passage."""
-        groups = [(ex.question.text, sents) for ex in examples for _, sents in group_passages(ex)]
-        probs, cost = self.select([q for q, _ in groups], [[c.text for c in s] for _, s in groups], progress)
-        by_id: list[dict[str, float]] = []
-        at = 0
-        for ex in examples:
-            scores: dict[str, float] = {}
-            for _ in group_passages(ex):
-                _, sents = groups[at]
-                scores.update({c.id: p for c, p in zip(sents, probs[at], strict=True)})
-                at += 1
-            by_id.append(scores)
-        return RankResult(
-            [[s[c.id] for c in ex.candidates] for ex, s in zip(examples, by_id, strict=True)], cost
-        )
+        groups = [(n, sents) for n, ex in enumerate(examples) for _, sents in group_passages(ex)]
+        questions = [examples[n].question.text for n, _ in groups]
+        probs, cost = self.select(questions, [[c.text for c in s] for _, s in groups], progress)
+        by_id: list[dict[str, float]] = [{} for _ in examples]
+        for (n, sents), p in zip(groups, probs, strict=True):
+            by_id[n].update(zip((c.id for c in sents), p, strict=True))
+        scores = [[s[c.id] for c in ex.candidates] for ex, s in zip(examples, by_id, strict=True)]
+        return RankResult(scores, cost)
 
 
 def featurize_segments(

@@ -21,6 +21,7 @@ from sieveqa.data.records import RankingExample
 from sieveqa.errors import ConfigError, DataFormatError
 from sieveqa.evaluation.metrics import METRICS, evaluate_scores
 from sieveqa.features import Features, collate
+from sieveqa.models.base import regroup
 from sieveqa.models.easi import EasiModel
 from sieveqa.models.encoder_model import EncoderModel
 from sieveqa.models.peasi import PeasiModel
@@ -177,13 +178,9 @@ class PeasiRecipe(Recipe):
     def evaluate(self, model: EncoderModel, dev: Sequence[RankingExample]) -> dict[str, float]:
         assert isinstance(model, PeasiModel)
         passages = to_passages(dev)
-        groups = [[c.text for c in sents] for ex in dev for _, sents in group_passages(ex)]
-        questions = [ex.question.text for ex in dev for _ in group_passages(ex)]
-        flat, _ = model.score_passages(questions, groups)
-        scores, at = [], 0
-        for ex in passages:
-            scores.append(flat[at : at + len(ex.candidates)])
-            at += len(ex.candidates)
+        groups = [(ex.question.text, [c.text for c in s]) for ex in dev for _, s in group_passages(ex)]
+        flat, _ = model.score_passages([q for q, _ in groups], [p for _, p in groups])
+        scores = regroup(passages, flat)
         out = dict(evaluate_scores(passages, scores).mean)
         positive = positive_passages(dev)
         probs, _ = model.select(
