@@ -17,8 +17,9 @@ mkdir -p "$OUT"
 
 for dataset in $SETS; do
   tag=${dataset%%:*}
-  run() {  # NAME, then eval-answers options
+  run() {  # NAME, then eval-answers options; a result already there is kept unless FORCE=1
     local name=$1; shift
+    if [ -e "$OUT/$tag.$name.json" ] && [ -z "${FORCE:-}" ]; then echo "kept $OUT/$tag.$name.json"; return; fi
     $SIEVEQA eval-answers --dataset "$dataset" "$@" --json "$OUT/$tag.$name.json"
   }
   if [ "$ONLY" != stage2 ]; then
