@@ -15,6 +15,7 @@ over the row's passage tokens), which is comparable across passages and windows.
 from __future__ import annotations
 
 import math
+import re
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
@@ -248,8 +249,16 @@ class ReaderModel(EncoderModel):
 
     @classmethod
     def start_from(cls, other: EncoderModel, config: ModelConfig) -> Self:
-        """A reader over another trained model's body (e.g. the default ranker's): new heads."""
+        """A reader over another trained model's body (e.g. the default ranker's), new heads; with
+        ``num_layers`` set, only that body's first layers (an efficient reader)."""
         assert isinstance(config, ReaderConfig)
-        reader = cls(replace(config, backbone=other.config.backbone, num_layers=other.config.num_layers))
-        reader.encoder.load_state_dict(other.encoder.state_dict())
+        layers = config.num_layers if config.num_layers is not None else other.config.num_layers
+        reader = cls(replace(config, backbone=other.config.backbone, num_layers=layers))
+        depth = reader.encoder.num_layers
+        state = {
+            k: v
+            for k, v in other.encoder.state_dict().items()
+            if not (m := re.search(r"\.layer\.(\d+)\.", k)) or int(m.group(1)) < depth
+        }
+        reader.encoder.load_state_dict(state)
         return reader.to(other.device)

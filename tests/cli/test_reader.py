@@ -101,7 +101,9 @@ def test_answer_extracts_a_span_over_an_index(sieveqa, saved_reader: Path, tmp_p
     assert sieveqa("index", "corpus", "--input", "demo", "--out", index).exit_code == 0
     args = ["--index", index, "--reader", saved_reader, "--json"]
     for method in ("reader", "tower", "skyline"):
-        result = sieveqa("answer", "Who invented the Fresnel lens?", "--method", method, *args, "--budget", "0.5")
+        result = sieveqa(
+            "answer", "Who invented the Fresnel lens?", "--method", method, *args, "--budget", "0.5"
+        )
         assert result.exit_code == 0, result.output
         answer = json.loads(result.output)
         (first,) = answer["answers"]

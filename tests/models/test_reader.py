@@ -92,3 +92,10 @@ def test_a_reader_starts_from_a_ranker_body(tiny_model) -> None:
         reader.encoder.state_dict().items(), tiny_model.encoder.state_dict().values(), strict=True
     ):
         assert torch.equal(a, b), name
+
+
+def test_an_efficient_reader_keeps_the_first_layers_of_a_body(tiny_model) -> None:
+    reader = ReaderModel.start_from(tiny_model, ReaderConfig(max_length=32, num_layers=2))
+    assert reader.exits == [1, 2] and reader.encoder.num_layers == 2
+    ours, theirs = reader.encoder.state_dict(), tiny_model.encoder.state_dict()
+    assert all(torch.equal(v, theirs[k]) for k, v in ours.items())
