@@ -21,6 +21,22 @@ PassagesOpt = Annotated[
 ProgressOpt = Annotated[bool, typer.Option(help="show progress bars")]
 
 
+def _prepared(
+    reader: str, out: Path, device: str, names: list[str], passages: int | None, progress: bool
+) -> Any:
+    """Checks first, then the reader and the replay table of each named dataset: ``(model, {name:
+    (examples, table)})``."""
+    from sieveqa.data.registry import load_open_dataset
+    from sieveqa.evaluation.odqa import cached_table, load_reader
+    from sieveqa.io import check_output_dir
+
+    check_device(device, "fp32")
+    check_output_dir(out, "--out")
+    model = load_reader(reader).configure(device=device)
+    data = {name: load_open_dataset(name) for name in dict.fromkeys(names)}
+    return model, {name: (ex, cached_table(model, ex, passages, progress)) for name, ex in data.items()}
+
+
 def _schedule(**settings: Any) -> Any:
     from sieveqa.runtime.schedulers import Schedule
 
@@ -82,20 +98,15 @@ def train_scheduler(
     progress: ProgressOpt = True,
 ) -> None:
     """Train SkylineBuilder's policy with REINFORCE on a calibrated reader's replayed towers."""
-    from sieveqa.data.registry import load_open_dataset
-    from sieveqa.evaluation.odqa import cached_table, load_reader, replay, score_outcomes
-    from sieveqa.io import check_output_dir
+    from sieveqa.evaluation.odqa import replay, score_outcomes
     from sieveqa.training.skyline import PolicyOptions, train_policy
 
-    check_device(device, "fp32")
-    check_output_dir(out, "--out")
     options = PolicyOptions(budget=budget, epochs=epochs, lr=lr, baseline=baseline, seed=seed)
     schedule = _schedule(method="learned", budget=budget, m=m)
-    model = load_reader(reader).configure(device=device)
+    model, tables = _prepared(reader, out, device, [train, dev], passages, progress)
     temps = model.config.temperatures or [1.0] * len(model.exits)
-    dev_examples = load_open_dataset(dev)
-    train_table = cached_table(model, load_open_dataset(train), passages, progress)
-    dev_table = cached_table(model, dev_examples, passages, progress)
+    train_table = tables[train][1]
+    dev_examples, dev_table = tables[dev]
 
     def validate(policy: Any) -> float:
         outcomes, _ = replay(dev_table, schedule, temps, policy)

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sieveqa.data.jsonl import iter_json_lines, write_jsonl
+from sieveqa.data.jsonl import iter_json_lines, require_str, write_jsonl
 from sieveqa.errors import DataFormatError, shorten
 
 __all__ = [
@@ -82,17 +82,6 @@ def answer_spans(text: str, answers: Iterable[str]) -> list[tuple[int, int]]:
     return sorted(spans)
 
 
-def _str(obj: dict[str, Any], key: str, where: str, required: bool = True) -> str:
-    value = obj.get(key)
-    if value is None and not required:
-        return ""
-    if not isinstance(value, str) or (required and not value.strip()):
-        raise DataFormatError(
-            f"{where}: field {key!r} must be a non-empty string, got {shorten(repr(value), 60)}"
-        )
-    return value
-
-
 def parse_open_example(obj: Any, where: str) -> OpenExample:
     """Validate one decoded JSON object and turn it into an OpenExample."""
     if not isinstance(obj, dict):
@@ -114,8 +103,11 @@ def parse_open_example(obj: Any, where: str) -> OpenExample:
         text = p.get("text")
         if not isinstance(text, str):
             raise DataFormatError(f"{at}: field 'text' must be a string, got {shorten(repr(text), 60)}")
-        passages.append(RetrievedPassage(_str(p, "id", at), text, _str(p, "title", at, False), score))
-    return OpenExample(_str(obj, "qid", where), _str(obj, "question", where), answers, passages)
+        title = p.get("title") or ""
+        if not isinstance(title, str):
+            raise DataFormatError(f"{at}: field 'title' must be a string, got {shorten(repr(title), 60)}")
+        passages.append(RetrievedPassage(require_str(p, "id", at), text, title, score))
+    return OpenExample(require_str(obj, "qid", where), require_str(obj, "question", where), answers, passages)
 
 
 def read_open_jsonl(path: str | os.PathLike[str]) -> list[OpenExample]:

@@ -247,7 +247,7 @@ def analyse(table: ReadTable, built: Sequence[Towers]) -> dict[str, float]:
     and HAP (share of layers spent on towers with an answer)."""
     variance, ranks, flips, with_, without, hap = [], [], [], [], [], []
     for labels, towers in zip(table.has_answer, built, strict=True):
-        variance.append(statistics.pvariance(towers.height))
+        variance.append(statistics.pvariance(towers.height) if towers.height else 0.0)
         steps = towers.steps
         ranks.extend(t + 1 for t in steps)
         flips.append(sum(a != b for a, b in itertools.pairwise(steps)))

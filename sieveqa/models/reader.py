@@ -25,7 +25,7 @@ import torch
 from torch import Tensor, nn
 
 from sieveqa.backbones import Backbone
-from sieveqa.encoder import Cost
+from sieveqa.encoder import Cost, check_exits
 from sieveqa.errors import ConfigError
 from sieveqa.features import Features
 from sieveqa.models.encoder_model import EncoderModel, ModelConfig
@@ -122,10 +122,7 @@ class ReaderModel(EncoderModel):
         super().__init__(replace(config) if config else ReaderConfig(), backbone)
         cfg, depth = self.config, self.encoder.num_layers
         cfg.exits = list(cfg.exits) if cfg.exits else list(range(1, depth + 1))
-        if cfg.exits != sorted(set(cfg.exits)) or cfg.exits[0] < 1 or cfg.exits[-1] != depth:
-            raise ConfigError(
-                f"exits must be increasing layers in 1..{depth} ending at {depth}, got {cfg.exits}"
-            )
+        check_exits(cfg.exits, depth)
         if cfg.temperatures is not None and (
             len(cfg.temperatures) != len(cfg.exits) or min(cfg.temperatures) <= 0
         ):
@@ -175,13 +172,13 @@ class ReaderModel(EncoderModel):
         """Every asked exit's logits (all by default): has (exits × rows), start and end
         (exits × rows × tokens). Layers run only as deep as the deepest exit asked for."""
         order = list(range(len(self.exits))) if exits is None else exits
-        hidden = self.encoder.embed(input_ids, attention_mask, token_type_ids, cost)
-        depth, out = 0, {}
-        for i in sorted(set(order)):
-            for layer in range(depth, self.exits[i]):
-                hidden = self.encoder.run_layer(layer, hidden, attention_mask, cost)
-            depth = self.exits[i]
-            out[i] = self.heads(i, hidden, attention_mask)
+        wanted = sorted(set(order))
+        states = self.encoder.through(
+            input_ids, attention_mask, token_type_ids, [self.exits[i] for i in wanted], cost
+        )
+        out = {
+            i: self.heads(i, hidden, attention_mask) for i, (_, hidden) in zip(wanted, states, strict=True)
+        }
         return tuple(torch.stack([out[i][k] for i in order]) for k in range(3))  # type: ignore[return-value]
 
     def guesses(

@@ -22,12 +22,12 @@ from sieveqa.data.open_qa import OpenExample, answer_spans
 from sieveqa.data.registry import load_open_datasets
 from sieveqa.errors import ConfigError, DataFormatError
 from sieveqa.evaluation.odqa import evaluate_reader
-from sieveqa.features import Features, collate
+from sieveqa.features import collate
 from sieveqa.models.encoder_model import EncoderModel
 from sieveqa.models.reader import NEG, ReaderModel
 from sieveqa.training.config import TrainConfig
 from sieveqa.training.recipes import Recipe
-from sieveqa.training.trainer import Objective, TrainData
+from sieveqa.training.trainer import FeatureRows, Objective, TrainData
 
 Span = tuple[int, int]
 
@@ -105,20 +105,12 @@ def token_targets(
 
 
 @dataclass
-class ReaderTensors:
+class ReaderTensors(FeatureRows):
     """Reader rows with their answers' start and end token positions (empty: no answer)."""
 
-    features: Features
     starts: list[list[int]]
     ends: list[list[int]]
     pad_id: int = 0
-
-    def __len__(self) -> int:
-        return len(self.features)
-
-    @property
-    def lengths(self) -> list[int]:
-        return self.features.lengths
 
     def batch(self, rows: Sequence[int]) -> dict[str, Tensor]:
         batch = collate(self.features, rows, self.pad_id, segments=True)
