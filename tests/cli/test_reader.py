@@ -92,8 +92,27 @@ def test_a_ranker_is_not_a_reader_and_a_reader_is_not_a_ranker(
         sieveqa("eval-reader", "--reader", saved_tiny, "--dataset", open_data, "--method", "standard")
     )
     assert "a cross-encoder model, not a reader" in line
-    line = one_error_line(sieveqa("eval", "--model", saved_reader, "--dataset", "wikiqa:dev"))
+    line = one_error_line(
+        sieveqa("eval-answers", "--method", "pointwise", "--ranker", saved_reader, "--limit", "1")
+    )
     assert "is a reader model, not a ranker" in line
+    line = one_error_line(sieveqa("eval", "--model", saved_tiny, "--budget", "1"))
+    assert "--budget and --scheduler are for readers" in line
+
+
+def test_eval_reads_with_a_reader_under_a_budget(
+    sieveqa, saved_reader: Path, open_data: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "r.json"
+    result = sieveqa(
+        "eval", "--model", saved_reader, "--dataset", open_data, "--budget", "0.5", "--json", out
+    )
+    assert result.exit_code == 0, result.output
+    report = json.loads(out.read_text())
+    assert (
+        report["settings"]["method"] == "skyline"
+        and report["metrics"]["layers_per_passage"] <= 0.5 + 4 * 3 / 3
+    )
 
 
 def test_answer_extracts_a_span_over_an_index(sieveqa, saved_reader: Path, tmp_path: Path) -> None:
