@@ -6,7 +6,7 @@ SIEVEQA := $(BIN)/sieveqa
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: install demo test test-fast lint install-mpnet default-model cascade-models retrofit-model mono-models default-cascade has-models has-sensitivity peasi-models peasi-ship peasi-wikiqa
+.PHONY: install demo test test-fast lint install-mpnet default-model cascade-models retrofit-model mono-models default-cascade has-models has-sensitivity peasi-models peasi-ship peasi-wikiqa reader-models
 
 $(VENV)/.installed: pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -139,3 +139,16 @@ peasi-wikiqa: install
 		--dev wikiqa-passages:dev-sentences --epochs 2 --lr 2e-5 --batch-size 16 --out $(PEASI)/wikiqa/easi
 	$(SIEVEQA) train --arch cross-encoder --init $(PEASI)/pr/best --train wikiqa-passages:train \
 		--dev wikiqa-passages:dev --epochs 2 --lr 2e-5 --batch-size 16 --out $(PEASI)/wikiqa/pr
+
+# Adaptive computation for ODQA (docs/RESULTS.md): the anytime reader trained on SQuAD-Open-mini train
+# from the default ranker's body (chosen on dev0), its has-answer heads calibrated on dev1, the learned
+# scheduler trained on dev1 and validated on dev0, and efficient readers that stop at 2 and 3 layers.
+READER ?= runs/reader
+READER_TRAIN := --arch reader --train squad-open-mini:train --dev squad-open-mini:dev0 --max-pairs 12000 \
+	--max-negatives 3 --epochs 1 --batch-size 16 --lr 5e-5 --eval-every 250 --seed 7
+reader-models: install
+	$(SIEVEQA) train --init default $(READER_TRAIN) --out $(READER)/r6
+	$(SIEVEQA) calibrate --reader $(READER)/r6/best --out $(READER)/r6-cal
+	$(SIEVEQA) train-scheduler --reader $(READER)/r6-cal --out $(READER)/sched
+	for k in 2 3; do \
+		$(SIEVEQA) train --init default --num-layers $$k $(READER_TRAIN) --out $(READER)/e$$k || exit 1; done

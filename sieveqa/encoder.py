@@ -20,7 +20,7 @@ multi-head student; its cost is keyed by the ``branch`` it belongs to.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import torch
@@ -29,7 +29,7 @@ from torch.nn.utils.rnn import pad_sequence
 from transformers import PreTrainedModel
 from transformers.masking_utils import create_bidirectional_mask
 
-from sieveqa.errors import BackboneError
+from sieveqa.errors import BackboneError, ConfigError
 from sieveqa.features import Features, collate, length_batches
 
 BODY = "body"
@@ -206,6 +206,24 @@ class SteppableEncoder(nn.Module):
             )
         return out[0] if isinstance(out, tuple) else out
 
+    def through(
+        self,
+        input_ids: Tensor,
+        attention_mask: Tensor,
+        token_type_ids: Tensor | None,
+        depths: Sequence[int],
+        cost: Cost | None = None,
+    ) -> Iterator[tuple[int, Tensor]]:
+        """``(depth, hidden states)`` of a padded batch after each of ``depths`` (increasing) layers;
+        no layer beyond the last of them runs. Exit heads read their depth's states from here."""
+        hidden = self.embed(input_ids, attention_mask, token_type_ids, cost)
+        done = 0
+        for depth in depths:
+            for layer in range(done, depth):
+                hidden = self.run_layer(layer, hidden, attention_mask, cost)
+            done = depth
+            yield depth, hidden
+
     def forward(
         self,
         input_ids: Tensor,
@@ -271,6 +289,16 @@ class SteppableEncoder(nn.Module):
                     state.depth[r] = depth + 1
                 groups.append(Group(group.rows, out, group.mask))
         return groups
+
+
+def check_exits(exits: Sequence[int], depth: int) -> None:
+    """Exit layers must increase within 1..depth and end at ``depth`` (layers above the last exit
+    would never run)."""
+    if list(exits) != sorted(set(exits)) or not exits or exits[0] < 1 or exits[-1] != depth:
+        raise ConfigError(
+            f"exits must be increasing layer numbers in 1..{depth} ending at {depth} (layers above the "
+            f"last exit would never run), got {list(exits)}"
+        )
 
 
 def _branch_layer(

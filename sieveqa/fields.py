@@ -1,6 +1,7 @@
 """Typed values for the config dataclasses: the one check of a value from JSON or a flag against the
-type of the field it is meant for (``int``, ``float``, ``str``, ``bool``, ``list[int]``, a ``Literal``,
-each possibly ``None``). Model folders, ``--config`` files and the command line all go through it.
+type of the field it is meant for (``int``, ``float``, ``str``, ``bool``, ``list[int]``, ``list[float]``,
+a ``Literal``, each possibly ``None``). Model folders, ``--config`` files and the command line all go
+through it.
 """
 
 from __future__ import annotations
@@ -16,11 +17,12 @@ from sieveqa.errors import ConfigError, SieveQAError, shorten
 
 @dataclass(frozen=True)
 class FieldType:
-    """What a field accepts: a base kind (``list`` means a list of ints), None or not, fixed choices."""
+    """What a field accepts: a base kind (``list``: a list of ``item``), None or not, fixed choices."""
 
     kind: type
     optional: bool = False
     choices: tuple[Any, ...] = ()
+    item: type = int
 
     @classmethod
     def of(cls, annotation: Any) -> FieldType:
@@ -29,7 +31,7 @@ class FieldType:
             inner = cls.of(next(a for a in args if a is not type(None)))
             return dataclasses.replace(inner, optional=type(None) in args)
         if origin is list:
-            return cls(list)
+            return cls(list, item=args[0] if args else int)
         if origin is typing.Literal:
             return cls(type(args[0]), choices=args)
         return cls(annotation)
@@ -39,21 +41,28 @@ class FieldType:
         if value is None and self.optional:
             return None
         if self.kind is list:
+            numbers = int | float if self.item is float else int
             if isinstance(value, str):
                 try:
-                    return [int(x) for x in value.split(",") if x.strip()]
+                    return [self.item(x) for x in value.split(",") if x.strip()]
                 except ValueError:
-                    raise error(f"{where}: expected comma-separated integers, got {value!r}") from None
-            if isinstance(value, list) and all(isinstance(x, int) and not isinstance(x, bool) for x in value):
-                return value
+                    raise error(f"{where}: expected comma-separated {self._items}, got {value!r}") from None
+            if isinstance(value, list) and all(
+                isinstance(x, numbers) and not isinstance(x, bool) for x in value
+            ):
+                return [self.item(x) for x in value]
         elif self.kind is float and isinstance(value, int | float) and not isinstance(value, bool):
             return float(value)
         elif isinstance(value, self.kind) and not (self.kind is int and isinstance(value, bool)):
             if self.choices and value not in self.choices:
                 raise error(f"{where}: must be one of {', '.join(map(str, self.choices))}, got {value!r}")
             return value
-        expected = "a list of integers" if self.kind is list else self.kind.__name__
+        expected = f"a list of {self._items}" if self.kind is list else self.kind.__name__
         raise error(f"{where}: expected {expected}, got {shorten(repr(value), 60)}")
+
+    @property
+    def _items(self) -> str:
+        return "numbers" if self.item is float else "integers"
 
 
 def field_types(cls: type) -> dict[str, FieldType]:

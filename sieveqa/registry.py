@@ -125,3 +125,12 @@ register(
         summary="PEASI's passage reranker and EASI trained together (shared body, two bodies, PR ⊕ EASI)",
     )
 )
+register(
+    Technique(
+        kind="reader",
+        model="sieveqa.models.reader:ReaderModel",
+        recipe="sieveqa.training.reader:ReaderRecipe",
+        archs=("reader",),
+        summary="anytime extractive reader: span and has-answer heads after every layer (ODQA)",
+    )
+)

@@ -21,7 +21,9 @@ MethodOpt = Annotated[
     str,
     typer.Option(
         help="peasi (rerank passages, pick the sentence in the best one), peasi-all (EASI in every "
-        "passage, then the ranker), pointwise (the default ranker on every sentence), cascade"
+        "passage, then the ranker), pointwise (the default ranker on every sentence), cascade; "
+        "reader, tower, skyline: an extractive reader's answer span (all layers, TowerBuilder, "
+        "SkylineBuilder under --budget)"
     ),
 ]
 RerankerOpt = Annotated[str, typer.Option(help="peasi: the passage reranker (shipped name or folder)")]
@@ -60,7 +62,7 @@ def _read_questions(path: Path) -> list[tuple[str, str]]:
 
 
 def _found_dict(found: Found) -> dict[str, Any]:
-    a, b = found.passage.spans[found.sentence]
+    a, b = found.bounds
     return {
         "answer": found.text,
         "score": round(found.score, 6),
@@ -93,7 +95,7 @@ def _show(answer: Answer, method: str) -> None:
     if not answer.answers:
         console.print("no answer: no passage of the index matches the question")
     for rank, found in enumerate(answer.answers, start=1):
-        a, b = found.passage.spans[found.sentence]
+        a, b = found.bounds
         text = found.passage.text
         # «» mark the answer where the terminal shows no colour.
         highlighted = f"{escape(text[:a])}[black on yellow]«{escape(text[a:b])}»[/]{escape(text[b:])}"
@@ -133,17 +135,26 @@ def answer(
     reranker: RerankerOpt = "peasi-pr",
     selector: SelectorOpt = None,
     ranker: RankerOpt = None,
+    reader: Annotated[str | None, typer.Option(help="reader methods: the reader model folder")] = None,
+    scheduler: Annotated[
+        str | None, typer.Option(help="skyline: a learned policy (train-scheduler); else probabilities")
+    ] = None,
+    budget: Annotated[float, typer.Option(help="skyline: layers per passage to spend")] = 2.0,
+    threshold: Annotated[float, typer.Option(help="tower: stop a passage at this P(no answer)")] = 0.9,
+    keep: Annotated[int, typer.Option("--m", help="tower/skyline: passages kept for the answer")] = 3,
     device: DeviceOpt = "auto",
     precision: PrecisionOpt = "auto",
     batch_size: BatchOpt = None,
 ) -> None:
-    """Answer a question over your documents: retrieve passages, rerank them, pick the sentence.
+    """Answer a question over your documents: retrieve passages, rerank them, pick the sentence
+    (or, with a reader method, extract the answer span).
 
     Prints the answer highlighted in its passage, the document, the scores, how many transformer
     inferences it took and how long.
     """
     from sieveqa.io import atomic_open, check_output_file
-    from sieveqa.runtime.answerer import load_answerer
+    from sieveqa.runtime.answerer import READER_METHODS, load_answerer
+    from sieveqa.runtime.schedulers import Schedule
 
     if (question is None) == (questions is None):
         raise ConfigError("give one question, or --questions FILE")
@@ -155,6 +166,12 @@ def answer(
     asked = _read_questions(questions) if questions is not None else [(None, question.strip())]
     if any(not q for _, q in asked):
         raise ConfigError("the question is empty")
+    schedule = None
+    if method in READER_METHODS:
+        kind = "learned" if scheduler else READER_METHODS[method]
+        schedule = Schedule(
+            kind, budget=budget if kind in ("skyline", "learned") else None, threshold=threshold, m=keep
+        )
     answerer = load_answerer(
         method,
         str(index),
@@ -167,6 +184,9 @@ def answer(
         device,
         precision,
         batch_size,
+        reader,
+        schedule,
+        scheduler,
     )
     if questions is None:
         result = answerer.answer(asked[0][1])

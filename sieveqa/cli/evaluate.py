@@ -46,12 +46,30 @@ def evaluate(
     ] = None,
     policy: PolicyOpt = None,
     per_question: Annotated[bool, typer.Option(help="include per-question metrics in the JSON")] = False,
+    budget: Annotated[
+        float | None, typer.Option(help="a reader: SkylineBuilder's layers per passage (else all layers)")
+    ] = None,
+    scheduler: Annotated[
+        str | None, typer.Option(help="a reader: the learned scheduler (train-scheduler)")
+    ] = None,
 ) -> None:
     """Score every candidate of a labelled dataset and report MAP, MRR, P@1, nDCG@10 and throughput.
 
     A cascade also reports its relative cost (layer-units against the full model) and the metrics
-    of the cascade stopped at each exit (at α = 0, each exit alone).
+    of the cascade stopped at each exit (at α = 0, each exit alone). A reader (open-domain data, e.g.
+    squad-open-mini:test) reports EM and F1 at a --budget of layers per passage; see eval-reader.
     """
+    from sieveqa.models._saving import model_kind
+    from sieveqa.models.zoo import resolve_model
+
+    if model_kind(resolve_model(model)) == "reader":
+        from sieveqa.cli.reader import eval_reader
+
+        method = "learned" if scheduler else "skyline" if budget is not None else "standard"
+        eval_reader(model, dataset, method, budget, scheduler, json_out=json_out, device=device)
+        return
+    if budget is not None or scheduler is not None:
+        raise ConfigError(f"--budget and --scheduler are for readers; {model} is a ranker")
     from sieveqa.data.registry import load_dataset
     from sieveqa.evaluation.metrics import qrels_from_examples
     from sieveqa.evaluation.provenance import run_info

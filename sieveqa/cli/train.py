@@ -144,7 +144,7 @@ def train(
         options=options,
         resume=resume,
     )
-    metric = train_values.get("metric", "map")
+    metric = train_values.get("metric") or registry.for_arch(chosen).recipe_class().default_metric
     typer.echo(f"best {metric}={state.best_metric:.4f} at step {state.best_step}; model: {out / 'best'}")
 
 

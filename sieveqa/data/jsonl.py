@@ -24,7 +24,7 @@ def _open_binary(path: Path) -> IO[bytes]:
     return gzip.open(path, "rb") if path.suffix == ".gz" else path.open("rb")
 
 
-def _require_str(obj: dict[str, Any], key: str, where: str) -> str:
+def require_str(obj: dict[str, Any], key: str, where: str) -> str:
     value = obj.get(key)
     if not isinstance(value, str) or not value.strip():
         raise DataFormatError(
@@ -37,8 +37,8 @@ def parse_example(obj: Any, where: str) -> RankingExample:
     """Validate one decoded JSON object and turn it into a RankingExample."""
     if not isinstance(obj, dict):
         raise DataFormatError(f"{where}: expected a JSON object, got {type(obj).__name__}")
-    qid = _require_str(obj, "qid", where)
-    question = _require_str(obj, "question", where)
+    qid = require_str(obj, "qid", where)
+    question = require_str(obj, "question", where)
     raw = obj.get("candidates")
     if not isinstance(raw, list):
         raise DataFormatError(f"{where}: field 'candidates' must be a list, got {type(raw).__name__}")

@@ -12,6 +12,10 @@ The field's filtering conventions are part of the names:
   passages retrieved for each question as candidates (PEASI's passage reranking); add ``-sentences``
   (``squad-passages:test-sentences``) for their sentences, each with its ``passage_id``.
 - ``jsonl:PATH`` reads the generic JSONL format (a bare path ending in .jsonl or .jsonl.gz works too).
+
+Open-domain QA data (a question, its gold answers, its retrieved passages: ``sieveqa.data.open_qa``)
+has its own names, read by :func:`load_open_dataset`: ``squad-open-mini:{train,dev0,dev1,dev-all,test,
+test-all}`` and ``jsonl:PATH`` in that format.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from sieveqa.data.jsonl import read_jsonl
+from sieveqa.data.open_qa import OpenExample, read_open_jsonl
 from sieveqa.data.readers import read_trecqa, read_wikiqa
 from sieveqa.data.records import RankingExample
 from sieveqa.errors import DatasetNotFoundError
@@ -135,3 +140,33 @@ def load_datasets(names: str | list[str]) -> list[RankingExample]:
     for name in names:
         out.extend(load_dataset(name))
     return out
+
+
+def load_open_dataset(name: str) -> list[OpenExample]:
+    """``squad-open-mini:SPLIT`` or a JSONL file of this format (``jsonl:PATH`` or a bare .jsonl path)."""
+    from sieveqa.data.squad_open import SPLITS, squad_open
+
+    if name.endswith((".jsonl", ".jsonl.gz")) and not name.startswith("jsonl:"):
+        name = f"jsonl:{name}"
+    family, _, split = name.partition(":")
+    if family == "squad-open-mini":
+        if split not in SPLITS:
+            raise DatasetNotFoundError(
+                f"squad-open-mini has no split {split!r}: use one of {', '.join(SPLITS)}"
+            )
+        return squad_open(split)
+    if family == "jsonl":
+        if not Path(split).is_file():
+            raise DatasetNotFoundError(f"jsonl:{split}: no such file")
+        return read_open_jsonl(split)
+    raise DatasetNotFoundError(
+        f"unknown open-domain dataset {name!r}: use squad-open-mini:SPLIT or jsonl:PATH "
+        "(questions with their passages)"
+    )
+
+
+def load_open_datasets(names: str | list[str]) -> list[OpenExample]:
+    """Several open-domain datasets (a list, or one comma-separated string), concatenated."""
+    if isinstance(names, str):
+        names = [n.strip() for n in names.split(",") if n.strip()]
+    return [ex for name in names for ex in load_open_dataset(name)]

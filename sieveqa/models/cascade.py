@@ -16,8 +16,7 @@ import torch
 from torch import Tensor, nn
 
 from sieveqa.backbones import Backbone
-from sieveqa.encoder import Cost
-from sieveqa.errors import ConfigError
+from sieveqa.encoder import Cost, check_exits
 from sieveqa.models.cross_encoder import CrossEncoder
 from sieveqa.models.encoder_model import EncoderModel, ModelConfig
 from sieveqa.models.heads import ClassifierHead
@@ -67,11 +66,7 @@ class CascadeTransformer(PairModel):
         super().__init__(replace(config) if config else CascadeConfig(), backbone)
         cfg, depth = self.config, self.encoder.num_layers
         cfg.exits = list(cfg.exits) if cfg.exits else default_exits(depth)
-        if cfg.exits != sorted(set(cfg.exits)) or cfg.exits[0] < 1 or cfg.exits[-1] != depth:
-            raise ConfigError(
-                f"exits must be increasing layer numbers in 1..{depth} ending at {depth} (layers above "
-                f"the last exit would never run), got {cfg.exits}"
-            )
+        check_exits(cfg.exits, depth)
         hidden, last = self.encoder.hidden_size, len(cfg.exits) - 1
         self.heads = nn.ModuleList(
             ClassifierHead(
@@ -122,13 +117,13 @@ class CascadeTransformer(PairModel):
         Layers run only as deep as the deepest exit asked for.
         """
         order = list(range(len(self.exits))) if exits is None else list(exits)
-        hidden = self.encoder.embed(input_ids, attention_mask, token_type_ids, cost)
-        depth, out = 0, {}
-        for i in sorted(set(order)):
-            for layer in range(depth, self.exits[i]):
-                hidden = self.encoder.run_layer(layer, hidden, attention_mask, cost)
-            depth = self.exits[i]
-            out[i] = self.heads[i](hidden, attention_mask)
+        wanted = sorted(set(order))
+        states = self.encoder.through(
+            input_ids, attention_mask, token_type_ids, [self.exits[i] for i in wanted], cost
+        )
+        out = {
+            i: self.heads[i](hidden, attention_mask) for i, (_, hidden) in zip(wanted, states, strict=True)
+        }
         return torch.stack([out[i] for i in order], dim=1)
 
     def batch_logits(self, batch: dict[str, Tensor], cost: Cost, last_only: bool) -> Tensor:

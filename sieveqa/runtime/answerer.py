@@ -9,6 +9,9 @@ Methods (how the sentence is chosen among the retrieved passages):
   point-wise ranker orders those sentences.
 - ``pointwise``: the point-wise ranker (the shipped default) scores every sentence of every passage.
 - ``cascade``: the same with the shipped cascade, which drops candidates at its exits.
+- ``reader``, ``tower``, ``skyline``: the anytime extractive reader answers with a span: over every
+  passage at full depth, by TowerBuilder, or by SkylineBuilder under a budget of layers per passage
+  (the learned policy when a scheduler is given, else calibrated probabilities as priorities).
 
 ``run`` works on passages given by the caller (a labelled benchmark); ``answer`` retrieves them from
 the index first. Nothing here keeps per-call state, so one Answerer can serve several threads.
@@ -19,7 +22,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from sieveqa.data.corpus import CorpusIndex, Embedder, IndexedPassage
@@ -30,24 +33,36 @@ from sieveqa.models.base import Ranker
 from sieveqa.models.easi import EasiModel
 from sieveqa.models.pair_model import PairModel
 from sieveqa.models.peasi import PeasiModel
+from sieveqa.models.reader import ReaderModel
+from sieveqa.models.skyline_policy import SkylinePolicy
+from sieveqa.runtime.schedulers import Schedule, run_schedule
+from sieveqa.runtime.towers import LiveTowers
 
 __all__ = ["METHODS", "Answer", "AnswerRun", "Answerer", "Found", "load_answerer"]
 
-METHODS = ("peasi", "peasi-all", "pointwise", "cascade")
+METHODS = ("peasi", "peasi-all", "pointwise", "cascade", "reader", "tower", "skyline")
+READER_METHODS = {"reader": "standard", "tower": "tower", "skyline": "skyline"}
 
 
 @dataclass(frozen=True)
 class Found:
-    """One answer: a sentence (by index) of a passage, with its scores."""
+    """One answer: a sentence (by index) of a passage, or a ``span`` of its text (a reader's
+    extracted answer; ``sentence`` is then -1), with its scores."""
 
     passage: IndexedPassage
     sentence: int
     score: float
     passage_score: float | None = None
+    span: tuple[int, int] | None = None
+
+    @property
+    def bounds(self) -> tuple[int, int]:
+        """Characters of the answer in the passage's text."""
+        return self.span if self.span is not None else self.passage.spans[self.sentence]
 
     @property
     def text(self) -> str:
-        a, b = self.passage.spans[self.sentence]
+        a, b = self.bounds
         return self.passage.text[a:b]
 
 
@@ -94,6 +109,9 @@ class Answerer:
         retriever: str = "bm25",
         embedder: Embedder | None = None,
         top: int = 1,
+        reader: ReaderModel | None = None,
+        schedule: Schedule | None = None,
+        policy: SkylinePolicy | None = None,
     ) -> None:
         if method not in METHODS:
             raise ConfigError(f"--method must be one of {', '.join(METHODS)}, got {method!r}")
@@ -102,8 +120,14 @@ class Answerer:
             "peasi-all": ("selector", "ranker"),
             "pointwise": ("ranker",),
             "cascade": ("ranker",),
-        }[method]
-        given = {"reranker": reranker, "selector": selector, "ranker": ranker}
+        }.get(method, ("reader", "schedule"))
+        given = {
+            "reranker": reranker,
+            "selector": selector,
+            "ranker": ranker,
+            "reader": reader,
+            "schedule": schedule,
+        }
         missing = [n for n in needs if given[n] is None]
         if missing:
             raise ConfigError(f"method {method!r} needs a {' and a '.join(missing)}")
@@ -112,6 +136,7 @@ class Answerer:
         self.method, self.index = method, index
         self.reranker, self.selector, self.ranker = reranker, selector, ranker
         self.retrieve, self.retriever, self.embedder, self.top = retrieve, retriever, embedder, top
+        self.reader, self.schedule, self.policy = reader, schedule, policy
 
     # -- over an index ---------------------------------------------------------------------------
 
@@ -150,7 +175,8 @@ class Answerer:
         started = time.perf_counter()
         if not passages:
             return AnswerRun([], None, None, Cost(seconds=time.perf_counter() - started))
-        run = getattr(self, "_" + self.method.replace("-", "_"))(question, list(passages))
+        name = "read" if self.method in READER_METHODS else self.method.replace("-", "_")
+        run = getattr(self, "_" + name)(question, list(passages))
         run.cost.seconds = time.perf_counter() - started
         return run
 
@@ -203,6 +229,16 @@ class Answerer:
 
     _cascade = _pointwise  # the ranker given is the cascade; what differs is what it computes
 
+    def _read(self, question: str, passages: list[IndexedPassage]) -> AnswerRun:
+        assert self.reader is not None and self.schedule is not None
+        with self.reader.inference() as reader:
+            towers = LiveTowers(reader, question, [p.text for p in passages])
+            outcome = run_schedule(towers, self.schedule, self.policy)
+        if outcome.tower < 0:
+            return AnswerRun([], None, None, towers.cost)
+        found = Found(passages[outcome.tower], -1, outcome.score, None, (outcome.start, outcome.end))
+        return AnswerRun([found], None, None, towers.cost)
+
     def _rank(self, question: str, found: list[Found]) -> tuple[list[Found], Cost]:
         assert self.ranker is not None
         example = RankingExample(
@@ -227,10 +263,15 @@ def load_answerer(
     device: str = "auto",
     precision: str = "auto",
     batch_size: int | None = None,
+    reader: str | None = None,
+    schedule: Schedule | None = None,
+    scheduler: str | None = None,
 ) -> Answerer:
     """An Answerer with the models its method needs, loaded by name or folder, over the index folder
     ``index``. ``selector`` defaults to the reranker itself when that is a multi-task PEASI model,
-    else ``peasi-easi``; ``ranker`` to ``default`` (``default-cascade`` for the cascade method)."""
+    else ``peasi-easi``; ``ranker`` to ``default`` (``default-cascade`` for the cascade method).
+    The reader methods need a ``reader``; ``skyline`` with a ``scheduler`` (a policy folder) uses the
+    learned policy; ``schedule`` carries the budget and the other settings."""
     from sieveqa.models.zoo import load_model
     from sieveqa.runtime.policy import load_ranker
 
@@ -250,6 +291,8 @@ def load_answerer(
             raise ConfigError(f"{option} {name}: a {model.kind} model cannot do this; give {what}")
         return model
 
+    if method in READER_METHODS:
+        return _reader_answerer(method, corpus, retrieve, retriever, reader, schedule, scheduler, typed)
     pr = typed(reranker, (PairModel, PeasiModel), "--reranker", "a ranker") if method == "peasi" else None
     easi = None
     if method in ("peasi", "peasi-all"):
@@ -266,3 +309,28 @@ def load_answerer(
 
         embedder = SentenceEmbedder().configure(device=device)
     return Answerer(method, corpus, pr, easi, rank, retrieve, retriever, embedder, top)
+
+
+def _reader_answerer(
+    method: str,
+    corpus: CorpusIndex | None,
+    retrieve: int,
+    retriever: str,
+    reader: str | None,
+    schedule: Schedule | None,
+    scheduler: str | None,
+    typed: Any,
+) -> Answerer:
+    if reader is None:
+        raise ConfigError(f"--method {method} needs --reader (a reader model: sieveqa train --arch reader)")
+    if scheduler is not None and method != "skyline":
+        raise ConfigError(f"--scheduler is for --method skyline, not {method!r}")
+    wanted = "learned" if scheduler is not None else READER_METHODS[method]
+    schedule = replace(
+        schedule or Schedule(wanted, budget=None if wanted == "standard" else 2.0), method=wanted
+    )
+    policy = SkylinePolicy.from_pretrained(scheduler) if scheduler is not None else None
+    model = typed(reader, (ReaderModel,), "--reader", "a reader model (sieveqa train --arch reader)")
+    return Answerer(
+        method, corpus, retrieve=retrieve, retriever=retriever, reader=model, schedule=schedule, policy=policy
+    )

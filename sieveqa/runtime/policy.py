@@ -104,6 +104,10 @@ def load_ranker(
     ranker_class = registry.technique(loaded.kind).ranker_class()
     given = sorted(k for k, v in overrides.items() if v is not None)
     if ranker_class is None:
+        if not isinstance(loaded, Ranker):
+            raise ConfigError(
+                f"{model} is a {loaded.kind} model, not a ranker of (question, candidate) pairs"
+            )
         if policy is not None or given:
             what = ", ".join(given) or "a policy"
             raise ConfigError(f"{model} is a {loaded.kind} model, which takes no runtime policy ({what})")

@@ -37,7 +37,10 @@ class TrainConfig:
     checkpoint_every: int = field(
         default=200, metadata={"help": "write a resumable checkpoint every N steps"}
     )
-    metric: str = field(default="map", metadata={"help": "dev metric that picks the best checkpoint"})
+    metric: str | None = field(
+        default=None,
+        metadata={"help": "dev metric that picks the best checkpoint (default: map; em for readers)"},
+    )
     device: str = field(
         default="auto", metadata={"help": "auto (CUDA if available), cpu or cuda; CUDA trains in bf16"}
     )

@@ -28,7 +28,7 @@ from sieveqa.models.easi import EasiModel
 from sieveqa.models.encoder_model import EncoderModel
 from sieveqa.training.config import TrainConfig
 from sieveqa.training.recipes import Recipe
-from sieveqa.training.trainer import Objective, TrainData
+from sieveqa.training.trainer import FeatureRows, Objective, TrainData
 
 WINDOWS = ("all", "one", "passage")
 
@@ -105,19 +105,11 @@ def make_passages(
 
 
 @dataclass
-class SegmentTensors:
+class SegmentTensors(FeatureRows):
     """EASI rows with the positions of their correct sentences."""
 
-    features: Features
     targets: list[list[int]]
     pad_id: int = 0
-
-    def __len__(self) -> int:
-        return len(self.features)
-
-    @property
-    def lengths(self) -> list[int]:
-        return self.features.lengths
 
     def batch(self, rows: Sequence[int]) -> dict[str, Tensor]:
         batch = collate(self.features, rows, self.pad_id, segments=True)

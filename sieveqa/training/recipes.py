@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextlib
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -56,9 +56,19 @@ class Recipe(ABC):
     """How one technique trains; ``options`` are its own settings (``options_class``)."""
 
     options_class: ClassVar[type] = NoOptions
+    # The dev metric that picks the best checkpoint unless --metric says otherwise.
+    default_metric: ClassVar[str] = "map"
 
     def __init__(self, options: Any = None) -> None:
         self.options = options if options is not None else self.options_class()
+
+    def load(self, names: str | list[str]) -> list[Any]:
+        """The examples of the named datasets (default: ranking datasets, ``sieveqa.data.registry``)."""
+        return load_datasets(names)
+
+    def check_dev(self, examples: Sequence[Any], name: str) -> None:
+        """Refuse dev data ``evaluate`` cannot score (default: every candidate must be labelled)."""
+        qrels_from_examples(examples, name)
 
     def prepare(self, model: EncoderModel) -> None:
         """Adjust a freshly initialised model before training (default: nothing)."""
@@ -259,9 +269,11 @@ def train_model(
     ``out_dir/best``. The model and its settings, then the data, labels and a checkpoint to resume
     are checked before training starts.
     """
-    config = config or TrainConfig()
     technique = registry.for_arch(arch)
     recipe = technique.recipe_class()(_options(technique.recipe_class(), options))
+    config = config or TrainConfig()
+    if config.metric is None:
+        config = replace(config, metric=recipe.default_metric)
     check_output_dir(out_dir, "--out")
     seed_everything(config.seed)
     model = init_model(init, arch, settings).configure(device=config.device)
@@ -297,11 +309,11 @@ def _prepared(
     dev examples, and that a checkpoint to resume has our settings."""
     with exclusive(out_dir, "training output folder"):
         source = train if isinstance(train, str) else ",".join(train)
-        sample = recipe.sample(load_datasets(train), config, source)
+        sample = recipe.sample(recipe.load(train), config, source)
         dev_examples = None
         if dev:
-            dev_examples = load_datasets(dev)
-            qrels_from_examples(dev_examples, dev)  # every dev candidate must be labelled
+            dev_examples = recipe.load(dev)
+            recipe.check_dev(dev_examples, dev)
         if resume:
             check_checkpoint(out_dir, config, len(sample))
         tqdm.write(f"{verb} on {sample.summary}")

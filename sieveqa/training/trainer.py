@@ -50,10 +50,23 @@ class TrainData(Protocol):
 
 
 @dataclass
-class PairTensors:
-    """(question, candidate) pairs with one target each: what the pair rankers train on."""
+class FeatureRows:
+    """Tokenized training rows; subclasses add their targets and say how rows become a batch."""
 
     features: Features
+
+    def __len__(self) -> int:
+        return len(self.features)
+
+    @property
+    def lengths(self) -> list[int]:
+        return self.features.lengths
+
+
+@dataclass
+class PairTensors(FeatureRows):
+    """(question, candidate) pairs with one target each: what the pair rankers train on."""
+
     labels: Tensor
     pad_id: int = 0
 
@@ -63,13 +76,6 @@ class PairTensors:
                 f"need one label per training pair, got {len(self.features)} pairs / "
                 f"{len(self.labels)} labels"
             )
-
-    def __len__(self) -> int:
-        return len(self.features)
-
-    @property
-    def lengths(self) -> list[int]:
-        return self.features.lengths
 
     def batch(self, rows: Sequence[int]) -> dict[str, Tensor]:
         return {**collate(self.features, rows, self.pad_id), "labels": self.labels[rows]}

@@ -1,0 +1,173 @@
+"""``sieveqa calibrate``, ``sieveqa train-scheduler`` and ``sieveqa eval-reader``: the anytime reader
+and the schedules that spend its layers (adaptive computation for ODQA)."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from sieveqa.cli._app import DeviceOpt, app, check_device, console
+
+ReaderOpt = Annotated[str, typer.Option("--reader", "-r", help="a reader model folder (train --arch reader)")]
+OpenDataOpt = Annotated[
+    str, typer.Option("--dataset", "-d", help="open-domain data: squad-open-mini:dev1, jsonl:PATH, ...")
+]
+PassagesOpt = Annotated[
+    int | None, typer.Option(help="read only each question's top N passages (default: all)")
+]
+ProgressOpt = Annotated[bool, typer.Option(help="show progress bars")]
+
+
+def _prepared(
+    reader: str, out: Path, device: str, names: list[str], passages: int | None, progress: bool
+) -> Any:
+    """Checks first, then the reader and the replay table of each named dataset: ``(model, {name:
+    (examples, table)})``."""
+    from sieveqa.data.registry import load_open_dataset
+    from sieveqa.evaluation.odqa import cached_table, load_reader
+    from sieveqa.io import check_output_dir
+
+    check_device(device, "fp32")
+    check_output_dir(out, "--out")
+    model = load_reader(reader).configure(device=device)
+    data = {name: load_open_dataset(name) for name in dict.fromkeys(names)}
+    return model, {name: (ex, cached_table(model, ex, passages, progress)) for name, ex in data.items()}
+
+
+def _schedule(**settings: Any) -> Any:
+    from sieveqa.runtime.schedulers import Schedule
+
+    return Schedule(**settings)
+
+
+@app.command()
+def calibrate(
+    reader: ReaderOpt,
+    out: Annotated[Path, typer.Option("--out", "-o", help="folder for the calibrated reader")],
+    dataset: OpenDataOpt = "squad-open-mini:dev1",
+    check: Annotated[
+        str | None, typer.Option(help="also report ECE on these questions (default: squad-open-mini:dev0)")
+    ] = "squad-open-mini:dev0",
+    passages: PassagesOpt = None,
+    device: DeviceOpt = "auto",
+    progress: ProgressOpt = True,
+) -> None:
+    """Fit one has-answer temperature per exit on held-out questions; report ECE before and after."""
+    from sieveqa.data.registry import load_open_dataset
+    from sieveqa.evaluation.odqa import cached_table, load_reader
+    from sieveqa.io import check_output_dir
+    from sieveqa.training.skyline import calibrate as fit
+    from sieveqa.training.skyline import calibration_errors
+
+    check_device(device, "fp32")
+    check_output_dir(out, "--out")
+    model = load_reader(reader).configure(device=device)
+    sets = {dataset: load_open_dataset(dataset)} | ({check: load_open_dataset(check)} if check else {})
+    tables = {name: cached_table(model, examples, passages, progress) for name, examples in sets.items()}
+    temps = fit(tables[dataset])
+    for name, table in tables.items():
+        before, after = calibration_errors(table), calibration_errors(table, temps)
+        for layer, b, a in zip(model.exits, before, after, strict=True):
+            console.print(f"{name}  layer {layer}: ECE {b:.4f} -> {a:.4f}")
+    model.config.temperatures = temps
+    extra = {
+        "calibration": {"dataset": dataset, "temperatures": temps},
+        "training": model.meta.get("training"),
+    }
+    model.save_pretrained(out, extra=extra)
+    console.print(f"temperatures {temps}; calibrated reader: {out}")
+
+
+@app.command("train-scheduler")
+def train_scheduler(
+    reader: ReaderOpt,
+    out: Annotated[Path, typer.Option("--out", "-o", help="output folder (the policy lands in OUT/best)")],
+    train: Annotated[str, typer.Option("--train", help="questions to learn from")] = "squad-open-mini:dev1",
+    dev: Annotated[str, typer.Option(help="questions that pick the best epoch")] = "squad-open-mini:dev0",
+    budget: Annotated[float, typer.Option(help="layers per passage an episode spends")] = 2.0,
+    m: Annotated[int, typer.Option(help="towers kept for the answer when validating")] = 3,
+    epochs: Annotated[int, typer.Option(help="passes over the training questions")] = 16,
+    lr: Annotated[float, typer.Option(help="SGD learning rate")] = 1e-3,
+    baseline: Annotated[bool, typer.Option(help="subtract the mean return per step")] = True,
+    seed: Annotated[int, typer.Option(help="seed of the sampled episodes")] = 13,
+    passages: PassagesOpt = None,
+    device: DeviceOpt = "auto",
+    progress: ProgressOpt = True,
+) -> None:
+    """Train SkylineBuilder's policy with REINFORCE on a calibrated reader's replayed towers."""
+    from sieveqa.evaluation.odqa import replay, score_outcomes
+    from sieveqa.training.skyline import PolicyOptions, train_policy
+
+    options = PolicyOptions(budget=budget, epochs=epochs, lr=lr, baseline=baseline, seed=seed)
+    schedule = _schedule(method="learned", budget=budget, m=m)
+    model, tables = _prepared(reader, out, device, [train, dev], passages, progress)
+    temps = model.config.temperatures or [1.0] * len(model.exits)
+    train_table = tables[train][1]
+    dev_examples, dev_table = tables[dev]
+
+    def validate(policy: Any) -> float:
+        outcomes, _ = replay(dev_table, schedule, temps, policy)
+        return score_outcomes(dev_examples, outcomes)["em"]
+
+    result = train_policy(train_table, temps, options, validate, out, progress)
+    console.print(f"best dev EM {result['best_dev_em']:.2f} at budget {budget}; scheduler: {out / 'best'}")
+
+
+@app.command("eval-reader")
+def eval_reader(
+    reader: ReaderOpt,
+    dataset: OpenDataOpt = "squad-open-mini:test",
+    method: Annotated[str, typer.Option(help="standard, top-k, tower, skyline or learned")] = "skyline",
+    budget: Annotated[float | None, typer.Option(help="skyline/learned: layers per passage")] = None,
+    scheduler: Annotated[
+        str | None, typer.Option(help="learned: the policy folder (train-scheduler)")
+    ] = None,
+    threshold: Annotated[float, typer.Option(help="tower: stop at this P(no answer)")] = 0.9,
+    k: Annotated[int, typer.Option(help="top-k: passages read")] = 5,
+    m: Annotated[int, typer.Option(help="towers kept for the answer")] = 3,
+    strategy: Annotated[
+        str, typer.Option(help="last (finish kept towers) or any (answer where they stand)")
+    ] = "last",
+    init_priority: Annotated[float, typer.Option(help="skyline: priority of an unread tower")] = 0.5,
+    group: Annotated[int, typer.Option(help="towers built per step")] = 1,
+    live: Annotated[
+        bool, typer.Option(help="run the encoder layer by layer and time it (else replay)")
+    ] = False,
+    passages: PassagesOpt = None,
+    limit: Annotated[int | None, typer.Option(help="only the first N questions")] = None,
+    json_out: Annotated[Path | None, typer.Option("--json", help="write the report as JSON here")] = None,
+    device: DeviceOpt = "auto",
+    progress: ProgressOpt = True,
+) -> None:
+    """EM and F1 of a schedule over each question's retrieved passages, with the layers it spent
+    (and, ``--live``, its measured latency)."""
+    from sieveqa.data.registry import load_open_dataset
+    from sieveqa.evaluation.odqa import evaluate_schedule, load_policy, load_reader
+    from sieveqa.evaluation.provenance import run_info
+    from sieveqa.io import atomic_write_json, check_output_file
+
+    check_device(device, "fp32")
+    if json_out is not None:
+        check_output_file(json_out, "--json")
+    schedule = _schedule(
+        method=method, budget=budget, threshold=threshold, k=k, m=m, strategy=strategy,
+        init_priority=init_priority, group=group,
+    )  # fmt: skip
+    policy = load_policy(scheduler, method)
+    model = load_reader(reader).configure(device=device)
+    examples = load_open_dataset(dataset)[:limit]
+    report = evaluate_schedule(model, examples, schedule, policy, live, passages, progress)
+    for key, value in report.items():
+        console.print(f"{key:>20}  {value:.4f}" if isinstance(value, float) else f"{key:>20}  {value}")
+    if json_out is not None:
+        settings = {
+            "dataset": dataset,
+            "reader": reader,
+            "scheduler": scheduler,
+            "live": live,
+            **asdict(schedule),
+        }
+        atomic_write_json(json_out, {"settings": settings, "metrics": report, "provenance": run_info()})

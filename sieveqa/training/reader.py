@@ -1,0 +1,195 @@
+"""Training the anytime reader (adaptive computation for ODQA, section 3.1): every exit learns the
+span and the has-answer label at once, the loss summed over exits (the per-layer loss of Schwartz et
+al., 2020); then per-exit temperature calibration of the has-answer head on held-out questions.
+
+A training row is a (question, passage) window from a question's top retrieved passages. Its
+has-answer label is 1 when a gold answer string lies wholly inside the window; the span loss of such
+a row marginalises over every occurrence of every gold answer in it (the passages are retrieved, not
+annotated, so any occurrence may be the one meant).
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import torch
+from torch import Tensor, nn
+from torch.nn.functional import binary_cross_entropy_with_logits
+
+from sieveqa.data.open_qa import OpenExample, answer_spans
+from sieveqa.data.registry import load_open_datasets
+from sieveqa.errors import ConfigError, DataFormatError
+from sieveqa.evaluation.odqa import evaluate_reader
+from sieveqa.features import collate
+from sieveqa.models.encoder_model import EncoderModel
+from sieveqa.models.reader import NEG, ReaderModel
+from sieveqa.training.config import TrainConfig
+from sieveqa.training.recipes import Recipe
+from sieveqa.training.trainer import FeatureRows, Objective, TrainData
+
+Span = tuple[int, int]
+
+
+@dataclass
+class ReaderOptions:
+    """Options of reader training."""
+
+    passages: int = field(
+        default=5, metadata={"help": "reader: top retrieved passages per training question"}
+    )
+    dev_passages: int = field(default=5, metadata={"help": "reader: top passages read per dev question"})
+
+    def __post_init__(self) -> None:
+        if self.passages < 1 or self.dev_passages < 1:
+            raise ConfigError(
+                f"passages and dev_passages must be >= 1, got {self.passages}, {self.dev_passages}"
+            )
+
+
+@dataclass
+class ReaderSample:
+    """(question, passage, answer character spans) per training passage."""
+
+    questions: list[str]
+    texts: list[str]
+    spans: list[list[Span]]
+
+    def __len__(self) -> int:
+        return len(self.questions)
+
+    @property
+    def summary(self) -> str:
+        return f"{len(self)} passages ({sum(1 for s in self.spans if s)} with an answer)"
+
+
+def make_sample(
+    examples: Sequence[OpenExample], passages: int, max_negatives: int | None, max_rows: int | None, seed: int
+) -> ReaderSample:
+    """The top ``passages`` of each question with its answer spans; at most ``max_negatives`` passages
+    without an answer per question; at most ``max_rows`` rows, whole questions sampled."""
+    rng = random.Random(seed)
+    order = list(range(len(examples)))
+    rng.shuffle(order)
+    out = ReaderSample([], [], [])
+    for i in order:
+        ex = examples[i]
+        rows = [(p.text, answer_spans(p.text, ex.answers)) for p in ex.passages[:passages]]
+        negatives = [r for r in rows if not r[1]]
+        if max_negatives is not None and len(negatives) > max_negatives:
+            keep = set(map(id, rng.sample(negatives, max_negatives)))
+            rows = [r for r in rows if r[1] or id(r) in keep]
+        if max_rows is not None and len(out) + len(rows) > max_rows:
+            break
+        for text, spans in rows:
+            out.questions.append(ex.question)
+            out.texts.append(text)
+            out.spans.append(spans)
+    return out
+
+
+def token_targets(
+    segments: Sequence[int], offsets: Sequence[Span], spans: Sequence[Span]
+) -> tuple[list[int], list[int]]:
+    """Token positions where the answers of ``spans`` start and end, for the spans wholly inside this
+    row's passage tokens (segment 1)."""
+    starts, ends = [], []
+    for s, e in spans:
+        first = next((k for k, (a, b) in enumerate(offsets) if segments[k] == 1 and a <= s < b), None)
+        last = next((k for k, (a, b) in enumerate(offsets) if segments[k] == 1 and a < e <= b), None)
+        if first is not None and last is not None and first <= last:
+            starts.append(first)
+            ends.append(last)
+    return starts, ends
+
+
+@dataclass
+class ReaderTensors(FeatureRows):
+    """Reader rows with their answers' start and end token positions (empty: no answer)."""
+
+    starts: list[list[int]]
+    ends: list[list[int]]
+    pad_id: int = 0
+
+    def batch(self, rows: Sequence[int]) -> dict[str, Tensor]:
+        batch = collate(self.features, rows, self.pad_id, segments=True)
+        width = batch["input_ids"].shape[1]
+        starts = torch.zeros((len(rows), width), dtype=torch.bool)
+        ends = torch.zeros((len(rows), width), dtype=torch.bool)
+        for j, r in enumerate(rows):
+            starts[j, self.starts[r]] = True
+            ends[j, self.ends[r]] = True
+        return {**batch, "starts": starts, "ends": ends}
+
+
+class ReaderLoss:
+    """Per exit: binary cross-entropy of the has-answer head on every row, plus −log of the
+    probability of the answers' starts and of their ends on rows with an answer; mean over exits."""
+
+    def __call__(self, model: nn.Module, batch: dict[str, Tensor]) -> Tensor:
+        context = batch["segment_ids"] == 1
+        starts, ends = batch["starts"], batch["ends"]
+        inputs = {k: batch[k] for k in ("input_ids", "attention_mask", "token_type_ids")}
+        has, start, end = model(**inputs)
+        label = starts.any(dim=1)
+        loss = binary_cross_entropy_with_logits(has.float(), label.float().expand_as(has))
+        if bool(label.any()):
+            loss = loss + _marginal_nll(start[:, label], starts[label], context[label])
+            loss = loss + _marginal_nll(end[:, label], ends[label], context[label])
+        return loss
+
+
+def _marginal_nll(logits: Tensor, targets: Tensor, context: Tensor) -> Tensor:
+    logits = logits.float().masked_fill(~context, NEG)
+    positive = logits.masked_fill(~targets, float("-inf"))
+    return (logits.logsumexp(-1) - positive.logsumexp(-1)).mean()
+
+
+class ReaderRecipe(Recipe):
+    """The anytime reader on open-domain QA data (``squad-open-mini:train``); dev: EM and F1 of the
+    answer read from the top passages, after every exit (``em@L``)."""
+
+    options_class = ReaderOptions
+    default_metric = "em"
+
+    def load(self, names: str | list[str]) -> list[OpenExample]:
+        return load_open_datasets(names)
+
+    def check_dev(self, examples: Sequence[OpenExample], name: str) -> None:
+        if not any(ex.answers for ex in examples):
+            raise DataFormatError(f"{name}: no question has gold answers to evaluate against")
+
+    def sample(self, examples: Sequence[OpenExample], config: TrainConfig, source: str) -> ReaderSample:
+        sample = make_sample(
+            examples, self.options.passages, config.max_negatives, config.max_pairs, config.seed
+        )
+        if not any(sample.spans):
+            raise DataFormatError(
+                f"{source}: no retrieved passage holds a gold answer; nothing to learn from"
+            )
+        return sample
+
+    def tensors(self, model: EncoderModel, sample: ReaderSample) -> TrainData:
+        assert isinstance(model, ReaderModel)
+        features = model.featurize(sample.questions, sample.texts)
+        assert features.segment_ids is not None and features.offsets is not None
+        starts, ends = [], []
+        for r in range(len(features)):
+            s, e = token_targets(
+                features.segment_ids[r], features.offsets[r], sample.spans[features.source[r]]
+            )
+            starts.append(s)
+            ends.append(e)
+        return ReaderTensors(features, starts, ends, model.pad_id)
+
+    def objective(self, model: EncoderModel) -> Objective:
+        return ReaderLoss()
+
+    def evaluate(self, model: EncoderModel, dev: Sequence[OpenExample]) -> dict[str, float]:
+        assert isinstance(model, ReaderModel)
+        return evaluate_reader(model, dev, self.options.dev_passages)
+
+    def metric_names(self, model: EncoderModel) -> list[str]:
+        assert isinstance(model, ReaderModel)
+        return ["em", "f1", *(f"em@{layer}" for layer in model.exits)]

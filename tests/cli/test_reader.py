@@ -1,0 +1,146 @@
+"""``sieveqa train --arch reader``, ``calibrate``, ``train-scheduler`` and ``eval-reader`` end to end
+on a tiny reader, and the bad inputs each must refuse with one line."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from sieveqa.data.open_qa import OpenExample, RetrievedPassage, write_open_jsonl
+from sieveqa.models.reader import ReaderConfig, ReaderModel
+from tests.cli.conftest import one_error_line
+
+CITIES = [("Paris", "France"), ("Berlin", "Germany"), ("Rome", "Italy"), ("Madrid", "Spain")]
+
+
+@pytest.fixture
+def open_data(tmp_path: Path) -> Path:
+    examples = []
+    for i in range(12):
+        city, country = CITIES[i % 4]
+        passages = [
+            RetrievedPassage("x", "Bananas are yellow fruit that grow in warm places."),
+            RetrievedPassage("a", f"The capital of {country} is {city}, a large city."),
+            RetrievedPassage("y", "Cats sleep a lot."),
+        ]
+        examples.append(OpenExample(f"q{i}", f"What is the capital of {country}?", [city], passages))
+    return Path(write_open_jsonl(tmp_path / "open.jsonl", examples) and tmp_path / "open.jsonl")
+
+
+@pytest.fixture
+def saved_reader(tmp_path: Path) -> Path:
+    return ReaderModel(ReaderConfig(backbone="tiny", max_length=32)).save_pretrained(tmp_path / "reader")
+
+
+def test_calibrate_schedule_and_evaluate(
+    sieveqa, saved_reader: Path, open_data: Path, tmp_path: Path
+) -> None:
+    data = ["--dataset", open_data]
+    result = sieveqa(
+        "calibrate", "--reader", saved_reader, *data, "--check", open_data, "--out", tmp_path / "cal"
+    )
+    assert result.exit_code == 0, result.output
+    assert result.output.count("ECE") == 4 and "temperatures" in result.output  # one set, named twice
+    cal = tmp_path / "cal"
+    assert len(ReaderModel.from_pretrained(cal).config.temperatures) == 4
+    args = ["--reader", cal, "--train", open_data, "--dev", open_data, "--budget", "1", "--epochs", "2"]
+    result = sieveqa("train-scheduler", *args, "--out", tmp_path / "sched")
+    assert result.exit_code == 0, result.output
+    reports = {}
+    for method, extra in [
+        ("standard", []),
+        ("skyline", ["--budget", "1", "--m", "1"]),
+        ("learned", ["--budget", "1", "--m", "1", "--scheduler", tmp_path / "sched"]),
+    ]:
+        for live in ("--live", "--no-live"):
+            out = tmp_path / f"{method}{live}.json"
+            result = sieveqa(
+                "eval-reader", "--reader", cal, *data, "--method", method, *extra, live, "--json", out
+            )
+            assert result.exit_code == 0, result.output
+            reports[method, live] = json.loads(out.read_text())["metrics"]
+    for method in ("standard", "skyline", "learned"):
+        live, replayed = reports[method, "--live"], reports[method, "--no-live"]
+        assert live["em"] == replayed["em"] and live["layers_per_passage"] == replayed["layers_per_passage"]
+        assert live["ms_p50"] > 0 and "hap" in replayed
+    assert reports["standard", "--live"]["layers_per_passage"] == 4.0
+    assert reports["skyline", "--live"]["layers_per_passage"] < 4.0
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--method", "skyline", "--budget", "0"], "--budget must be a number of layers per passage above 0"),
+        (["--method", "skyline", "--budget", "-2"], "above 0"),
+        (["--method", "skyline"], "above 0"),
+        (["--method", "skyline", "--budget", "abc"], "Invalid value for '--budget'"),
+        (["--method", "learned", "--budget", "1"], "needs --scheduler"),
+        (["--method", "tower", "--scheduler", "x"], "--scheduler is for --method learned"),
+    ],
+)
+def test_bad_budgets_and_methods_are_refused(
+    sieveqa, saved_reader: Path, open_data: Path, args, message
+) -> None:
+    line = one_error_line(sieveqa("eval-reader", "--reader", saved_reader, "--dataset", open_data, *args))
+    assert message in line
+
+
+def test_a_ranker_is_not_a_reader_and_a_reader_is_not_a_ranker(
+    sieveqa, saved_tiny, saved_reader, open_data
+) -> None:
+    line = one_error_line(
+        sieveqa("eval-reader", "--reader", saved_tiny, "--dataset", open_data, "--method", "standard")
+    )
+    assert "a cross-encoder model, not a reader" in line
+    line = one_error_line(
+        sieveqa("eval-answers", "--method", "pointwise", "--ranker", saved_reader, "--limit", "1")
+    )
+    assert "is a reader model, not a ranker" in line
+    line = one_error_line(sieveqa("eval", "--model", saved_tiny, "--budget", "1"))
+    assert "--budget and --scheduler are for readers" in line
+
+
+def test_eval_reads_with_a_reader_under_a_budget(
+    sieveqa, saved_reader: Path, open_data: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "r.json"
+    result = sieveqa(
+        "eval", "--model", saved_reader, "--dataset", open_data, "--budget", "0.5", "--json", out
+    )
+    assert result.exit_code == 0, result.output
+    report = json.loads(out.read_text())
+    assert (
+        report["settings"]["method"] == "skyline"
+        and report["metrics"]["layers_per_passage"] <= 0.5 + 4 * 3 / 3
+    )
+
+
+def test_answer_extracts_a_span_over_an_index(sieveqa, saved_reader: Path, tmp_path: Path) -> None:
+    index = tmp_path / "index"
+    assert sieveqa("index", "corpus", "--input", "demo", "--out", index).exit_code == 0
+    args = ["--index", index, "--reader", saved_reader, "--json"]
+    for method in ("reader", "tower", "skyline"):
+        result = sieveqa(
+            "answer", "Who invented the Fresnel lens?", "--method", method, *args, "--budget", "0.5"
+        )
+        assert result.exit_code == 0, result.output
+        answer = json.loads(result.output)
+        (first,) = answer["answers"]
+        a, b = first["answer_span"]
+        assert first["passage"][a:b] == first["answer"] and answer["layer_units"] > 0
+    nothing = sieveqa("answer", "zzzz qqqq", "--method", "skyline", *args)
+    assert json.loads(nothing.output)["answers"] == []
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--method", "skyline"], "needs --reader"),
+        (["--method", "skyline", "--reader", "x", "--budget", "0"], "--budget must be"),
+        (["--method", "tower", "--reader", "x", "--scheduler", "s"], "--scheduler is for --method skyline"),
+    ],
+)
+def test_answer_refuses_bad_reader_settings(sieveqa, tmp_path: Path, args, message) -> None:
+    index = tmp_path / "index"
+    assert sieveqa("index", "corpus", "--input", "demo", "--out", index).exit_code == 0
+    assert message in one_error_line(sieveqa("answer", "Who?", "--index", index, *args))

@@ -1,0 +1,38 @@
+"""SQuAD-Open-mini: 100-word chunks with a 50-word stride, BM25's top 30, has-answer labels."""
+
+from pathlib import Path
+
+from sieveqa.data.squad import read_squad
+from sieveqa.data.squad_open import _retrieve
+
+
+def test_two_articles_give_chunks_retrieved_per_question(squad_path: Path) -> None:
+    articles = read_squad(squad_path)[:2]
+    examples = _retrieve(articles, top_k=30)
+    assert len(examples) == sum(a.n_questions for a in articles)
+    paragraphs = {p.pid: p.context for a in articles for p in a.paragraphs}
+    for ex in examples[:50]:
+        assert len(ex.passages) == 30
+        assert len({p.id for p in ex.passages}) == 30
+        for p in ex.passages:
+            pid, _, n = p.id.rpartition("#")
+            assert p.text in paragraphs[pid] and int(n) >= 0
+            assert len(p.text.split()) <= 100
+            assert p.title in {a.title.replace("_", " ") for a in articles}
+    # Most questions find a chunk with their answer, mostly at the top (SQuAD shares words).
+    firsts = [ex.first_hit() for ex in examples]
+    assert sum(f is not None for f in firsts) / len(firsts) > 0.9
+    assert sum(f == 1 for f in firsts) / len(firsts) > 0.5
+
+
+def test_chunks_overlap_by_half(squad_path: Path) -> None:
+    (article,) = read_squad(squad_path)[:1]
+    long = max(article.paragraphs, key=lambda p: len(p.context.split()))
+    examples = _retrieve([article], top_k=300)
+    chunks = sorted(
+        {p.id: p.text for ex in examples for p in ex.passages if p.id.startswith(long.pid + "#")}.items(),
+        key=lambda kv: int(kv[0].rpartition("#")[2]),
+    )
+    assert len(chunks) >= 2
+    first, second = chunks[0][1].split(), chunks[1][1].split()
+    assert first[50:] == second[: len(first) - 50]

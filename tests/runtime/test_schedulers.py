@@ -1,0 +1,29 @@
+"""Schedule settings are checked before any reading starts."""
+
+import pytest
+
+from sieveqa.errors import ConfigError
+from sieveqa.runtime.schedulers import Schedule
+
+
+@pytest.mark.parametrize(
+    ("settings", "message"),
+    [
+        ({"method": "skyline", "budget": 0}, "--budget must be a number of layers per passage above 0"),
+        ({"method": "skyline", "budget": -1.0}, "above 0"),
+        ({"method": "learned", "budget": None}, "above 0"),
+        ({"method": "skyline", "budget": float("nan")}, "above 0"),
+        ({"method": "nope"}, "--method must be one of"),
+        ({"method": "tower", "strategy": "middle"}, "--strategy"),
+        ({"method": "tower", "m": 0}, "k, m and group"),
+        ({"method": "tower", "threshold": 1.5}, "threshold"),
+    ],
+)
+def test_bad_schedules_are_refused(settings: dict, message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        Schedule(**settings)
+
+
+def test_static_methods_need_no_budget() -> None:
+    assert Schedule("standard").budget is None
+    assert Schedule("top-k", k=3).k == 3
