@@ -29,6 +29,18 @@ def _command() -> str:
     return "sieveqa " + " ".join(sys.argv[1:])
 
 
+def _is_reader(model: str) -> bool:
+    """Whether ``model`` names a saved reader (a bad name is reported later, after the data checks)."""
+    from sieveqa.errors import ModelFormatError
+    from sieveqa.models._saving import model_kind
+    from sieveqa.models.zoo import resolve_model
+
+    try:
+        return model_kind(resolve_model(model)) == "reader"
+    except ModelFormatError:
+        return False
+
+
 @app.command("eval")
 def evaluate(
     dataset: DatasetOpt = "wikiqa:test",
@@ -59,10 +71,7 @@ def evaluate(
     of the cascade stopped at each exit (at α = 0, each exit alone). A reader (open-domain data, e.g.
     squad-open-mini:test) reports EM and F1 at a --budget of layers per passage; see eval-reader.
     """
-    from sieveqa.models._saving import model_kind
-    from sieveqa.models.zoo import resolve_model
-
-    if model_kind(resolve_model(model)) == "reader":
+    if _is_reader(model):
         from sieveqa.cli.reader import eval_reader
 
         method = "learned" if scheduler else "skyline" if budget is not None else "standard"
