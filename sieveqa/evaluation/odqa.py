@@ -116,9 +116,9 @@ def load_policy(path: str | None, method: str) -> SkylinePolicy | None:
 
 
 def _table_key(model: ReaderModel, examples: Sequence[OpenExample], passages: int | None) -> str:
-    digest = hashlib.sha256(
-        json.dumps([TABLE_VERSION, passages, asdict(model.config)], sort_keys=True).encode()
-    )
+    # Tables hold raw logits: the temperatures do not change them, so a calibrated copy reuses them.
+    settings = {k: v for k, v in asdict(model.config).items() if k != "temperatures"}
+    digest = hashlib.sha256(json.dumps([TABLE_VERSION, passages, settings], sort_keys=True).encode())
     for tensor in model.state_dict().values():
         digest.update(tensor.detach().float().cpu().numpy().tobytes())
     for ex in examples:

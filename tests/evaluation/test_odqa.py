@@ -60,6 +60,8 @@ def test_tables_are_cached_by_model_and_data(monkeypatch, tmp_path: Path) -> Non
     assert len(list((tmp_path / "reader-tables").glob("*.json.gz"))) == 1
     again = cached_table(reader, [EXAMPLE])
     assert again == first == read_table(reader, [EXAMPLE])
+    reader.config.temperatures = [2.0] * 4  # calibration does not change the raw readings
+    assert cached_table(reader, [EXAMPLE]) == first
     cached_table(reader, [EXAMPLE], passages=1)
     assert len(list((tmp_path / "reader-tables").glob("*.json.gz"))) == 2
 
