@@ -43,7 +43,7 @@ from sieveqa.data.squad_as2 import (
 from sieveqa.io import atomic_write_json, file_sha256
 from sieveqa.paths import cache_root
 
-__all__ = ["build_squad_passages", "group_passages", "to_passages", "wikiqa_passages"]
+__all__ = ["build_squad_passages", "group_passages", "passage_names", "to_passages", "wikiqa_passages"]
 
 BUILDER_VERSION = 1
 TOP_K = 20
@@ -81,7 +81,7 @@ def to_passages(examples: Sequence[RankingExample]) -> list[RankingExample]:
     return out
 
 
-def _passage_names(passages: Sequence[IndexedPassage]) -> dict[str, str]:
+def passage_names(passages: Sequence[IndexedPassage]) -> dict[str, str]:
     """Index row id → ``{document id}#{n}``, n counting a document's passages from 0."""
     seen: dict[str, int] = {}
     names = {}
@@ -101,7 +101,7 @@ def _split_examples(
         passages = {p.id: p for p in index.passages([str(i) for i in range(1, len(index) + 1)])}
         questions = [(q, par.pid) for _, par in pars for q in par.questions]
         ranked = index.search_many([q.question for q, _ in questions], top_k, matching_only=False)
-    names = _passage_names(list(passages.values()))
+    names = passage_names(list(passages.values()))
     by_doc: dict[str, list[str]] = {}
     for pid in sorted(passages, key=int):
         by_doc.setdefault(passages[pid].doc_id, []).append(pid)

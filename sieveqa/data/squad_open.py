@@ -27,6 +27,7 @@ from sieveqa.data.corpus import CorpusIndex, CorpusOptions
 from sieveqa.data.documents import Document
 from sieveqa.data.jsonl import read_jsonl
 from sieveqa.data.open_qa import OpenExample, RetrievedPassage, read_open_jsonl, write_open_jsonl
+from sieveqa.data.passage_sets import passage_names
 from sieveqa.data.squad import SquadArticle, default_squad_path, read_squad
 from sieveqa.data.squad_as2 import cached_manifest, ensure_squad_as2, split_articles
 from sieveqa.io import atomic_write_json, file_sha256
@@ -34,7 +35,7 @@ from sieveqa.paths import cache_root
 
 __all__ = ["SPLITS", "build_squad_open", "squad_open"]
 
-BUILDER_VERSION = 1
+BUILDER_VERSION = 2  # 2: a chunk's #n counts every chunk of its paragraph, not the retrieved ones
 TOP_K = 30
 CHUNK_WORDS = 100
 CHUNK_STRIDE = 50
@@ -51,14 +52,8 @@ def _retrieve(articles: list[SquadArticle], top_k: int) -> list[OpenExample]:
     with tempfile.TemporaryDirectory(prefix="sieveqa-open-") as tmp:
         index = CorpusIndex.build(docs, Path(tmp) / "index", options)
         ranked = index.search_many([q.question for q in questions], top_k, matching_only=False)
-        wanted = sorted({pid for hits in ranked for pid, _ in hits}, key=int)
-        stored = {p.id: p for p in index.passages(wanted)}
-    names: dict[str, str] = {}
-    seen: dict[str, int] = {}
-    for pid in sorted(stored, key=int):  # chunk ids as "{paragraph id}#{n}", stable across builds
-        doc = stored[pid].doc_id
-        names[pid] = f"{doc}#{seen.get(doc, 0)}"
-        seen[doc] = seen.get(doc, 0) + 1
+        stored = {p.id: p for p in index.passages([str(i) for i in range(1, len(index) + 1)])}
+    names = passage_names(list(stored.values()))  # "{paragraph id}#{n}": the n-th chunk of the paragraph
     out = []
     for q, hits in zip(questions, ranked, strict=True):
         passages = [

@@ -17,12 +17,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 import torch
 
 from sieveqa.encoder import Cost, EncoderState
-from sieveqa.features import Features
 from sieveqa.models.reader import ReaderModel, SpanGuess, combine
 
 __all__ = ["LiveTowers", "ReplayTowers", "Towers", "sigmoid"]
@@ -102,12 +100,6 @@ class ReplayTowers(Towers):
                 self.reading[t] = self.table[t][self.exits.index(height)]
 
 
-@dataclass
-class _Rows:
-    features: Features
-    of_tower: list[list[int]]
-
-
 class LiveTowers(Towers):
     """Towers built by the reader's encoder: each build runs the next layer on the towers' rows and,
     at an exit layer, the heads on what it just computed."""
@@ -121,16 +113,16 @@ class LiveTowers(Towers):
         of_tower: list[list[int]] = [[] for _ in passages]
         for r, src in enumerate(features.source):
             of_tower[src].append(r)
-        self._rows = _Rows(features, of_tower)
+        self._features, self._of_tower = features, of_tower
         self.cost = cost if cost is not None else Cost()
         self.state: EncoderState = model.encoder.start(features, model.pad_id, model.batch_size, self.cost)
 
     def _build(self, towers: list[int]) -> None:
-        rows = [r for t in towers for r in self._rows.of_tower[t]]
+        rows = [r for t in towers for r in self._of_tower[t]]
         before = self.cost.layer_units
         groups = self.model.encoder.advance(self.state, rows, self.model.batch_size)
         self.layer_units += self.cost.layer_units - before
-        features = self._rows.features
+        features = self._features
         assert features.segment_ids is not None and features.offsets is not None
         by_row: dict[int, SpanGuess] = {}
         for group in groups:
@@ -148,8 +140,8 @@ class LiveTowers(Towers):
                 zip(group.rows, self.model.guesses(index, has, start, end, context, offsets), strict=True)
             )
         for t in towers:
-            windows = [by_row[r] for r in self._rows.of_tower[t] if r in by_row]
+            windows = [by_row[r] for r in self._of_tower[t] if r in by_row]
             if windows:
                 self.reading[t] = combine(windows)
             if self.height[t] + 1 == self.depth:  # full height: no layer will read these rows again
-                self.state.release(self._rows.of_tower[t])
+                self.state.release(self._of_tower[t])
