@@ -37,6 +37,9 @@ from sieveqa.runtime.schedulers import Schedule
 BUDGETS = (0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 2.0, 2.5, 3.0, 4.0, 5.0)
 THRESHOLDS = (0.5, 0.7, 0.8, 0.9, 0.95, 0.98, 0.99, 0.995, 0.999)
 CHOICES = {"m": (1, 2, 3, 5), "init_priority": (0.0, 0.3, 0.6, 1.0)}
+ADAPTIVE = ("TowerBuilder", "SkylineBuilder(-RL)", "SkylineBuilder")
+EQUAL = (0.5, 0.75, 1.0, 1.5, 2.0, 3.0)  # layers per passage where the methods are compared
+ANALYSIS = ("height_variance", "average_rank", "flips", "height_with_answer", "height_without_answer", "hap")
 
 
 class Bench:
@@ -141,9 +144,9 @@ def main() -> None:
             "test", [replace(picks["learned"], budget=b, strategy="any") for b in BUDGETS]
         ),
     }
-    efficient = []
+    efficient, models = [], {}
     for layers, path in labelled(args.efficient, "--efficient").items():
-        model = load_reader(path)
+        models[f"efficient reader, {layers} layers"] = model = load_reader(path)
         examples = splits["test"]
         outcomes, _ = replay(cached_table(model, examples, progress=True), Schedule("standard"))
         efficient.append({"layers_per_passage": float(layers), **score_outcomes(examples, outcomes)})
@@ -158,35 +161,76 @@ def main() -> None:
              "reduction": None if not layers else round(depth / layers, 1)}
         )  # fmt: skip
     print(markdown(table2, ["method", "layers", "reduction", "em"]))
+    equal = [{"layers_per_passage": b, **{name: em_at(curves[name], b) for name in ADAPTIVE}} for b in EQUAL]
+    print(markdown(equal, ["layers_per_passage", *ADAPTIVE]))
+    table3 = analysis_at(curves, target)
+    print(markdown(table3, ["method", "layers_per_passage", "em", *ANALYSIS]))
     args.out.mkdir(parents=True, exist_ok=True)
     plot(curves, full["em"], args.out / "em_vs_layers.png")
-    live = timed(bench, picks, curves, target, splits["test"][: args.live])
+    live = timed(bench, picks, curves, target, splits["test"][: args.live], models)
     print(markdown(live, ["method", "layers_per_passage", "em", "ms_p50", "ms_mean", "speedup"]))
     finish(
         args.out / "adaptive.json",
         "adaptive",
         {"full": full, "chosen_on_dev": {k: asdict(v) for k, v in picks.items()}, "curves": curves,
-         "table2": table2, "live": live},
+         "table2": table2, "equal_budget": equal, "table3": table3, "live": live},
     )  # fmt: skip
 
 
-def timed(
-    bench: Bench, picks: dict[str, Schedule], curves: dict[str, Any], target: float, questions: list
-) -> list[dict[str, Any]]:
-    """Each adaptive method at the smallest budget of its curve reaching ``target``, run live."""
+def em_at(curve: list[dict[str, Any]], layers: float) -> float | None:
+    """EM at ``layers`` per passage, interpolated between the curve's points (None: outside them)."""
+    pts = sorted((p["layers_per_passage"], p["em"]) for p in curve)
+    for (x0, y0), (x1, y1) in itertools.pairwise(pts):
+        if x0 <= layers <= x1:
+            return round(y0 if x1 == x0 else y0 + (y1 - y0) * (layers - x0) / (x1 - x0), 2)
+    return None
+
+
+def reaching(curve: list[dict[str, Any]], target: float) -> dict[str, Any]:
+    """The cheapest point of ``curve`` with EM at or above ``target`` (else its best point)."""
+    reached = [p for p in curve if p["em"] >= target]
+    if reached:
+        return min(reached, key=lambda p: p["layers_per_passage"])
+    return max(curve, key=lambda p: p["em"])
+
+
+def analysis_at(curves: dict[str, list[dict[str, Any]]], target: float) -> list[dict[str, Any]]:
+    """Table 3: each adaptive method at the point of its curve nearest the learned policy's 95% point."""
+    at = reaching(curves["SkylineBuilder"], target)["layers_per_passage"]
     rows = []
+    for name in ADAPTIVE:
+        p = min(curves[name], key=lambda p: abs(p["layers_per_passage"] - at))
+        rows.append({"method": name, **{k: round(v, 2) for k, v in p.items() if isinstance(v, float)}})
+    return rows
+
+
+def timed(
+    bench: Bench,
+    picks: dict[str, Schedule],
+    curves: dict[str, Any],
+    target: float,
+    questions: list,
+    efficient: dict[str, ReaderModel],
+) -> list[dict[str, Any]]:
+    """Every method at the cheapest point of its curve reaching ``target``, run live on ``questions``."""
     standard = evaluate_schedule(bench.reader, questions, Schedule("standard"), live=True)
-    rows.append({"method": "standard reader", **standard, "speedup": 1.0})
+    rows = [{"method": "standard reader", **standard, "speedup": 1.0}]
+
+    def run(name: str, schedule: Schedule, model: ReaderModel | None = None) -> None:
+        report = evaluate_schedule(model or bench.reader, questions, schedule, bench.policy, live=True)
+        speedup = round(standard["ms_mean"] / report["ms_mean"], 2)
+        rows.append({"method": name, **{k: round(v, 2) for k, v in report.items()}, "speedup": speedup})
+
+    k = reaching(curves["top-k"], target)["k"]
+    run(f"top-k, k {k}", Schedule("top-k", k=k))
+    threshold = reaching(curves["TowerBuilder"], target)["threshold"]
+    run(f"TowerBuilder, threshold {threshold}", replace(picks["tower"], threshold=threshold))
     for name, key in (("SkylineBuilder(-RL)", "skyline"), ("SkylineBuilder", "learned")):
-        reached = [p for p in curves[name] if p["em"] >= target]
-        budget = min((p["budget"] for p in reached), default=BUDGETS[-1])
+        budget = reaching(curves[name], target)["budget"]
         for group in (1, 4):
-            schedule = replace(picks[key], budget=budget, group=group)
-            report = evaluate_schedule(bench.reader, questions, schedule, bench.policy, live=True)
-            rows.append(
-                {"method": f"{name}, budget {budget}, group {group}", **report,
-                 "speedup": round(standard["ms_mean"] / report["ms_mean"], 2)}
-            )  # fmt: skip
+            run(f"{name}, budget {budget}, group {group}", replace(picks[key], budget=budget, group=group))
+    for name, model in efficient.items():
+        run(name, Schedule("standard"), model)
     return rows
 
 

@@ -9,7 +9,7 @@ from typing import Annotated, Any
 
 import typer
 
-from sieveqa.cli._app import DeviceOpt, app, check_device, console
+from sieveqa.cli._app import DeviceOpt, app, check_device, console, float_list
 
 ReaderOpt = Annotated[str, typer.Option("--reader", "-r", help="a reader model folder (train --arch reader)")]
 OpenDataOpt = Annotated[
@@ -87,7 +87,9 @@ def train_scheduler(
     out: Annotated[Path, typer.Option("--out", "-o", help="output folder (the policy lands in OUT/best)")],
     train: Annotated[str, typer.Option("--train", help="questions to learn from")] = "squad-open-mini:dev1",
     dev: Annotated[str, typer.Option(help="questions that pick the best epoch")] = "squad-open-mini:dev0",
-    budget: Annotated[float, typer.Option(help="layers per passage an episode spends")] = 2.0,
+    budget: Annotated[
+        str, typer.Option(help="layers per passage an episode spends; several (0.5,1,2): drawn per episode")
+    ] = "2",
     m: Annotated[int, typer.Option(help="towers kept for the answer when validating")] = 3,
     epochs: Annotated[int, typer.Option(help="passes over the training questions")] = 16,
     lr: Annotated[float, typer.Option(help="SGD learning rate")] = 1e-3,
@@ -101,19 +103,22 @@ def train_scheduler(
     from sieveqa.evaluation.odqa import replay, score_outcomes
     from sieveqa.training.skyline import PolicyOptions, train_policy
 
-    options = PolicyOptions(budget=budget, epochs=epochs, lr=lr, baseline=baseline, seed=seed)
-    schedule = _schedule(method="learned", budget=budget, m=m)
+    budgets = float_list(budget, "--budget") or [0.0]
+    schedules = [_schedule(method="learned", budget=b, m=m) for b in budgets]
+    options = PolicyOptions(budgets=budgets, epochs=epochs, lr=lr, baseline=baseline, seed=seed)
     model, tables = _prepared(reader, out, device, [train, dev], passages, progress)
     temps = model.config.temperatures or [1.0] * len(model.exits)
     train_table = tables[train][1]
     dev_examples, dev_table = tables[dev]
 
     def validate(policy: Any) -> float:
-        outcomes, _ = replay(dev_table, schedule, temps, policy)
-        return score_outcomes(dev_examples, outcomes)["em"]
+        ems = [score_outcomes(dev_examples, replay(dev_table, s, temps, policy)[0])["em"] for s in schedules]
+        return sum(ems) / len(ems)
 
     result = train_policy(train_table, temps, options, validate, out, progress)
-    console.print(f"best dev EM {result['best_dev_em']:.2f} at budget {budget}; scheduler: {out / 'best'}")
+    console.print(
+        f"best dev EM {result['best_dev_em']:.2f} (mean over budgets {budget}); scheduler: {out / 'best'}"
+    )
 
 
 @app.command("eval-reader")

@@ -29,7 +29,7 @@ from sieveqa.encoder import Cost, check_exits
 from sieveqa.errors import ConfigError
 from sieveqa.features import Features
 from sieveqa.models.encoder_model import EncoderModel, ModelConfig
-from sieveqa.models.heads import ClassifierHead
+from sieveqa.models.heads import POOLINGS, ClassifierHead
 
 NEG = -1e4  # masked logit: far below any real one, finite in fp16/bf16
 
@@ -48,6 +48,9 @@ class ReaderConfig(ModelConfig):
     )
     max_answer_tokens: int = field(default=30, metadata={"help": "longest answer span, in tokens"})
     has_answer_layers: int = field(default=2, metadata={"help": "linear layers of the has-answer MLP"})
+    has_answer_pooling: str = field(
+        default="cls", metadata={"help": "what the has-answer MLP reads: the cls state or the tokens' mean"}
+    )
     temperatures: list[float] | None = field(
         default=None, metadata={"help": "per-exit has-answer temperatures (set by calibration)"}
     )
@@ -61,6 +64,11 @@ class ReaderConfig(ModelConfig):
             )
         if self.max_answer_tokens < 1:
             raise ConfigError(f"ReaderConfig: max_answer_tokens must be >= 1, got {self.max_answer_tokens}")
+        if self.has_answer_pooling not in POOLINGS:
+            raise ConfigError(
+                f"ReaderConfig: has_answer_pooling must be one of {', '.join(POOLINGS)}, "
+                f"got {self.has_answer_pooling!r}"
+            )
 
 
 @dataclass(frozen=True)
@@ -132,7 +140,8 @@ class ReaderModel(EncoderModel):
         hidden = self.encoder.hidden_size
         self.span_heads = nn.ModuleList(nn.Linear(hidden, 2) for _ in cfg.exits)
         self.has_heads = nn.ModuleList(
-            ClassifierHead(hidden, cfg.has_answer_layers, "cls", cfg.dropout) for _ in cfg.exits
+            ClassifierHead(hidden, cfg.has_answer_layers, cfg.has_answer_pooling, cfg.dropout)
+            for _ in cfg.exits
         )
         self.dropout = nn.Dropout(cfg.dropout)
         self.eval()

@@ -6,8 +6,9 @@
   An episode builds one question's towers one layer at a time, sampling the tower from the policy's
   softmax; choosing a tower whose passage holds an answer earns 1, every step costs ``step_cost``;
   returns are discounted by ``discount``. The optional baseline is the mean return at each step of
-  the batch (variance reduction). Validation replays the greedy policy on other questions at the
-  training budget; the best EM's policy is kept.
+  the batch (variance reduction). Each episode draws its budget from ``budgets`` (one policy for every
+  budget it will serve: its inputs do not include the budget). Validation replays the greedy policy on
+  other questions at each training budget; the best mean EM's policy is kept.
 """
 
 from __future__ import annotations
@@ -73,7 +74,9 @@ def calibration_errors(table: ReadTable, temperatures: Sequence[float] | None = 
 class PolicyOptions:
     """REINFORCE settings (the paper's appendix: SGD, lr 1e-3, batch 32, 16 epochs, cost 0.1, γ 0.9)."""
 
-    budget: float = field(default=2.0, metadata={"help": "layers per passage an episode may spend"})
+    budgets: list[float] = field(
+        default_factory=lambda: [2.0], metadata={"help": "layers per passage an episode may spend (drawn)"}
+    )
     epochs: int = field(default=16, metadata={"help": "passes over the training questions"})
     batch_size: int = field(default=32, metadata={"help": "episodes per update"})
     lr: float = field(default=1e-3, metadata={"help": "SGD learning rate"})
@@ -83,7 +86,8 @@ class PolicyOptions:
     seed: int = field(default=13, metadata={"help": "seed of the episodes' sampling"})
 
     def __post_init__(self) -> None:
-        if not (self.budget > 0 and self.epochs >= 1 and self.batch_size >= 1 and self.lr > 0):
+        positive = self.budgets and min(self.budgets) > 0 and self.lr > 0
+        if not (positive and self.epochs >= 1 and self.batch_size >= 1):
             raise ConfigError(f"PolicyOptions: invalid {asdict(self)}")
         if not (0 <= self.discount <= 1 and self.step_cost >= 0):
             raise ConfigError(
@@ -165,7 +169,7 @@ def _train_policy(
             total = 0.0
             for s in range(0, len(order), options.batch_size):
                 runs = [
-                    episode(policy, train, q, temperatures, options.budget, gen)
+                    episode(policy, train, q, temperatures, rng.choice(options.budgets), gen)
                     for q in order[s : s + options.batch_size]
                 ]
                 gains = [returns(r, options.step_cost, options.discount) for _, r in runs]

@@ -43,7 +43,7 @@ def test_calibrate_schedule_and_evaluate(
     assert result.output.count("ECE") == 4 and "temperatures" in result.output  # one set, named twice
     cal = tmp_path / "cal"
     assert len(ReaderModel.from_pretrained(cal).config.temperatures) == 4
-    args = ["--reader", cal, "--train", open_data, "--dev", open_data, "--budget", "1", "--epochs", "2"]
+    args = ["--reader", cal, "--train", open_data, "--dev", open_data, "--budget", "0.5,1", "--epochs", "2"]
     result = sieveqa("train-scheduler", *args, "--out", tmp_path / "sched")
     assert result.exit_code == 0, result.output
     reports = {}
@@ -144,3 +144,15 @@ def test_answer_refuses_bad_reader_settings(sieveqa, tmp_path: Path, args, messa
     index = tmp_path / "index"
     assert sieveqa("index", "corpus", "--input", "demo", "--out", index).exit_code == 0
     assert message in one_error_line(sieveqa("answer", "Who?", "--index", index, *args))
+
+
+@pytest.mark.parametrize(
+    ("budget", "message"), [("1,x", "--budget: expected comma-separated"), ("0", "above 0")]
+)
+def test_train_scheduler_refuses_bad_budgets_before_reading(
+    sieveqa, saved_reader: Path, open_data: Path, tmp_path: Path, budget: str, message: str
+) -> None:
+    out = tmp_path / "sched"
+    args = ["--reader", saved_reader, "--train", open_data, "--dev", open_data, "--budget", budget]
+    assert message in one_error_line(sieveqa("train-scheduler", *args, "--out", out))
+    assert not out.exists()

@@ -79,6 +79,7 @@ def test_saved_reader_loads_with_its_temperatures(reader: ReaderModel, tmp_path:
         ({"exits": [2, 1, 4]}, "exits"),
         ({"exits": [1, 2]}, "ending at 4"),
         ({"temperatures": [1.0]}, "temperatures"),
+        ({"has_answer_pooling": "max"}, "has_answer_pooling"),
     ],
 )
 def test_bad_configs_are_refused(settings: dict, message: str) -> None:

@@ -65,7 +65,7 @@ def test_reinforce_learns_to_build_on_answer_towers(tmp_path: Path) -> None:
         return 100 * sum(dev.has_answer[q][o.tower] for q, o in enumerate(outcomes)) / len(outcomes)
 
     untrained = validate(SkylinePolicy())
-    options = PolicyOptions(budget=1.0, epochs=8, batch_size=16, lr=0.05, seed=3)
+    options = PolicyOptions(budgets=[1.0], epochs=8, batch_size=16, lr=0.05, seed=3)
     result = train_policy(train, [1.0, 1.0, 1.0], options, validate, tmp_path / "s", progress=False)
     policy = SkylinePolicy.from_pretrained(tmp_path / "s" / "best")
     assert validate(policy) == result["best_dev_em"] > untrained
