@@ -57,7 +57,8 @@ class Bench:
     def curve(self, split: str, schedules: list[Schedule]) -> list[dict[str, Any]]:
         out = []
         for s in schedules:
-            knob = {"budget": s.budget} if s.budget is not None else {"threshold": s.threshold, "k": s.k}
+            knobs = {"top-k": {"k": s.k}, "tower": {"threshold": s.threshold}}
+            knob = knobs.get(s.method, {"budget": s.budget})
             out.append({**knob, **self.point(split, s)})
         return out
 
