@@ -14,6 +14,7 @@ fit.)
 
 from __future__ import annotations
 
+import functools
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -87,6 +88,16 @@ def _probe(backend: Tokenizer, texts: tuple[str, ...]) -> _Template:
     return _Template(parts, part_types, tuple(types[start] for start, _ in cuts))
 
 
+@functools.lru_cache(maxsize=8)
+def _private_backend(spec: str) -> Tokenizer:
+    """A Rust tokenizer built from ``spec`` with truncation and padding off; shared by the featurizers
+    of one tokenizer (they only encode with it, which is thread-safe), since building one costs ~50 ms."""
+    backend = Tokenizer.from_str(spec)
+    backend.no_truncation()
+    backend.no_padding()
+    return backend
+
+
 class Featurizer:
     """Turns texts into :class:`Features` for one tokenizer.
 
@@ -98,9 +109,7 @@ class Featurizer:
         backend = getattr(tokenizer, "backend_tokenizer", None)
         if backend is None:
             raise BackboneError(f"{type(tokenizer).__name__} has no fast (Rust) tokenizer; sieveqa needs one")
-        self._backend = Tokenizer.from_str(backend.to_str())
-        self._backend.no_truncation()
-        self._backend.no_padding()
+        self._backend = _private_backend(backend.to_str())
         self.pad_id = int(tokenizer.pad_token_id or 0)
         self.sep_id = int(tokenizer.sep_token_id)
         self._single = _probe(self._backend, ("a",))

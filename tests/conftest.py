@@ -12,6 +12,13 @@ from sieveqa.errors import DatasetNotFoundError
 from sieveqa.paths import data_root
 
 
+def _copy(model):
+    """A deep copy of ``model`` sharing its tokenizer and featurizer (read-only, and most of the cost
+    of a copy: the vocabulary's dicts)."""
+    shared = (model.tokenizer, model.featurizer)
+    return copy.deepcopy(model, memo={id(x): x for x in shared})
+
+
 @pytest.fixture(scope="session")
 def _tiny_model_once():
     from sieveqa.models.cross_encoder import CrossEncoder, CrossEncoderConfig
@@ -22,7 +29,7 @@ def _tiny_model_once():
 @pytest.fixture
 def tiny_model(_tiny_model_once):
     """A fresh copy of the tiny random cross-encoder (tests may train or mutate it)."""
-    return copy.deepcopy(_tiny_model_once)
+    return _copy(_tiny_model_once)
 
 
 @pytest.fixture(scope="session")
@@ -35,7 +42,7 @@ def _tiny_cascade_once():
 @pytest.fixture
 def tiny_cascade(_tiny_cascade_once):
     """A fresh copy of a tiny random cascade with exits after layers 1, 2, 3 and 4."""
-    return copy.deepcopy(_tiny_cascade_once)
+    return _copy(_tiny_cascade_once)
 
 
 @pytest.fixture(scope="session")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import importlib.util
 import os
 from collections.abc import Callable, Iterator
@@ -88,11 +89,18 @@ TINY_CONFIG = {
 }
 
 
+@functools.cache
+def _tiny_tokenizer() -> PreTrainedTokenizerBase:
+    # Loaded once per process: tests build hundreds of tiny models, and sieveqa only reads a tokenizer
+    # (the featurizer encodes with its own copy of the Rust tokenizer).
+    return AutoTokenizer.from_pretrained(tokenizer_dir())
+
+
 def _load_tiny(seed: int = 0) -> Backbone:
     import torch
     from transformers import BertConfig, BertModel
 
-    tokenizer = AutoTokenizer.from_pretrained(tokenizer_dir())
+    tokenizer = _tiny_tokenizer()
     config = BertConfig(vocab_size=tokenizer.vocab_size, **TINY_CONFIG)
     with torch.random.fork_rng():
         torch.manual_seed(seed)

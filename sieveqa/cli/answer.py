@@ -141,7 +141,12 @@ def answer(
     ] = None,
     budget: Annotated[float, typer.Option(help="skyline: layers per passage to spend")] = 2.0,
     threshold: Annotated[float, typer.Option(help="tower: stop a passage at this P(no answer)")] = 0.9,
-    keep: Annotated[int, typer.Option("--m", help="tower/skyline: passages kept for the answer")] = 3,
+    keep: Annotated[
+        int | None,
+        typer.Option(
+            "--m", help="tower/skyline: passages kept for the answer [default: tower 5, skyline 1, learned 3]"
+        ),
+    ] = None,
     device: DeviceOpt = "auto",
     precision: PrecisionOpt = "auto",
     batch_size: BatchOpt = None,
@@ -242,8 +247,7 @@ def eval_answers(
         check_output_file(json_out, "--json")
     if not dataset.endswith("-sentences"):
         raise ConfigError(f"--dataset {dataset}: answers are sentences; use its -sentences form")
-    examples = load_dataset(dataset)[:limit]
-    qrels_from_examples(examples, dataset)
+    # The models are checked first: a wrong --ranker is refused before a dataset is built or read.
     answerer = load_answerer(
         method,
         None,
@@ -255,6 +259,8 @@ def eval_answers(
         precision=precision,
         batch_size=batch_size,
     )
+    examples = load_dataset(dataset)[:limit]
+    qrels_from_examples(examples, dataset)
     report = evaluate_answers(answerer, examples, dataset)
     result = {
         "dataset": dataset,

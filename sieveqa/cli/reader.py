@@ -89,7 +89,7 @@ def train_scheduler(
     dev: Annotated[str, typer.Option(help="questions that pick the best epoch")] = "squad-open-mini:dev0",
     budget: Annotated[
         str, typer.Option(help="layers per passage an episode spends; several (0.5,1,2): drawn per episode")
-    ] = "2",
+    ] = "0.5,1,2",
     m: Annotated[int, typer.Option(help="towers kept for the answer when validating")] = 3,
     epochs: Annotated[int, typer.Option(help="passes over the training questions")] = 16,
     lr: Annotated[float, typer.Option(help="SGD learning rate")] = 1e-3,
@@ -132,11 +132,13 @@ def eval_reader(
     ] = None,
     threshold: Annotated[float, typer.Option(help="tower: stop at this P(no answer)")] = 0.9,
     k: Annotated[int, typer.Option(help="top-k: passages read")] = 5,
-    m: Annotated[int, typer.Option(help="towers kept for the answer")] = 3,
+    m: Annotated[
+        int | None, typer.Option(help="towers kept for the answer [default: tower 5, skyline 1, learned 3]")
+    ] = None,
     strategy: Annotated[
         str, typer.Option(help="last (finish kept towers) or any (answer where they stand)")
     ] = "last",
-    init_priority: Annotated[float, typer.Option(help="skyline: priority of an unread tower")] = 0.5,
+    init_priority: Annotated[float, typer.Option(help="skyline: priority of an unread tower")] = 0.0,
     group: Annotated[int, typer.Option(help="towers built per step")] = 1,
     live: Annotated[
         bool, typer.Option(help="run the encoder layer by layer and time it (else replay)")

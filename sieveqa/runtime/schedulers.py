@@ -31,6 +31,9 @@ from sieveqa.runtime.towers import Towers
 
 METHODS = ("standard", "top-k", "tower", "skyline", "learned")
 STRATEGIES = ("last", "any")
+# Towers kept for the answer by default: each adaptive method's choice on squad-open-mini dev0 for the
+# shipped recipe's reader (docs/RESULTS.md, issue 12).
+KEEP = {"tower": 5, "skyline": 1, "learned": 3}
 Priority = Callable[[Towers, list[int]], list[float]]
 
 
@@ -42,9 +45,9 @@ class Schedule:
     budget: float | None = None  # average layers per passage while scheduling (skyline, learned)
     threshold: float = 0.9  # tower: stop a tower when P(no answer) reaches it
     k: int = 5  # top-k
-    m: int = 3  # towers kept for the answer
+    m: int | None = None  # towers kept for the answer (None: the method's default, KEEP)
     strategy: str = "last"
-    init_priority: float = 0.5  # skyline: priority of a tower not read yet
+    init_priority: float = 0.0  # skyline: priority of a tower not read yet (chosen on dev0)
     group: int = 1  # towers built per step (skyline, learned)
 
     def __post_init__(self) -> None:
@@ -54,11 +57,16 @@ class Schedule:
             raise ConfigError(f"--strategy must be 'last' or 'any', got {self.strategy!r}")
         if self.method in ("skyline", "learned") and (self.budget is None or not self.budget > 0):
             raise ConfigError(f"--budget must be a number of layers per passage above 0, got {self.budget}")
-        if min(self.k, self.m, self.group) < 1 or not 0 < self.threshold <= 1:
+        if min(self.k, self.keep, self.group) < 1 or not 0 < self.threshold <= 1:
             raise ConfigError(
                 f"k, m and group must be >= 1 and threshold in (0, 1], got {self.k}, {self.m}, "
                 f"{self.group}, {self.threshold}"
             )
+
+    @property
+    def keep(self) -> int:
+        """Towers kept for the answer: ``m``, or the method's default."""
+        return self.m if self.m is not None else KEEP.get(self.method, 1)
 
 
 @dataclass(frozen=True)
@@ -150,7 +158,7 @@ def answer(towers: Towers, schedule: Schedule) -> Outcome:
     built = [t for t in range(len(towers)) if towers.height[t] > 0]
     if schedule.method in ("tower", "skyline", "learned"):
         built.sort(key=lambda t: (-towers.height[t], -(towers.has_answer(t) or 0.0), t))
-        kept = built[: schedule.m]
+        kept = built[: schedule.keep]
     else:  # the static readers read whole passages and answer from all of them
         kept = built
     if schedule.strategy == "last":

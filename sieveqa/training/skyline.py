@@ -75,7 +75,8 @@ class PolicyOptions:
     """REINFORCE settings (the paper's appendix: SGD, lr 1e-3, batch 32, 16 epochs, cost 0.1, γ 0.9)."""
 
     budgets: list[float] = field(
-        default_factory=lambda: [2.0], metadata={"help": "layers per passage an episode may spend (drawn)"}
+        default_factory=lambda: [0.5, 1.0, 2.0],
+        metadata={"help": "layers per passage an episode may spend (drawn)"},
     )
     epochs: int = field(default=16, metadata={"help": "passes over the training questions"})
     batch_size: int = field(default=32, metadata={"help": "episodes per update"})

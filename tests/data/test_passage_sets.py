@@ -2,6 +2,8 @@
 
 from pathlib import Path
 
+import pytest
+
 from sieveqa.data.passage_sets import group_passages, to_passages, wikiqa_passages
 from sieveqa.data.records import Candidate, Question, RankingExample
 from sieveqa.data.registry import load_dataset
@@ -40,6 +42,7 @@ def test_wikiqa_documents_become_passages_of_at_most_200_tokens(real_data: Path)
     )
 
 
+@pytest.mark.slow  # on a fresh cache it builds SQuAD-AS2 and squad-passages in full (about a minute)
 def test_squad_passages_label_passages_by_their_sentences(real_data: Path) -> None:
     sentences = load_dataset("squad-passages:dev-sentences")
     passages = load_dataset("squad-passages:dev")

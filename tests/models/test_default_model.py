@@ -30,7 +30,7 @@ def test_example_file_answers_rank_first(default_model: CrossEncoder, example_js
 
 
 def test_wikiqa_slice_is_far_above_chance(default_model: CrossEncoder, real_data) -> None:
-    examples = load_dataset("wikiqa:dev")[:30]
+    examples = load_dataset("wikiqa:dev")[:12]  # 169 pairs
     report = evaluate_scores(examples, default_model.score(examples))
-    # A random ranking of this slice scores MAP ≈ 0.37 (mean of 50 shuffles); a trained model far more.
-    assert report.mean["map"] > 0.6
+    # A random ranking of this slice scores MAP ≈ 0.29 (mean of 50 shuffles); the model 0.66.
+    assert report.mean["map"] > 0.55

@@ -27,3 +27,11 @@ def test_bad_schedules_are_refused(settings: dict, message: str) -> None:
 def test_static_methods_need_no_budget() -> None:
     assert Schedule("standard").budget is None
     assert Schedule("top-k", k=3).k == 3
+
+
+def test_each_method_keeps_its_dev_chosen_towers_unless_m_is_given() -> None:
+    assert Schedule("skyline", budget=1.0).keep == 1
+    assert Schedule("learned", budget=1.0).keep == 3
+    assert Schedule("tower").keep == 5
+    assert Schedule("learned", budget=1.0, m=2).keep == 2
+    assert Schedule("skyline", budget=1.0).init_priority == 0.0
