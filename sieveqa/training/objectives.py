@@ -8,7 +8,7 @@ from torch import Tensor, nn
 
 
 def _inputs(batch: dict[str, Tensor]) -> dict[str, Tensor]:
-    return {k: v for k, v in batch.items() if k != "labels"}
+    return {k: v for k, v in batch.items() if k not in ("labels", "teacher")}
 
 
 class PointwiseBCE:
@@ -63,6 +63,43 @@ class ExitDistillation:
             return F.mse_loss(logits, batch["labels"].unsqueeze(1).expand_as(logits))
         student, target = logits[:, :-1], logits[:, -1:].detach()
         return F.mse_loss(student, target.expand_as(student))
+
+
+def kd_loss(student: Tensor, teacher: Tensor, labels: Tensor, alpha: float, tau: float) -> Tensor:
+    """Eq. 1 of the MHS paper, per pair: α·CE(student, label) + (1−α)·τ²·KL(teacher ‖ student).
+
+    A pair's logit ``z`` is the two-class distribution softmax([0, z]), so softened by ``tau`` it is
+    Bernoulli(σ(z/τ)); the KL of two Bernoullis is the cross-entropy minus the teacher's entropy.
+    """
+    hard = F.binary_cross_entropy_with_logits(student, labels, reduction="none")
+    target = torch.sigmoid(teacher / tau)
+    cross = F.binary_cross_entropy_with_logits(student / tau, target, reduction="none")
+    entropy = F.binary_cross_entropy_with_logits(teacher / tau, target, reduction="none")
+    return alpha * hard + (1 - alpha) * tau**2 * (cross - entropy)
+
+
+class Distillation:
+    """Knowledge distillation from cached teacher logits (``batch["teacher"]``, one column per head).
+
+    A single-score model learns from column 0; a model with k heads (a k-column output) gives each
+    head its own teacher column, and the losses are summed (the paper's eq. 4 with λ = 1), so the
+    shared body learns from all of them.
+    """
+
+    def __init__(self, alpha: float, tau: float) -> None:
+        if not 0 <= alpha <= 1 or not tau > 0:
+            raise ValueError(f"KD needs 0 <= alpha <= 1 and tau > 0, got alpha {alpha}, tau {tau}")
+        self.alpha, self.tau = alpha, tau
+
+    def __call__(self, model: nn.Module, batch: dict[str, Tensor]) -> Tensor:
+        student = model(**_inputs(batch))
+        teacher = batch["teacher"]
+        if student.dim() == 1:
+            student, teacher = student.unsqueeze(1), teacher[:, :1]
+        if student.shape != teacher.shape:
+            raise ValueError(f"{student.shape[1]} heads but {teacher.shape[1]} teacher columns")
+        labels = batch["labels"].unsqueeze(1).expand_as(student)
+        return kd_loss(student, teacher, labels, self.alpha, self.tau).sum(dim=1).mean()
 
 
 class TripletHinge:

@@ -4,18 +4,20 @@ from __future__ import annotations
 
 import random
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from sieveqa.data.records import RankingExample
 
 
 @dataclass
 class LabelledPairs:
-    """Parallel lists of question texts, candidate texts and 0/1 labels."""
+    """Parallel lists of question texts, candidate texts and 0/1 labels, and each pair's
+    ``qid/candidate id`` (what cached teacher scores are matched on)."""
 
     questions: list[str]
     texts: list[str]
     labels: list[float]
+    ids: list[str] = field(default_factory=list)
 
     def __len__(self) -> int:
         return len(self.labels)
@@ -58,4 +60,5 @@ def make_pairs(
             out.questions.append(ex.question.text)
             out.texts.append(cand.text)
             out.labels.append(int(cand.label))
+            out.ids.append(f"{ex.qid}/{cand.id}")
     return out
