@@ -32,10 +32,6 @@ class CrossEncoder(PairModel):
         self.head = ClassifierHead(self.encoder.hidden_size, 1, self.config.pooling, self.config.dropout)
         self.eval()
 
-    @property
-    def n_scores(self) -> int:
-        return 1
-
     def forward(
         self,
         input_ids: Tensor,

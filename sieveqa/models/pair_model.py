@@ -29,9 +29,9 @@ class PairModel(EncoderModel, Ranker):
         return self.featurizer.pairs(questions, texts, self.config.max_length)
 
     @property
-    @abstractmethod
     def n_scores(self) -> int:
         """How many scores each pair gets (1, or one per exit)."""
+        return 1
 
     @abstractmethod
     def batch_logits(self, batch: dict[str, Tensor], cost: Cost, last_only: bool) -> Tensor:

@@ -98,4 +98,5 @@ def test_windows_read_a_long_text_whole_and_keep_its_best_score(tiny_model) -> N
     windowed, cost = tiny_model.score_matrix(["q?", "q?"], [long, short], last_only=True, windows=True)
     assert windowed.shape == plain.shape and cost.sequences > 2
     assert torch.allclose(windowed[1], plain[1], atol=1e-5)  # a text that fits scores as before
-    assert windowed[0] >= plain[0]  # the first window is the truncated text; later ones may score higher
+    # The first window is the truncated text (equal up to float noise); later ones may score higher.
+    assert windowed[0] >= plain[0] - 1e-5

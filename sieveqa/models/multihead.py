@@ -1,0 +1,149 @@
+"""Multiple Heads Student (MHS, "Efficient Ensemble Transformer for Accurate Answer Sentence Ranking").
+
+``B_b kH_h``: the first ``b`` layers are a body shared by ``k`` heads, each head being its own stack
+of the next ``h`` layers (copies of the backbone's, branches of the steppable encoder) and a
+classifier. Training gives every head its own teacher and the body learns from all of them
+(``sieveqa.training.objectives.Distillation``); a pair's score is the mean of the heads' logits (the
+paper's eq. 5), so a question costs ``b + k·h`` layer-units per candidate.
+
+Head 0 runs the backbone's own top layers and heads 1..k-1 their copies, so a student stores
+``k − 1`` extra stacks, not ``k``.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, field, replace
+from typing import Self
+
+import torch
+from torch import Tensor, nn
+
+from sieveqa.backbones import Backbone, load_backbone
+from sieveqa.encoder import Cost
+from sieveqa.errors import ConfigError
+from sieveqa.models.cross_encoder import CrossEncoder
+from sieveqa.models.encoder_model import EncoderModel, ModelConfig
+from sieveqa.models.heads import ClassifierHead
+from sieveqa.models.pair_model import PairModel
+
+
+@dataclass
+class MultiHeadConfig(ModelConfig):
+    """Architecture of a multi-head student ``B_b kH_h``."""
+
+    heads: int = field(default=3, metadata={"help": "k: ranking heads (one per teacher)"})
+    head_layers: int = field(
+        default=1, metadata={"help": "h: top transformer layers each head has its own copy of"}
+    )
+    body_layers: int | None = field(
+        default=None, metadata={"help": "b: shared layers (None: the backbone's depth minus h)"}
+    )
+    pooling: str = field(default="cls", metadata={"help": "head input: 'cls' token or 'mean' of tokens"})
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.heads < 1 or self.head_layers < 1 or (self.body_layers is not None and self.body_layers < 1):
+            raise ConfigError(
+                f"MultiHeadConfig: needs k >= 1 heads of h >= 1 layers over b >= 1 body layers, got "
+                f"k={self.heads}, h={self.head_layers}, b={self.body_layers}"
+            )
+
+    @property
+    def name(self) -> str:
+        """The paper's notation, e.g. ``B5 3H1``."""
+        return f"B{self.body_layers} {self.heads}H{self.head_layers}"
+
+
+class MultiHeadStudent(PairModel):
+    """One shared body, ``k`` heads of ``h`` layers each; scores are the heads' mean logit."""
+
+    kind = "multihead"
+    config_class = MultiHeadConfig
+    config: MultiHeadConfig
+
+    def __init__(self, config: MultiHeadConfig | None = None, backbone: Backbone | None = None) -> None:
+        cfg = replace(config) if config else MultiHeadConfig()
+        backbone = backbone or load_backbone(cfg.backbone)
+        depth = cfg.num_layers or len(backbone.model.encoder.layer)
+        body = cfg.body_layers if cfg.body_layers is not None else depth - cfg.head_layers
+        if body < 1 or body + cfg.head_layers > depth:
+            raise ConfigError(
+                f"B{body} {cfg.heads}H{cfg.head_layers} does not fit {cfg.backbone}: b + h must be at most "
+                f"its {depth} layers, with b >= 1"
+            )
+        # A student shallower than its backbone keeps only the layers it uses.
+        cfg.body_layers, cfg.num_layers = body, body + cfg.head_layers
+        super().__init__(cfg, backbone)
+        hidden = self.encoder.hidden_size
+        top = self.encoder.layers[body:]
+        self.branches = nn.ModuleList(
+            nn.ModuleList(copy.deepcopy(layer) for layer in top) for _ in range(cfg.heads - 1)
+        )
+        self.heads = nn.ModuleList(
+            ClassifierHead(hidden, 1, cfg.pooling, cfg.dropout) for _ in range(cfg.heads)
+        )
+        self.eval()
+
+    def copy_top_layers(self) -> None:
+        """Restart heads 1..k-1 from the backbone's top ``h`` layers (after a body was loaded)."""
+        top = self.encoder.layers[self.config.body_layers :]
+        for branch in self.branches:
+            for mine, source in zip(branch, top, strict=True):
+                mine.load_state_dict(source.state_dict())
+
+    def head_stack(self, head: int) -> nn.ModuleList:
+        """The layers head ``head`` runs after the body."""
+        return self.encoder.layers[self.config.body_layers :] if head == 0 else self.branches[head - 1]
+
+    def forward(
+        self,
+        input_ids: Tensor,
+        attention_mask: Tensor,
+        token_type_ids: Tensor | None = None,
+        cost: Cost | None = None,
+    ) -> Tensor:
+        """Every head's logit, rows × k (training gives each column its own teacher)."""
+        b = self.config.body_layers
+        body = self.encoder(input_ids, attention_mask, token_type_ids, num_layers=b, cost=cost)
+        logits = []
+        for i, head in enumerate(self.heads):
+            hidden = body
+            for j, layer in enumerate(self.head_stack(i)):
+                hidden = self.encoder.run_layer(b + j, hidden, attention_mask, cost, layer, f"head-{i}")
+            logits.append(head(hidden, attention_mask))
+        return torch.stack(logits, dim=1)
+
+    def batch_logits(self, batch: dict[str, Tensor], cost: Cost, last_only: bool) -> Tensor:
+        return self(**batch, cost=cost).mean(dim=1, keepdim=True)
+
+    @classmethod
+    def start_from(cls, other: EncoderModel, config: ModelConfig) -> Self:
+        """A student over a trained cross-encoder: its body, its top layers copied into every head and
+        its classifier into every head, so each head first scores exactly as the cross-encoder did."""
+        if not isinstance(other, CrossEncoder):
+            return super().start_from(other, config)
+        wanted = config if isinstance(config, MultiHeadConfig) else MultiHeadConfig()
+        src = other.config
+        student = cls(
+            replace(
+                wanted,
+                backbone=src.backbone,
+                max_length=src.max_length,
+                num_layers=src.num_layers,
+                dropout=src.dropout,
+                freeze_word_embeddings=src.freeze_word_embeddings,
+            )
+        )
+        own, theirs = student.encoder.state_dict(), other.encoder.state_dict()
+        if missing := sorted(set(own) - set(theirs)):
+            raise ConfigError(
+                f"{student.config.name} needs layers the cross-encoder lacks ({missing[0]}, ...)"
+            )
+        student.encoder.load_state_dict({k: v for k, v in theirs.items() if k in own})
+        student.copy_top_layers()
+        for head in student.heads:
+            head.load_state_dict(other.head.state_dict())
+        student.to(other.device)
+        student.meta = {"student_of": other.meta.get("training", {})}
+        return student

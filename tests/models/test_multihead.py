@@ -1,0 +1,91 @@
+"""The multi-head student B_b kH_h: shapes, cost per branch, refusals, and a start from a cross-encoder."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from sieveqa.encoder import Cost
+from sieveqa.errors import ConfigError
+from sieveqa.features import collate
+from sieveqa.models.multihead import MultiHeadConfig, MultiHeadStudent
+
+QUESTIONS = ["who wrote hamlet?", "what is the capital of france?", "how tall is everest?"]
+TEXTS = ["hamlet was written by shakespeare.", "paris is the capital.", "it is 8849 metres tall."]
+
+
+def _student(**settings) -> MultiHeadStudent:
+    torch.manual_seed(0)
+    return MultiHeadStudent(MultiHeadConfig(backbone="tiny", max_length=64, **settings))
+
+
+def _batch(student: MultiHeadStudent) -> dict[str, torch.Tensor]:
+    return collate(student.featurize(QUESTIONS, TEXTS), range(3), student.pad_id)
+
+
+def test_every_head_gets_a_column_and_its_own_branch_cost() -> None:
+    student = _student(heads=3, head_layers=1)
+    assert student.config.name == "B3 3H1" and student.encoder.num_layers == 4
+    batch = _batch(student)
+    cost = Cost()
+    with torch.inference_mode():
+        logits = student(**batch, cost=cost)
+    assert logits.shape == (3, 3)
+    assert cost.per_layer == {
+        **{("body", layer): 3 for layer in range(3)},
+        **{(f"head-{i}", 3): 3 for i in range(3)},
+    }
+    assert cost.layer_units == 3 * (3 + 3 * 1)
+    # The score is the heads' mean (eq. 5).
+    scores = torch.tensor(student.score_pairs(QUESTIONS, TEXTS))
+    torch.testing.assert_close(scores, logits.mean(dim=1), rtol=0, atol=1e-5)
+
+
+def test_head_zero_runs_the_backbones_own_top_layers_and_the_others_copies() -> None:
+    student = _student(heads=2, head_layers=2)
+    assert student.head_stack(0)[0] is student.encoder.layers[2]
+    assert student.head_stack(1)[0] is not student.encoder.layers[2]
+    batch = _batch(student)
+    with torch.no_grad():
+        before = student(**batch)
+        for p in student.branches[0].parameters():
+            p.add_(0.1)
+        after = student(**batch)
+    torch.testing.assert_close(after[:, 0], before[:, 0], rtol=0, atol=1e-6)
+    assert not torch.allclose(after[:, 1], before[:, 1], atol=1e-4)
+
+
+@pytest.mark.parametrize(
+    ("settings", "message"),
+    [
+        ({"heads": 0}, "needs k >= 1 heads"),
+        ({"head_layers": 0}, "needs k >= 1 heads"),
+        (
+            {"body_layers": 3, "head_layers": 2},
+            "B3 3H2 does not fit tiny: b \\+ h must be at most its 4 layers",
+        ),
+        ({"head_layers": 4}, "B0 3H4 does not fit"),
+    ],
+)
+def test_configs_that_do_not_fit_are_refused(settings: dict, message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        _student(**settings)
+
+
+def test_a_shallower_student_keeps_only_the_layers_it_uses() -> None:
+    student = _student(body_layers=1, head_layers=1, heads=2)
+    assert student.encoder.num_layers == 2 and student.config.name == "B1 2H1"
+
+
+def test_started_from_a_cross_encoder_every_head_scores_as_it_did(tiny_model) -> None:
+    with torch.no_grad():
+        for p in tiny_model.head.parameters():
+            p.normal_()  # a head that is not near zero, so equality means something
+    student = MultiHeadStudent.start_from(tiny_model, MultiHeadConfig(heads=3, head_layers=1))
+    assert student.config.name == "B3 3H1"
+    expected = torch.tensor(tiny_model.score_pairs(QUESTIONS, TEXTS))
+    batch = _batch(student)
+    with torch.inference_mode():
+        logits = student(**batch)
+    for i in range(3):
+        torch.testing.assert_close(logits[:, i], expected, rtol=0, atol=1e-5)
