@@ -134,3 +134,12 @@ register(
         summary="anytime extractive reader: span and has-answer heads after every layer (ODQA)",
     )
 )
+register(
+    Technique(
+        kind="multihead",
+        model="sieveqa.models.multihead:MultiHeadStudent",
+        recipe="sieveqa.training.distill:DistillRecipe",
+        archs=("mhs",),
+        summary="Multiple Heads Student: a shared body and k heads, each distilled from its own teacher",
+    )
+)

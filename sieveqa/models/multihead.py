@@ -33,26 +33,26 @@ class MultiHeadConfig(ModelConfig):
     """Architecture of a multi-head student ``B_b kH_h``."""
 
     heads: int = field(default=3, metadata={"help": "k: ranking heads (one per teacher)"})
-    head_layers: int = field(
+    head_depth: int = field(
         default=1, metadata={"help": "h: top transformer layers each head has its own copy of"}
     )
-    body_layers: int | None = field(
+    body_depth: int | None = field(
         default=None, metadata={"help": "b: shared layers (None: the backbone's depth minus h)"}
     )
     pooling: str = field(default="cls", metadata={"help": "head input: 'cls' token or 'mean' of tokens"})
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        if self.heads < 1 or self.head_layers < 1 or (self.body_layers is not None and self.body_layers < 1):
+        if self.heads < 1 or self.head_depth < 1 or (self.body_depth is not None and self.body_depth < 1):
             raise ConfigError(
                 f"MultiHeadConfig: needs k >= 1 heads of h >= 1 layers over b >= 1 body layers, got "
-                f"k={self.heads}, h={self.head_layers}, b={self.body_layers}"
+                f"k={self.heads}, h={self.head_depth}, b={self.body_depth}"
             )
 
     @property
     def name(self) -> str:
         """The paper's notation, e.g. ``B5 3H1``."""
-        return f"B{self.body_layers} {self.heads}H{self.head_layers}"
+        return f"B{self.body_depth} {self.heads}H{self.head_depth}"
 
 
 class MultiHeadStudent(PairModel):
@@ -66,14 +66,14 @@ class MultiHeadStudent(PairModel):
         cfg = replace(config) if config else MultiHeadConfig()
         backbone = backbone or load_backbone(cfg.backbone)
         depth = cfg.num_layers or len(backbone.model.encoder.layer)
-        body = cfg.body_layers if cfg.body_layers is not None else depth - cfg.head_layers
-        if body < 1 or body + cfg.head_layers > depth:
+        body = cfg.body_depth if cfg.body_depth is not None else depth - cfg.head_depth
+        if body < 1 or body + cfg.head_depth > depth:
             raise ConfigError(
-                f"B{body} {cfg.heads}H{cfg.head_layers} does not fit {cfg.backbone}: b + h must be at most "
+                f"B{body} {cfg.heads}H{cfg.head_depth} does not fit {cfg.backbone}: b + h must be at most "
                 f"its {depth} layers, with b >= 1"
             )
         # A student shallower than its backbone keeps only the layers it uses.
-        cfg.body_layers, cfg.num_layers = body, body + cfg.head_layers
+        cfg.body_depth, cfg.num_layers = body, body + cfg.head_depth
         super().__init__(cfg, backbone)
         hidden = self.encoder.hidden_size
         top = self.encoder.layers[body:]
@@ -87,14 +87,14 @@ class MultiHeadStudent(PairModel):
 
     def copy_top_layers(self) -> None:
         """Restart heads 1..k-1 from the backbone's top ``h`` layers (after a body was loaded)."""
-        top = self.encoder.layers[self.config.body_layers :]
+        top = self.encoder.layers[self.config.body_depth :]
         for branch in self.branches:
             for mine, source in zip(branch, top, strict=True):
                 mine.load_state_dict(source.state_dict())
 
     def head_stack(self, head: int) -> nn.ModuleList:
         """The layers head ``head`` runs after the body."""
-        return self.encoder.layers[self.config.body_layers :] if head == 0 else self.branches[head - 1]
+        return self.encoder.layers[self.config.body_depth :] if head == 0 else self.branches[head - 1]
 
     def forward(
         self,
@@ -104,7 +104,7 @@ class MultiHeadStudent(PairModel):
         cost: Cost | None = None,
     ) -> Tensor:
         """Every head's logit, rows × k (training gives each column its own teacher)."""
-        b = self.config.body_layers
+        b = self.config.body_depth
         body = self.encoder(input_ids, attention_mask, token_type_ids, num_layers=b, cost=cost)
         logits = []
         for i, head in enumerate(self.heads):

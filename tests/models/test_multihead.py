@@ -24,7 +24,7 @@ def _batch(student: MultiHeadStudent) -> dict[str, torch.Tensor]:
 
 
 def test_every_head_gets_a_column_and_its_own_branch_cost() -> None:
-    student = _student(heads=3, head_layers=1)
+    student = _student(heads=3, head_depth=1)
     assert student.config.name == "B3 3H1" and student.encoder.num_layers == 4
     batch = _batch(student)
     cost = Cost()
@@ -42,7 +42,7 @@ def test_every_head_gets_a_column_and_its_own_branch_cost() -> None:
 
 
 def test_head_zero_runs_the_backbones_own_top_layers_and_the_others_copies() -> None:
-    student = _student(heads=2, head_layers=2)
+    student = _student(heads=2, head_depth=2)
     assert student.head_stack(0)[0] is student.encoder.layers[2]
     assert student.head_stack(1)[0] is not student.encoder.layers[2]
     batch = _batch(student)
@@ -59,12 +59,12 @@ def test_head_zero_runs_the_backbones_own_top_layers_and_the_others_copies() -> 
     ("settings", "message"),
     [
         ({"heads": 0}, "needs k >= 1 heads"),
-        ({"head_layers": 0}, "needs k >= 1 heads"),
+        ({"head_depth": 0}, "needs k >= 1 heads"),
         (
-            {"body_layers": 3, "head_layers": 2},
+            {"body_depth": 3, "head_depth": 2},
             "B3 3H2 does not fit tiny: b \\+ h must be at most its 4 layers",
         ),
-        ({"head_layers": 4}, "B0 3H4 does not fit"),
+        ({"head_depth": 4}, "B0 3H4 does not fit"),
     ],
 )
 def test_configs_that_do_not_fit_are_refused(settings: dict, message: str) -> None:
@@ -73,7 +73,7 @@ def test_configs_that_do_not_fit_are_refused(settings: dict, message: str) -> No
 
 
 def test_a_shallower_student_keeps_only_the_layers_it_uses() -> None:
-    student = _student(body_layers=1, head_layers=1, heads=2)
+    student = _student(body_depth=1, head_depth=1, heads=2)
     assert student.encoder.num_layers == 2 and student.config.name == "B1 2H1"
 
 
@@ -81,7 +81,7 @@ def test_started_from_a_cross_encoder_every_head_scores_as_it_did(tiny_model) ->
     with torch.no_grad():
         for p in tiny_model.head.parameters():
             p.normal_()  # a head that is not near zero, so equality means something
-    student = MultiHeadStudent.start_from(tiny_model, MultiHeadConfig(heads=3, head_layers=1))
+    student = MultiHeadStudent.start_from(tiny_model, MultiHeadConfig(heads=3, head_depth=1))
     assert student.config.name == "B3 3H1"
     expected = torch.tensor(tiny_model.score_pairs(QUESTIONS, TEXTS))
     batch = _batch(student)

@@ -1,0 +1,116 @@
+"""Training a multi-head student (MHS) or a single-teacher distilled student: KD from cached scores.
+
+``sieveqa train --arch mhs --teachers T1,T2,T3`` gives head ``i`` the teacher ``Ti``: a model (a
+shipped name or a folder), whose scores on the training pairs are computed once and cached under
+``cache_root()/teacher-scores``, or a file written by ``TeacherScores.save`` (scores brought from
+another machine). Either way the scores are checked against the pairs being trained on before any
+step runs. The loss is the paper's eq. 1 per head, summed (eq. 4).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+from torch import Tensor
+
+from sieveqa.data.records import RankingExample
+from sieveqa.errors import ConfigError
+from sieveqa.models.encoder_model import EncoderModel
+from sieveqa.models.multihead import MultiHeadStudent
+from sieveqa.models.pair_model import PairModel
+from sieveqa.models.zoo import load_model
+from sieveqa.paths import cache_root
+from sieveqa.training.config import TrainConfig
+from sieveqa.training.objectives import Distillation
+from sieveqa.training.pairs import LabelledPairs
+from sieveqa.training.recipes import PointwiseRecipe
+from sieveqa.training.teachers import TeacherScores, weights_digest
+from sieveqa.training.trainer import Objective, PairTensors, TrainData
+
+
+@dataclass
+class DistillOptions:
+    """Who teaches each head, and the KD loss's balance and temperature (eq. 1)."""
+
+    teachers: list[str] = field(
+        default_factory=list,
+        metadata={"help": "one per head: a teacher model (name or folder) or a teacher-scores .json.gz"},
+    )
+    alpha: float = field(default=0.5, metadata={"help": "KD: weight of the hard loss (1 - alpha: the soft)"})
+    tau: float = field(default=3.0, metadata={"help": "KD: temperature of the softened distributions"})
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.alpha <= 1 or not self.tau > 0:
+            raise ConfigError(f"--alpha must be in [0, 1] and --tau above 0, got {self.alpha}, {self.tau}")
+
+
+def _is_scores_file(spec: str) -> bool:
+    return spec.endswith(".json.gz")
+
+
+def teacher_scores(spec: str, dataset: str, pairs: LabelledPairs, progress: bool = True) -> TeacherScores:
+    """Teacher ``spec``'s scores of ``pairs``: read from a scores file, or computed once by the model
+    and cached; refused unless they were computed on exactly these pairs."""
+    if _is_scores_file(spec):
+        scores = TeacherScores.load(spec)
+        scores.check(dataset, pairs.ids)
+        return scores
+    teacher = load_model(spec)
+    if not isinstance(teacher, PairModel):
+        raise ConfigError(f"--teachers {spec}: a {teacher.kind} model cannot score pairs")
+    digest = weights_digest(teacher)
+    key = hashlib.sha256("\n".join([digest, dataset, *pairs.ids]).encode()).hexdigest()[:24]
+    path = cache_root() / "teacher-scores" / f"{key}.json.gz"
+    if path.is_file():
+        scores = TeacherScores.load(path)
+    else:
+        values = teacher.score_pairs(pairs.questions, pairs.texts, progress=progress)
+        scores = TeacherScores(spec, digest, dataset, list(pairs.ids), values)
+        scores.save(path)
+    scores.check(dataset, pairs.ids, digest)
+    return scores
+
+
+@dataclass
+class DistillTensors(PairTensors):
+    """Pairs with their labels and one teacher logit per head."""
+
+    teacher: Tensor = field(default_factory=lambda: torch.empty(0))
+
+    def batch(self, rows: Sequence[int]) -> dict[str, Tensor]:
+        return {**super().batch(rows), "teacher": self.teacher[rows]}
+
+
+class DistillRecipe(PointwiseRecipe):
+    """Pointwise pairs; each head learns from its own teacher's cached scores (KD, eq. 1)."""
+
+    options_class = DistillOptions
+    options: DistillOptions
+
+    def prepare(self, model: EncoderModel) -> None:
+        heads = model.config.heads if isinstance(model, MultiHeadStudent) else 1
+        if len(self.options.teachers) != heads:
+            raise ConfigError(
+                f"--teachers gives {len(self.options.teachers)} teacher(s) for {heads} head(s); one per head"
+            )
+        for spec in self.options.teachers:
+            if _is_scores_file(spec) and not Path(spec).is_file():
+                raise ConfigError(f"--teachers {spec}: no such file")
+
+    def sample(self, examples: Sequence[RankingExample], config: TrainConfig, source: str) -> LabelledPairs:
+        pairs = super().sample(examples, config, source)
+        self.scores = [teacher_scores(t, source, pairs, config.progress) for t in self.options.teachers]
+        return pairs
+
+    def tensors(self, model: EncoderModel, sample: LabelledPairs) -> TrainData:
+        base = super().tensors(model, sample)
+        assert isinstance(base, PairTensors)
+        teacher = torch.tensor([s.scores for s in self.scores], dtype=torch.float32).T.contiguous()
+        return DistillTensors(base.features, base.labels, base.pad_id, teacher)
+
+    def objective(self, model: EncoderModel) -> Objective:
+        return Distillation(self.options.alpha, self.options.tau)

@@ -1,0 +1,89 @@
+"""Training a multi-head student from cached teacher scores, end to end on the tiny backbone."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+
+from sieveqa.data.jsonl import example_dict, write_jsonl
+from sieveqa.errors import ConfigError, DataFormatError
+from sieveqa.features import collate
+from sieveqa.models.cross_encoder import CrossEncoder, CrossEncoderConfig
+from sieveqa.models.multihead import MultiHeadStudent
+from sieveqa.training.config import TrainConfig
+from sieveqa.training.distill import teacher_scores
+from sieveqa.training.pairs import make_pairs
+from sieveqa.training.recipes import train_model
+from sieveqa.training.teachers import TeacherScores
+
+from .test_trainer import _toy_examples
+
+CONFIG = TrainConfig(progress=False, batch_size=8, lr=3e-3, warmup_ratio=0.0, epochs=15, seed=3)
+
+
+@pytest.fixture
+def data(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[str, Path, Path]:
+    """A toy training set and two teachers' score files: one agrees with the labels, one is its
+    opposite, so the two heads must end up apart."""
+    monkeypatch.setenv("SIEVEQA_CACHE", str(tmp_path / "cache"))
+    path = tmp_path / "train.jsonl"
+    write_jsonl(path, map(example_dict, _toy_examples()))
+    dataset = f"jsonl:{path}"
+    pairs = make_pairs(_toy_examples())
+    agree = [4.0 if y else -4.0 for y in pairs.labels]
+    files = [
+        TeacherScores(name, "n/a", dataset, pairs.ids, [sign * s for s in agree]).save(
+            tmp_path / f"{name}.json.gz"
+        )
+        for name, sign in (("agree", 1), ("oppose", -1))
+    ]
+    return dataset, files[0], files[1]
+
+
+def test_each_head_follows_its_own_teacher(data, tmp_path: Path) -> None:
+    dataset, agree, oppose = data
+    train_model(
+        "mhs", dataset, tmp_path / "out", init="tiny", dev=None, config=CONFIG,
+        settings={"heads": 2, "max_length": 64},
+        options={"teachers": [str(agree), str(oppose)], "alpha": 0.0},
+    )  # fmt: skip
+    student = MultiHeadStudent.from_pretrained(tmp_path / "out" / "best")
+    pairs = make_pairs(_toy_examples())
+    features = student.featurize(pairs.questions, pairs.texts)
+    with torch.inference_mode():
+        logits = student(**collate(features, range(len(pairs)), student.pad_id))
+    positive = torch.tensor(pairs.labels) > 0
+    assert (logits[positive, 0].min() > logits[~positive, 0].max()).item()  # head 0: like its teacher
+    assert (logits[positive, 1].max() < logits[~positive, 1].min()).item()  # head 1: the opposite
+
+
+def test_a_teacher_model_scores_the_pairs_once(data, tmp_path: Path) -> None:
+    dataset = data[0]
+    torch.manual_seed(1)
+    folder = CrossEncoder(CrossEncoderConfig(backbone="tiny", max_length=64)).save_pretrained(tmp_path / "t")
+    pairs = make_pairs(_toy_examples())
+    first = teacher_scores(str(folder), dataset, pairs, progress=False)
+    cached = list((tmp_path / "cache" / "teacher-scores").iterdir())
+    assert len(cached) == 1 and len(first.scores) == len(pairs)
+    assert teacher_scores(str(folder), dataset, pairs, progress=False) == first
+    with pytest.raises(DataFormatError, match="are for dataset"):
+        TeacherScores.load(cached[0]).check("jsonl:other.jsonl", pairs.ids)
+
+
+def test_scores_of_other_pairs_and_a_wrong_teacher_count_are_refused(data, tmp_path: Path) -> None:
+    dataset, teacher, second = data
+    other = tmp_path / "other.jsonl"
+    write_jsonl(other, map(example_dict, _toy_examples(6)))
+    with pytest.raises(DataFormatError, match="are for dataset 'jsonl:"):
+        train_model(
+            "mhs", f"jsonl:{other}", tmp_path / "o1", init="tiny", dev=None, config=CONFIG,
+            settings={"heads": 2}, options={"teachers": [str(teacher), str(second)]},
+        )  # fmt: skip
+    with pytest.raises(ConfigError, match="gives 1 teacher\\(s\\) for 2 head\\(s\\)"):
+        train_model(
+            "mhs", dataset, tmp_path / "o2", init="tiny", dev=None, config=CONFIG,
+            settings={"heads": 2}, options={"teachers": [str(teacher)]},
+        )  # fmt: skip
+    assert not (tmp_path / "o2" / "best").exists()
