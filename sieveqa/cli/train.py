@@ -114,6 +114,10 @@ def train(
     resume: Annotated[
         bool, typer.Option(help="continue from OUT/checkpoint if a run was interrupted")
     ] = True,
+    kd_trials: Annotated[
+        int,
+        typer.Option(help="mhs: choose --alpha/--tau on dev in N trials (Optuna; OUT/study.sqlite resumes)"),
+    ] = 0,
 ) -> None:
     """Train a cross-encoder, cascade, or HAS ranker (or HAS's BERT baselines).
 
@@ -133,12 +137,16 @@ def train(
         raise ConfigError("--train is required (or a 'train' key in --config)")
     chosen = run["arch"] or "cross-encoder"
     train_values, model_values, options = _split(values, chosen)
+    run["dev"] = run["dev"] if run["dev"] is not None else "wikiqa:dev"
+    if kd_trials:
+        _search_kd(chosen, run, out, options, kd_trials, TrainConfig(**train_values), model_values)
+        return
     state = train_model(
         chosen,
         run["train"],
         out,
         init=run["init"] or "minilm-l6",
-        dev=run["dev"] if run["dev"] is not None else "wikiqa:dev",
+        dev=run["dev"],
         config=TrainConfig(**train_values),
         settings=model_values,
         options=options,
@@ -146,6 +154,30 @@ def train(
     )
     metric = train_values.get("metric") or registry.for_arch(chosen).recipe_class().default_metric
     typer.echo(f"best {metric}={state.best_metric:.4f} at step {state.best_step}; model: {out / 'best'}")
+
+
+def _search_kd(
+    arch: str,
+    run: dict[str, Any],
+    out: Path,
+    options: dict[str, Any],
+    trials: int,
+    config: Any,
+    settings: dict[str, Any],
+) -> None:
+    from sieveqa.training.kd_search import search_kd
+
+    if arch != "mhs" or not options.get("teachers") or not run["dev"]:
+        raise ConfigError("--kd-trials searches the KD loss of --arch mhs: it needs --teachers and --dev")
+    if {"alpha", "tau"} & set(options):
+        raise ConfigError("--kd-trials chooses --alpha and --tau itself; leave them out")
+    result = search_kd(
+        arch, run["train"], run["dev"], run["init"] or "minilm-l6", out, options["teachers"], trials, config,
+        settings,
+    )  # fmt: skip
+    for t in result["trials"]:
+        typer.echo(f"trial {t['number']}: alpha {t['alpha']}, tau {t['tau']}: {t['metric']:.4f}")
+    typer.echo(f"best {result['best']} ({result['best_metric']:.4f}); models: {out}/trial-N/best")
 
 
 def _retrofit_defaults() -> Any:

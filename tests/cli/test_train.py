@@ -128,3 +128,11 @@ def test_retrofit_options_come_from_train_config_with_its_own_defaults(sieveqa) 
     result = sieveqa("retrofit", "--help")
     text = " ".join(result.output.replace("│", " ").split())
     assert "peak learning rate of AdamW (default: 0.001)" in text and "(default: 30000)" in text
+
+
+def test_kd_search_needs_mhs_teachers_and_dev_and_leaves_alpha_to_the_search(sieveqa, tmp_path) -> None:
+    base = ["train", "--arch", "mhs", "--init", "tiny", "--train", "wikiqa:train", "--out", tmp_path / "o"]
+    line = one_error_line(sieveqa(*base, "--kd-trials", "2"))
+    assert "needs --teachers and --dev" in line
+    line = one_error_line(sieveqa(*base, "--kd-trials", "2", "--teachers", "a.json.gz", "--alpha", "0.5"))
+    assert "chooses --alpha and --tau itself" in line

@@ -20,7 +20,7 @@ from sieveqa.training.teachers import TeacherScores
 
 from .test_trainer import _toy_examples
 
-CONFIG = TrainConfig(progress=False, batch_size=8, lr=3e-3, warmup_ratio=0.0, epochs=15, seed=3)
+CONFIG = TrainConfig(progress=False, batch_size=8, lr=3e-3, warmup_ratio=0.0, epochs=6, seed=3)
 
 
 @pytest.fixture
