@@ -1,0 +1,88 @@
+"""Like the MHS paper's Table 5: latency per pair at batch 128 and parameters, for every architecture
+a teacher, student or multi-head student has (issue 13).
+
+Latency does not depend on the weights, so the models are built over their pip-installed backbones
+with untrained heads; each scores the same pairs (WikiQA test, length-sorted batches of 128, as
+``sieveqa eval`` does) in one process, in turn, ``--repeats`` times after a warm-up, and the table
+reports the mean and standard deviation of microseconds per pair over the repeats.
+
+    python bench/mhs_latency.py --out bench/results/mhs/latency.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+from pathlib import Path
+from typing import Any
+
+from _common import finish, markdown
+
+from sieveqa.data.registry import load_dataset
+from sieveqa.errors import BackboneError
+from sieveqa.models.base import flatten_pairs
+from sieveqa.models.cross_encoder import CrossEncoder, CrossEncoderConfig
+from sieveqa.models.multihead import MultiHeadConfig, MultiHeadStudent
+from sieveqa.models.pair_model import PairModel
+
+MODELS = {
+    "MiniLM-L6 (plain student, the default's shape)": lambda: CrossEncoder(CrossEncoderConfig()),
+    "MHS B5 3H1 (MiniLM-L6)": lambda: MultiHeadStudent(MultiHeadConfig(heads=3, head_depth=1)),
+    "MHS B4 3H2 (MiniLM-L6)": lambda: MultiHeadStudent(MultiHeadConfig(heads=3, head_depth=2)),
+    "MHS B3 3H3 (MiniLM-L6)": lambda: MultiHeadStudent(MultiHeadConfig(heads=3, head_depth=3)),
+    "MiniLM-L3 (teacher)": lambda: CrossEncoder(CrossEncoderConfig(backbone="minilm-l3")),
+    "MPNet-12 (teacher)": lambda: CrossEncoder(CrossEncoderConfig(backbone="mpnet-12")),
+}
+
+
+def timed(model: PairModel, questions: list[str], texts: list[str], repeats: int) -> list[float]:
+    """Microseconds per pair of each repeat (after one warm-up pass)."""
+    model.score_pairs(questions[:256], texts[:256])
+    out = []
+    for _ in range(repeats):
+        started = time.perf_counter()
+        model.score_pairs(questions, texts)
+        out.append(1e6 * (time.perf_counter() - started) / len(questions))
+    return out
+
+
+def main() -> None:
+    """Time every architecture of ``MODELS`` (or those named by ``--only``)."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--dataset", default="wikiqa:test")
+    parser.add_argument("--pairs", type=int, default=1024, help="pairs scored per repeat")
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--only", nargs="*", help="substrings of the model names to run (default: all)")
+    parser.add_argument("--out", type=Path, default=Path("bench/results/mhs/latency.json"))
+    args = parser.parse_args()
+    questions, texts = flatten_pairs(load_dataset(args.dataset))
+    questions, texts = questions[: args.pairs], texts[: args.pairs]
+    rows: list[dict[str, Any]] = []
+    for name, build in MODELS.items():
+        if args.only and not any(o in name for o in args.only):
+            continue
+        try:
+            model = build().configure(device="cpu", precision="fp32", batch_size=128)
+        except BackboneError as err:
+            print(f"{name}: skipped ({err})")
+            continue
+        runs = timed(model, questions, texts, args.repeats)
+        rows.append(
+            {"model": name, "parameters_m": round(sum(p.numel() for p in model.parameters()) / 1e6, 1),
+             "us_per_pair": round(statistics.mean(runs), 1), "std": round(statistics.stdev(runs), 1)}
+        )  # fmt: skip
+        print(rows[-1])
+    base = rows[0]["us_per_pair"]
+    for row in rows:
+        row["vs_plain"] = round(row["us_per_pair"] / base, 2)
+    print(markdown(rows, ["model", "parameters_m", "us_per_pair", "std", "vs_plain"]))
+    finish(
+        args.out,
+        "mhs_latency",
+        {"dataset": args.dataset, "pairs": len(questions), "batch_size": 128, "rows": rows},
+    )
+
+
+if __name__ == "__main__":
+    main()
