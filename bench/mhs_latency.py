@@ -3,7 +3,7 @@ a teacher, student or multi-head student has (issue 13).
 
 Latency does not depend on the weights, so the models are built over their pip-installed backbones
 with untrained heads; each scores the same pairs (WikiQA test, length-sorted batches of 128, as
-``sieveqa eval`` does) in one process, in turn, ``--repeats`` times after a warm-up, and the table
+``sieveqa eval`` does) in one process, taking turns, ``--repeats`` times after a warm-up, and the table
 reports the mean and standard deviation of microseconds per pair over the repeats.
 
     python bench/mhs_latency.py --out bench/results/mhs/latency.json
@@ -36,14 +36,19 @@ MODELS = {
 }
 
 
-def timed(model: PairModel, questions: list[str], texts: list[str], repeats: int) -> list[float]:
-    """Microseconds per pair of each repeat (after one warm-up pass)."""
-    model.score_pairs(questions[:256], texts[:256])
-    out = []
+def timed(
+    models: dict[str, PairModel], questions: list[str], texts: list[str], repeats: int
+) -> dict[str, list[float]]:
+    """Microseconds per pair of each model in each repeat. The models take turns within a repeat (after
+    one warm-up pass each), so a drift of the machine's speed reaches all of them alike."""
+    for model in models.values():
+        model.score_pairs(questions[:256], texts[:256])
+    out: dict[str, list[float]] = {name: [] for name in models}
     for _ in range(repeats):
-        started = time.perf_counter()
-        model.score_pairs(questions, texts)
-        out.append(1e6 * (time.perf_counter() - started) / len(questions))
+        for name, model in models.items():
+            started = time.perf_counter()
+            model.score_pairs(questions, texts)
+            out[name].append(1e6 * (time.perf_counter() - started) / len(questions))
     return out
 
 
@@ -58,21 +63,20 @@ def main() -> None:
     args = parser.parse_args()
     questions, texts = flatten_pairs(load_dataset(args.dataset))
     questions, texts = questions[: args.pairs], texts[: args.pairs]
-    rows: list[dict[str, Any]] = []
+    models: dict[str, PairModel] = {}
     for name, build in MODELS.items():
         if args.only and not any(o in name for o in args.only):
             continue
         try:
-            model = build().configure(device="cpu", precision="fp32", batch_size=128)
+            models[name] = build().configure(device="cpu", precision="fp32", batch_size=128)
         except BackboneError as err:
             print(f"{name}: skipped ({err})")
-            continue
-        runs = timed(model, questions, texts, args.repeats)
-        rows.append(
-            {"model": name, "parameters_m": round(sum(p.numel() for p in model.parameters()) / 1e6, 1),
-             "us_per_pair": round(statistics.mean(runs), 1), "std": round(statistics.stdev(runs), 1)}
-        )  # fmt: skip
-        print(rows[-1])
+    runs = timed(models, questions, texts, args.repeats)
+    rows: list[dict[str, Any]] = [
+        {"model": name, "parameters_m": round(sum(p.numel() for p in model.parameters()) / 1e6, 1),
+         "us_per_pair": round(statistics.mean(runs[name]), 1), "std": round(statistics.stdev(runs[name]), 1)}
+        for name, model in models.items()
+    ]  # fmt: skip
     base = rows[0]["us_per_pair"]
     for row in rows:
         row["vs_plain"] = round(row["us_per_pair"] / base, 2)
