@@ -106,6 +106,7 @@ def test_subsets_and_manifest(built: tuple[Path, dict], examples: dict[str, list
         assert info["positives"] == sum(e.n_positive for e in examples[name])
 
 
+@pytest.mark.slow  # builds the 3-article slice twice more
 def test_rebuild_is_byte_identical_and_skipped_when_current(built: tuple[Path, dict], tmp_path: Path) -> None:
     out, manifest = built
     assert build_squad_as2(tmp_path, **SLICE) == manifest
