@@ -202,3 +202,46 @@ def tune_cascade(
     elif save:
         saved = policy.save_beside(cascade, tuning | chosen.as_dict())
         console.print(f"saved the policy beside the model: {saved}")
+
+
+@app.command("tune-ensemble")
+def tune_ensemble_command(
+    members: Annotated[str, typer.Option(help="comma-separated models (names or folders) to ensemble")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="ensemble folder to write (loads like a model)")],
+    dataset: Annotated[str, typer.Option(help="dev dataset(s) the weights are tuned on")] = (
+        "wikiqa:dev,trecqa:dev-clean"
+    ),
+    metric: Annotated[str, typer.Option(help="dev metric to maximise")] = "map",
+    trials: Annotated[
+        int, typer.Option(help="Optuna trials (the first: equal weights, then each member alone)")
+    ] = 200,
+    seed: Annotated[int, typer.Option(help="seed of the TPE sampler")] = 0,
+) -> None:
+    """Tune the weights of a linear ensemble of rankers on dev (Optuna), as the MHS paper's ensembles.
+
+    Each member scores the dev set once (cached); the ensemble folder then works with eval and rank
+    (--model OUT) and costs all of its members together.
+    """
+    from sieveqa.data.registry import load_datasets
+    from sieveqa.evaluation.ensemble_search import tune_ensemble
+    from sieveqa.evaluation.provenance import run_info
+    from sieveqa.io import atomic_write_json, check_output_dir
+    from sieveqa.models.zoo import resolve_model
+
+    names = [m.strip() for m in members.split(",") if m.strip()]
+    for name in names:
+        resolve_model(name)
+    check_output_dir(out, "--out")
+    examples = load_datasets(dataset)
+    result = tune_ensemble(names, dataset, examples, trials, metric, seed)
+    result.spec.save(out)
+    table = Table(title=f"ensemble tuned on {dataset} ({trials} trials)")
+    for column in ("member", "weight", f"dev {metric}"):
+        table.add_column(column)
+    for name, weight in zip(names, result.spec.weights, strict=True):
+        table.add_row(name, f"{weight:.3f}", f"{result.members[name]:.4f}")
+    table.add_row("ensemble", "", f"{result.value:.4f}")
+    console.print(table)
+    report = {**result.spec.tuning, "alone": result.members, "run": run_info(_command())}
+    atomic_write_json(out / "tuning.json", report)
+    console.print(f"wrote {out}; use it as --model {out}")

@@ -229,3 +229,36 @@ def retrofit(
     typer.echo(
         f"best {cfg.metric}={state.best_metric:.4f} at step {state.best_step}; cascade: {out / 'best'}"
     )
+
+
+@app.command("teacher-scores")
+def teacher_scores_command(
+    teacher: Annotated[str, typer.Option(help="the teacher: a shipped model name or a model folder")],
+    train_sets: Annotated[str, typer.Option("--train", help="the student's --train datasets")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="the scores file to write (.json.gz)")],
+    max_negatives: Annotated[int | None, typer.Option(help="as the student's --max-negatives")] = None,
+    max_pairs: Annotated[int | None, typer.Option(help="as the student's --max-pairs")] = None,
+    seed: Annotated[int | None, typer.Option(help="as the student's --seed (default: train's)")] = None,
+    name: Annotated[str | None, typer.Option(help="the teacher's name recorded in the file")] = None,
+) -> None:
+    """Score a student's training pairs with a teacher once, into a file `train --teachers` reads.
+
+    Give the sampling options the student will be trained with: the file is refused unless its pairs
+    are the student's, in order. Scores computed on another machine (a GPU) travel as such a file.
+    """
+    from sieveqa.io import check_output_file
+    from sieveqa.training.config import TrainConfig
+    from sieveqa.training.distill import teacher_scores
+    from sieveqa.training.recipes import PointwiseRecipe
+
+    if not out.name.endswith(".json.gz"):
+        raise ConfigError(f"--out {out}: a teacher-scores file ends in .json.gz")
+    check_output_file(out, "--out")
+    seed = TrainConfig().seed if seed is None else seed
+    config = TrainConfig(max_negatives=max_negatives, max_pairs=max_pairs, seed=seed)
+    recipe = PointwiseRecipe()
+    pairs = recipe.sample(recipe.load(train_sets), config, train_sets)
+    scores = teacher_scores(teacher, train_sets, pairs)
+    scores.teacher = name or scores.teacher
+    scores.save(out)
+    typer.echo(f"{len(scores.scores)} pairs scored by {scores.teacher}: {out}")

@@ -12,6 +12,8 @@ The field's filtering conventions are part of the names:
   passages retrieved for each question as candidates (PEASI's passage reranking); add ``-sentences``
   (``squad-passages:test-sentences``) for their sentences, each with its ``passage_id``.
 - ``jsonl:PATH`` reads the generic JSONL format (a bare path ending in .jsonl or .jsonl.gz works too).
+- Any ranking name takes ``[:N]`` for its first N questions (``squad-as2:test[:100]``), to evaluate
+  expensive models on a fixed slice.
 
 Open-domain QA data (a question, its gold answers, its retrieved passages: ``sieveqa.data.open_qa``)
 has its own names, read by :func:`load_open_dataset`: ``squad-open-mini:{train,dev0,dev1,dev-all,test,
@@ -20,6 +22,7 @@ test-all}`` and ``jsonl:PATH`` in that format.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from pathlib import Path
 
@@ -31,6 +34,7 @@ from sieveqa.errors import DatasetNotFoundError
 from sieveqa.paths import data_root
 
 Loader = Callable[[str], list[RankingExample]]
+_SLICE = re.compile(r"(?P<name>.+)\[:(?P<n>\d+)\]")
 
 
 def _wikiqa(split: str) -> list[RankingExample]:
@@ -119,6 +123,12 @@ LOADERS: dict[str, Loader] = {
 
 def load_dataset(name: str) -> list[RankingExample]:
     """Load a dataset by name (see the module docstring); raises DatasetNotFoundError on a bad name."""
+    sliced = _SLICE.fullmatch(name)
+    if sliced:
+        examples = load_dataset(sliced["name"])
+        if int(sliced["n"]) < 1:
+            raise DatasetNotFoundError(f"{name}: [:N] takes N >= 1 questions")
+        return examples[: int(sliced["n"])]
     if name.endswith((".jsonl", ".jsonl.gz")) and not name.startswith("jsonl:"):
         name = f"jsonl:{name}"
     family, sep, split = name.partition(":")

@@ -21,6 +21,7 @@ from sieveqa.models._saving import read_policy, write_policy
 from sieveqa.models.base import Ranker
 from sieveqa.models.encoder_model import EncoderModel
 from sieveqa.models.zoo import is_shipped, load_model
+from sieveqa.runtime.ensemble import EnsembleRanker, EnsembleSpec, is_ensemble
 
 #: Keys a policy file may hold besides the policy's own fields.
 _META_KEYS = ("policy", "tuning")
@@ -98,11 +99,20 @@ def load_ranker(
 
     A technique with a runtime policy (a cascade's drop ratios) applies the one saved beside the
     model, or the one in the ``policy`` file; ``overrides`` replace single settings of it
-    (``drop_ratios=0.3``). A model without one ranks by itself.
+    (``drop_ratios=0.3``). A model without one ranks by itself; an ensemble folder loads its members.
     """
+    given = sorted(k for k, v in overrides.items() if v is not None)
+    if is_ensemble(model):
+        if policy is not None or given:
+            raise ConfigError(f"{model} is an ensemble, which takes no runtime policy")
+        spec = EnsembleSpec.load(model)
+        members = [
+            load_model(m).configure(device=device, precision=precision, batch_size=batch_size)
+            for m in spec.members
+        ]
+        return EnsembleRanker(spec, members)
     loaded = load_model(model).configure(device=device, precision=precision, batch_size=batch_size)
     ranker_class = registry.technique(loaded.kind).ranker_class()
-    given = sorted(k for k, v in overrides.items() if v is not None)
     if ranker_class is None:
         if not isinstance(loaded, Ranker):
             raise ConfigError(

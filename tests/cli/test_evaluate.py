@@ -140,3 +140,22 @@ def test_tune_cascade_never_writes_into_the_installed_package(
     )
     assert with_policy.exit_code == 0, with_policy.output
     assert json.loads((tmp_path / "e.json").read_text())["drop_ratios"] == [0.5, 0.5, 0.5]
+
+
+def test_tune_ensemble_writes_a_folder_eval_loads(
+    sieveqa, saved_tiny: Path, saved_cascade: Path, example_jsonl: Path, tmp_path: Path, monkeypatch
+) -> None:
+    monkeypatch.setenv("SIEVEQA_CACHE", str(tmp_path / "cache"))
+    data, out = f"jsonl:{example_jsonl}", tmp_path / "ens"
+    members = f"{saved_tiny},{saved_cascade}"
+    result = sieveqa("tune-ensemble", "--members", members, "--dataset", data, "--trials", 5, "-o", out)
+    assert result.exit_code == 0, result.output
+    tuning = json.loads((out / "tuning.json").read_text())
+    assert tuning["trials"] == 5 and tuning["value"] >= max(tuning["alone"].values())
+    result = sieveqa("eval", "--model", out, "--dataset", data, "--json", tmp_path / "m.json")
+    assert result.exit_code == 0, result.output
+    metrics = json.loads((tmp_path / "m.json").read_text())
+    assert metrics["map"] == pytest.approx(tuning["value"], abs=1e-4)  # the JSON keeps 4 digits
+    assert metrics["layer_units"] == 2 * 4 * 16  # both members read every pair through 4 layers
+    line = one_error_line(sieveqa("tune-ensemble", "--members", f"{saved_tiny},nope", "-o", tmp_path / "e2"))
+    assert "model 'nope' is neither a shipped model" in line

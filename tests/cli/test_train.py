@@ -136,3 +136,22 @@ def test_kd_search_needs_mhs_teachers_and_dev_and_leaves_alpha_to_the_search(sie
     assert "needs --teachers and --dev" in line
     line = one_error_line(sieveqa(*base, "--kd-trials", "2", "--teachers", "a.json.gz", "--alpha", "0.5"))
     assert "chooses --alpha and --tau itself" in line
+
+
+def test_teacher_scores_are_written_for_the_students_pairs(
+    sieveqa, saved_tiny: Path, example_jsonl: Path, tmp_path: Path, monkeypatch
+) -> None:
+    from sieveqa.data.jsonl import read_jsonl
+    from sieveqa.training.pairs import make_pairs
+    from sieveqa.training.teachers import TeacherScores
+
+    monkeypatch.setenv("SIEVEQA_CACHE", str(tmp_path / "cache"))
+    data, out = f"jsonl:{example_jsonl}", tmp_path / "t.json.gz"
+    args = ["teacher-scores", "--teacher", saved_tiny, "--train", data, "--max-negatives", 2, "--seed", 5]
+    result = sieveqa(*args, "--name", "tiny", "-o", out)
+    assert result.exit_code == 0, result.output
+    scores = TeacherScores.load(out)
+    assert scores.teacher == "tiny"
+    scores.check(data, make_pairs(read_jsonl(example_jsonl), max_negatives=2, seed=5).ids)
+    line = one_error_line(sieveqa(*args, "-o", tmp_path / "t.json"))
+    assert "a teacher-scores file ends in .json.gz" in line

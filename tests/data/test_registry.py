@@ -39,6 +39,8 @@ def test_filters_are_what_the_names_say(real_data) -> None:
         ("wikiqa:validation", "wikiqa has no split 'validation'"),
         ("trecqa:clean", "trecqa has no split 'clean'"),
         ("jsonl:/does/not/exist.jsonl", "no such file"),
+        ("wikiqa:dev[:0]", r"\[:N\] takes N >= 1"),
+        ("wikiqa:nope[:5]", "wikiqa has no split 'nope'"),
     ],
 )
 def test_bad_names(name: str, message: str) -> None:
@@ -49,3 +51,8 @@ def test_bad_names(name: str, message: str) -> None:
 def test_comma_list_concatenates(real_data) -> None:
     both = load_datasets("wikiqa:dev,trecqa:dev-clean")
     assert len(both) == 126 + 65
+
+
+def test_slice_keeps_the_first_questions(real_data) -> None:
+    head = load_dataset("wikiqa:dev[:7]")
+    assert [e.qid for e in head] == [e.qid for e in load_dataset("wikiqa:dev")[:7]]

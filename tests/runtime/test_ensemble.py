@@ -1,0 +1,55 @@
+"""Ensembles: a weighted sum of their members' scores, loaded like a model, refused when malformed."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+
+from sieveqa.errors import ConfigError
+from sieveqa.runtime.ensemble import EnsembleSpec
+from sieveqa.runtime.policy import load_ranker
+from tests.runtime.test_cascade import _examples
+
+
+def test_an_ensemble_folder_ranks_by_the_weighted_sum(tiny_model, tmp_path: Path) -> None:
+    examples = _examples([3, 4])
+    first = tiny_model.save_pretrained(tmp_path / "a")
+    with torch.no_grad():
+        for p in tiny_model.parameters():
+            p.add_(0.05 * torch.randn_like(p))
+    second = tiny_model.save_pretrained(tmp_path / "b")
+    EnsembleSpec((str(first), str(second)), (0.25, 0.75)).save(tmp_path / "ens")
+    a, b = (load_ranker(m, device="cpu", precision="fp32").run(examples) for m in (first, second))
+    ensemble = load_ranker(tmp_path / "ens", device="cpu", precision="fp32")
+    result = ensemble.run(examples)
+    for got, x, y in zip(result.scores, a.scores, b.scores, strict=True):
+        assert got == pytest.approx([0.25 * i + 0.75 * j for i, j in zip(x, y, strict=True)], abs=1e-5)
+    assert a.scores != b.scores
+    assert result.cost.layer_units == a.cost.layer_units + b.cost.layer_units > 0
+    with pytest.raises(ConfigError, match="is an ensemble, which takes no runtime policy"):
+        load_ranker(tmp_path / "ens", drop_ratios=0.3)
+
+
+@pytest.mark.parametrize(
+    ("members", "weights", "message"),
+    [
+        (("a",), (1.0,), "at least 2 members"),
+        (("a", "b"), (1.0,), "1 weights for 2 ensemble members"),
+        (("a", "b"), (1.0, -0.5), "must be >= 0"),
+        (("a", "b"), (0.0, 0.0), "not all 0"),
+    ],
+)
+def test_bad_specs_are_refused(members, weights, message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        EnsembleSpec(members, weights)
+
+
+def test_a_malformed_file_is_refused_naming_it_and_the_field(tmp_path: Path) -> None:
+    (tmp_path / "ensemble.json").write_text(
+        json.dumps({"format": "sieveqa-ensemble/1", "members": ["default", "default"], "weights": "equal"})
+    )
+    with pytest.raises(ConfigError, match=r"ensemble\.json: field 'weights' must be a list of numbers"):
+        EnsembleSpec.load(tmp_path)
