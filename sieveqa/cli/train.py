@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import sys
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -175,8 +176,12 @@ def _search_kd(
         arch, run["train"], run["dev"], run["init"] or "minilm-l6", out, options["teachers"], trials, config,
         settings,
     )  # fmt: skip
+    from sieveqa.evaluation.provenance import run_info
+    from sieveqa.io import atomic_write_json
+
     for t in result["trials"]:
         typer.echo(f"trial {t['number']}: alpha {t['alpha']}, tau {t['tau']}: {t['metric']:.4f}")
+    atomic_write_json(out / "search.json", {**result, "run": run_info("sieveqa " + " ".join(sys.argv[1:]))})
     typer.echo(f"best {result['best']} ({result['best_metric']:.4f}); models: {out}/trial-N/best")
 
 

@@ -138,7 +138,7 @@ def test_kd_search_needs_mhs_teachers_and_dev_and_leaves_alpha_to_the_search(sie
     assert "chooses --alpha and --tau itself" in line
 
 
-def test_teacher_scores_are_written_for_the_students_pairs(
+def test_teacher_scores_are_written_for_the_students_pairs_and_teach_them(
     sieveqa, saved_tiny: Path, example_jsonl: Path, tmp_path: Path, monkeypatch
 ) -> None:
     from sieveqa.data.jsonl import read_jsonl
@@ -155,3 +155,10 @@ def test_teacher_scores_are_written_for_the_students_pairs(
     scores.check(data, make_pairs(read_jsonl(example_jsonl), max_negatives=2, seed=5).ids)
     line = one_error_line(sieveqa(*args, "-o", tmp_path / "t.json"))
     assert "a teacher-scores file ends in .json.gz" in line
+    train = ["train", "--arch", "mhs", "--heads", 1, "--init", "tiny", "--max-length", 64, "--no-progress"]
+    train += ["--train", data, "--dev", data, "--max-negatives", 2, "--seed", 5, "--batch-size", 8]
+    result = sieveqa(*train, "--teachers", out, "--kd-trials", 1, "-o", tmp_path / "kd")
+    assert result.exit_code == 0, result.output
+    search = json.loads((tmp_path / "kd" / "search.json").read_text())
+    assert len(search["trials"]) == 1 and set(search["best"]) == {"alpha", "tau"}
+    assert (tmp_path / "kd" / "trial-0" / "best" / "config.json").is_file()

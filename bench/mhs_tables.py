@@ -1,0 +1,82 @@
+"""Like the MHS paper's Tables 2 and 4: P@1, MAP and MRR of every teacher, student and ensemble on the
+test sets, with parameters (issue 13).
+
+Each model scores each dataset once (``cached_scores``: fp32 on the CPU, cached under
+~/.cache/sieveqa/scores), so adding a row or a dataset costs only the new scores. An ensemble folder
+(``sieveqa tune-ensemble``) is its members' cached scores summed with its tuned weights; its
+parameters are its members' together. A row whose folder does not exist yet is listed as missing.
+
+    python bench/mhs_tables.py --row "MiniLM-L6 (default)=default" --row "MHS B5 3H1=runs/mhs/b5-3h1/best" \
+        --dataset wikiqa:test --dataset trecqa:test-clean --out bench/results/mhs/table2.json
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from _common import finish, labelled, markdown, pct
+
+from sieveqa.data.registry import load_dataset
+from sieveqa.evaluation.ensemble_search import member_columns
+from sieveqa.evaluation.metrics import evaluate_scores
+from sieveqa.models.base import regroup
+from sieveqa.models.zoo import SHIPPED, load_model
+from sieveqa.runtime.ensemble import EnsembleSpec, is_ensemble
+
+METRICS = ("p@1", "map", "mrr")
+
+
+def parameters(model: str) -> int:
+    """Every parameter a model (or all members of an ensemble) holds, frozen embeddings included."""
+    if is_ensemble(model):
+        return sum(parameters(m) for m in EnsembleSpec.load(model).members)
+    return sum(p.numel() for p in load_model(model).parameters())
+
+
+def scores(model: str, dataset: str, examples: list[Any]) -> list[float]:
+    """The final score of every candidate: a model's own, or an ensemble's weighted sum."""
+    if is_ensemble(model):
+        spec = EnsembleSpec.load(model)
+        return spec.combine(member_columns(spec.members, dataset, examples))
+    return member_columns([model], dataset, examples)[0]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--row", action="append", default=[], help="LABEL=MODEL (a name or folder)")
+    parser.add_argument("--dataset", action="append", default=[], help="test set(s), e.g. wikiqa:test")
+    parser.add_argument("--out", type=Path, required=True)
+    args = parser.parse_args()
+    rows_in = labelled(args.row, "--row")
+    data = {name: load_dataset(name) for name in args.dataset}
+    rows: list[dict[str, Any]] = []
+    for label, model in rows_in.items():
+        if model not in SHIPPED and not Path(model).is_dir():
+            print(f"{label}: {model} missing, skipped")
+            rows.append({"model": label, "path": model, "missing": True})
+            continue
+        row: dict[str, Any] = {
+            "model": label,
+            "path": model,
+            "parameters_m": round(parameters(model) / 1e6, 1),
+        }
+        for name, examples in data.items():
+            report = evaluate_scores(examples, regroup(examples, scores(model, name, examples)))
+            row[name] = pct(report.mean, METRICS)
+        rows.append(row)
+        print(label, {k: v for k, v in row.items() if k not in ("model", "path")})
+    flat = [
+        {"model": r["model"], "params (M)": r.get("parameters_m", "")}
+        | {f"{d} {m}": r[d][m] for d in data if d in r for m in METRICS}
+        for r in rows
+        if not r.get("missing")
+    ]
+    keys = ["model", "params (M)", *(f"{d} {m}" for d in data for m in METRICS)]
+    print(markdown(flat, keys))
+    finish(args.out, "mhs_tables", {"datasets": list(data), "metrics": list(METRICS), "rows": rows})
+
+
+if __name__ == "__main__":
+    main()
