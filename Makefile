@@ -6,7 +6,7 @@ SIEVEQA := $(BIN)/sieveqa
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: install demo test test-all test-fast lint install-mpnet default-model cascade-models retrofit-model mono-models default-cascade has-models has-sensitivity peasi-models peasi-ship peasi-wikiqa reader-models
+.PHONY: install demo test test-all test-fast lint install-mpnet default-model cascade-models retrofit-model mono-models default-cascade has-models has-sensitivity peasi-models peasi-ship peasi-wikiqa reader-models mhs-teachers mhs-teacher-scores mhs-kd-search mhs-students mhs-tables
 
 $(VENV)/.installed: pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -159,3 +159,59 @@ reader-models: install
 	$(SIEVEQA) train-scheduler --reader $(READER)/r6m-cal --budget 0.5,1,2 --out $(READER)/sched-mb
 	for k in 2 3; do \
 		$(SIEVEQA) train --init default --num-layers $$k $(READER_TRAIN) --out $(READER)/e$$k || exit 1; done
+
+# Multiple Heads Student (docs/RESULTS.md). Teachers, each with the TANDA recipe: MPNet-12 (on this CPU a
+# reduced transfer of 6,000 pairs, one adapt epoch; checkpoints every 50 steps, ~2.5 h), MiniLM-L3 (the
+# default's recipe) and the default itself (MiniLM-L6); Hydra's same-family teachers are the default
+# adapted again with seeds 1-3 (also the hard-label control of the students, which start from it).
+TEACHERS ?= runs/teachers
+KD_PAIRS := --train wikiqa:train,trecqa:train
+KD_SET := $(KD_PAIRS) --dev wikiqa:dev,trecqa:dev-clean
+mhs-teachers: install-mpnet
+	$(SIEVEQA) train --init mpnet-12 --train trecqa:train-all,squad-as2:train --dev wikiqa:dev,trecqa:dev-clean \
+		--epochs 1 --max-negatives 6 --max-pairs 6000 --lr 3e-5 --batch-size 16 --checkpoint-every 50 \
+		--out $(TEACHERS)/mpnet/transfer
+	$(SIEVEQA) train --init $(TEACHERS)/mpnet/transfer/best $(KD_SET) --epochs 1 --lr 2e-5 --batch-size 16 \
+		--eval-every 300 --checkpoint-every 50 --out $(TEACHERS)/mpnet/adapt
+	$(SIEVEQA) train --init minilm-l3 $(TRANSFER) --out $(TEACHERS)/l3/transfer
+	$(SIEVEQA) train --init $(TEACHERS)/l3/transfer/best $(ADAPT) --out $(TEACHERS)/l3/adapt
+	for s in 1 2 3; do $(SIEVEQA) train --init default $(KD_SET) --epochs 1 --lr 2e-5 --seed $$s \
+		--out $(TEACHERS)/l6-seed$$s || exit 1; done
+
+# Every teacher scores the students' training pairs once; the files are committed, so the students
+# below need no teacher checkpoint.
+SCORES := bench/results/mhs/teachers
+mhs-teacher-scores: install
+	$(SIEVEQA) teacher-scores --teacher $(TEACHERS)/mpnet/adapt/best $(KD_PAIRS) --name mpnet-12 -o $(SCORES)/mpnet-12.json.gz
+	$(SIEVEQA) teacher-scores --teacher default $(KD_PAIRS) --name minilm-l6 -o $(SCORES)/minilm-l6.json.gz
+	$(SIEVEQA) teacher-scores --teacher $(TEACHERS)/l3/adapt/best $(KD_PAIRS) --name minilm-l3 -o $(SCORES)/minilm-l3.json.gz
+	for s in 1 2 3; do $(SIEVEQA) teacher-scores --teacher $(TEACHERS)/l6-seed$$s/best $(KD_PAIRS) \
+		--name minilm-l6-seed$$s -o $(SCORES)/minilm-l6-seed$$s.json.gz || exit 1; done
+
+# The KD loss's alpha and tau, searched on dev over the paper's grid with the B5 3H1 student trained for
+# 0.3 epoch per trial (OUT/study.sqlite resumes); the students then use the best point (ALPHA, TAU).
+MHS ?= runs/mhs
+KD := --arch mhs --init default $(KD_SET) --lr 2e-5
+T3 := $(SCORES)/mpnet-12.json.gz,$(SCORES)/minilm-l6.json.gz,$(SCORES)/minilm-l3.json.gz
+mhs-kd-search: install
+	$(SIEVEQA) train $(KD) --epochs 0.3 --teachers $(T3) --kd-trials 12 --out $(MHS)/kd-search
+
+# The students, all from the default: one per teacher (one head), MHS configurations of Table 4, Hydra
+# (three heads from the seed teachers); then ensembles tuned on dev of the students and of the teachers.
+ALPHA ?= 0.5
+TAU ?= 3
+STUDENT := $(KD) --epochs 1 --eval-every 200 --alpha $(ALPHA) --tau $(TAU)
+mhs-students: install
+	for t in mpnet-12 minilm-l6 minilm-l3; do $(SIEVEQA) train $(STUDENT) --heads 1 \
+		--teachers $(SCORES)/$$t.json.gz --out $(MHS)/kd-$$t || exit 1; done
+	$(SIEVEQA) train $(STUDENT) --heads 3 --head-depth 1 --teachers $(T3) --out $(MHS)/b5-3h1
+	$(SIEVEQA) train $(STUDENT) --heads 3 --head-depth 2 --teachers $(T3) --out $(MHS)/b4-3h2
+	$(SIEVEQA) train $(STUDENT) --heads 3 --head-depth 3 --teachers $(T3) --out $(MHS)/b3-3h3
+	$(SIEVEQA) train $(STUDENT) --heads 2 --head-depth 1 --out $(MHS)/b5-2h1 \
+		--teachers $(SCORES)/mpnet-12.json.gz,$(SCORES)/minilm-l3.json.gz
+	$(SIEVEQA) train $(STUDENT) --heads 3 --head-depth 1 --out $(MHS)/hydra-b5-3h1 \
+		--teachers $(SCORES)/minilm-l6-seed1.json.gz,$(SCORES)/minilm-l6-seed2.json.gz,$(SCORES)/minilm-l6-seed3.json.gz
+	$(SIEVEQA) tune-ensemble --members $(MHS)/kd-mpnet-12/best,$(MHS)/kd-minilm-l6/best,$(MHS)/kd-minilm-l3/best \
+		--out $(MHS)/ensemble-students
+	$(SIEVEQA) tune-ensemble --members $(TEACHERS)/mpnet/adapt/best,default,$(TEACHERS)/l3/adapt/best \
+		--out $(MHS)/ensemble-teachers

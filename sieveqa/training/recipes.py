@@ -309,11 +309,11 @@ def _prepared(
     dev examples, and that a checkpoint to resume has our settings."""
     with exclusive(out_dir, "training output folder"):
         source = train if isinstance(train, str) else ",".join(train)
-        sample = recipe.sample(recipe.load(train), config, source)
         dev_examples = None
-        if dev:
+        if dev:  # before sampling, which may run teachers over the training pairs
             dev_examples = recipe.load(dev)
             recipe.check_dev(dev_examples, dev)
+        sample = recipe.sample(recipe.load(train), config, source)
         if resume:
             check_checkpoint(out_dir, config, len(sample))
         tqdm.write(f"{verb} on {sample.summary}")
