@@ -132,6 +132,7 @@ class MultiHeadStudent(PairModel):
                 max_length=src.max_length,
                 num_layers=src.num_layers,
                 dropout=src.dropout,
+                pooling=src.pooling,  # every head starts as the cross-encoder's head, reading what it read
                 freeze_word_embeddings=src.freeze_word_embeddings,
             )
         )

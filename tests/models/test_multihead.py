@@ -77,7 +77,9 @@ def test_a_shallower_student_keeps_only_the_layers_it_uses() -> None:
     assert student.encoder.num_layers == 2 and student.config.name == "B1 2H1"
 
 
-def test_started_from_a_cross_encoder_every_head_scores_as_it_did(tiny_model) -> None:
+@pytest.mark.parametrize("pooling", ["cls", "mean"])
+def test_started_from_a_cross_encoder_every_head_scores_as_it_did(tiny_model, pooling: str) -> None:
+    tiny_model.config.pooling = tiny_model.head.pooling = pooling
     with torch.no_grad():
         for p in tiny_model.head.parameters():
             p.normal_()  # a head that is not near zero, so equality means something
