@@ -13,8 +13,10 @@ Head 0 runs the backbone's own top layers and heads 1..k-1 their copies, so a st
 from __future__ import annotations
 
 import copy
+import dataclasses
 from dataclasses import dataclass, field, replace
-from typing import Self
+from pathlib import Path
+from typing import Any, Self
 
 import torch
 from torch import Tensor, nn
@@ -22,7 +24,7 @@ from torch import Tensor, nn
 from sieveqa.backbones import Backbone, load_backbone
 from sieveqa.encoder import Cost
 from sieveqa.errors import ConfigError
-from sieveqa.models.cross_encoder import CrossEncoder
+from sieveqa.models.cross_encoder import CrossEncoder, CrossEncoderConfig
 from sieveqa.models.encoder_model import EncoderModel, ModelConfig
 from sieveqa.models.heads import ClassifierHead
 from sieveqa.models.pair_model import PairModel
@@ -116,6 +118,27 @@ class MultiHeadStudent(PairModel):
 
     def batch_logits(self, batch: dict[str, Tensor], cost: Cost, last_only: bool) -> Tensor:
         return self(**batch, cost=cost).mean(dim=1, keepdim=True)
+
+    def as_cross_encoder(self) -> CrossEncoder:
+        """A one-head student is a cross-encoder: the same layers and classifier, in that class."""
+        if self.config.heads != 1:
+            raise ConfigError(
+                f"{self.config.name} has {self.config.heads} heads; only one makes a cross-encoder"
+            )
+        fields = {f.name: getattr(self.config, f.name) for f in dataclasses.fields(CrossEncoderConfig)}
+        model = CrossEncoder(CrossEncoderConfig(**fields))
+        model.encoder.load_state_dict(self.encoder.state_dict())
+        model.head.load_state_dict(self.heads[0].state_dict())
+        return model.to(self.device)
+
+    def save_pretrained(
+        self, path: str | Path, extra: dict[str, Any] | None = None, policy: dict[str, Any] | None = None
+    ) -> Path:
+        """Saved as what it is: with one head (a single-teacher student) a plain cross-encoder, which
+        everything that takes a cross-encoder (retrofit, PEASI, readers) accepts."""
+        if self.config.heads == 1:
+            return self.as_cross_encoder().save_pretrained(path, extra, policy)
+        return super().save_pretrained(path, extra, policy)
 
     @classmethod
     def start_from(cls, other: EncoderModel, config: ModelConfig) -> Self:

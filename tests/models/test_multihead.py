@@ -8,7 +8,9 @@ import torch
 from sieveqa.encoder import Cost
 from sieveqa.errors import ConfigError
 from sieveqa.features import collate
+from sieveqa.models.cross_encoder import CrossEncoder
 from sieveqa.models.multihead import MultiHeadConfig, MultiHeadStudent
+from sieveqa.models.zoo import load_model
 
 QUESTIONS = ["who wrote hamlet?", "what is the capital of france?", "how tall is everest?"]
 TEXTS = ["hamlet was written by shakespeare.", "paris is the capital.", "it is 8849 metres tall."]
@@ -91,3 +93,15 @@ def test_started_from_a_cross_encoder_every_head_scores_as_it_did(tiny_model, po
         logits = student(**batch)
     for i in range(3):
         torch.testing.assert_close(logits[:, i], expected, rtol=0, atol=1e-5)
+
+
+def test_a_one_head_student_is_saved_as_the_cross_encoder_it_is(tiny_model, tmp_path) -> None:
+    student = MultiHeadStudent.start_from(tiny_model, MultiHeadConfig(heads=1, head_depth=1))
+    with torch.no_grad():
+        student.heads[0].output.bias += 0.5  # trained: no longer the cross-encoder it started from
+    saved = load_model(student.save_pretrained(tmp_path / "s"))
+    assert isinstance(saved, CrossEncoder)
+    expected = student.score_pairs(QUESTIONS, TEXTS)
+    assert saved.score_pairs(QUESTIONS, TEXTS) == pytest.approx(expected, abs=2e-3)  # stored in fp16
+    with pytest.raises(ConfigError, match="only one makes a cross-encoder"):
+        _student(heads=2).as_cross_encoder()
