@@ -12,8 +12,10 @@ reports the mean and standard deviation of microseconds per pair over the repeat
 from __future__ import annotations
 
 import argparse
+import itertools
 import statistics
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -26,18 +28,43 @@ from sieveqa.models.cross_encoder import CrossEncoder, CrossEncoderConfig
 from sieveqa.models.multihead import MultiHeadConfig, MultiHeadStudent
 from sieveqa.models.pair_model import PairModel
 
-MODELS = {
-    "MiniLM-L6 (plain student, the default's shape)": lambda: CrossEncoder(CrossEncoderConfig()),
+
+class Ensemble:
+    """Members scoring one after another, summed, as ``EnsembleRanker`` runs them (weights cost nothing)."""
+
+    def __init__(self, *members: PairModel) -> None:
+        self.members = members
+
+    def configure(self, **settings: Any) -> Ensemble:
+        for member in self.members:
+            member.configure(**settings)
+        return self
+
+    def parameters(self) -> Iterator[Any]:
+        return itertools.chain.from_iterable(m.parameters() for m in self.members)
+
+    def score_pairs(self, questions: list[str], texts: list[str]) -> list[float]:
+        return [sum(s) for s in zip(*(m.score_pairs(questions, texts) for m in self.members), strict=True)]
+
+
+def _plain(backbone: str = "minilm-l6") -> CrossEncoder:
+    return CrossEncoder(CrossEncoderConfig(backbone=backbone))
+
+
+MODELS: dict[str, Callable[[], Any]] = {
+    "MiniLM-L6 (plain student, the default's shape)": _plain,
     "MHS B5 3H1 (MiniLM-L6)": lambda: MultiHeadStudent(MultiHeadConfig(heads=3, head_depth=1)),
     "MHS B4 3H2 (MiniLM-L6)": lambda: MultiHeadStudent(MultiHeadConfig(heads=3, head_depth=2)),
     "MHS B3 3H3 (MiniLM-L6)": lambda: MultiHeadStudent(MultiHeadConfig(heads=3, head_depth=3)),
-    "MiniLM-L3 (teacher)": lambda: CrossEncoder(CrossEncoderConfig(backbone="minilm-l3")),
-    "MPNet-12 (teacher)": lambda: CrossEncoder(CrossEncoderConfig(backbone="mpnet-12")),
+    "MiniLM-L3 (teacher)": lambda: _plain("minilm-l3"),
+    "MPNet-12 (teacher)": lambda: _plain("mpnet-12"),
+    "Ensemble of 3 MiniLM-L6 students": lambda: Ensemble(_plain(), _plain(), _plain()),
+    "Ensemble of the 3 teachers": lambda: Ensemble(_plain("mpnet-12"), _plain(), _plain("minilm-l3")),
 }
 
 
 def timed(
-    models: dict[str, PairModel], questions: list[str], texts: list[str], repeats: int
+    models: dict[str, Any], questions: list[str], texts: list[str], repeats: int
 ) -> dict[str, list[float]]:
     """Microseconds per pair of each model in each repeat. The models take turns within a repeat (after
     one warm-up pass each), so a drift of the machine's speed reaches all of them alike."""
@@ -63,7 +90,7 @@ def main() -> None:
     args = parser.parse_args()
     questions, texts = flatten_pairs(load_dataset(args.dataset))
     questions, texts = questions[: args.pairs], texts[: args.pairs]
-    models: dict[str, PairModel] = {}
+    models: dict[str, Any] = {}
     for name, build in MODELS.items():
         if args.only and not any(o in name for o in args.only):
             continue
