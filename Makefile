@@ -215,3 +215,20 @@ mhs-students: install
 		--out $(MHS)/ensemble-students
 	$(SIEVEQA) tune-ensemble --members $(TEACHERS)/mpnet/adapt/best,default,$(TEACHERS)/l3/adapt/best \
 		--out $(MHS)/ensemble-teachers
+
+# Tables 2 and 4 (docs/RESULTS.md): every teacher, student and ensemble on the test sets, from cached
+# scores; SQuAD-AS2 test on its first 100 questions (14,200 pairs: MPNet-12 needs ~25 min for them here).
+MHS_TESTS := --dataset wikiqa:test --dataset trecqa:test-clean --dataset 'squad-as2:test[:100]'
+mhs-tables: install
+	$(BIN)/python bench/mhs_tables.py $(MHS_TESTS) --out bench/results/mhs/table2.json \
+		--row "MPNet-12 teacher=$(TEACHERS)/mpnet/adapt/best" --row "MiniLM-L6 teacher (default)=default" \
+		--row "MiniLM-L3 teacher=$(TEACHERS)/l3/adapt/best" \
+		--row "Ensemble of the 3 teachers=$(MHS)/ensemble-teachers" \
+		--row "MiniLM-L6 continued, hard labels (seed 1)=$(TEACHERS)/l6-seed1/best" \
+		--row "KD from MPNet-12=$(MHS)/kd-mpnet-12/best" --row "KD from MiniLM-L6=$(MHS)/kd-minilm-l6/best" \
+		--row "KD from MiniLM-L3=$(MHS)/kd-minilm-l3/best" \
+		--row "Ensemble of the 3 KD students=$(MHS)/ensemble-students" \
+		--row "Hydra B5 3H1=$(MHS)/hydra-b5-3h1/best" --row "MHS B5 3H1=$(MHS)/b5-3h1/best"
+	$(BIN)/python bench/mhs_tables.py $(MHS_TESTS) --out bench/results/mhs/table4.json \
+		--row "B5 2H1=$(MHS)/b5-2h1/best" --row "B5 3H1=$(MHS)/b5-3h1/best" \
+		--row "B4 3H2=$(MHS)/b4-3h2/best" --row "B3 3H3=$(MHS)/b3-3h3/best"

@@ -23,7 +23,7 @@ from sieveqa.evaluation.ensemble_search import member_columns
 from sieveqa.evaluation.metrics import evaluate_scores
 from sieveqa.models.base import regroup
 from sieveqa.models.zoo import SHIPPED, load_model
-from sieveqa.runtime.ensemble import EnsembleSpec, is_ensemble
+from sieveqa.runtime.ensemble import EnsembleSpec, is_ensemble, weighted_sum
 
 METRICS = ("p@1", "map", "mrr")
 
@@ -31,15 +31,15 @@ METRICS = ("p@1", "map", "mrr")
 def parameters(model: str) -> int:
     """Every parameter a model (or all members of an ensemble) holds, frozen embeddings included."""
     if is_ensemble(model):
-        return sum(parameters(m) for m in EnsembleSpec.load(model).members)
+        return sum(parameters(m) for m, _ in EnsembleSpec.load(model).active)
     return sum(p.numel() for p in load_model(model).parameters())
 
 
 def scores(model: str, dataset: str, examples: list[Any]) -> list[float]:
     """The final score of every candidate: a model's own, or an ensemble's weighted sum."""
     if is_ensemble(model):
-        spec = EnsembleSpec.load(model)
-        return spec.combine(member_columns(spec.members, dataset, examples))
+        members, weights = zip(*EnsembleSpec.load(model).active, strict=True)
+        return weighted_sum(member_columns(members, dataset, examples), weights)
     return member_columns([model], dataset, examples)[0]
 
 

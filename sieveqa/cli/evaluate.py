@@ -226,12 +226,14 @@ def tune_ensemble_command(
     from sieveqa.evaluation.ensemble_search import tune_ensemble
     from sieveqa.evaluation.provenance import run_info
     from sieveqa.io import atomic_write_json, check_output_dir
-    from sieveqa.models.zoo import resolve_model
+    from sieveqa.runtime.ensemble import check_member
 
     names = [m.strip() for m in members.split(",") if m.strip()]
     for name in names:
-        resolve_model(name)
+        check_member(name)
     check_output_dir(out, "--out")
+    if (out / "config.json").exists():
+        raise ConfigError(f"--out {out} holds a model; give the ensemble a folder of its own")
     examples = load_datasets(dataset)
     result = tune_ensemble(names, dataset, examples, trials, metric, seed)
     result.spec.save(out)

@@ -17,7 +17,7 @@ from typing import Annotated, Any
 import typer
 
 from sieveqa import registry
-from sieveqa.cli._app import app
+from sieveqa.cli._app import DeviceOpt, app, check_device
 from sieveqa.cli._options import Setting, given_settings, merge, read_settings, settings_command, settings_of
 from sieveqa.errors import ConfigError
 
@@ -245,17 +245,21 @@ def teacher_scores_command(
     max_pairs: Annotated[int | None, typer.Option(help="as the student's --max-pairs")] = None,
     seed: Annotated[int | None, typer.Option(help="as the student's --seed (default: train's)")] = None,
     name: Annotated[str | None, typer.Option(help="the teacher's name recorded in the file")] = None,
+    device: DeviceOpt = "auto",
+    batch_size: Annotated[int, typer.Option(help="pairs per forward pass")] = 128,
 ) -> None:
     """Score a student's training pairs with a teacher once, into a file `train --teachers` reads.
 
     Give the sampling options the student will be trained with: the file is refused unless its pairs
     are the student's, in order. Scores computed on another machine (a GPU) travel as such a file.
+    They are computed in fp32 (bf16 or fp16 would round the soft targets).
     """
     from sieveqa.io import check_output_file
     from sieveqa.training.config import TrainConfig
     from sieveqa.training.distill import teacher_scores
     from sieveqa.training.recipes import PointwiseRecipe
 
+    check_device(device, "fp32")
     if not out.name.endswith(".json.gz"):
         raise ConfigError(f"--out {out}: a teacher-scores file ends in .json.gz")
     check_output_file(out, "--out")
@@ -263,7 +267,7 @@ def teacher_scores_command(
     config = TrainConfig(max_negatives=max_negatives, max_pairs=max_pairs, seed=seed)
     recipe = PointwiseRecipe()
     pairs = recipe.sample(recipe.load(train_sets), config, train_sets)
-    scores = teacher_scores(teacher, train_sets, pairs)
+    scores = teacher_scores(teacher, train_sets, pairs, device=device, batch_size=batch_size)
     scores.teacher = name or scores.teacher
     scores.save(out)
     typer.echo(f"{len(scores.scores)} pairs scored by {scores.teacher}: {out}")

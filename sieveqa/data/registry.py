@@ -125,10 +125,9 @@ def load_dataset(name: str) -> list[RankingExample]:
     """Load a dataset by name (see the module docstring); raises DatasetNotFoundError on a bad name."""
     sliced = _SLICE.fullmatch(name)
     if sliced:
-        examples = load_dataset(sliced["name"])
         if int(sliced["n"]) < 1:
             raise DatasetNotFoundError(f"{name}: [:N] takes N >= 1 questions")
-        return examples[: int(sliced["n"])]
+        return load_dataset(sliced["name"])[: int(sliced["n"])]
     if name.endswith((".jsonl", ".jsonl.gz")) and not name.startswith("jsonl:"):
         name = f"jsonl:{name}"
     family, sep, split = name.partition(":")

@@ -17,7 +17,7 @@ from sieveqa.errors import ConfigError
 from sieveqa.evaluation.metrics import METRICS, evaluate_scores, qrels_from_examples
 from sieveqa.evaluation.score_cache import cached_scores
 from sieveqa.models.base import regroup
-from sieveqa.runtime.ensemble import EnsembleSpec
+from sieveqa.runtime.ensemble import EnsembleSpec, check_member, weighted_sum
 
 
 @dataclass
@@ -61,14 +61,16 @@ def tune_ensemble(
             f"--trials must be at least {len(members) + 1} (equal weights, then each member alone), "
             f"got {trials}"
         )
+    for member in members:
+        check_member(member)
     qrels_from_examples(examples, dataset)
     columns = member_columns(members, dataset, examples)
     alone = {m: _metric(examples, c, metric) for m, c in zip(members, columns, strict=True)}
     names = [f"w{i}" for i in range(len(members))]
 
     def objective(trial: optuna.Trial) -> float:
-        weights = EnsembleSpec(tuple(members), tuple(trial.suggest_float(n, 0.0, 1.0) for n in names))
-        return _metric(examples, weights.combine(columns), metric)
+        weights = [trial.suggest_float(n, 0.0, 1.0) for n in names]
+        return _metric(examples, weighted_sum(columns, weights), metric) if any(weights) else 0.0
 
     optuna.logging.set_verbosity(logging.WARNING)
     study = optuna.create_study(direction="maximize", sampler=optuna.samplers.TPESampler(seed=seed))

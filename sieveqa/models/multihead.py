@@ -120,16 +120,18 @@ class MultiHeadStudent(PairModel):
         return self(**batch, cost=cost).mean(dim=1, keepdim=True)
 
     def as_cross_encoder(self) -> CrossEncoder:
-        """A one-head student is a cross-encoder: the same layers and classifier, in that class."""
+        """A one-head student is a cross-encoder: the same layers and classifier, in that class (on
+        the CPU; building it leaves the random state of a training run as it was)."""
         if self.config.heads != 1:
             raise ConfigError(
                 f"{self.config.name} has {self.config.heads} heads; only one makes a cross-encoder"
             )
         fields = {f.name: getattr(self.config, f.name) for f in dataclasses.fields(CrossEncoderConfig)}
-        model = CrossEncoder(CrossEncoderConfig(**fields))
+        with torch.random.fork_rng(devices=[]):
+            model = CrossEncoder(CrossEncoderConfig(**fields))
         model.encoder.load_state_dict(self.encoder.state_dict())
         model.head.load_state_dict(self.heads[0].state_dict())
-        return model.to(self.device)
+        return model
 
     def save_pretrained(
         self, path: str | Path, extra: dict[str, Any] | None = None, policy: dict[str, Any] | None = None

@@ -4,6 +4,7 @@ and the answer pipeline over a corpus index."""
 from sieveqa.runtime.answer_store import AnswerStore
 from sieveqa.runtime.answerer import Answer, Answerer, load_answerer
 from sieveqa.runtime.cascade import CascadePolicy, CascadeRanker, CascadeResult, SequentialRanker
+from sieveqa.runtime.ensemble import EnsembleRanker, EnsembleSpec
 from sieveqa.runtime.policy import Policy, load_ranker
 from sieveqa.runtime.pruning import cascade_order, check_drop_ratios, drop_count, keep_top
 from sieveqa.runtime.store_ranker import StoreRanker
@@ -17,6 +18,8 @@ __all__ = [
     "CascadeRanker",
     "CascadeResult",
     "CascadeTrace",
+    "EnsembleRanker",
+    "EnsembleSpec",
     "Policy",
     "SequentialRanker",
     "StoreRanker",

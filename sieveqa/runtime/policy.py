@@ -21,7 +21,7 @@ from sieveqa.models._saving import read_policy, write_policy
 from sieveqa.models.base import Ranker
 from sieveqa.models.encoder_model import EncoderModel
 from sieveqa.models.zoo import is_shipped, load_model
-from sieveqa.runtime.ensemble import EnsembleRanker, EnsembleSpec, is_ensemble
+from sieveqa.runtime.ensemble import EnsembleRanker, is_ensemble
 
 #: Keys a policy file may hold besides the policy's own fields.
 _META_KEYS = ("policy", "tuning")
@@ -105,12 +105,7 @@ def load_ranker(
     if is_ensemble(model):
         if policy is not None or given:
             raise ConfigError(f"{model} is an ensemble, which takes no runtime policy")
-        spec = EnsembleSpec.load(model)
-        members = [
-            load_model(m).configure(device=device, precision=precision, batch_size=batch_size)
-            for m in spec.members
-        ]
-        return EnsembleRanker(spec, members)
+        return EnsembleRanker.load(model, device=device, precision=precision, batch_size=batch_size)
     loaded = load_model(model).configure(device=device, precision=precision, batch_size=batch_size)
     ranker_class = registry.technique(loaded.kind).ranker_class()
     if ranker_class is None:

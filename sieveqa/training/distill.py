@@ -13,6 +13,7 @@ import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import torch
 from torch import Tensor
@@ -52,9 +53,12 @@ def _is_scores_file(spec: str) -> bool:
     return spec.endswith(".json.gz")
 
 
-def teacher_scores(spec: str, dataset: str, pairs: LabelledPairs, progress: bool = True) -> TeacherScores:
+def teacher_scores(
+    spec: str, dataset: str, pairs: LabelledPairs, progress: bool = True, **settings: Any
+) -> TeacherScores:
     """Teacher ``spec``'s scores of ``pairs``: read from a scores file, or computed once by the model
-    and cached; refused unless they were computed on exactly these pairs."""
+    in fp32 (``settings``: other ``configure`` options, e.g. ``device``) and cached; refused unless they were
+    computed on exactly these pairs."""
     if _is_scores_file(spec):
         scores = TeacherScores.load(spec)
         scores.check(dataset, pairs.ids)
@@ -68,6 +72,7 @@ def teacher_scores(spec: str, dataset: str, pairs: LabelledPairs, progress: bool
     if path.is_file():
         scores = TeacherScores.load(path)
     else:
+        teacher.configure(**{"precision": "fp32", **settings})  # bf16 would round the soft targets
         values = teacher.score_pairs(pairs.questions, pairs.texts, progress=progress)
         scores = TeacherScores(spec, digest, dataset, list(pairs.ids), values)
         scores.save(path)

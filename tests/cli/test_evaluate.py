@@ -156,6 +156,11 @@ def test_tune_ensemble_writes_a_folder_eval_loads(
     assert result.exit_code == 0, result.output
     metrics = json.loads((tmp_path / "m.json").read_text())
     assert metrics["map"] == pytest.approx(tuning["value"], abs=1e-4)  # the JSON keeps 4 digits
-    assert metrics["layer_units"] == 2 * 4 * 16  # both members read every pair through 4 layers
+    weighted = sum(w > 0 for w in json.loads((out / "ensemble.json").read_text())["weights"])
+    assert (
+        metrics["layer_units"] == weighted * 4 * 16
+    )  # each weighted member reads every pair through 4 layers
     line = one_error_line(sieveqa("tune-ensemble", "--members", f"{saved_tiny},nope", "-o", tmp_path / "e2"))
     assert "model 'nope' is neither a shipped model" in line
+    line = one_error_line(sieveqa("tune-ensemble", "--members", members, "-o", saved_tiny))
+    assert "holds a model; give the ensemble a folder of its own" in line

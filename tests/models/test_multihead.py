@@ -97,11 +97,14 @@ def test_started_from_a_cross_encoder_every_head_scores_as_it_did(tiny_model, po
 
 def test_a_one_head_student_is_saved_as_the_cross_encoder_it_is(tiny_model, tmp_path) -> None:
     student = MultiHeadStudent.start_from(tiny_model, MultiHeadConfig(heads=1, head_depth=1))
-    with torch.no_grad():
-        student.heads[0].output.bias += 0.5  # trained: no longer the cross-encoder it started from
+    with torch.no_grad():  # trained: no longer the cross-encoder it started from, body nor head
+        student.heads[0].output.bias += 0.5
+        for p in student.encoder.layers[-1].parameters():
+            p.add_(0.1 * torch.randn_like(p))
     saved = load_model(student.save_pretrained(tmp_path / "s"))
     assert isinstance(saved, CrossEncoder)
     expected = student.score_pairs(QUESTIONS, TEXTS)
     assert saved.score_pairs(QUESTIONS, TEXTS) == pytest.approx(expected, abs=2e-3)  # stored in fp16
+    assert expected != pytest.approx(tiny_model.score_pairs(QUESTIONS, TEXTS), abs=1e-2)
     with pytest.raises(ConfigError, match="only one makes a cross-encoder"):
         _student(heads=2).as_cross_encoder()
