@@ -162,3 +162,43 @@ def test_teacher_scores_are_written_for_the_students_pairs_and_teach_them(
     search = json.loads((tmp_path / "kd" / "search.json").read_text())
     assert len(search["trials"]) == 1 and set(search["best"]) == {"alpha", "tau"}
     assert (tmp_path / "kd" / "trial-0" / "best" / "config.json").is_file()
+    line = one_error_line(
+        sieveqa(*train, "--teachers", out, "--kd-trials", 1, "--lr", 1e-3, "-o", tmp_path / "kd")
+    )
+    assert "holds a study of another search (its 'config' differs)" in line
+    other = [
+        *train[:-6],
+        "--train",
+        data,
+        "--dev",
+        data,
+        "--max-negatives",
+        2,
+        "--seed",
+        6,
+        "--batch-size",
+        8,
+    ]
+    line = one_error_line(sieveqa(*other, "--teachers", out, "-o", tmp_path / "o1"))
+    assert "(other data or another order)" in line  # another seed samples other negatives
+    other_data = tmp_path / "other.jsonl"
+    other_data.write_text(example_jsonl.read_text().split("\n", 1)[1])
+    line = one_error_line(
+        sieveqa(*train[:-10], "--train", other_data, "--teachers", out, "-o", tmp_path / "o2")
+    )
+    assert f"are for dataset 'jsonl:{example_jsonl}', not '{other_data}'" in line
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (["--heads", 0], "needs k >= 1 heads"),
+        (["--heads", 2, "--head-depth", 5], "B-1 2H5 does not fit tiny: b + h must be at most its 4 layers"),
+    ],
+)
+def test_student_configs_that_cannot_be_built_are_refused(
+    sieveqa, example_jsonl, tmp_path, flags, message
+) -> None:
+    args = ["train", "--arch", "mhs", "--init", "tiny", "--train", f"jsonl:{example_jsonl}", "--dev", ""]
+    line = one_error_line(sieveqa(*args, *flags, "--teachers", "a.json.gz", "-o", tmp_path / "o"))
+    assert message in line
