@@ -193,8 +193,9 @@ mhs-teacher-scores: install
 MHS ?= runs/mhs
 KD := --arch mhs --init default $(KD_SET) --lr 2e-5
 T3 := $(SCORES)/mpnet-12.json.gz,$(SCORES)/minilm-l6.json.gz,$(SCORES)/minilm-l3.json.gz
+KD_TRIALS ?= 12
 mhs-kd-search: install
-	$(SIEVEQA) train $(KD) --epochs 0.3 --teachers $(T3) --kd-trials 12 --out $(MHS)/kd-search
+	$(SIEVEQA) train $(KD) --epochs 0.3 --teachers $(T3) --kd-trials $(KD_TRIALS) --out $(MHS)/kd-search
 
 # The students, all from the default: one per teacher (one head), MHS configurations of Table 4, Hydra
 # (three heads from the seed teachers); then ensembles tuned on dev of the students and of the teachers.
@@ -202,15 +203,16 @@ ALPHA ?= 0.5
 TAU ?= 3
 STUDENT := $(KD) --epochs 1 --eval-every 200 --alpha $(ALPHA) --tau $(TAU)
 mhs-students: install
-	for t in mpnet-12 minilm-l6 minilm-l3; do $(SIEVEQA) train $(STUDENT) --heads 1 \
-		--teachers $(SCORES)/$$t.json.gz --out $(MHS)/kd-$$t || exit 1; done
+	$(SIEVEQA) train $(STUDENT) --heads 1 --teachers $(SCORES)/mpnet-12.json.gz --out $(MHS)/kd-mpnet-12
 	$(SIEVEQA) train $(STUDENT) --heads 3 --head-depth 1 --teachers $(T3) --out $(MHS)/b5-3h1
-	$(SIEVEQA) train $(STUDENT) --heads 3 --head-depth 2 --teachers $(T3) --out $(MHS)/b4-3h2
-	$(SIEVEQA) train $(STUDENT) --heads 3 --head-depth 3 --teachers $(T3) --out $(MHS)/b3-3h3
 	$(SIEVEQA) train $(STUDENT) --heads 2 --head-depth 1 --out $(MHS)/b5-2h1 \
 		--teachers $(SCORES)/mpnet-12.json.gz,$(SCORES)/minilm-l3.json.gz
+	for t in minilm-l6 minilm-l3; do $(SIEVEQA) train $(STUDENT) --heads 1 \
+		--teachers $(SCORES)/$$t.json.gz --out $(MHS)/kd-$$t || exit 1; done
 	$(SIEVEQA) train $(STUDENT) --heads 3 --head-depth 1 --out $(MHS)/hydra-b5-3h1 \
 		--teachers $(SCORES)/minilm-l6-seed1.json.gz,$(SCORES)/minilm-l6-seed2.json.gz,$(SCORES)/minilm-l6-seed3.json.gz
+	$(SIEVEQA) train $(STUDENT) --heads 3 --head-depth 2 --teachers $(T3) --out $(MHS)/b4-3h2
+	$(SIEVEQA) train $(STUDENT) --heads 3 --head-depth 3 --teachers $(T3) --out $(MHS)/b3-3h3
 	$(SIEVEQA) tune-ensemble --members $(MHS)/kd-mpnet-12/best,$(MHS)/kd-minilm-l6/best,$(MHS)/kd-minilm-l3/best \
 		--out $(MHS)/ensemble-students
 	$(SIEVEQA) tune-ensemble --members $(TEACHERS)/mpnet/adapt/best,default,$(TEACHERS)/l3/adapt/best \

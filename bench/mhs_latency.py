@@ -53,6 +53,7 @@ def _plain(backbone: str = "minilm-l6") -> CrossEncoder:
 
 MODELS: dict[str, Callable[[], Any]] = {
     "MiniLM-L6 (plain student, the default's shape)": _plain,
+    "MHS B5 2H1 (MiniLM-L6)": lambda: MultiHeadStudent(MultiHeadConfig(heads=2, head_depth=1)),
     "MHS B5 3H1 (MiniLM-L6)": lambda: MultiHeadStudent(MultiHeadConfig(heads=3, head_depth=1)),
     "MHS B4 3H2 (MiniLM-L6)": lambda: MultiHeadStudent(MultiHeadConfig(heads=3, head_depth=2)),
     "MHS B3 3H3 (MiniLM-L6)": lambda: MultiHeadStudent(MultiHeadConfig(heads=3, head_depth=3)),
