@@ -13,10 +13,16 @@ $(VENV)/.installed: pyproject.toml
 	$(BIN)/pip install -q --upgrade pip
 	# torch is pinned to the CPU wheel; any other torch requirement would pull GBs of CUDA packages.
 	$(BIN)/pip install -q torch==2.13.0
-	$(BIN)/pip install -q -e '.[dev,bench,onnx,plot,dense]'
+	$(BIN)/pip install -q -e '.[dev,bench,onnx,plot,dense,serve,ray]'
 	touch $@
 
-install: $(VENV)/.installed
+# The web page's browser test drives Debian's Chromium (Playwright cannot download its own here).
+/usr/bin/chromium:
+	@if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
+	else echo "no /usr/bin/chromium and no root to apt-get it: the browser test will be skipped"; fi
+
+install: $(VENV)/.installed /usr/bin/chromium
 
 demo: install
 	$(SIEVEQA) rank --input sieveqa/resources/example.jsonl

@@ -15,7 +15,7 @@ from sieveqa.cli._app import BatchOpt, DeviceOpt, PrecisionOpt, app, check_devic
 from sieveqa.errors import ConfigError, DataFormatError
 
 if TYPE_CHECKING:
-    from sieveqa.runtime.answerer import Answer, Found
+    from sieveqa.runtime.answerer import Answer
 
 MethodOpt = Annotated[
     str,
@@ -61,20 +61,6 @@ def _read_questions(path: Path) -> list[tuple[str, str]]:
     return out
 
 
-def _found_dict(found: Found) -> dict[str, Any]:
-    a, b = found.bounds
-    return {
-        "answer": found.text,
-        "score": round(found.score, 6),
-        "passage_score": None if found.passage_score is None else round(found.passage_score, 6),
-        "document": found.passage.doc_id,
-        "title": found.passage.title,
-        "passage_id": found.passage.id,
-        "passage": found.passage.text,
-        "answer_span": [a, b],
-    }
-
-
 def _answer_dict(qid: str | None, answer: Answer, method: str) -> dict[str, Any]:
     out: dict[str, Any] = {"question": answer.question}
     if qid is not None:
@@ -82,7 +68,7 @@ def _answer_dict(qid: str | None, answer: Answer, method: str) -> dict[str, Any]
     return {
         **out,
         "method": method,
-        "answers": [_found_dict(f) for f in answer.answers],
+        "answers": [f.as_dict() for f in answer.answers],
         "inferences": answer.inferences,
         "layer_units": answer.cost.layer_units,
         "model_seconds": round(answer.cost.seconds, 4),

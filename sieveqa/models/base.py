@@ -5,7 +5,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 from sieveqa.data.records import RankingExample, ScoredCandidate, score_order
 from sieveqa.encoder import Cost
@@ -39,6 +39,8 @@ class RankResult:
 
     scores: list[list[float]]
     cost: Cost = field(default_factory=Cost)
+    #: Whether scores are logits (a probability is their sigmoid), as a cross-encoder's are.
+    logits: ClassVar[bool] = True
 
     @property
     def n_pairs(self) -> int:

@@ -65,6 +65,20 @@ class Found:
         a, b = self.bounds
         return self.passage.text[a:b]
 
+    def as_dict(self) -> dict[str, Any]:
+        """The answer as JSON (the CLI's ``--json`` and the HTTP service's ``/answer``)."""
+        a, b = self.bounds
+        return {
+            "answer": self.text,
+            "score": round(self.score, 6),
+            "passage_score": None if self.passage_score is None else round(self.passage_score, 6),
+            "document": self.passage.doc_id,
+            "title": self.passage.title,
+            "passage_id": self.passage.id,
+            "passage": self.passage.text,
+            "answer_span": [a, b],
+        }
+
 
 @dataclass
 class AnswerRun:

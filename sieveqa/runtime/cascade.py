@@ -14,7 +14,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Self
+from typing import Any, ClassVar, Self
 
 import torch
 from torch import Tensor
@@ -85,6 +85,8 @@ class CascadeResult(RankResult):
     exits: list[int]
     full_depth: int
     policy: CascadePolicy
+    #: Scores are the exit reached plus the probability there (see ``CascadeTrace.cascade_scores``).
+    logits: ClassVar[bool] = False
 
     @property
     def relative_cost(self) -> float:

@@ -103,3 +103,34 @@ def cascade_order(last_exit: Sequence[int], last_score: Sequence[float]) -> list
     exits = torch.tensor(list(last_exit), dtype=torch.long)
     order = grouped_order(exits, torch.tensor(list(last_score), dtype=torch.float64), torch.zeros_like(exits))
     return order.tolist()
+
+
+def expected_cost(alpha: float, exits: Sequence[int]) -> float:
+    """Layers spent per candidate with one ``alpha`` at every exit, as a share of running all of
+    them (``exits[-1]`` layers): layers up to exit i run on (1 − α)^i of the candidates (⌊·⌋ ignored)."""
+    _check_alpha(alpha)
+    spent, previous = 0.0, 0
+    for i, layer in enumerate(exits):
+        spent += (layer - previous) * (1.0 - alpha) ** i
+        previous = layer
+    return spent / exits[-1]
+
+
+def ratio_for_budget(budget: float, exits: Sequence[int]) -> float:
+    """The smallest single drop ratio whose ``expected_cost`` is within ``budget`` (a share of the
+    full model's layers, in (0, 1]); refused below what dropping nearly everything at the first exit costs."""
+    if not 0.0 < budget <= 1.0:
+        raise ConfigError(f"budget must be in (0, 1], got {budget}")
+    floor = exits[0] / exits[-1]
+    if budget < floor:
+        raise ConfigError(
+            f"budget {budget} is below {floor:.3f}: every candidate runs the {exits[0]} layers "
+            f"before the first exit of {exits[-1]}"
+        )
+    lo, hi = 0.0, 0.999
+    if expected_cost(lo, exits) <= budget:
+        return 0.0
+    for _ in range(40):  # bisection: expected_cost falls as alpha grows
+        mid = (lo + hi) / 2
+        lo, hi = (lo, mid) if expected_cost(mid, exits) <= budget else (mid, hi)
+    return min(math.ceil(hi * 1e4) / 1e4, 0.999)

@@ -1,0 +1,103 @@
+"""``sieveqa serve``: the HTTP service (rerank, answer, health, metrics, web page) with uvicorn."""
+
+from __future__ import annotations
+
+import errno
+import functools
+import socket
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from sieveqa.cli._app import BatchOpt, DeviceOpt, PrecisionOpt, app, check_device, console
+from sieveqa.cli._options import Setting, given_settings, merge, settings_command, settings_of
+from sieveqa.errors import ConfigError, require_extra
+
+
+@functools.cache
+def serve_settings() -> dict[str, Setting]:
+    from sieveqa.serving.settings import Batching, Limits
+
+    return merge(
+        settings_of(Limits, "serve", panel="Limits")
+        + [
+            # "max_tokens" alone would read as a limit on the request; on the command line it is the batch's.
+            Setting("max_batch_tokens", s.type, s.help, s.default, s.owners, "Micro-batching")
+            if s.name == "max_tokens"
+            else s
+            for s in settings_of(Batching, "serve", panel="Micro-batching")
+        ]
+    )
+
+
+def check_port(host: str, port: int) -> None:
+    """Refuse a port that is out of range or taken, before any model loads."""
+    if not 0 <= port <= 65535:
+        raise ConfigError(f"--port {port}: must be in 0..65535")
+    try:
+        with socket.create_server((host, port)):
+            pass
+    except OSError as err:
+        why = "is in use" if err.errno == errno.EADDRINUSE else f"cannot be bound ({err.strerror})"
+        raise ConfigError(f"--host {host} --port {port}: the address {why}") from None
+
+
+@app.command(cls=settings_command(serve_settings))
+def serve(
+    ctx: typer.Context,
+    model: Annotated[
+        str, typer.Option("--model", "-m", help="the /rerank model: a shipped name or a folder")
+    ] = "default",
+    index: Annotated[
+        Path | None,
+        typer.Option("--index", "-i", help="a corpus index (sieveqa index corpus) for /answer and /"),
+    ] = None,
+    method: Annotated[str, typer.Option(help="/answer's method (as sieveqa answer --method)")] = "peasi",
+    retrieve: Annotated[int, typer.Option(help="/answer: passages retrieved per question")] = 20,
+    reranker: Annotated[str, typer.Option(help="/answer, peasi: the passage reranker")] = "peasi-pr",
+    host: Annotated[str, typer.Option(help="address to listen on (0.0.0.0: every interface)")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="port to listen on")] = 8000,
+    grace: Annotated[
+        float, typer.Option(help="seconds to finish requests in flight after SIGINT/SIGTERM")
+    ] = 30.0,
+    device: DeviceOpt = "auto",
+    precision: PrecisionOpt = "auto",
+    batch_size: BatchOpt = None,
+) -> None:
+    """Serve a ranker over HTTP: POST /rerank, POST /answer (with --index), GET /health, GET /metrics,
+    and a question page at / . Concurrent /rerank requests share forward passes (micro-batching).
+
+    Listens on 127.0.0.1 unless --host says otherwise; SIGTERM finishes the requests in flight first.
+    """
+    uvicorn = require_extra("uvicorn", "serve", "sieveqa serve")
+    require_extra("fastapi", "serve", "sieveqa serve")
+    from sieveqa.serving.app import create_app
+    from sieveqa.serving.service import Service
+    from sieveqa.serving.settings import Batching, Limits
+
+    values = given_settings(ctx)
+    batching_values = {"max_tokens": values.pop("max_batch_tokens")} if "max_batch_tokens" in values else {}
+    batching_values |= {k: values.pop(k) for k in ("max_wait_ms",) if k in values}
+    limits, batching = Limits(**values), Batching(**batching_values)
+    check_device(device, precision)
+    check_port(host, port)
+    service = Service.load(
+        model,
+        None if index is None else str(index),
+        method,
+        device,
+        precision,
+        batch_size,
+        limits,
+        batching,
+        reranker=reranker,
+        retrieve=retrieve,
+    )
+    where = f"http://{host}:{port}"
+    console.print(f"sieveqa serving {model} ({service.kind}) at {where}  [dim]docs: {where}/docs[/dim]")
+    if index is not None:
+        console.print(f"answering over {index} with {method}: the page is {where}/")
+    uvicorn.run(
+        create_app(service), host=host, port=port, timeout_graceful_shutdown=grace, log_level="warning"
+    )

@@ -1,0 +1,228 @@
+"""What the HTTP service does, apart from HTTP: check requests against the limits, queue reranking
+for the micro-batcher, answer questions over the corpus index, and meter all of it.
+
+Every refusal is a :class:`RequestError` carrying its HTTP status and the field at fault, raised
+before the request reaches the model.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import math
+import threading
+from collections import OrderedDict
+from typing import Any
+
+from sieveqa.data.records import Candidate, Question, RankingExample
+from sieveqa.errors import ConfigError, SieveQAError
+from sieveqa.models.base import Ranker
+from sieveqa.models.pair_model import PairModel
+from sieveqa.runtime.answerer import Answer, Answerer, load_answerer
+from sieveqa.runtime.cascade import CascadeRanker
+from sieveqa.runtime.policy import load_ranker
+from sieveqa.runtime.pruning import ratio_for_budget
+from sieveqa.serving.batcher import MicroBatcher, QueueFullError, Scored
+from sieveqa.serving.metrics import Metrics
+from sieveqa.serving.settings import Batching, Limits
+from sieveqa.serving.wire import AnswerRequest, RerankRequest
+
+#: Cascade rankers kept for per-request ``alpha`` / ``budget`` settings.
+_SETTINGS_CACHE = 32
+
+
+class RequestError(SieveQAError):
+    """A request the service refuses: ``status`` and ``kind`` go to the client with the message."""
+
+    def __init__(self, status: int, kind: str, message: str, retry_after: float | None = None) -> None:
+        super().__init__(message)
+        self.status, self.kind, self.retry_after = status, kind, retry_after
+
+
+def pair_model(ranker: Ranker) -> PairModel | None:
+    """The model whose tokenizer measures a ranker's inputs (an ensemble's first member)."""
+    for candidate in (ranker, getattr(ranker, "model", None), *getattr(ranker, "members", ())[:1]):
+        if isinstance(candidate, PairModel):
+            return candidate
+    return None
+
+
+class Service:
+    """One loaded ranker (and, given an index, an answerer) serving many requests."""
+
+    def __init__(
+        self,
+        ranker: Ranker,
+        answerer: Answerer | None = None,
+        name: str = "default",
+        index: str | None = None,
+        limits: Limits | None = None,
+        batching: Batching | None = None,
+    ) -> None:
+        self.ranker, self.answerer, self.name, self.index = ranker, answerer, name, index
+        self.limits = limits = limits or Limits()
+        batching = batching or Batching()
+        self.model = pair_model(ranker)
+        self.metrics = Metrics(lambda: self.batcher.depth + self._answers_waiting)
+        self.batcher = MicroBatcher(
+            batching.max_tokens, batching.max_wait_ms / 1000, limits.max_queue, self.metrics.batch
+        )
+        self._settings: OrderedDict[tuple[str, object], Ranker] = OrderedDict()
+        self._answer_lock = threading.Lock()  # the answerer's models run one question at a time
+        self._answers_waiting = 0
+
+    @classmethod
+    def load(
+        cls,
+        model: str = "default",
+        index: str | None = None,
+        method: str = "peasi",
+        device: str = "auto",
+        precision: str = "auto",
+        batch_size: int | None = None,
+        limits: Limits | None = None,
+        batching: Batching | None = None,
+        **answer_options: Any,
+    ) -> Service:
+        """The ranker ``model`` (a shipped name or folder; a cascade with its saved policy) and, given a
+        corpus ``index``, an answerer with ``method`` (``answer_options`` as ``load_answerer`` takes)."""
+        settings = {"device": device, "precision": precision, "batch_size": batch_size}
+        answerer = None
+        if index is not None:  # a bad index is refused before any model loads
+            answerer = load_answerer(method, index, **answer_options, **settings)
+        return cls(load_ranker(model, **settings), answerer, model, index, limits, batching)
+
+    @property
+    def kind(self) -> str:
+        """What answers /rerank: a model kind (cross-encoder, cascade, ...) or ``ensemble``."""
+        if hasattr(self.ranker, "members"):
+            return "ensemble"
+        return self.model.kind if self.model is not None else type(self.ranker).__name__
+
+    def start(self) -> None:
+        self.batcher.start()
+
+    def stop(self) -> None:
+        self.batcher.stop()
+
+    # -- /rerank --------------------------------------------------------------------------------
+
+    def check_rerank(self, req: RerankRequest) -> tuple[RankingExample, int, Ranker]:
+        """The request as one question with candidates, its token count, and the ranker it asks for."""
+        if req.texts is not None and req.documents is not None:
+            raise RequestError(422, "validation", "give texts or documents, not both")
+        field_name = "texts" if req.texts is not None else "documents"
+        texts = req.candidate_texts()
+        if not req.query.strip():
+            raise RequestError(400, "empty", "query is empty")
+        if not texts:
+            raise RequestError(400, "empty", f"{field_name} is empty: nothing to rank")
+        if len(texts) > self.limits.max_texts:
+            raise RequestError(
+                413,
+                "too_large",
+                f"{field_name}: {len(texts)} texts, more than the {self.limits.max_texts} allowed",
+            )
+        for where, text in [("query", req.query), *((f"{field_name}[{i}]", t) for i, t in enumerate(texts))]:
+            if len(text) > self.limits.max_chars:
+                raise RequestError(
+                    413, "too_large", f"{where}: {len(text)} characters, more than {self.limits.max_chars}"
+                )
+            if not text.strip():
+                raise RequestError(400, "empty", f"{where} is empty")
+        ranker = self._ranker_for(req)
+        example = RankingExample(
+            Question("q", req.query), [Candidate(str(i), t) for i, t in enumerate(texts)]
+        )
+        tokens = self._tokens(req, texts, field_name)
+        return example, tokens, ranker
+
+    def _tokens(self, req: RerankRequest, texts: list[str], field_name: str) -> int:
+        if self.model is None:  # no tokenizer to ask: about four characters a token
+            return sum(len(req.query) + len(t) for t in texts) // 4 + 1
+        features = self.model.featurize([req.query] * len(texts), texts)
+        if not req.truncate and any(features.truncated):
+            i = features.truncated.index(True)
+            raise RequestError(
+                413,
+                "too_large",
+                f"{field_name}[{i}]: the pair is longer than the model's {self.model.config.max_length} "
+                "tokens (send truncate: true to cut it)",
+            )
+        return sum(features.lengths)
+
+    def _ranker_for(self, req: RerankRequest) -> Ranker:
+        """The server's ranker, or a cascade ranker with this request's pruning (cached)."""
+        if req.alpha is None and req.budget is None:
+            return self.ranker
+        if not isinstance(self.ranker, CascadeRanker):
+            raise RequestError(
+                400, "validation", f"alpha and budget are for cascades; {self.name} is not one"
+            )
+        if req.alpha is not None and req.budget is not None:
+            raise RequestError(422, "validation", "give alpha or budget, not both")
+        key: tuple[str, object] = (
+            ("alpha", tuple(req.alpha) if isinstance(req.alpha, list) else req.alpha)
+            if req.alpha is not None
+            else ("budget", req.budget)
+        )
+        if key in self._settings:
+            self._settings.move_to_end(key)
+            return self._settings[key]
+        model = self.ranker.model
+        try:
+            alpha = req.alpha if req.alpha is not None else ratio_for_budget(req.budget or 1.0, model.exits)
+            ranker = CascadeRanker(model, drop_ratios=alpha, batch_size=self.ranker.batch_size)
+        except ConfigError as err:
+            raise RequestError(400, "validation", f"{key[0]}: {err}") from None
+        self._settings[key] = ranker
+        if len(self._settings) > _SETTINGS_CACHE:
+            self._settings.popitem(last=False)
+        return ranker
+
+    async def rerank(self, req: RerankRequest) -> Scored:
+        """Check, queue and await one request's scores."""
+        example, tokens, ranker = self.check_rerank(req)
+        try:
+            future = self.batcher.submit(example, tokens, ranker)
+        except QueueFullError as err:
+            raise RequestError(429, "overloaded", str(err), retry_after=err.retry_after) from None
+        return await asyncio.wrap_future(future)
+
+    # -- /answer --------------------------------------------------------------------------------
+
+    async def answer(self, req: AnswerRequest) -> Answer:
+        """Answer one question over the index, one question at a time on the answerer's models."""
+        if self.answerer is None:
+            raise RequestError(
+                404, "not_found", "this server has no corpus index (start it with --index DIR)"
+            )
+        if not req.question.strip():
+            raise RequestError(400, "empty", "question is empty")
+        if len(req.question) > self.limits.max_chars:
+            raise RequestError(
+                413,
+                "too_large",
+                f"question: {len(req.question)} characters, more than {self.limits.max_chars}",
+            )
+        if self._answers_waiting >= self.limits.max_queue:
+            retry = max(1.0, math.ceil(self._answers_waiting * 0.5))
+            raise RequestError(
+                429,
+                "overloaded",
+                f"{self._answers_waiting} questions are waiting; retry later",
+                retry_after=retry,
+            )
+        answerer = self.answerer
+        if req.top != answerer.top:
+            answerer = copy.copy(answerer)  # shares the models; only ``top`` differs
+            answerer.top = req.top
+        self._answers_waiting += 1
+        try:
+            return await asyncio.to_thread(self._answer_locked, answerer, req.question.strip())
+        finally:
+            self._answers_waiting -= 1
+
+    def _answer_locked(self, answerer: Answerer, question: str) -> Answer:
+        with self._answer_lock:
+            return answerer.answer(question)

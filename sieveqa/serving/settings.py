@@ -1,0 +1,35 @@
+"""The service's settings: request limits and micro-batching (the ``sieveqa serve`` options come
+from these fields; nothing heavy is imported here, so ``--help`` stays fast)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from sieveqa.errors import ConfigError
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What one request may hold, and how many may wait."""
+
+    max_texts: int = field(default=1000, metadata={"help": "texts per /rerank request (413 above)"})
+    max_chars: int = field(default=20_000, metadata={"help": "characters per text or query (413 above)"})
+    max_body_bytes: int = field(default=4 * 2**20, metadata={"help": "request body size (413 above)"})
+    max_queue: int = field(default=512, metadata={"help": "requests waiting for the model (429 above)"})
+
+    def __post_init__(self) -> None:
+        bad = [name for name, value in vars(self).items() if value < 1]
+        if bad:
+            raise ConfigError(f"{', '.join(bad)} must be >= 1")
+
+
+@dataclass(frozen=True)
+class Batching:
+    """How concurrent /rerank requests are packed into forward passes."""
+
+    max_tokens: int = field(default=32768, metadata={"help": "tokens per micro-batch"})
+    max_wait_ms: float = field(default=2.0, metadata={"help": "the longest a request waits for company"})
+
+    def __post_init__(self) -> None:
+        if self.max_tokens < 1 or self.max_wait_ms < 0:
+            raise ConfigError(f"max_tokens must be >= 1 and max_wait_ms >= 0, got {self}")

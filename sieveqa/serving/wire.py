@@ -1,0 +1,156 @@
+"""The HTTP service's wire contract: what clients send and get back, as pydantic models.
+
+``POST /rerank`` takes the two request shapes search engineers already send: Hugging Face
+text-embeddings-inference (``query``, ``texts``, ``truncate``, ``raw_scores``, ``return_text``) and
+Cohere-style rerank (``query``, ``documents``, ``top_n``, ``return_documents``). The answer comes
+back in the shape of the request: a bare list of ``{index, score, text?}`` for ``texts``, an object
+with ``results`` of ``{index, relevance_score, document?}`` for ``documents``. Both are sorted best
+first. ``alpha`` and ``budget`` set a cascade's pruning for this request only.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class _Wire(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+
+class Document(_Wire):
+    """A Cohere document given as an object."""
+
+    text: str
+
+
+class RerankRequest(_Wire):
+    """One query and the texts to rank for it (``texts`` or ``documents``, not both)."""
+
+    query: str = Field(description="the question")
+    texts: list[str] | None = Field(None, description="candidate texts (text-embeddings-inference shape)")
+    documents: list[str | Document] | None = Field(
+        None, description="candidate texts (Cohere shape): strings or {text} objects"
+    )
+    top_n: int | None = Field(None, ge=1, description="return only the N best")
+    return_text: bool = Field(False, description="texts shape: include each text in its result")
+    return_documents: bool = Field(False, description="documents shape: include each document")
+    raw_scores: bool = Field(False, description="the model's logits instead of probabilities")
+    truncate: bool = Field(
+        True, description="cut pairs longer than the model's limit; false: refuse them (413)"
+    )
+    alpha: float | list[float] | None = Field(
+        None, description="cascades: drop ratio per exit (one for all, or one per exit but the last)"
+    )
+    budget: float | None = Field(
+        None, gt=0, le=1, description="cascades: the most layers to spend, as a share of the full model's"
+    )
+    model: str | None = Field(None, description="accepted for Cohere clients; the server's model answers")
+
+    def candidate_texts(self) -> list[str]:
+        given = self.texts if self.texts is not None else self.documents or []
+        return [d.text if isinstance(d, Document) else d for d in given]
+
+
+class RankedText(_Wire):
+    """One text of a ``texts`` request, where it ranked."""
+
+    index: int
+    score: float
+    text: str | None = None
+
+
+class RankedDocument(_Wire):
+    """One document of a ``documents`` request, where it ranked."""
+
+    index: int
+    relevance_score: float
+    document: Document | None = None
+
+
+class Cost(_Wire):
+    """What answering took: transformer inputs run, layer-units (one layer over one input), seconds."""
+
+    inferences: int
+    layer_units: int
+    flops: int
+    compute_seconds: float
+    queue_seconds: float = 0.0
+
+
+class RerankMeta(_Wire):
+    model: str
+    cost: Cost
+    info: dict[str, Any] = Field(default_factory=dict)
+
+
+class RerankDocuments(_Wire):
+    """The answer to a ``documents`` request."""
+
+    id: str
+    results: list[RankedDocument]
+    meta: RerankMeta
+
+
+class AnswerRequest(_Wire):
+    question: str = Field(description="the question, asked of the server's corpus index")
+    top: int = Field(1, ge=1, le=20, description="answers to return")
+    passages: int = Field(5, ge=0, le=50, description="retrieved passages to list with their scores")
+
+
+class Passage(_Wire):
+    """A retrieved passage and its reranking score (none where the method does not score passages)."""
+
+    passage_id: str
+    document: str
+    title: str
+    text: str
+    score: float | None = None
+
+
+class FoundAnswer(_Wire):
+    """An answer sentence (or reader span) and the passage it stands in, at ``answer_span``."""
+
+    answer: str
+    score: float
+    passage_score: float | None = None
+    document: str
+    title: str
+    passage_id: str
+    passage: str
+    answer_span: tuple[int, int]
+
+
+class AnswerResponse(_Wire):
+    question: str
+    method: str
+    answers: list[FoundAnswer]
+    passages: list[Passage] = Field(description="retrieved passages, best reranked first")
+    cost: Cost
+    retrieval_seconds: float
+
+
+class Health(_Wire):
+    status: Literal["ok", "draining"]
+    model: str
+    kind: str
+    index: str | None
+    method: str | None
+    queue_depth: int
+
+
+class ErrorBody(_Wire):
+    """Every error: a message naming the field at fault, and its kind."""
+
+    error: str
+    error_type: Literal[
+        "validation",
+        "empty",
+        "too_large",
+        "overloaded",
+        "unavailable",
+        "not_found",
+        "not_allowed",
+        "internal",
+    ]
