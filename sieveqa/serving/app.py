@@ -175,7 +175,7 @@ def create_app(service: Service) -> FastAPI:
         """Rank texts for a query, best first (text-embeddings-inference or Cohere request shape)."""
         done = await service.rerank(req)
         scores = done.scores
-        order = sorted(range(len(scores)), key=lambda i: -scores[i])[: req.top_n]
+        order = done.order[: req.top_n]
         shown = scores if req.raw_scores or not done.logits else [1 / (1 + math.exp(-s)) for s in scores]
         _timing_headers(
             response, done.queue_seconds, done.cost.seconds, done.cost.sequences, done.cost.layer_units

@@ -37,9 +37,11 @@ class QueueFullError(BusyError):
 
 @dataclass
 class Scored:
-    """One request's share of a batch."""
+    """One request's share of a batch: its scores, its ranking (a cascade ranks the candidates that
+    reached a later exit first, whatever their scores), and its part of the cost."""
 
     scores: list[float]
+    order: list[int]
     cost: Cost
     info: dict[str, Any]
     logits: bool
@@ -164,7 +166,7 @@ class MicroBatcher:
         pairs = max(result.n_pairs, 1)
         self._rate = pairs / seconds if self._rate == 0 else 0.8 * self._rate + 0.2 * pairs / seconds
         info = result.info()
-        for job, scores in zip(batch, result.scores, strict=True):
+        for job, scores, order in zip(batch, result.scores, result.orders(), strict=True):
             share = len(scores) / pairs
             cost = Cost(
                 layer_units=round(result.cost.layer_units * share),
@@ -173,7 +175,7 @@ class MicroBatcher:
                 seconds=seconds,
             )
             done = Scored(
-                scores, cost, info, result.logits, started - job.enqueued, len(batch), result.n_pairs
+                scores, order, cost, info, result.logits, started - job.enqueued, len(batch), result.n_pairs
             )
             job.future.set_result(done)
         if self.on_batch is not None:

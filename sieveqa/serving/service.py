@@ -111,6 +111,8 @@ class Service:
         """The request as one question with candidates, its token count, and the ranker it asks for."""
         if req.texts is not None and req.documents is not None:
             raise RequestError(422, "validation", "give texts or documents, not both")
+        if req.texts is None and req.documents is None:
+            raise RequestError(400, "empty", "texts (or documents) is missing: nothing to rank")
         field_name = "texts" if req.texts is not None else "documents"
         texts = req.candidate_texts()
         if not req.query.strip():
@@ -187,7 +189,9 @@ class Service:
             future = self.batcher.submit(example, tokens, ranker)
         except QueueFullError as err:
             raise RequestError(429, "overloaded", str(err), retry_after=err.retry_after) from None
-        return await asyncio.wrap_future(future)
+        done = await asyncio.wrap_future(future)
+        self.metrics.queue_seconds.observe(done.queue_seconds)
+        return done
 
     # -- /answer --------------------------------------------------------------------------------
 
@@ -219,9 +223,12 @@ class Service:
             answerer.top = req.top
         self._answers_waiting += 1
         try:
-            return await asyncio.to_thread(self._answer_locked, answerer, req.question.strip())
+            found = await asyncio.to_thread(self._answer_locked, answerer, req.question.strip())
         finally:
             self._answers_waiting -= 1
+        self.metrics.layer_units.labels("answer").inc(found.cost.layer_units)
+        self.metrics.inferences.labels("answer").inc(found.inferences)
+        return found
 
     def _answer_locked(self, answerer: Answerer, question: str) -> Answer:
         with self._answer_lock:

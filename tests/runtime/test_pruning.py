@@ -1,7 +1,8 @@
 import pytest
 import torch
 
-from sieveqa.runtime.pruning import cascade_order, drop_count, keep_top
+from sieveqa.errors import ConfigError
+from sieveqa.runtime.pruning import cascade_order, drop_count, expected_cost, keep_top, ratio_for_budget
 
 
 def test_drop_count_follows_the_papers_example() -> None:
@@ -58,3 +59,24 @@ def test_drop_ratio_checks() -> None:
         check_drop_ratios([0.1, 0.2], 5)
     with pytest.raises(ConfigError, match=r"must be in \[0, 1\)"):
         check_drop_ratios([0.1, 1.0, 0.2, 0.2], 5)
+
+
+def test_expected_cost_counts_the_layers_each_share_of_candidates_runs() -> None:
+    assert expected_cost(0.0, [2, 4, 6]) == 1.0
+    # 2 layers on all, 2 on half, 2 on a quarter: (2 + 1 + 0.5) / 6.
+    assert expected_cost(0.5, [2, 4, 6]) == pytest.approx(3.5 / 6)
+
+
+@pytest.mark.parametrize("budget", [1.0, 0.8, 0.6, 0.5, 0.4])
+def test_ratio_for_budget_is_the_smallest_alpha_within_it(budget: float) -> None:
+    exits = [2, 4, 6, 8]
+    alpha = ratio_for_budget(budget, exits)
+    assert expected_cost(alpha, exits) <= budget + 1e-9
+    assert alpha == 0.0 or expected_cost(alpha - 1e-3, exits) > budget
+
+
+def test_ratio_for_budget_refuses_what_no_ratio_reaches() -> None:
+    with pytest.raises(ConfigError, match=r"below 0\.250"):
+        ratio_for_budget(0.2, [2, 4, 6, 8])
+    with pytest.raises(ConfigError, match=r"budget must be in \(0, 1\]"):
+        ratio_for_budget(1.5, [2, 4])

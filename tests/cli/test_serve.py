@@ -1,0 +1,83 @@
+"""``sieveqa serve``: refusals before any model loads, and a shutdown that finishes requests in flight."""
+
+from __future__ import annotations
+
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.cli.conftest import one_error_line
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_a_taken_port_is_one_error_line(sieveqa) -> None:
+    with socket.create_server(("127.0.0.1", 0)) as taken:
+        port = taken.getsockname()[1]
+        line = one_error_line(sieveqa("serve", "--model", "no-such-model", "--port", port))
+    assert f"--port {port}: the address is in use" in line
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["--max-texts", "0"], "max_texts must be >= 1"),
+        (["--max-wait-ms", "-1"], "max_wait_ms >= 0"),
+        (["--port", "70000"], "--port 70000: must be in 0..65535"),
+    ],
+)
+def test_bad_settings_are_one_error_line(sieveqa, args: list[str], says: str) -> None:
+    assert says in one_error_line(sieveqa("serve", *args))
+
+
+def test_a_missing_index_is_refused_before_the_model_loads(sieveqa, tmp_path: Path) -> None:
+    line = one_error_line(sieveqa("serve", "--index", tmp_path / "nothing", "--port", _free_port()))
+    assert "nothing" in line
+
+
+def test_sigterm_finishes_the_request_in_flight(saved_tiny: Path) -> None:
+    port = _free_port()
+    command = [str(Path(sys.executable).parent / "sieveqa"), "serve", "--model", str(saved_tiny)]
+    # A lone request waits up to a second for company: SIGTERM arrives while it is in flight.
+    server = subprocess.Popen(
+        [*command, "--port", str(port), "--max-wait-ms", "1000", "--grace", "10"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        for _ in range(300):
+            try:
+                if httpx.get(f"{url}/health").status_code == 200:
+                    break
+            except httpx.TransportError:
+                time.sleep(0.05)
+        got: list[httpx.Response] = []
+        sent = threading.Thread(
+            target=lambda: got.append(
+                httpx.post(f"{url}/rerank", json={"query": "q", "texts": ["a", "b"]}, timeout=20)
+            )
+        )
+        sent.start()
+        time.sleep(0.3)
+        server.send_signal(signal.SIGTERM)
+        sent.join(20)
+        # uvicorn re-raises the signal once it has shut down, so the exit is SIGTERM's own.
+        assert server.wait(20) in (0, -signal.SIGTERM)
+    finally:
+        server.kill()
+    assert got and got[0].status_code == 200, server.stdout.read() if server.stdout else ""
+    assert float(got[0].headers["x-queue-time"]) > 200  # it was queued when the signal came
+    assert len(got[0].json()) == 2

@@ -1,0 +1,38 @@
+"""Stand-ins for models, shared by the tests: rankers and selectors whose choices are known."""
+
+from collections.abc import Sequence
+
+import torch
+
+from sieveqa.data.documents import Document
+from sieveqa.data.records import RankingExample
+from sieveqa.encoder import Cost
+from sieveqa.models.base import Ranker, RankResult
+
+DOCS = [
+    Document("a", "Cats sleep a lot. The answer is forty two. Dogs bark.", "Animals"),
+    Document("b", "Rain falls. Snow is cold.", "Weather"),
+]
+
+
+class KeywordRanker(Ranker):
+    """Scores a text by how often it says 'answer' (and counts one inference per text)."""
+
+    def run(self, examples: Sequence[RankingExample], progress: bool = False) -> RankResult:
+        scores = [[float(c.text.count("answer")) for c in ex.candidates] for ex in examples]
+        return RankResult(scores, Cost(sequences=sum(len(s) for s in scores)))
+
+    def score_matrix(self, questions, texts, progress=False, last_only=False, windows=False):
+        return torch.tensor([[float(t.count("answer"))] for t in texts]), Cost(sequences=len(texts))
+
+
+class KeywordSelector:
+    """EASI stand-in: all probability on the sentences that say 'answer' (one inference a passage)."""
+
+    def select(self, questions, passages, progress=False):
+        out = []
+        for sents in passages:
+            hits = [float("answer" in s) for s in sents]
+            total = sum(hits) or len(sents)
+            out.append([(h or (not any(hits))) / total for h in hits])
+        return out, Cost(sequences=len(passages))

@@ -1,0 +1,94 @@
+"""POST /answer over a corpus index, GET /health, /metrics and the page's files."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from fastapi.testclient import TestClient
+
+from sieveqa.runtime.answerer import Answerer
+from sieveqa.serving import Service, create_app
+from tests.fakes import KeywordRanker
+
+QUESTION = "the answer about cats, dogs, rain and snow?"
+
+
+@pytest.fixture
+def answering(keyword_answerer: Answerer) -> Iterator[TestClient]:
+    service = Service(KeywordRanker(), keyword_answerer, name="keyword", index="idx")
+    with TestClient(create_app(service)) as c:
+        yield c
+
+
+def test_the_answer_stands_in_its_passage_with_the_cost(answering: TestClient) -> None:
+    r = answering.post("/answer", json={"question": QUESTION, "passages": 3})
+    assert r.status_code == 200, r.text
+    body = r.json()
+    best = body["answers"][0]
+    assert best["answer"] == "The answer is forty two."
+    assert (best["document"], best["title"]) == ("a", "Animals")
+    a, b = best["answer_span"]
+    assert best["passage"][a:b] == best["answer"]
+    assert body["method"] == "peasi"
+    assert len(body["passages"]) == 3
+    scores = [p["score"] for p in body["passages"]]
+    assert scores == sorted(scores, reverse=True)
+    assert body["passages"][0]["passage_id"] == best["passage_id"]
+    assert body["cost"]["inferences"] == 4 + 1  # 4 passages reranked, 1 read for its sentence
+    assert r.headers["x-inferences"] == "5"
+    metrics = answering.get("/metrics").text
+    assert 'sieveqa_inferences_total{endpoint="answer"} 5.0' in metrics
+
+
+def test_top_asks_for_more_answers(answering: TestClient) -> None:
+    body = answering.post("/answer", json={"question": "answer rain snow cats", "top": 3}).json()
+    assert len(body["answers"]) == 3
+    assert body["answers"][0]["answer"] == "The answer is forty two."
+
+
+def test_a_question_that_retrieves_nothing_has_no_answers(answering: TestClient) -> None:
+    body = answering.post("/answer", json={"question": "zzz qqq"}).json()
+    assert body["answers"] == [] and body["passages"] == []
+
+
+@pytest.mark.parametrize(
+    ("body", "status", "says"),
+    [
+        ({"question": "  "}, 400, "question is empty"),
+        ({"question": "q", "top": 0}, 422, "top: Input should be greater"),
+        ({"question": "q", "passages": "many"}, 422, "passages: Input should be a valid integer"),
+        ({}, 422, "question: Field required"),
+    ],
+)
+def test_bad_questions(answering: TestClient, body: dict, status: int, says: str) -> None:
+    r = answering.post("/answer", json=body)
+    assert r.status_code == status
+    assert says in r.json()["error"]
+
+
+def test_health_says_what_is_loaded(answering: TestClient, client: TestClient) -> None:
+    assert answering.get("/health").json() == {
+        "status": "ok",
+        "model": "keyword",
+        "kind": "KeywordRanker",
+        "index": "idx",
+        "method": "peasi",
+        "queue_depth": 0,
+    }
+    health = client.get("/health").json()
+    assert (health["kind"], health["index"], health["method"]) == ("cross-encoder", None, None)
+
+
+def test_the_page_and_its_files_are_served(client: TestClient) -> None:
+    page = client.get("/")
+    assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
+    assert "/static/app.js" in page.text
+    assert client.get("/static/app.js").status_code == 200
+    assert client.get("/static/style.css").status_code == 200
+
+
+def test_the_schema_lists_the_endpoints_and_their_errors(client: TestClient) -> None:
+    schema = client.get("/openapi.json").json()
+    assert set(schema["paths"]) == {"/rerank", "/answer", "/health", "/metrics"}
+    assert {"400", "413", "422", "429"} <= set(schema["paths"]["/rerank"]["post"]["responses"])

@@ -1,0 +1,131 @@
+"""Every refusal of the service: its status, its one-line message naming the field, never a 500."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+from fastapi.testclient import TestClient
+
+from sieveqa.serving import Limits, Service, create_app
+from tests.serving.conftest import RecordingRanker
+
+OK = {"query": "q", "texts": ["a", "b"]}
+
+
+@pytest.mark.parametrize(
+    ("body", "status", "kind", "says"),
+    [
+        ({"query": "", "texts": ["a"]}, 400, "empty", "query is empty"),
+        ({"query": "q", "texts": []}, 400, "empty", "texts is empty"),
+        ({"query": "q"}, 400, "empty", "texts (or documents) is missing"),
+        ({"query": "q", "documents": []}, 400, "empty", "documents is empty"),
+        ({"query": "q", "texts": ["a", "  "]}, 400, "empty", "texts[1] is empty"),
+        ({"query": "q", "texts": ["a"] * 6}, 413, "too_large", "6 texts, more than the 5"),
+        ({"query": "q", "texts": ["a", "x" * 201]}, 413, "too_large", "texts[1]: 201 characters"),
+        ({"query": "x" * 201, "texts": ["a"]}, 413, "too_large", "query: 201 characters"),
+        ({"query": "q", "texts": ["a"], "documents": ["b"]}, 422, "validation", "not both"),
+        ({"query": 3, "texts": ["a"]}, 422, "validation", "query: Input should be a valid string"),
+        ({"query": "q", "texts": "a"}, 422, "validation", "texts: Input should be a valid list"),
+        ({"query": "q", "texts": ["a"], "top_n": 0}, 422, "validation", "top_n: Input should be greater"),
+        ({"texts": ["a"]}, 422, "validation", "query: Field required"),
+        ({"query": "q", "texts": ["a"], "budget": 2}, 422, "validation", "budget: Input should be less"),
+        ([1, 2], 422, "validation", "body: Input should be a valid dictionary"),
+    ],
+)
+def test_bad_rerank_requests(client: TestClient, body: object, status: int, kind: str, says: str) -> None:
+    r = client.post("/rerank", json=body)
+    assert (r.status_code, r.json()["error_type"]) == (status, kind), r.text
+    assert says in r.json()["error"]
+
+
+@pytest.mark.parametrize(
+    ("content", "headers", "status", "says"),
+    [
+        (b"{not json", {}, 400, "not valid JSON"),
+        (b"", {}, 400, "is missing"),
+        (b"x" * 5000, {}, 413, "Content-Length is over 4096 bytes"),
+        (b"{}", {"content-length": "abc"}, 400, "Content-Length is not a number"),
+    ],
+)
+def test_bad_bodies(client: TestClient, content: bytes, headers: dict, status: int, says: str) -> None:
+    r = client.post("/rerank", content=content, headers={"content-type": "application/json", **headers})
+    assert r.status_code == status, r.text
+    assert says in r.json()["error"]
+
+
+def test_a_streamed_body_is_cut_at_the_limit(client: TestClient) -> None:
+    def chunks():
+        yield b'{"query": "q", "texts": ["'
+        for _ in range(10):
+            yield b"y" * 1000
+
+    r = client.post("/rerank", content=chunks(), headers={"content-type": "application/json"})
+    assert r.status_code == 413
+    assert r.json() == {"error": "request body over 4096 bytes", "error_type": "too_large"}
+
+
+def test_truncate_false_refuses_a_pair_over_the_models_length(client: TestClient) -> None:
+    long = " ".join(["x"] * 90)  # 179 characters, 90 tokens
+    assert client.post("/rerank", json={"query": "q", "texts": ["a", long]}).status_code == 200
+    r = client.post("/rerank", json={"query": "q", "texts": ["a", long], "truncate": False})
+    assert r.status_code == 413
+    assert "texts[1]: the pair is longer than the model's 64 tokens" in r.json()["error"]
+
+
+def test_unknown_routes_and_methods(client: TestClient) -> None:
+    assert client.get("/nowhere").json()["error_type"] == "not_found"
+    r = client.get("/rerank")
+    assert (r.status_code, r.json()["error_type"]) == (405, "not_allowed")
+
+
+def test_answer_without_an_index_is_404(client: TestClient) -> None:
+    r = client.post("/answer", json={"question": "why?"})
+    assert r.status_code == 404
+    assert "--index" in r.json()["error"]
+
+
+def test_a_full_queue_gives_429_with_retry_after() -> None:
+    ranker = RecordingRanker()
+    ranker.gate.clear()
+    service = Service(ranker, limits=Limits(max_queue=1))
+    app = create_app(service)
+
+    with TestClient(app) as c:
+        held = threading.Thread(target=c.post, args=("/rerank",), kwargs={"json": OK})
+        held.start()  # taken by the worker, which waits at the gate
+        assert ranker.entered.wait(5)
+        queued = threading.Thread(target=c.post, args=("/rerank",), kwargs={"json": OK})
+        queued.start()
+        for _ in range(500):
+            if service.batcher.depth == 1:
+                break
+            threading.Event().wait(0.01)
+        r = c.post("/rerank", json=OK)
+        ranker.gate.set()
+        held.join(5)
+        queued.join(5)
+    assert r.status_code == 429
+    assert r.json()["error_type"] == "overloaded"
+    assert int(r.headers["retry-after"]) >= 1
+
+
+def test_a_bug_is_a_500_that_leaks_nothing(tiny_model) -> None:
+    class Broken(RecordingRanker):
+        def run(self, examples, progress=False):
+            raise RuntimeError("secret detail")
+
+    with TestClient(create_app(Service(Broken())), raise_server_exceptions=False) as c:
+        r = c.post("/rerank", json=OK)
+    assert r.status_code == 500
+    assert r.json() == {"error": "internal error (logged by the server)", "error_type": "internal"}
+
+
+def test_errors_are_counted_by_endpoint_and_status(client: TestClient) -> None:
+    client.post("/rerank", json={"query": "", "texts": ["a"]})
+    client.post("/rerank", json=OK)
+    metrics = client.get("/metrics").text
+    assert 'sieveqa_requests_total{endpoint="/rerank",status="400"} 1.0' in metrics
+    assert 'sieveqa_requests_total{endpoint="/rerank",status="200"} 1.0' in metrics
+    assert "sieveqa_queue_depth 0.0" in metrics
+    assert 'sieveqa_inferences_total{endpoint="rerank"} 2.0' in metrics

@@ -1,0 +1,85 @@
+"""The question page in a real headless browser (Debian's Chromium, driven by Playwright)."""
+
+from __future__ import annotations
+
+import socket
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from sieveqa.runtime.answerer import Answerer
+from sieveqa.serving import Service, create_app
+from tests.fakes import KeywordRanker
+
+CHROMIUM = Path("/usr/bin/chromium")
+pytestmark = pytest.mark.skipif(
+    not CHROMIUM.exists(), reason="no /usr/bin/chromium (make install apt-gets it when run as root)"
+)
+
+
+def _serve(service: Service) -> Iterator[str]:
+    """Run the app with uvicorn on a free loopback port in a thread; yield its URL."""
+    import uvicorn
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    server = uvicorn.Server(uvicorn.Config(create_app(service), port=port, log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    for _ in range(500):
+        if server.started:
+            break
+        threading.Event().wait(0.01)
+    yield f"http://127.0.0.1:{port}"
+    server.should_exit = True
+    thread.join(10)
+
+
+@pytest.fixture
+def browser_page():
+    playwright = pytest.importorskip("playwright.sync_api")
+    with playwright.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=["--no-sandbox"])
+        yield browser.new_page()
+        browser.close()
+
+
+@pytest.fixture
+def answering_url(keyword_answerer: Answerer) -> Iterator[str]:
+    yield from _serve(Service(KeywordRanker(), keyword_answerer, name="keyword", index="demo-index"))
+
+
+def test_a_question_shows_its_answer_marked_in_the_passage(browser_page, answering_url: str) -> None:
+    page = browser_page
+    page.goto(answering_url)
+    page.wait_for_function("document.getElementById('loaded').textContent.includes('demo-index')")
+    page.fill("#question", "the answer about cats, dogs, rain and snow?")
+    page.click("#submit")
+    page.wait_for_selector("#result:not([hidden])")
+    assert page.text_content("#answer-text") == "The answer is forty two."
+    assert page.text_content("#answer-passage mark") == "The answer is forty two."
+    assert page.text_content("#answer-title") == "Animals"
+    cost = page.text_content("#cost") or ""
+    assert cost.startswith("peasi: 5 inferences") and "ms in all" in cost
+    others = page.locator("#passages li").all_text_contents()
+    assert len(others) == 3 and all("score" in o for o in others)
+
+
+def test_a_question_without_a_match_says_so(browser_page, answering_url: str) -> None:
+    page = browser_page
+    page.goto(answering_url)
+    page.fill("#question", "zzz qqq")
+    page.click("#submit")
+    page.wait_for_selector("#result:not([hidden])")
+    assert "No answer" in (page.text_content("#answer-text") or "")
+
+
+def test_without_an_index_the_page_says_how_to_load_one(browser_page, tiny_model) -> None:
+    for url in _serve(Service(tiny_model)):
+        browser_page.goto(url)
+        browser_page.wait_for_function("document.getElementById('loaded').textContent.includes('index')")
+        assert "--index DIR" in (browser_page.text_content("#loaded") or "")
+        assert browser_page.is_disabled("#submit")

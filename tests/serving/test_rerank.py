@@ -1,0 +1,109 @@
+"""POST /rerank: both request shapes, the scores the model gives offline, cascades' budgets, batching."""
+
+from __future__ import annotations
+
+import asyncio
+import math
+
+import httpx
+import pytest
+from fastapi.testclient import TestClient
+
+from sieveqa.data.records import Candidate, Question, RankingExample
+from sieveqa.runtime.cascade import CascadeRanker
+from sieveqa.serving import Batching, Service, create_app
+
+QUERY = "who wrote hamlet"
+TEXTS = ["Hamlet is a tragedy.", "Shakespeare wrote Hamlet around 1600.", "Paris is in France."]
+
+
+def _offline(model, texts: list[str] = TEXTS) -> list[float]:
+    example = RankingExample(Question("q", QUERY), [Candidate(str(i), t) for i, t in enumerate(texts)])
+    return model.run([example]).scores[0]
+
+
+def test_texts_come_back_best_first_with_the_models_probabilities(client: TestClient, tiny_model) -> None:
+    r = client.post("/rerank", json={"query": QUERY, "texts": TEXTS, "return_text": True})
+    assert r.status_code == 200, r.text
+    logits = _offline(tiny_model)
+    ranked = r.json()
+    assert [x["index"] for x in ranked] == sorted(range(3), key=lambda i: -logits[i])
+    for x in ranked:
+        assert x["score"] == pytest.approx(1 / (1 + math.exp(-logits[x["index"]])), abs=1e-5)
+        assert x["text"] == TEXTS[x["index"]]
+    for header in ("x-queue-time", "x-compute-time", "x-total-time"):
+        assert float(r.headers[header]) >= 0
+    assert r.headers["x-inferences"] == "3"
+    assert int(r.headers["x-layer-units"]) > 0
+
+
+def test_raw_scores_top_n_and_no_text(client: TestClient, tiny_model) -> None:
+    r = client.post("/rerank", json={"query": QUERY, "texts": TEXTS, "raw_scores": True, "top_n": 2})
+    logits = _offline(tiny_model)
+    assert [x["score"] for x in r.json()] == pytest.approx(sorted(logits, reverse=True)[:2], abs=1e-5)
+    assert all(x["text"] is None for x in r.json())
+
+
+def test_documents_shape_answers_like_cohere(client: TestClient, tiny_model) -> None:
+    docs = [TEXTS[0], {"text": TEXTS[1]}, TEXTS[2]]
+    body = {"query": QUERY, "documents": docs, "top_n": 1, "return_documents": True, "model": "x"}
+    r = client.post("/rerank", json=body)
+    body = r.json()
+    best = max(range(3), key=lambda i: _offline(tiny_model)[i])
+    assert [d["index"] for d in body["results"]] == [best]
+    assert body["results"][0]["document"] == {"text": TEXTS[best]}
+    assert 0 < body["results"][0]["relevance_score"] < 1
+    assert body["meta"]["model"] == "default"
+    assert body["meta"]["cost"]["inferences"] == 3
+
+
+def test_concurrent_requests_share_a_batch_and_score_as_alone(tiny_model) -> None:
+    alone = {q: _offline(tiny_model, [q + " a", "b " + q]) for q in ("one", "two", "three", "four")}
+    service = Service(tiny_model, batching=Batching(max_wait_ms=200))
+    app = create_app(service)
+
+    async def run() -> list[httpx.Response]:
+        service.start()
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://t") as c:
+            sent = [
+                c.post("/rerank", json={"query": QUERY, "texts": [q + " a", "b " + q], "raw_scores": True})
+                for q in alone
+            ]
+            out = await asyncio.gather(*sent)
+        service.stop()
+        return out
+
+    for r, logits in zip(asyncio.run(run()), alone.values(), strict=True):
+        assert r.status_code == 200
+        got = {x["index"]: x["score"] for x in r.json()}
+        assert [got[0], got[1]] == pytest.approx(logits, abs=1e-4)
+    assert "sieveqa_batch_requests_bucket" in service.metrics.render().decode()
+    sizes = service.metrics.render().decode()
+    assert "sieveqa_batch_requests_sum 4.0" in sizes and "sieveqa_batch_requests_count 1.0" in sizes
+
+
+def _units(client: TestClient, **settings: object) -> int:
+    texts = [f"candidate number {i} about hamlet" for i in range(20)]
+    r = client.post("/rerank", json={"query": QUERY, "texts": texts, **settings})
+    assert r.status_code == 200, r.text
+    assert len(r.json()) == 20
+    return int(r.headers["x-layer-units"])
+
+
+def test_cascade_alpha_and_budget_cut_layer_units(tiny_cascade) -> None:
+    service = Service(CascadeRanker(tiny_cascade, drop_ratios=0.0), name="tiny-cascade")
+    with TestClient(create_app(service)) as c:
+        full = _units(c)
+        assert full == 20 * 4  # 4 layers on every candidate
+        assert _units(c, alpha=0.5) < full
+        halved = _units(c, budget=0.5)
+        assert halved <= full * 0.5 + 4
+        r = c.post("/rerank", json={"query": QUERY, "texts": TEXTS, "budget": 0.1})
+        assert r.status_code == 400 and "budget 0.1 is below" in r.json()["error"]
+
+
+def test_alpha_is_refused_for_a_model_that_is_no_cascade(client: TestClient) -> None:
+    r = client.post("/rerank", json={"query": QUERY, "texts": TEXTS, "alpha": 0.3})
+    assert r.status_code == 400
+    assert "alpha and budget are for cascades" in r.json()["error"]
