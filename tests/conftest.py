@@ -45,6 +45,12 @@ def tiny_cascade(_tiny_cascade_once):
     return _copy(_tiny_cascade_once)
 
 
+@pytest.fixture
+def saved_tiny(tiny_model, tmp_path: Path) -> Path:
+    """The tiny cross-encoder saved as a model folder."""
+    return tiny_model.save_pretrained(tmp_path / "tiny-model")
+
+
 @pytest.fixture(scope="session")
 def real_data() -> Path:
     """The shared real datasets; tests needing them skip when they are absent."""

@@ -25,11 +25,6 @@ def sieveqa() -> Runner:
 
 
 @pytest.fixture
-def saved_tiny(tiny_model, tmp_path: Path) -> Path:
-    return tiny_model.save_pretrained(tmp_path / "tiny-model")
-
-
-@pytest.fixture
 def saved_cascade(tiny_cascade, tmp_path: Path) -> Path:
     return tiny_cascade.save_pretrained(tmp_path / "tiny-cascade")
 

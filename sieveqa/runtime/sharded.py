@@ -1,0 +1,198 @@
+"""Rank a file too large for one sitting: in shards of questions, each written atomically, so a killed
+job resumes without redoing finished shards.
+
+A run's folder holds ``run.json`` (the input's size and mtime, the model, the shard boundaries) and
+one ``shard-NNNNN.jsonl`` per shard in the format ``sieveqa rank --output`` writes. A shard file
+exists only when the whole shard is ranked; a second run over the same folder ranks only the shards
+that have none, and refuses to mix inputs, models or shard sizes. The work of a shard is a plain
+function, so one process (``run_local``) or a Ray actor pool (``sieveqa.serving.ray_batch``) can do it.
+
+Input: JSONL (one question per line, as ``rank`` reads) or Parquet with columns ``qid``, ``question``
+and ``candidates`` (a list of ``{id, text}``).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from sieveqa.data.jsonl import example_dict, parse_example, write_jsonl
+from sieveqa.errors import ConfigError, DataFormatError
+from sieveqa.io import atomic_write_json, read_json_object
+from sieveqa.models.base import Ranker
+
+_PARQUET_COLUMNS = ("qid", "question", "candidates")
+
+
+@dataclass(frozen=True)
+class Shard:
+    """Rows ``start`` to ``stop`` of the input (``offset``: the byte where ``start`` begins, JSONL)."""
+
+    index: int
+    start: int
+    stop: int
+    offset: int = 0
+
+    @property
+    def name(self) -> str:
+        return f"shard-{self.index:05d}.jsonl"
+
+
+@dataclass(frozen=True)
+class ShardDone:
+    """What ranking one shard took."""
+
+    index: int
+    questions: int
+    pairs: int
+    seconds: float
+
+
+@dataclass(frozen=True)
+class ShardPlan:
+    """An input cut into shards; ``identity`` is what a resumed run must match."""
+
+    source: str
+    kind: str
+    rows: int
+    shards: tuple[Shard, ...]
+    identity: dict[str, Any]
+
+    @classmethod
+    def make(cls, source: str | Path, shard_size: int, model: str) -> ShardPlan:
+        """Check every row (JSONL) or the schema (Parquet) and cut the input into shards."""
+        if shard_size < 1:
+            raise ConfigError(f"--shard-size must be >= 1, got {shard_size}")
+        path = Path(source)
+        if not path.is_file():
+            raise DataFormatError(f"{path}: no such file")
+        kind = "parquet" if path.suffix == ".parquet" else "jsonl"
+        if path.suffix == ".gz":
+            raise DataFormatError(f"{path}: shards need a seekable file; decompress it or use Parquet")
+        starts = _jsonl_starts(path) if kind == "jsonl" else _parquet_rows(path)
+        rows = len(starts) if kind == "jsonl" else starts[0]
+        shards = tuple(
+            Shard(i, lo, min(lo + shard_size, rows), starts[lo] if kind == "jsonl" else 0)
+            for i, lo in enumerate(range(0, rows, shard_size))
+        )
+        stat = path.stat()
+        identity = {
+            "input": str(path.resolve()),
+            "bytes": stat.st_size,
+            "mtime_ns": stat.st_mtime_ns,
+            "shard_size": shard_size,
+            "model": model,
+        }
+        return cls(str(path), kind, rows, shards, identity)
+
+    def open(self, out: str | Path) -> list[Shard]:
+        """Start or resume a run in ``out``: the shards still to rank."""
+        out = Path(out)
+        record = out / "run.json"
+        if record.exists():
+            before = read_json_object(record).get("identity")
+            if before != self.identity:
+                changed = sorted(k for k in self.identity if (before or {}).get(k) != self.identity[k])
+                raise ConfigError(
+                    f"{out} holds a run with another {', '.join(changed) or 'setup'}: "
+                    "give a new --out, or delete it to start over"
+                )
+        else:
+            atomic_write_json(
+                record, {"identity": self.identity, "rows": self.rows, "shards": len(self.shards)}
+            )
+        return [s for s in self.shards if not (out / s.name).exists()]
+
+
+def _jsonl_starts(path: Path) -> list[int]:
+    """The byte offset of every non-blank line, each line checked as a question (unique qids)."""
+    starts, seen, offset = [], set(), 0
+    with path.open("rb") as handle:
+        for lineno, raw in enumerate(handle, start=1):
+            where = f"{path}:{lineno}"
+            if raw.strip():
+                try:
+                    example = parse_example(json.loads(raw), where)
+                except (json.JSONDecodeError, UnicodeDecodeError) as err:
+                    raise DataFormatError(f"{where}: invalid JSON ({err})") from None
+                if example.qid in seen:
+                    raise DataFormatError(f"{where}: duplicate qid {example.qid!r}")
+                seen.add(example.qid)
+                starts.append(offset)
+            offset += len(raw)
+    return starts
+
+
+def _parquet_rows(path: Path) -> list[int]:
+    import pyarrow.parquet as pq
+
+    try:
+        schema = pq.read_schema(path)
+        rows = pq.ParquetFile(path).metadata.num_rows
+    except Exception as err:  # pyarrow raises several kinds for a file that is not Parquet
+        raise DataFormatError(f"{path}: not a Parquet file ({err})") from None
+    missing = [c for c in _PARQUET_COLUMNS if c not in schema.names]
+    if missing:
+        raise DataFormatError(f"{path}: no column {', '.join(missing)} (needs {', '.join(_PARQUET_COLUMNS)})")
+    return [rows]
+
+
+def read_shard(source: str | Path, kind: str, shard: Shard) -> list[Any]:
+    """The questions of one shard, each checked (errors name the file and line or row)."""
+    path = Path(source)
+    if kind == "jsonl":
+        out = []
+        with path.open("rb") as handle:
+            handle.seek(shard.offset)
+            while len(out) < shard.stop - shard.start:
+                raw = handle.readline()
+                if raw.strip():
+                    out.append(parse_example(json.loads(raw), f"{path}: row {shard.start + len(out)}"))
+        return out
+    import pyarrow.parquet as pq
+
+    with pq.ParquetFile(path) as parquet:
+        groups, first, row = [], None, 0
+        for g in range(parquet.num_row_groups):
+            n = parquet.metadata.row_group(g).num_rows
+            if row < shard.stop and row + n > shard.start:
+                groups.append(g)
+                first = row if first is None else first
+            row += n
+        table = parquet.read_row_groups(groups, columns=list(_PARQUET_COLUMNS))
+    rows = table.slice(shard.start - (first or 0), shard.stop - shard.start).to_pylist()
+    return [parse_example(obj, f"{path}: row {shard.start + i}") for i, obj in enumerate(rows)]
+
+
+def rank_shard(ranker: Ranker, source: str | Path, kind: str, shard: Shard, out: str | Path) -> ShardDone:
+    """Rank one shard and write it, whole or not at all."""
+    started = time.perf_counter()
+    examples = read_shard(source, kind, shard)
+    ranked = ranker.rank(examples)
+    write_jsonl(Path(out) / shard.name, (example_dict(e, r) for e, r in zip(examples, ranked, strict=True)))
+    pairs = sum(len(e.candidates) for e in examples)
+    return ShardDone(shard.index, len(examples), pairs, time.perf_counter() - started)
+
+
+def run_local(
+    ranker: Ranker,
+    plan: ShardPlan,
+    out: str | Path,
+    shards: Iterable[Shard],
+    on_done: Callable[[ShardDone], None] | None = None,
+) -> list[ShardDone]:
+    """Rank ``shards`` one after another in this process."""
+    done = []
+    for shard in shards:
+        done.append(rank_shard(ranker, plan.source, plan.kind, shard, out))
+        if on_done is not None:
+            on_done(done[-1])
+    return done
+
+
+def shard_dict(shard: Shard) -> dict[str, int]:
+    return asdict(shard)

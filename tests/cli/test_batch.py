@@ -1,0 +1,48 @@
+"""``sieveqa batch``: a whole run, a resumed one, and one-line refusals."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.cli.conftest import one_error_line
+
+
+def test_a_batch_run_writes_every_shard_and_a_rerun_ranks_nothing(
+    sieveqa, saved_tiny: Path, example_jsonl: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "out"
+    first = sieveqa("batch", "-i", example_jsonl, "-o", out, "-m", saved_tiny, "--shard-size", 2)
+    assert first.exit_code == 0, first.output
+    assert "3 questions in 2 shards; 0 already done" in first.output
+    assert "ranked 3 questions (16 pairs)" in first.output
+    rows = [
+        json.loads(line) for p in sorted(out.glob("shard-*.jsonl")) for line in p.read_text().splitlines()
+    ]
+    assert [r["qid"] for r in rows] == ["ex1", "ex2", "ex3"]
+    assert all([c["rank"] for c in r["candidates"]] == list(range(1, len(r["candidates"]) + 1)) for r in rows)
+    again = sieveqa("batch", "-i", example_jsonl, "-o", out, "-m", saved_tiny, "--shard-size", 2)
+    assert "2 already done" in again.output and "0 to rank" in again.output
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["--shard-size", "0"], "--shard-size must be >= 1"),
+        (["--actors", "2"], "--actors and --address are for --ray"),
+        (["--ray", "--threads", "0"], "--actors and --threads must be >= 1"),
+    ],
+)
+def test_bad_batch_options(sieveqa, example_jsonl: Path, tmp_path: Path, args: list[str], says: str) -> None:
+    assert says in one_error_line(sieveqa("batch", "-i", example_jsonl, "-o", tmp_path / "o", *args))
+
+
+def test_a_resume_with_another_model_is_refused(
+    sieveqa, example_jsonl: Path, saved_tiny: Path, tmp_path
+) -> None:
+    out = tmp_path / "out"
+    assert sieveqa("batch", "-i", example_jsonl, "-o", out, "-m", saved_tiny).exit_code == 0
+    line = one_error_line(sieveqa("batch", "-i", example_jsonl, "-o", out, "-m", "no-such-model"))
+    assert "holds a run with another model" in line
