@@ -16,9 +16,9 @@ import math
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from sieveqa.data.records import RankingExample
@@ -155,29 +155,43 @@ class MicroBatcher:
         return batch
 
     def _run(self, batch: list[_Job]) -> None:
-        started = time.monotonic()
         try:
-            result = batch[0].ranker.run([j.example for j in batch])
+            done, stats = score_batch(
+                batch[0].ranker, [j.example for j in batch], [j.enqueued for j in batch]
+            )
         except BaseException as err:  # handed to every waiting request, which reports it
             for job in batch:
                 job.future.set_exception(err)
             return
-        seconds = time.monotonic() - started
-        pairs = max(result.n_pairs, 1)
-        self._rate = pairs / seconds if self._rate == 0 else 0.8 * self._rate + 0.2 * pairs / seconds
-        info = result.info()
-        for job, scores, order in zip(batch, result.scores, result.orders(), strict=True):
-            share = len(scores) / pairs
-            cost = Cost(
-                layer_units=round(result.cost.layer_units * share),
-                flops=round(result.cost.flops * share),
-                sequences=round(result.cost.sequences * share),
-                seconds=seconds,
-            )
-            done = Scored(
-                scores, order, cost, info, result.logits, started - job.enqueued, len(batch), result.n_pairs
-            )
-            job.future.set_result(done)
+        pairs = max(stats.pairs, 1)
+        self._rate = (
+            pairs / stats.seconds if self._rate == 0 else 0.8 * self._rate + 0.2 * pairs / stats.seconds
+        )
+        for job, scored in zip(batch, done, strict=True):
+            job.future.set_result(scored)
         if self.on_batch is not None:
-            tokens = sum(j.tokens for j in batch)
-            self.on_batch(BatchStats(len(batch), result.n_pairs, tokens, seconds, result.cost.layer_units))
+            self.on_batch(replace(stats, tokens=sum(j.tokens for j in batch)))
+
+
+def score_batch(
+    ranker: Ranker, examples: Sequence[RankingExample], enqueued: Sequence[float]
+) -> tuple[list[Scored], BatchStats]:
+    """Run the questions of several requests as one call; each request gets its scores and a share of
+    the cost in proportion to its pairs (``enqueued``: when each arrived, ``time.monotonic``)."""
+    started = time.monotonic()
+    result = ranker.run(examples)
+    seconds = max(time.monotonic() - started, 1e-9)
+    pairs = max(result.n_pairs, 1)
+    info, done = result.info(), []
+    for scores, order, arrived in zip(result.scores, result.orders(), enqueued, strict=True):
+        share = len(scores) / pairs
+        cost = Cost(
+            layer_units=round(result.cost.layer_units * share),
+            flops=round(result.cost.flops * share),
+            sequences=round(result.cost.sequences * share),
+            seconds=seconds,
+        )
+        done.append(
+            Scored(scores, order, cost, info, result.logits, started - arrived, len(examples), result.n_pairs)
+        )
+    return done, BatchStats(len(examples), result.n_pairs, 0, seconds, result.cost.layer_units)

@@ -185,13 +185,17 @@ class Service:
     async def rerank(self, req: RerankRequest) -> Scored:
         """Check, queue and await one request's scores."""
         example, tokens, ranker = self.check_rerank(req)
+        done = await self.score(example, tokens, ranker)
+        self.metrics.queue_seconds.observe(done.queue_seconds)
+        return done
+
+    async def score(self, example: RankingExample, tokens: int, ranker: Ranker) -> Scored:
+        """One checked question's scores, from the micro-batcher (Ray Serve replicas batch otherwise)."""
         try:
             future = self.batcher.submit(example, tokens, ranker)
         except QueueFullError as err:
             raise RequestError(429, "overloaded", str(err), retry_after=err.retry_after) from None
-        done = await asyncio.wrap_future(future)
-        self.metrics.queue_seconds.observe(done.queue_seconds)
-        return done
+        return await asyncio.wrap_future(future)
 
     # -- /answer --------------------------------------------------------------------------------
 

@@ -1,0 +1,111 @@
+"""The same HTTP app as ``sieveqa serve``, as a Ray Serve deployment: each replica loads the model once
+and batches concurrent /rerank requests with ``@serve.batch`` (Ray's queue, not the micro-batcher).
+
+    >>> from ray import serve
+    >>> from sieveqa.serving.ray_serve import application
+    >>> serve.run(application("default", index="runs/demo-index", num_replicas=2))
+
+or ``serve run sieveqa.serving.ray_serve:build model=default num_replicas=2`` on a cluster.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import defaultdict
+from typing import Any
+
+from ray import serve
+
+from sieveqa.data.records import RankingExample
+from sieveqa.errors import ConfigError
+from sieveqa.models.base import Ranker
+from sieveqa.serving.app import create_app
+from sieveqa.serving.batcher import Scored, score_batch
+from sieveqa.serving.service import Service
+from sieveqa.serving.settings import Limits
+
+_Job = tuple[RankingExample, Ranker, float]
+
+
+def _pairs(jobs: list[_Job]) -> int:
+    """A Ray Serve batch's size: its pairs, so one batch of many small requests stays bounded."""
+    return sum(len(job[0].candidates) for job in jobs)
+
+
+class RayService(Service):
+    """A ``Service`` whose /rerank questions are batched by Ray Serve."""
+
+    def batch_with(self, max_pairs: int, wait_ms: float) -> None:
+        """Batches of at most ``max_pairs`` pairs (at least ``max_texts``, so any request fits),
+        waiting at most ``wait_ms`` for company."""
+        if max_pairs < self.limits.max_texts:
+            raise ConfigError(f"max_batch_pairs {max_pairs} is below max_texts {self.limits.max_texts}")
+        self._batched.set_max_batch_size(max_pairs)
+        self._batched.set_batch_wait_timeout_s(wait_ms / 1000)
+
+    async def score(self, example: RankingExample, tokens: int, ranker: Ranker) -> Scored:
+        return await self._batched((example, ranker, time.monotonic()))
+
+    @serve.batch(max_batch_size=1024, batch_wait_timeout_s=0.002, batch_size_fn=_pairs)
+    async def _batched(self, jobs: list[_Job]) -> list[Scored]:
+        """Score a Ray Serve batch: one call per ranker (a cascade's alpha or budget is its own)."""
+        by_ranker: dict[int, list[int]] = defaultdict(list)
+        for i, (_, ranker, _) in enumerate(jobs):
+            by_ranker[id(ranker)].append(i)
+        out: list[Scored | None] = [None] * len(jobs)
+        for rows in by_ranker.values():
+            ranker = jobs[rows[0]][1]
+            examples, arrived = [jobs[i][0] for i in rows], [jobs[i][2] for i in rows]
+            done, stats = await asyncio.to_thread(score_batch, ranker, examples, arrived)
+            self.metrics.batch(stats)
+            for i, scored in zip(rows, done, strict=True):
+                out[i] = scored
+        return out  # type: ignore[return-value]
+
+
+@serve.deployment(name="sieveqa", ray_actor_options={"num_cpus": 1}, max_ongoing_requests=128)
+@serve.ingress()
+class SieveQADeployment:
+    """One replica: the model (and corpus index) loaded once, behind the app ``create_app`` makes."""
+
+    def __init__(
+        self,
+        model: str = "default",
+        index: str | None = None,
+        method: str = "peasi",
+        max_batch_pairs: int = 1024,
+        batch_wait_ms: float = 2.0,
+        threads: int = 1,
+        limits: dict[str, int] | None = None,
+        **answer_options: Any,
+    ) -> None:
+        import torch
+
+        torch.set_num_threads(threads)
+        self.service = RayService.load(
+            model, index, method, limits=Limits(**(limits or {})), **answer_options
+        )
+        self.service.batch_with(max_batch_pairs, batch_wait_ms)
+
+    def __serve_build_asgi_app__(self) -> Any:
+        return create_app(self.service)
+
+
+def application(
+    model: str = "default",
+    index: str | None = None,
+    num_replicas: int = 1,
+    threads: int = 1,
+    **options: Any,
+) -> serve.Application:
+    """The deployment bound to its settings: ``num_replicas`` replicas of ``threads`` CPUs each;
+    ``options`` go to ``SieveQADeployment`` (method, max_batch_pairs, batch_wait_ms, limits, ...)."""
+    deployment = SieveQADeployment.options(num_replicas=num_replicas, ray_actor_options={"num_cpus": threads})
+    return deployment.bind(model, index, threads=threads, **options)
+
+
+def build(args: dict[str, str]) -> serve.Application:
+    """The builder ``serve run sieveqa.serving.ray_serve:build key=value ...`` calls."""
+    numbers = {"num_replicas": int, "threads": int, "max_batch_pairs": int, "batch_wait_ms": float}
+    return application(**{k: numbers.get(k, str)(v) for k, v in args.items()})
