@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
+import signal
+import subprocess
 import sys
-from collections.abc import Sequence
+import time
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -39,3 +43,28 @@ def finish(out: Path, bench: str, payload: dict[str, Any]) -> None:
     command = "python " + " ".join([Path(sys.argv[0]).as_posix(), *sys.argv[1:]])
     atomic_write_json(out, {"bench": bench, **run_info(command), **payload})
     print(f"wrote {out}")
+
+
+@contextlib.contextmanager
+def served(*args: str, port: int = 8765, timeout: float = 120.0) -> Iterator[str]:
+    """Run ``sieveqa serve ARGS --port PORT`` in a subprocess until the block ends; yield its URL."""
+    import httpx
+
+    server = subprocess.Popen(
+        [str(Path(sys.executable).parent / "sieveqa"), "serve", *args, "--port", str(port)]
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                if httpx.get(f"{url}/health").status_code == 200:
+                    break
+            except httpx.TransportError:
+                if server.poll() is not None or time.monotonic() > deadline:
+                    raise SystemExit(f"the server did not start (exit code {server.poll()})") from None
+                time.sleep(0.2)
+        yield url
+    finally:
+        server.send_signal(signal.SIGTERM)
+        server.wait(60)

@@ -291,21 +291,39 @@ def collate(
     return batch
 
 
+#: Inference batches close early once padding would exceed this share of their tokens ...
+PAD_SLACK = 0.1
+#: ... but hold at least this many rows (fewer, and the matrix products get too thin to be fast).
+MIN_ROWS = 4
+
+
 def length_batches(
     lengths: Sequence[int], batch_size: int, rng: random.Random | None = None, pool_batches: int = 64
 ) -> list[list[int]]:
     """Group row indices into batches of similar length.
 
-    Without ``rng`` (inference) rows are sorted by length once. With ``rng`` (training) rows are
-    shuffled, then sorted within pools of ``pool_batches`` batches, and the batches shuffled: little
-    padding, yet a different mix of rows every epoch.
+    Without ``rng`` (inference) rows are sorted by length and cut into batches of at most
+    ``batch_size``, each closed early (from ``MIN_ROWS`` rows on) when the next, longer row would pad
+    it by more than ``PAD_SLACK`` of its tokens: a few dozen pairs of mixed lengths, as a served
+    request brings, then run as several short batches instead of one padded to the longest. With
+    ``rng`` (training) rows are shuffled, then sorted within pools of ``pool_batches`` batches, and the
+    batches shuffled: little padding, yet a different mix of rows every epoch.
     """
     if batch_size < 1:
         raise ConfigError(f"batch_size must be >= 1, got {batch_size}")
     order = list(range(len(lengths)))
     if rng is None:
         order.sort(key=lambda i: lengths[i])
-        return [order[s : s + batch_size] for s in range(0, len(order), batch_size)]
+        out: list[list[int]] = [[]]
+        tokens = 0
+        for i in order:
+            rows, n = len(out[-1]), lengths[i]
+            if rows >= batch_size or (rows >= MIN_ROWS and (rows + 1) * n > (1 + PAD_SLACK) * (tokens + n)):
+                out.append([])
+                tokens = 0
+            out[-1].append(i)
+            tokens += n
+        return out if order else []
     rng.shuffle(order)
     batches: list[list[int]] = []
     pool = batch_size * pool_batches

@@ -122,6 +122,14 @@ def test_inference_batches_sorted_and_complete() -> None:
     assert [len(b) for b in batches] == [3, 3, 1]
 
 
+def test_inference_batches_close_before_padding_grows() -> None:
+    lengths = [40, 10, 10, 41, 10, 10, 40, 10, 40, 40, 10, 40]
+    batches = length_batches(lengths, 64)
+    assert [sorted(lengths[i] for i in b) for b in batches] == [[10] * 6, [40, 40, 40, 40, 40, 41]]
+    assert length_batches([10, 50, 90], 64) == [[0, 1, 2]]  # under MIN_ROWS rows: one batch
+    assert length_batches([], 8) == []
+
+
 def test_training_batches_cover_every_row_once_and_depend_on_seed() -> None:
     lengths = [random.Random(0).randint(5, 60) for _ in range(500)]
     a = length_batches(lengths, 16, rng=random.Random(1), pool_batches=4)

@@ -1,10 +1,12 @@
 """Dynamic micro-batching: the questions of concurrent requests share forward passes.
 
 Each request is one question with its candidates. Requests wait in one queue; a single worker thread
-takes the oldest, gathers the requests queued behind it for the same ranker (at most ``max_wait``
-seconds after the oldest arrived, and only while the batch is under ``max_tokens``), and runs them as
-one call, so the ranker sorts all their pairs by length and pads little. The model is used by that
-one thread, while the event loop keeps accepting and validating requests.
+takes the oldest, gathers the requests queued behind it for the same ranker (only while the batch is
+under ``max_tokens``), and runs them as one call, so the ranker sorts all their pairs by length and
+pads little. Under concurrency (the last batch held several requests) it first waits for company, up
+to ``max_wait`` seconds after the oldest arrived or the model came free, whichever is later; a lone
+client never waits. The model is used by that one thread, while the event loop keeps accepting and
+validating requests.
 
 A batch's cost is shared by its requests in proportion to their pairs; its compute time is each
 request's compute time, since each waited for all of it.
@@ -86,6 +88,7 @@ class MicroBatcher:
         self._cond = threading.Condition()
         self._stopping = False
         self._rate = 0.0  # pairs per second, a moving average over batches
+        self._free_since, self._last_size = 0.0, 0  # when the last batch ended, and its requests
         self._thread: threading.Thread | None = None
 
     @property
@@ -130,7 +133,11 @@ class MicroBatcher:
                 if not self._pending:
                     return
                 first = self._pending[0]
-                deadline = first.enqueued + self.max_wait
+                # Waiting pays only under concurrency (the last batch held several requests); then
+                # it counts from when the model came free, too, since the clients the last batch
+                # answered send again within milliseconds and can join this one.
+                wait = self.max_wait if self._last_size > 1 else 0.0
+                deadline = max(first.enqueued, self._free_since) + wait
                 while not self._stopping and self._queued_tokens(first.ranker) < self.max_tokens:
                     left = deadline - time.monotonic()
                     if left <= 0:
@@ -138,6 +145,7 @@ class MicroBatcher:
                     self._cond.wait(left)
                 batch = self._take(first.ranker)
             self._run(batch)
+            self._free_since, self._last_size = time.monotonic(), len(batch)
 
     def _queued_tokens(self, ranker: Ranker) -> int:
         return sum(j.tokens for j in self._pending if j.ranker is ranker)

@@ -140,7 +140,9 @@ class Service:
         return example, tokens, ranker
 
     def _tokens(self, req: RerankRequest, texts: list[str], field_name: str) -> int:
-        if self.model is None:  # no tokenizer to ask: about four characters a token
+        """The request's size for packing batches: about four characters a token, except with
+        ``truncate: false``, which needs the tokenizer's count to refuse an overlong pair."""
+        if self.model is None or req.truncate:
             return sum(len(req.query) + len(t) for t in texts) // 4 + 1
         features = self.model.featurize([req.query] * len(texts), texts)
         if not req.truncate and any(features.truncated):

@@ -28,7 +28,9 @@ class Batching:
     """How concurrent /rerank requests are packed into forward passes."""
 
     max_tokens: int = field(default=32768, metadata={"help": "tokens per micro-batch"})
-    max_wait_ms: float = field(default=2.0, metadata={"help": "the longest a request waits for company"})
+    max_wait_ms: float = field(
+        default=10.0, metadata={"help": "under concurrency, the longest a batch waits for more requests"}
+    )
 
     def __post_init__(self) -> None:
         if self.max_tokens < 1 or self.max_wait_ms < 0:

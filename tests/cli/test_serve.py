@@ -46,17 +46,24 @@ def test_a_missing_index_is_refused_before_the_model_loads(sieveqa, tmp_path: Pa
     assert "nothing" in line
 
 
-def test_sigterm_finishes_the_request_in_flight(saved_tiny: Path) -> None:
+def test_sigterm_finishes_the_requests_in_flight(saved_tiny: Path) -> None:
     port = _free_port()
     command = [str(Path(sys.executable).parent / "sieveqa"), "serve", "--model", str(saved_tiny)]
-    # A lone request waits up to a second for company: SIGTERM arrives while it is in flight.
     server = subprocess.Popen(
-        [*command, "--port", str(port), "--max-wait-ms", "1000", "--grace", "10"],
+        [*command, "--port", str(port), "--grace", "20"],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
     )
     url = f"http://127.0.0.1:{port}"
+    # Four requests of 1,000 long texts: about a second of work for the tiny model on this CPU.
+    body = {"query": "who wrote hamlet and when", "texts": [f"{i} " + "x " * 60 for i in range(1000)]}
+    got: list[tuple[int, float]] = []
+
+    def send() -> None:
+        response = httpx.post(f"{url}/rerank", json=body, timeout=60)
+        got.append((response.status_code, time.monotonic()))
+
     try:
         for _ in range(300):
             try:
@@ -64,20 +71,17 @@ def test_sigterm_finishes_the_request_in_flight(saved_tiny: Path) -> None:
                     break
             except httpx.TransportError:
                 time.sleep(0.05)
-        got: list[httpx.Response] = []
-        sent = threading.Thread(
-            target=lambda: got.append(
-                httpx.post(f"{url}/rerank", json={"query": "q", "texts": ["a", "b"]}, timeout=20)
-            )
-        )
-        sent.start()
+        senders = [threading.Thread(target=send) for _ in range(4)]
+        for t in senders:
+            t.start()
         time.sleep(0.3)
+        signalled = time.monotonic()
         server.send_signal(signal.SIGTERM)
-        sent.join(20)
+        for t in senders:
+            t.join(60)
         # uvicorn re-raises the signal once it has shut down, so the exit is SIGTERM's own.
-        assert server.wait(20) in (0, -signal.SIGTERM)
+        assert server.wait(30) in (0, -signal.SIGTERM)
     finally:
         server.kill()
-    assert got and got[0].status_code == 200, server.stdout.read() if server.stdout else ""
-    assert float(got[0].headers["x-queue-time"]) > 200  # it was queued when the signal came
-    assert len(got[0].json()) == 2
+    assert [code for code, _ in got] == [200] * 4, server.stdout.read() if server.stdout else ""
+    assert max(when for _, when in got) > signalled  # work was still in flight at the signal

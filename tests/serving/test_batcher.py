@@ -78,13 +78,19 @@ def test_requests_for_different_rankers_never_share_a_batch() -> None:
     assert two.calls == [["q1", "q3"]]
 
 
-def test_a_lone_request_waits_at_most_max_wait_for_company() -> None:
+def test_a_lone_client_never_waits_but_concurrent_ones_wait_for_company() -> None:
     ranker = RecordingRanker()
-    batcher = MicroBatcher(max_wait=0.05)
+    batcher = MicroBatcher(max_wait=0.3)
     batcher.start()
-    done = batcher.submit(_example("q", "t"), 1, ranker).result(5)
+    alone = batcher.submit(_example("alone", "t"), 1, ranker).result(5)
+    assert alone.queue_seconds < 0.25
+    _held(ranker, batcher)  # a batch of one, then two queued together: concurrency
+    pair = [batcher.submit(_example(f"q{i}", "t"), 1, ranker) for i in range(2)]
+    ranker.gate.set()
+    [f.result(5) for f in pair]
+    late = batcher.submit(_example("late", "t"), 1, ranker)
+    assert late.result(5).queue_seconds >= 0.2  # waited for company after a batch of two
     batcher.stop()
-    assert 0.03 <= done.queue_seconds < 2.0
 
 
 class Broken(Ranker):

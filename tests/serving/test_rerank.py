@@ -11,7 +11,8 @@ from fastapi.testclient import TestClient
 
 from sieveqa.data.records import Candidate, Question, RankingExample
 from sieveqa.runtime.cascade import CascadeRanker
-from sieveqa.serving import Batching, Service, create_app
+from sieveqa.serving import Service, create_app
+from tests.serving.conftest import RecordingRanker
 
 QUERY = "who wrote hamlet"
 TEXTS = ["Hamlet is a tragedy.", "Shakespeare wrote Hamlet around 1600.", "Paris is in France."]
@@ -59,28 +60,38 @@ def test_documents_shape_answers_like_cohere(client: TestClient, tiny_model) -> 
 
 def test_concurrent_requests_share_a_batch_and_score_as_alone(tiny_model) -> None:
     alone = {q: _offline(tiny_model, [q + " a", "b " + q]) for q in ("one", "two", "three", "four")}
-    service = Service(tiny_model, batching=Batching(max_wait_ms=200))
+    service = Service(tiny_model)
     app = create_app(service)
+    held = RecordingRanker()  # keeps the worker busy while the four requests queue up
+    held.gate.clear()
 
     async def run() -> list[httpx.Response]:
         service.start()
+        service.batcher.submit(RankingExample(Question("h", "h"), [Candidate("0", "x")]), 1, held)
         transport = httpx.ASGITransport(app=app)
         async with httpx.AsyncClient(transport=transport, base_url="http://t") as c:
             sent = [
-                c.post("/rerank", json={"query": QUERY, "texts": [q + " a", "b " + q], "raw_scores": True})
+                asyncio.ensure_future(
+                    c.post(
+                        "/rerank", json={"query": QUERY, "texts": [q + " a", "b " + q], "raw_scores": True}
+                    )
+                )
                 for q in alone
             ]
+            while service.batcher.depth < 4:
+                await asyncio.sleep(0.01)
+            held.gate.set()
             out = await asyncio.gather(*sent)
         service.stop()
         return out
 
     for r, logits in zip(asyncio.run(run()), alone.values(), strict=True):
         assert r.status_code == 200
+        assert int(r.headers["x-inferences"]) == 2
         got = {x["index"]: x["score"] for x in r.json()}
         assert [got[0], got[1]] == pytest.approx(logits, abs=1e-4)
-    assert "sieveqa_batch_requests_bucket" in service.metrics.render().decode()
-    sizes = service.metrics.render().decode()
-    assert "sieveqa_batch_requests_sum 4.0" in sizes and "sieveqa_batch_requests_count 1.0" in sizes
+    sizes = service.metrics.render().decode()  # the held batch of one, then the four together
+    assert "sieveqa_batch_requests_sum 5.0" in sizes and "sieveqa_batch_requests_count 2.0" in sizes
 
 
 def _units(client: TestClient, **settings: object) -> int:
