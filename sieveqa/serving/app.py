@@ -28,6 +28,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from sieveqa import __version__
 from sieveqa.errors import BusyError
+from sieveqa.runtime.cascade import CascadeRanker
 from sieveqa.serving.metrics import CONTENT_TYPE
 from sieveqa.serving.service import RequestError, Service
 from sieveqa.serving.wire import (
@@ -48,6 +49,8 @@ from sieveqa.serving.wire import (
 log = logging.getLogger("sieveqa.serving")
 STATIC = resources.files("sieveqa.serving") / "static"
 _ROUTES = {"/rerank", "/answer", "/health", "/metrics", "/"}
+#: pydantic's errors for a text or list with nothing in it: 400, as for an empty request.
+_EMPTY = {"string_too_short", "too_short", "string_pattern_mismatch"}
 _ERRORS: dict[int | str, dict[str, Any]] = {
     code: {"model": ErrorBody, "description": text}
     for code, text in {
@@ -112,15 +115,48 @@ class _Envelope:
             m.latency.labels(endpoint).observe(time.perf_counter() - started)
 
 
+_NO_ERROR = {"type": "", "loc": (), "msg": "invalid request"}
+
+
+def _field(part: object) -> bool:
+    """Whether a pydantic error location part names a field or index (not the body, nor a union
+    member such as ``Document`` or ``constrained-str``)."""
+    return isinstance(part, int) or (part != "body" and not str(part)[:1].isupper() and "-" not in str(part))
+
+
 def _validation(exc: RequestValidationError) -> JSONResponse:
     """422 for a field of the wrong type; 400 for a body that is missing, empty or not JSON."""
     errors = exc.errors()
-    first = errors[0] if errors else {"type": "", "loc": (), "msg": "invalid request"}
+    # Of a union's errors (a document is a string or an object), an empty text is the one to name.
+    first = next((e for e in errors if e["type"] in _EMPTY), errors[0] if errors else _NO_ERROR)
     if first["type"] == "json_invalid" or (tuple(first["loc"]) == ("body",) and first["type"] == "missing"):
         what = "not valid JSON" if first["type"] == "json_invalid" else "missing"
         return _error(400, "validation", f"the request body is {what}")
-    where = ".".join(str(p) for p in first["loc"] if p != "body") or "body"
+    where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in first["loc"] if _field(p))
+    where = where.lstrip(".") or "body"
+    if first["type"] in _EMPTY:
+        return _error(400, "empty", f"{where} is empty")
     return _error(422, "validation", f"{where}: {first['msg']}")
+
+
+def _describe_limits(schema: dict[str, Any], service: Service) -> None:
+    """Write this server's limits into its OpenAPI schema, and leave out the cascade settings where
+    the model is no cascade, so the schema says what the server accepts."""
+    limits, parts = service.limits, schema["components"]["schemas"]
+    rerank = parts["RerankRequest"]["properties"]
+    rerank["query"]["maxLength"] = parts["AnswerRequest"]["properties"]["question"]["maxLength"] = (
+        limits.max_chars
+    )
+    for key in ("texts", "documents"):
+        rerank[key]["maxItems"] = limits.max_texts
+    for text in (rerank["texts"]["items"], *rerank["documents"]["items"]["anyOf"]):
+        if text.get("type") == "string":
+            text["maxLength"] = limits.max_chars
+    for name, part in parts.items():
+        if name.startswith("Document"):
+            part["properties"]["text"]["maxLength"] = limits.max_chars
+    if not isinstance(service.ranker, CascadeRanker):
+        del rerank["alpha"], rerank["budget"]
 
 
 def _timing_headers(response: Response, queue: float, compute: float, inferences: int, units: int) -> None:
@@ -260,4 +296,12 @@ def create_app(service: Service) -> FastAPI:
         return FileResponse(str(STATIC / "index.html"))
 
     app.mount("/static", StaticFiles(directory=str(STATIC)), name="static")
+    default_schema = app.openapi
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            _describe_limits(default_schema(), service)
+        return app.openapi_schema  # type: ignore[return-value]
+
+    app.openapi = openapi  # type: ignore[method-assign]
     return app

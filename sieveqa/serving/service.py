@@ -108,15 +108,14 @@ class Service:
     # -- /rerank --------------------------------------------------------------------------------
 
     def check_rerank(self, req: RerankRequest) -> tuple[RankingExample, int, Ranker]:
-        """The request as one question with candidates, its token count, and the ranker it asks for."""
+        """The request as one question with candidates, its token count, and the ranker it asks for
+        (blank texts were refused by the wire model, as the schema says)."""
         if req.texts is not None and req.documents is not None:
             raise RequestError(422, "validation", "give texts or documents, not both")
         if req.texts is None and req.documents is None:
             raise RequestError(400, "empty", "texts (or documents) is missing: nothing to rank")
         field_name = "texts" if req.texts is not None else "documents"
         texts = req.candidate_texts()
-        if not req.query.strip():
-            raise RequestError(400, "empty", "query is empty")
         if not texts:
             raise RequestError(400, "empty", f"{field_name} is empty: nothing to rank")
         if len(texts) > self.limits.max_texts:
@@ -130,8 +129,6 @@ class Service:
                 raise RequestError(
                     413, "too_large", f"{where}: {len(text)} characters, more than {self.limits.max_chars}"
                 )
-            if not text.strip():
-                raise RequestError(400, "empty", f"{where} is empty")
         ranker = self._ranker_for(req)
         example = RankingExample(
             Question("q", req.query), [Candidate(str(i), t) for i, t in enumerate(texts)]
@@ -207,8 +204,6 @@ class Service:
             raise RequestError(
                 404, "not_found", "this server has no corpus index (start it with --index DIR)"
             )
-        if not req.question.strip():
-            raise RequestError(400, "empty", "question is empty")
         if len(req.question) > self.limits.max_chars:
             raise RequestError(
                 413,
@@ -229,7 +224,7 @@ class Service:
             answerer.top = req.top
         self._answers_waiting += 1
         try:
-            found = await asyncio.to_thread(self._answer_locked, answerer, req.question.strip())
+            found = await asyncio.to_thread(self._answer_locked, answerer, req.question)
         finally:
             self._answers_waiting -= 1
         self.metrics.layer_units.labels("answer").inc(found.cost.layer_units)

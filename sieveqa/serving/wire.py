@@ -10,41 +10,77 @@ first. ``alpha`` and ``budget`` set a cascade's pruning for this request only.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StrictBool
+
+
+def _no_bool(value: Any) -> Any:
+    if isinstance(value, bool):
+        raise ValueError("expected a number, not true or false")
+    return value
+
+
+#: Numbers as JSON has them: 3 and 3.0 are both 3, but true is no 1 (as the schema says).
+_NUMBER = BeforeValidator(_no_bool)
+Int = Annotated[int, _NUMBER]
+Float = Annotated[float, _NUMBER]
+#: A text with something in it (an empty or blank one is a 400, as the schema says).
+Text = Annotated[str, Field(min_length=1, pattern=r"\S")]
 
 
 class _Wire(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
 
-class Document(_Wire):
+class _Request(_Wire):
+    """What a client sends: booleans are StrictBool, numbers Int or Float, so 0 is no false and true
+    no 1, as the schema says."""
+
+
+class Document(_Request):
     """A Cohere document given as an object."""
 
-    text: str
+    text: Text
 
 
-class RerankRequest(_Wire):
+class RerankRequest(_Request):
     """One query and the texts to rank for it (``texts`` or ``documents``, not both)."""
 
-    query: str = Field(description="the question")
-    texts: list[str] | None = Field(None, description="candidate texts (text-embeddings-inference shape)")
-    documents: list[str | Document] | None = Field(
-        None, description="candidate texts (Cohere shape): strings or {text} objects"
+    # texts and documents may be left out but not sent as null, so the schema can say "one of them".
+    model_config = ConfigDict(
+        extra="ignore",
+        json_schema_extra={
+            "oneOf": [
+                {"required": ["texts"], "not": {"required": ["documents"]}},
+                {"required": ["documents"], "not": {"required": ["texts"]}},
+            ]
+        },
     )
-    top_n: int | None = Field(None, ge=1, description="return only the N best")
-    return_text: bool = Field(False, description="texts shape: include each text in its result")
-    return_documents: bool = Field(False, description="documents shape: include each document")
-    raw_scores: bool = Field(False, description="the model's logits instead of probabilities")
-    truncate: bool = Field(
+
+    query: Text = Field(description="the question")
+    texts: list[Text] = Field(
+        None,  # type: ignore[assignment]
+        min_length=1,
+        description="candidate texts (text-embeddings-inference shape)",
+    )
+    documents: list[Text | Document] = Field(
+        None,  # type: ignore[assignment]
+        min_length=1,
+        description="candidate texts (Cohere shape): strings or {text} objects",
+    )
+    top_n: Annotated[int, Field(ge=1), _NUMBER] | None = Field(None, description="return only the N best")
+    return_text: StrictBool = Field(False, description="texts shape: include each text in its result")
+    return_documents: StrictBool = Field(False, description="documents shape: include each document")
+    raw_scores: StrictBool = Field(False, description="the model's logits instead of probabilities")
+    truncate: StrictBool = Field(
         True, description="cut pairs longer than the model's limit; false: refuse them (413)"
     )
-    alpha: float | list[float] | None = Field(
+    alpha: Float | list[Float] | None = Field(
         None, description="cascades: drop ratio per exit (one for all, or one per exit but the last)"
     )
-    budget: float | None = Field(
-        None, gt=0, le=1, description="cascades: the most layers to spend, as a share of the full model's"
+    budget: Annotated[float, Field(gt=0, le=1), _NUMBER] | None = Field(
+        None, description="cascades: the most layers to spend, as a share of the full model's"
     )
     model: str | None = Field(None, description="accepted for Cohere clients; the server's model answers")
 
@@ -93,10 +129,10 @@ class RerankDocuments(_Wire):
     meta: RerankMeta
 
 
-class AnswerRequest(_Wire):
-    question: str = Field(description="the question, asked of the server's corpus index")
-    top: int = Field(1, ge=1, le=20, description="answers to return")
-    passages: int = Field(5, ge=0, le=50, description="retrieved passages to list with their scores")
+class AnswerRequest(_Request):
+    question: Text = Field(description="the question, asked of the server's corpus index")
+    top: Int = Field(1, ge=1, le=20, description="answers to return")
+    passages: Int = Field(5, ge=0, le=50, description="retrieved passages to list with their scores")
 
 
 class Passage(_Wire):

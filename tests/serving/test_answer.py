@@ -92,3 +92,18 @@ def test_the_schema_lists_the_endpoints_and_their_errors(client: TestClient) -> 
     schema = client.get("/openapi.json").json()
     assert set(schema["paths"]) == {"/rerank", "/answer", "/health", "/metrics"}
     assert {"400", "413", "422", "429"} <= set(schema["paths"]["/rerank"]["post"]["responses"])
+    rerank = schema["components"]["schemas"]["RerankRequest"]
+    # This server's limits (5 texts, 200 characters), and no cascade settings for a plain model.
+    assert rerank["properties"]["texts"]["maxItems"] == 5
+    assert rerank["properties"]["texts"]["items"]["maxLength"] == 200
+    assert rerank["properties"]["query"]["maxLength"] == 200
+    assert "alpha" not in rerank["properties"] and "budget" not in rerank["properties"]
+    assert {"required": ["texts"], "not": {"required": ["documents"]}} in rerank["oneOf"]
+
+
+def test_a_cascades_schema_offers_alpha_and_budget(tiny_cascade) -> None:
+    from sieveqa.runtime.cascade import CascadeRanker
+
+    with TestClient(create_app(Service(CascadeRanker(tiny_cascade)))) as c:
+        properties = c.get("/openapi.json").json()["components"]["schemas"]["RerankRequest"]["properties"]
+    assert {"alpha", "budget"} <= set(properties)

@@ -21,6 +21,7 @@ OK = {"query": "q", "texts": ["a", "b"]}
         ({"query": "q"}, 400, "empty", "texts (or documents) is missing"),
         ({"query": "q", "documents": []}, 400, "empty", "documents is empty"),
         ({"query": "q", "texts": ["a", "  "]}, 400, "empty", "texts[1] is empty"),
+        ({"query": "q", "documents": [{"text": ""}]}, 400, "empty", "documents[0].text is empty"),
         ({"query": "q", "texts": ["a"] * 6}, 413, "too_large", "6 texts, more than the 5"),
         ({"query": "q", "texts": ["a", "x" * 201]}, 413, "too_large", "texts[1]: 201 characters"),
         ({"query": "x" * 201, "texts": ["a"]}, 413, "too_large", "query: 201 characters"),
@@ -30,6 +31,19 @@ OK = {"query": "q", "texts": ["a", "b"]}
         ({"query": "q", "texts": ["a"], "top_n": 0}, 422, "validation", "top_n: Input should be greater"),
         ({"texts": ["a"]}, 422, "validation", "query: Field required"),
         ({"query": "q", "texts": ["a"], "budget": 2}, 422, "validation", "budget: Input should be less"),
+        (
+            {"query": "q", "texts": ["a"], "top_n": True},
+            422,
+            "validation",
+            "top_n: Value error, expected a number",
+        ),
+        (
+            {"query": "q", "texts": ["a"], "truncate": 0},
+            422,
+            "validation",
+            "truncate: Input should be a valid bool",
+        ),
+        ({"query": "q", "texts": None}, 422, "validation", "texts: Input should be a valid list"),
         ([1, 2], 422, "validation", "body: Input should be a valid dictionary"),
     ],
 )
