@@ -67,6 +67,7 @@ def run_ray(
             batch_size=1,
             compute=ray.data.ActorPoolStrategy(size=actors),
             num_cpus=threads,
+            num_gpus=1 if options.get("device") == "cuda" else 0,  # Ray hides GPUs from actors without one
             fn_constructor_kwargs={
                 "model": model,
                 "plan": (str(Path(plan.source).resolve()), plan.kind),

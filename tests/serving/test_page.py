@@ -66,6 +66,7 @@ def test_a_question_shows_its_answer_marked_in_the_passage(browser_page, answeri
     assert cost.startswith("peasi: 5 inferences") and "ms in all" in cost
     others = page.locator("#passages li").all_text_contents()
     assert len(others) == 3 and all("score" in o for o in others)
+    assert page.is_visible("#others")
 
 
 def test_a_question_without_a_match_says_so(browser_page, answering_url: str) -> None:
@@ -75,6 +76,7 @@ def test_a_question_without_a_match_says_so(browser_page, answering_url: str) ->
     page.click("#submit")
     page.wait_for_selector("#result:not([hidden])")
     assert "No answer" in (page.text_content("#answer-text") or "")
+    assert page.is_hidden("#others")  # no passages to list
 
 
 def test_without_an_index_the_page_says_how_to_load_one(browser_page, tiny_model) -> None:

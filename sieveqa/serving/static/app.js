@@ -58,6 +58,7 @@ function showAnswer(body, millis) {
     item.append(el("span", `${p.title || p.document}${score}`, "meta quiet"), el("span", p.text));
     return item;
   }));
+  $("others").hidden = others.length === 0;
   $("result").hidden = false;
 }
 
