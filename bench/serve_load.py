@@ -3,9 +3,9 @@ candidates, sent by N concurrent clients over loopback; throughput is set agains
 pairs offline, in one call, as ``sieveqa eval`` does.
 
 The offline rate is measured first, in this process, with the model loaded as the server loads it.
-Then the server runs in a subprocess and, for each client count, every question is sent once (after a
-warm-up); latency is the client's, from send to parsed answer. Client and server share the machine's
-CPUs, which the offline run does not: the client's cost is part of what the ratio shows.
+Then the server runs in a subprocess and, for each client count, every question is sent ``--rounds``
+times (after a warm-up); latency is the client's, from send to parsed answer. Client and server share
+the machine's CPUs, which the offline run does not: the client's cost is part of what the ratio shows.
 
     python bench/serve_load.py --dataset wikiqa:test --clients 1,8,32,64 --out bench/results/serving/load.json
 """
@@ -101,6 +101,7 @@ def main() -> None:
     parser.add_argument("--dataset", default="wikiqa:test")
     parser.add_argument("--clients", default="1,8,32,64")
     parser.add_argument("--repeats", type=int, default=3, help="offline runs (the best counts)")
+    parser.add_argument("--rounds", type=int, default=3, help="times each question is sent per client count")
     parser.add_argument("--port", type=int, default=8765)
     parser.add_argument(
         "--serve-args", default="", help="more sieveqa serve options, e.g. '--max-wait-ms 10'"
@@ -118,7 +119,7 @@ def main() -> None:
     with served("--model", args.model, *args.serve_args.split(), port=args.port) as url:
         asyncio.run(load(url, bodies[:50], 8))  # warm-up
         for clients in (int(c) for c in args.clients.split(",")):
-            row = asyncio.run(load(url, bodies, clients))
+            row = asyncio.run(load(url, bodies * args.rounds, clients))
             row["of_offline"] = round(row["pairs_per_s"] / offline, 2)
             rows.append(row)
             print(row)

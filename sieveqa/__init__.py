@@ -10,8 +10,9 @@ Names are imported on first use, so ``import sieveqa`` (and ``sieveqa --help``) 
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from sieveqa.lazy import lazy_getattr
 
 __version__ = "0.1.0"
 
@@ -84,13 +85,7 @@ _EXPORTS = {
 __all__ = sorted(_EXPORTS)
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'sieveqa' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_getattr("sieveqa", _EXPORTS)
 
 
 if TYPE_CHECKING:

@@ -9,8 +9,9 @@ are imported on first use, so the settings here load without either.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from sieveqa.lazy import lazy_getattr
 
 _EXPORTS = {
     "create_app": "sieveqa.serving.app",
@@ -23,11 +24,7 @@ _EXPORTS = {
 __all__ = sorted(_EXPORTS)
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'sieveqa.serving' has no attribute {name!r}")
-    return getattr(importlib.import_module(module), name)
+__getattr__ = lazy_getattr("sieveqa.serving", _EXPORTS)
 
 
 if TYPE_CHECKING:
