@@ -14,6 +14,7 @@ request's compute time, since each waited for all of it.
 
 from __future__ import annotations
 
+import logging
 import math
 import threading
 import time
@@ -27,6 +28,8 @@ from sieveqa.data.records import RankingExample
 from sieveqa.encoder import Cost
 from sieveqa.errors import BusyError
 from sieveqa.models.base import Ranker
+
+log = logging.getLogger("sieveqa.serving")
 
 
 class QueueFullError(BusyError):
@@ -175,10 +178,13 @@ class MicroBatcher:
         self._rate = (
             pairs / stats.seconds if self._rate == 0 else 0.8 * self._rate + 0.2 * pairs / stats.seconds
         )
+        if self.on_batch is not None:  # before the answers go out, so /metrics already counts them
+            try:
+                self.on_batch(replace(stats, tokens=sum(j.tokens for j in batch)))
+            except Exception:  # a broken hook must not keep the answers from their requests
+                log.exception("the on_batch hook failed")
         for job, scored in zip(batch, done, strict=True):
             job.future.set_result(scored)
-        if self.on_batch is not None:
-            self.on_batch(replace(stats, tokens=sum(j.tokens for j in batch)))
 
 
 def score_batch(
