@@ -41,9 +41,11 @@ def batch(
     missing shards are ranked. With --ray the shards go to a Ray Data actor pool (on a cluster, every
     node must see --input and --out at the same paths).
     """
+    from sieveqa.io import check_output_dir
     from sieveqa.runtime.sharded import ShardPlan
 
     check_device(device, precision)
+    check_output_dir(out, "--out")
     if threads < 1 or (actors is not None and actors < 1):
         raise ConfigError("--actors and --threads must be >= 1")
     if not ray and (actors is not None or address is not None):

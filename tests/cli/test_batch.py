@@ -39,6 +39,11 @@ def test_bad_batch_options(sieveqa, example_jsonl: Path, tmp_path: Path, args: l
     assert says in one_error_line(sieveqa("batch", "-i", example_jsonl, "-o", tmp_path / "o", *args))
 
 
+def test_an_out_that_is_a_file_is_refused(sieveqa, example_jsonl: Path, tmp_path: Path) -> None:
+    (tmp_path / "f").write_text("x")
+    assert "--out" in one_error_line(sieveqa("batch", "-i", example_jsonl, "-o", tmp_path / "f"))
+
+
 def test_a_resume_with_another_model_is_refused(
     sieveqa, example_jsonl: Path, saved_tiny: Path, tmp_path
 ) -> None:
