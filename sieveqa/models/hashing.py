@@ -36,6 +36,9 @@ from sieveqa.models.encoder_model import EncoderModel, ModelConfig
 Composition = Literal["attention", "pooling"]
 StoreKind = Literal["bits", "float", "vector"]
 
+#: Floats of W1·b_i + W2·u_q one ragged attention block may hold (question blocks are cut to fit).
+_RAGGED_FLOATS = 1 << 24
+
 #: The paper's three models as (composition, hashing).
 VARIANTS: dict[str, tuple[Composition, bool]] = {
     "has": ("attention", True),
@@ -112,6 +115,34 @@ class QuestionAttention(nn.Module):
         logits = self.m(torch.tanh(self.w1(tokens) + self.w2(question).unsqueeze(1))).squeeze(-1)
         weights = logits.masked_fill(~mask.bool(), float("-inf")).softmax(dim=-1)
         return torch.einsum("rl,rld->rd", weights, tokens)
+
+    def ragged(self, tokens: Tensor, lengths: Tensor, questions: Tensor) -> Tensor:
+        """The same Σ α_i b_i for every question and every answer, the answers' token rows given one
+        after another (``tokens`` T × D, ``lengths`` N answers): Q × N × D.
+
+        No padding is computed, and W1·b_i, the costly product, is computed once for all questions.
+        """
+        keys = self.w1(tokens)  # T × M
+        count, total = len(lengths), len(tokens)
+        owner = torch.repeat_interleave(torch.arange(count, device=tokens.device), lengths)
+        out = []
+        for block in questions.split(max(1, _RAGGED_FLOATS // max(total * keys.shape[1], 1))):
+            logits = self.m(torch.tanh(keys + self.w2(block).unsqueeze(1))).squeeze(-1)  # q × T
+            index = owner.expand_as(logits)
+            top = logits.new_full((len(block), count), float("-inf"))
+            top = top.scatter_reduce(1, index, logits, "amax", include_self=True)
+            weights = (logits - top.gather(1, index)).exp()
+            weights = weights / weights.new_zeros(top.shape).scatter_add(1, index, weights).gather(1, index)
+            # Σ α_i b_i per (question, answer) is a sparse (q·N × T) by dense (T × D) product.
+            starts = torch.cat([lengths.new_zeros(1), lengths.cumsum(0)])
+            rows = torch.cat(
+                [(starts[:-1] + q * total) for q in range(len(block))]
+                + [starts.new_full((1,), len(block) * total)]
+            )
+            cols = torch.arange(total, device=tokens.device).repeat(len(block))
+            mix = torch.sparse_csr_tensor(rows, cols, weights.reshape(-1), (len(block) * count, total))
+            out.append((mix @ tokens).view(len(block), count, -1))
+        return torch.cat(out)
 
 
 class HashingModel(EncoderModel, Ranker):
@@ -225,6 +256,21 @@ class HashingModel(EncoderModel, Ranker):
         with torch.inference_mode():
             mask = None if mask is None else mask.to(device)
             return self.similarity(question.to(device).unsqueeze(0), answers.to(device), mask).float().cpu()
+
+    def score_ragged(self, questions: Tensor, answers: Tensor, lengths: Tensor | None) -> Tensor:
+        """cos(u_q, v_a) of Q question vectors (Q × D) against N stored answers: their token rows one
+        after another (T × D, with ``lengths``), or their vectors (N × D, ``lengths`` None) for
+        BERT-pooling. Returns Q × N scores on the CPU, computed in fp32 on the model's device."""
+        device = self.device
+        with torch.inference_mode():
+            questions, answers = questions.to(device).float(), answers.to(device).float()
+            if self.attention is None:
+                vectors = answers.unsqueeze(0)
+            else:
+                if lengths is None:
+                    raise ValueError("attention composition needs the answers' token lengths")
+                vectors = self.attention.ragged(answers, lengths.to(device), questions)
+            return F.cosine_similarity(questions.unsqueeze(1), vectors, dim=-1).cpu()
 
     def run(self, examples: Sequence[RankingExample], progress: bool = False) -> RankResult:
         """Scores with each distinct question and answer encoded once (as with a store)."""

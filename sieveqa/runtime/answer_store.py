@@ -1,83 +1,47 @@
 """Answer stores: answers encoded once by a HashingModel, kept on disk, memory-mapped at question time.
 
-A store is a folder::
+The format is in ``sieveqa.runtime.store_format``; writing (resumable builds, appends) in
+``store_build``; the first stage (pooled vectors in FAISS, BM25) in ``first_stage``.
 
-    manifest.json           format, version, kind, width, the model's signature, segments + sha256
-    seg-00000/values.bin    bits: uint8 rows of ⌈D/8⌉ bytes per token (1 bit per value, packbits)
-                            float: float32 rows of D values per token; vector: float32 D per answer
-    seg-00000/offsets.bin   int64, answers + 1 token offsets into values.bin
-    seg-00000/answers.jsonl {"id", "text"} per answer, in row order
-
-Adding answers writes a new segment folder (atomically) and then the small manifest (atomically), so
-the existing data is never rewritten and a reader sees the old store or the new one. A segment left
-by a killed writer is not in the manifest and is ignored (and replaced by the next append). Opening
-checks every file's sha256 (``verify=False`` skips it) and maps ``values.bin`` read-only.
-
-At question time only the candidates asked for are unpacked. A store refuses a model whose signature
-(backbone, layers, composition, hashing, β, encoder weights, ...) differs from the one that built it.
+Reading is bounded: answers are addressed by *row* (their position in the store), only the rows asked
+for are unpacked, and a full scan walks the store a bounded number of token rows at a time. Ids and
+texts are read from the mapped records on demand; the id → row map is built on the first lookup by id.
+A store refuses a model whose signature (backbone, layers, composition, hashing, β, encoder weights)
+differs from the one that built it.
 """
 
 from __future__ import annotations
 
-import json
-import math
-from collections import Counter
-from collections.abc import Container, Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Iterator, Sequence
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
 from torch import Tensor
-from tqdm.auto import tqdm
 
 from sieveqa.errors import StoreError
-from sieveqa.io import LOCK_NAME, atomic_dir, atomic_write_json, exclusive, file_sha256, read_json_object
-from sieveqa.models import zoo
-from sieveqa.models.hashing import HashingModel, StoreKind, pad_matrices
+from sieveqa.models.hashing import HashingModel, StoreKind
+from sieveqa.runtime import store_build
+from sieveqa.runtime.first_stage import FirstStage
+from sieveqa.runtime.store_format import FILES, Segment, open_segment, read_manifest, verify_files
+from sieveqa.runtime.store_model import check_signature, model_signature
 
-FORMAT = "sieveqa-answer-store"
-VERSION = 1
-MANIFEST = "manifest.json"
-_FILES = ("values.bin", "offsets.bin", "answers.jsonl")
-#: Config fields that change what a model stores or how it reads a store.
-_SIGNATURE_FIELDS = ("backbone", "num_layers", "max_length", "composition", "hashing", "pooling", "beta")
-
-
-def model_signature(model: HashingModel) -> dict[str, Any]:
-    """What must match between a store and the model that reads it."""
-    cfg = model.config
-    return {
-        **{name: getattr(cfg, name) for name in _SIGNATURE_FIELDS},
-        "kind": cfg.store_kind,
-        "dim": model.encoder.hidden_size,
-        "encoder_fingerprint": model.body_fingerprint(),
-    }
-
-
-def _row_bytes(kind: StoreKind, dim: int) -> int:
-    return math.ceil(dim / 8) if kind == "bits" else 4 * dim
-
-
-@dataclass
-class _Segment:
-    name: str
-    values: np.ndarray  # tokens (or answers) × row bytes/values, memory-mapped
-    offsets: np.ndarray  # answers + 1
-    ids: list[str]
-    texts: list[str]
+#: Token rows unpacked at once by a full scan (bounds its memory: 64k rows × D floats).
+SCAN_TOKENS = 1 << 16
 
 
 class AnswerStore:
-    """A read-mostly collection of encoded answers (see the module docstring for the format)."""
+    """A read-mostly collection of encoded answers (see ``store_format`` for the files)."""
 
-    def __init__(self, path: Path, manifest: dict[str, Any], segments: list[_Segment]) -> None:
+    def __init__(self, path: Path, manifest: dict[str, Any], segments: list[Segment], verify: bool) -> None:
         self.path, self.manifest, self.segments = path, manifest, segments
-        self._where: dict[str, tuple[int, int]] = {}
-        for s, seg in enumerate(segments):
-            for row, answer_id in enumerate(seg.ids):
-                self._where[answer_id] = (s, row)
+        self.starts = np.cumsum([0] + [len(s) for s in segments])
+        entry = manifest.get("first_stage")
+        if entry is not None and verify:
+            verify_files(path, entry["dir"], entry["sha256"])
+        self.first_stage = None if entry is None else FirstStage(path / entry["dir"], entry)
 
     # -- properties ---------------------------------------------------------------------------------
 
@@ -89,31 +53,40 @@ class AnswerStore:
     def dim(self) -> int:
         return int(self.manifest["model"]["dim"])
 
+    def __len__(self) -> int:
+        return int(self.starts[-1])
+
     @property
     def ids(self) -> list[str]:
-        return [i for seg in self.segments for i in seg.ids]
+        """Every answer id in row order (reads every record)."""
+        return [seg.record(row)[0] for seg in self.segments for row in range(len(seg))]
 
-    def __len__(self) -> int:
-        return len(self._where)
-
-    @property
-    def model_ref(self) -> str:
-        """The model recorded at build time (a shipped name or an absolute folder path)."""
-        ref = self.manifest.get("model_ref")
-        if not ref:
-            raise StoreError(f"{self.path}: no model recorded with the store; name one (--model)")
-        return str(ref)
+    @cached_property
+    def _rows(self) -> dict[str, int]:
+        return {answer_id: i for i, answer_id in enumerate(self.ids)}
 
     def __contains__(self, answer_id: object) -> bool:
-        return answer_id in self._where
+        return answer_id in self._rows
+
+    def record(self, row: int) -> tuple[str, str]:
+        """``(id, text)`` of the answer at ``row``."""
+        s = int(np.searchsorted(self.starts, row, side="right")) - 1
+        return self.segments[s].record(row - int(self.starts[s]))
 
     def text(self, answer_id: str) -> str:
-        s, row = self._locate([answer_id])[0]
-        return self.segments[s].texts[row]
+        return self.record(int(self.rows_of([answer_id])[0]))[1]
 
     def disk_bytes(self) -> int:
-        """Bytes of the stored representations on disk (values and offsets; not ids and texts)."""
-        return sum((self.path / seg.name / f).stat().st_size for seg in self.segments for f in _FILES[:2])
+        """Bytes of the stored representations on disk (values and token offsets)."""
+        return sum((self.path / seg.name / f).stat().st_size for seg in self.segments for f in FILES[:2])
+
+    def folder_bytes(self) -> int:
+        """Bytes of everything the store reads: segments, first stage and manifest."""
+        folders = [seg.name for seg in self.segments]
+        if self.first_stage is not None:
+            folders.append(self.manifest["first_stage"]["dir"])
+        files = [f for name in folders for f in (self.path / name).rglob("*") if f.is_file()]
+        return sum(f.stat().st_size for f in files) + (self.path / "manifest.json").stat().st_size
 
     def ram_bytes(self) -> int:
         """Bytes the representations take when every page is loaded (values and offsets)."""
@@ -126,9 +99,15 @@ class AnswerStore:
         """Open a store; ``verify`` checks sha256 of every file, ``in_memory`` reads values into RAM
         instead of mapping them."""
         path = Path(path)
-        manifest = _read_manifest(path)
-        segments = [_open_segment(path, entry, manifest, verify, in_memory) for entry in manifest["segments"]]
-        return cls(path, manifest, segments)
+        manifest = read_manifest(path)
+        build = manifest.get("build")
+        if build is not None:
+            raise StoreError(
+                f"{path}: its build stopped after {manifest['count']} of {build.get('total')} answers; "
+                "run the same `sieveqa index build` command to resume it"
+            )
+        segments = [open_segment(path, entry, manifest, verify, in_memory) for entry in manifest["segments"]]
+        return cls(path, manifest, segments, verify)
 
     @classmethod
     def build(
@@ -137,244 +116,81 @@ class AnswerStore:
         answers: Iterable[tuple[str, str]],
         path: str | Path,
         progress: bool = False,
-        chunk: int = 4096,
         model_ref: str | None = None,
+        **options: Any,
     ) -> AnswerStore:
-        """Encode ``(id, text)`` answers with ``model`` into a new store at ``path``; use ``append``
-        to add to an existing one. ``model_ref`` (a shipped name or model folder) is recorded so the
-        CLI can reload the model that reads the store.
-
-        All or nothing: the manifest, which makes the folder a store, is written last, so a build
-        killed on the way leaves no store, and running it again starts over.
-        """
-        path = Path(path)
-        if (path / MANIFEST).exists():
-            raise StoreError(f"{path} already holds an answer store; add to it with `sieveqa index add`")
-        if path.is_dir():
-            other = sorted(p.name for p in path.iterdir() if not _leftover(p.name))
-            if other:
-                raise StoreError(
-                    f"{path} is not empty ({', '.join(other[:3])}, ...) and holds no answer store"
-                )
-        answers = _unique(path, list(answers), set())
-        with exclusive(path, "answer store"):
-            if (path / MANIFEST).exists():  # another build finished first
-                raise StoreError(f"{path} already holds an answer store; add to it with `sieveqa index add`")
-            manifest = {
-                "format": FORMAT,
-                "version": VERSION,
-                "kind": model.config.store_kind,
-                "model": model_signature(model),
-                "model_ref": None if model_ref is None else zoo.model_ref(model_ref),
-                "count": 0,
-                "segments": [],
-            }
-            _add_segment(path, manifest, model, answers, progress, chunk)
+        """Encode ``(id, text)`` answers with ``model`` into a store at ``path`` (or resume a build
+        of the same answers that was killed). ``model_ref`` (a shipped name or model folder) is
+        recorded so the store finds its model again. ``options``: ``segment_size``, ``vector_index``
+        (auto, flat, ivf, none), ``bm25``, ``chunk``; see ``store_build``."""
+        store_build.build(model, list(answers), Path(path), model_ref, options, progress)
         return cls.open(path, verify=False)
 
     def append(
-        self,
-        model: HashingModel,
-        answers: Iterable[tuple[str, str]],
-        progress: bool = False,
-        chunk: int = 4096,
+        self, model: HashingModel, answers: Iterable[tuple[str, str]], progress: bool = False
     ) -> AnswerStore:
-        """Encode and add answers as a new segment; existing segments are not rewritten. Returns the
-        reopened store. Ids already stored, or repeated in ``answers``, are refused."""
-        answers = list(answers)
-        with exclusive(self.path, "answer store"):
-            # Checked against the store as it is now: another writer may have added to it.
-            current = AnswerStore.open(self.path, verify=False)
-            current.check_model(model)
-            answers = _unique(self.path, answers, current._where)
-            if answers:
-                _add_segment(self.path, current.manifest, model, answers, progress, chunk)
+        """Encode and add answers as new segments (existing ones are not rewritten), rebuild the first
+        stage, and return the reopened store. Ids already stored, or repeated, are refused."""
+        store_build.append(self.path, model, list(answers), progress)
         return AnswerStore.open(self.path, verify=False)
 
     def check_model(self, model: HashingModel) -> None:
         """Raise StoreError naming every setting in which ``model`` differs from the store's builder."""
-        stored, ours = self.manifest["model"], model_signature(model)
-        diffs = [
-            f"{k} {stored.get(k)!r} (store) != {ours[k]!r} (model)" for k in ours if stored.get(k) != ours[k]
-        ]
-        if diffs:
-            if diffs[-1].startswith("encoder_fingerprint") and len(diffs) == 1:
-                diffs = ["the encoder weights differ (another training run or checkpoint)"]
-            raise StoreError(f"{self.path} was built by another model: {'; '.join(diffs)}")
+        check_signature(self.path, self.manifest["model"], model_signature(model))
 
     # -- reading ------------------------------------------------------------------------------------
 
-    def _locate(self, ids: Sequence[str]) -> list[tuple[int, int]]:
-        missing = [i for i in ids if i not in self._where]
+    def rows_of(self, ids: Sequence[str]) -> np.ndarray:
+        """The rows of answer ids (StoreError naming the ones not stored)."""
+        missing = [i for i in ids if i not in self._rows]
         if missing:
             raise StoreError(f"{self.path}: {len(missing)} answer ids not in the store, e.g. {missing[:5]}")
-        return [self._where[i] for i in ids]
+        return np.fromiter((self._rows[i] for i in ids), dtype=np.int64, count=len(ids))
 
     def _decode(self, block: np.ndarray) -> Tensor:
         """Stored rows as floats: bits unpacked to ±1, floats copied out of the map."""
         if self.kind == "bits":
-            return torch.from_numpy(np.unpackbits(block, axis=1, count=self.dim).astype(np.float32) * 2 - 1)
+            bits = torch.from_numpy(np.unpackbits(block, axis=1, count=self.dim))
+            return bits.to(torch.float32).mul_(2).sub_(1)
         return torch.from_numpy(np.array(block, dtype=np.float32))
 
+    def gather(self, rows: Sequence[int] | np.ndarray) -> tuple[Tensor, Tensor | None]:
+        """The representations of ``rows`` for ``HashingModel.score_ragged``: their token rows one
+        after another with each answer's length, or (vector stores) one vector per row and None."""
+        rows = np.asarray(rows, dtype=np.int64)
+        seg_of = np.searchsorted(self.starts, rows, side="right") - 1
+        blocks, lengths = [], []
+        for row, s in zip(rows.tolist(), seg_of.tolist(), strict=True):
+            seg, local = self.segments[s], row - int(self.starts[s])
+            lo, hi = (
+                (local, local + 1) if self.kind == "vector" else (seg.offsets[local], seg.offsets[local + 1])
+            )
+            blocks.append(seg.values[lo:hi])
+            lengths.append(hi - lo)
+        empty = np.empty((0, self.segments[0].values.shape[1] if self.segments else 0), dtype=np.uint8)
+        values = self._decode(np.concatenate(blocks) if blocks else empty)
+        return values, None if self.kind == "vector" else torch.tensor(lengths, dtype=torch.long)
+
     def representations(self, ids: Sequence[str]) -> list[Tensor]:
-        """What the model scores, for the given answers only: ±1 (bits) or float L × D matrices, or
-        D vectors."""
-        out = []
-        for s, row in self._locate(ids):
-            seg = self.segments[s]
-            if self.kind == "vector":
-                out.append(self._decode(seg.values[row]))
-            else:
-                out.append(self._decode(seg.values[seg.offsets[row] : seg.offsets[row + 1]]))
-        return out
+        """What the model scores, per answer: ±1 (bits) or float L × D matrices, or D vectors."""
+        values, lengths = self.gather(self.rows_of(ids))
+        return list(values) if lengths is None else list(torch.split(values, lengths.tolist()))
 
-    def iter_chunks(self, size: int = 1024) -> Iterator[tuple[list[str], list[Tensor]]]:
-        """Every stored answer, ``size`` at a time, each chunk decoded in one call (a full scan)."""
-        for seg in self.segments:
-            for start in range(0, len(seg.ids), size):
-                stop = min(start + size, len(seg.ids))
-                lo, hi = int(seg.offsets[start]), int(seg.offsets[stop])
-                rows = self._decode(seg.values[lo:hi])
+    def scan(self, tokens: int = SCAN_TOKENS) -> Iterator[tuple[int, Tensor, Tensor | None]]:
+        """The whole store as ``(first row, values, lengths)`` blocks of at most ``tokens`` token
+        rows (one answer longer than that is a block of its own): what a full scan scores."""
+        for s, seg in enumerate(self.segments):
+            start = 0
+            while start < len(seg):
                 if self.kind == "vector":
-                    yield seg.ids[start:stop], list(rows)
+                    stop = min(start + tokens, len(seg))
+                    yield int(self.starts[s]) + start, self._decode(seg.values[start:stop]), None
                 else:
-                    cuts = np.diff(seg.offsets[start : stop + 1]).tolist()
-                    yield seg.ids[start:stop], list(torch.split(rows, cuts))
-
-    def batch(self, ids: Sequence[str]) -> tuple[Tensor, Tensor | None]:
-        """Representations stacked for one scoring call: (rows × L × D, mask) or (rows × D, None)."""
-        reps = self.representations(ids)
-        if self.kind == "vector":
-            return torch.stack(reps), None
-        return pad_matrices(reps)
-
-
-def _read_manifest(path: Path) -> dict[str, Any]:
-    file = path / MANIFEST
-    if not file.is_file():
-        raise StoreError(f"{path}: not an answer store (no {MANIFEST})")
-    manifest = read_json_object(file, StoreError)
-    if manifest.get("format") != FORMAT:
-        raise StoreError(f"{file}: not a sieveqa answer store (format {manifest.get('format')!r})")
-    if manifest.get("version") != VERSION:
-        raise StoreError(f"{file}: store version {manifest.get('version')} is not {VERSION}; rebuild it")
-    model, segments = manifest.get("model"), manifest.get("segments")
-    ok = (
-        manifest.get("kind") in ("bits", "float", "vector")
-        and isinstance(model, dict)
-        and isinstance(model.get("dim"), int)
-        and model["dim"] > 0
-        and isinstance(segments, list)
-        and all(_segment_entry(entry) for entry in segments)
-    )
-    if not ok:
-        raise StoreError(
-            f"{file}: malformed manifest (kind, model.dim or a segment entry); rebuild the store"
-        )
-    return manifest
-
-
-def _segment_entry(entry: Any) -> bool:
-    return (
-        isinstance(entry, dict)
-        and isinstance(entry.get("name"), str)
-        and all(isinstance(entry.get(k), int) and entry[k] >= 0 for k in ("count", "tokens"))
-        and isinstance(entry.get("sha256"), dict)
-        and all(isinstance(entry["sha256"].get(f), str) for f in _FILES)
-    )
-
-
-def _open_segment(
-    path: Path, entry: dict[str, Any], manifest: dict[str, Any], verify: bool, in_memory: bool
-) -> _Segment:
-    """One segment's arrays (mapped or read), ids and texts, each file checked against the manifest."""
-    name, folder = entry["name"], path / entry["name"]
-    for file_name in _FILES:
-        file = folder / file_name
-        if not file.is_file():
-            raise StoreError(f"{path}: segment file {name}/{file_name} is missing")
-        if verify and file_sha256(file) != entry["sha256"][file_name]:
-            raise StoreError(f"{path}: {name}/{file_name} is corrupt (sha256 mismatch)")
-    kind, dim = manifest["kind"], manifest["model"]["dim"]
-    width, dtype = (_row_bytes(kind, dim), np.uint8) if kind == "bits" else (dim, np.float32)
-    rows = entry["tokens"] if kind != "vector" else entry["count"]
-    size = (folder / "values.bin").stat().st_size
-    if size != rows * width * np.dtype(dtype).itemsize or (folder / "offsets.bin").stat().st_size != 8 * (
-        entry["count"] + 1
-    ):
-        raise StoreError(f"{path}: {name} has files of the wrong size (truncated?); rebuild the store")
-    values: np.ndarray
-    if in_memory:
-        values = np.fromfile(folder / "values.bin", dtype=dtype).reshape(rows, width)
-    else:
-        values = np.memmap(folder / "values.bin", dtype=dtype, mode="r", shape=(rows, width))
-    offsets = np.fromfile(folder / "offsets.bin", dtype=np.int64)
-    records = []
-    for lineno, line in enumerate((folder / "answers.jsonl").read_bytes().splitlines(), start=1):
-        try:
-            record = json.loads(line)
-            records.append((str(record["id"]), str(record["text"])))
-        except (ValueError, TypeError, KeyError):
-            raise StoreError(f"{path}: {name}/answers.jsonl:{lineno} is not an answer record") from None
-    if len(records) != entry["count"]:
-        raise StoreError(f"{path}: segment {name} does not hold {entry['count']} answers")
-    return _Segment(name, values, offsets, [r[0] for r in records], [r[1] for r in records])
-
-
-def _leftover(name: str) -> bool:
-    """What a killed build leaves in a store folder: its lock, segments, temporary folders."""
-    return name == LOCK_NAME or name.startswith(("seg-", ".seg-"))
-
-
-def _unique(path: Path, answers: list[tuple[str, str]], stored: Container[str]) -> list[tuple[str, str]]:
-    repeated = sorted({i for i, n in Counter(a[0] for a in answers).items() if n > 1 or i in stored})
-    if repeated:
-        raise StoreError(f"{path}: answer ids already stored or repeated: {repeated[:5]}")
-    return answers
-
-
-def _add_segment(
-    path: Path,
-    manifest: dict[str, Any],
-    model: HashingModel,
-    answers: Sequence[tuple[str, str]],
-    progress: bool,
-    chunk: int,
-) -> None:
-    """Write the next segment (atomically), then the manifest that lists it (atomically)."""
-    if answers:
-        name = f"seg-{len(manifest['segments']):05d}"
-        with atomic_dir(path / name) as tmp:
-            tokens = _write_segment(model, answers, tmp, progress, chunk)
-            sha = {f: file_sha256(tmp / f) for f in _FILES}
-        manifest["segments"].append({"name": name, "count": len(answers), "tokens": tokens, "sha256": sha})
-    manifest["count"] = sum(s["count"] for s in manifest["segments"])
-    atomic_write_json(path / MANIFEST, manifest)
-
-
-def _write_segment(
-    model: HashingModel, answers: Sequence[tuple[str, str]], folder: Path, progress: bool, chunk: int
-) -> int:
-    """Encode answers chunk by chunk, streaming rows to disk; returns the number of token rows."""
-    kind = model.config.store_kind
-    offsets = [0]
-    bar = tqdm(total=len(answers), desc="encoding answers", unit="answer", disable=not progress)
-    with (
-        (folder / "values.bin").open("wb") as values,
-        (folder / "answers.jsonl").open("w", encoding="utf-8") as records,
-    ):
-        for start in range(0, len(answers), chunk):
-            part = answers[start : start + chunk]
-            for (answer_id, text), rep in zip(part, model.encode_answers([t for _, t in part]), strict=True):
-                array = rep.numpy()
-                if kind == "bits":
-                    array = np.packbits(array > 0, axis=1)
-                values.write(
-                    np.ascontiguousarray(array, dtype=np.uint8 if kind == "bits" else np.float32).tobytes()
-                )
-                offsets.append(offsets[-1] + (1 if kind == "vector" else len(rep)))
-                records.write(json.dumps({"id": answer_id, "text": text}, ensure_ascii=False) + "\n")
-            bar.update(len(part))
-    bar.close()
-    np.asarray(offsets, dtype=np.int64).tofile(folder / "offsets.bin")
-    return offsets[-1]
+                    limit = seg.offsets[start] + tokens
+                    stop = min(
+                        max(int(np.searchsorted(seg.offsets, limit, side="right")) - 1, start + 1), len(seg)
+                    )
+                    block = seg.values[seg.offsets[start] : seg.offsets[stop]]
+                    lengths = torch.from_numpy(np.diff(seg.offsets[start : stop + 1]))
+                    yield int(self.starts[s]) + start, self._decode(block), lengths
+                start = stop

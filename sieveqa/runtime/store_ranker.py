@@ -1,17 +1,21 @@
 """Ranking against an answer store: questions encoded at query time, answers read from the store.
 
-``StoreRanker.open(store)`` loads the model that built the store (or the one given, which must match
-it); ``rank_queries`` serves the queries of ``sieveqa rank --store`` (and of the HTTP service).
+A search without candidates runs in two stages: the store's first stage (``first_stage``) keeps the
+``k`` most promising answers of the whole store, and HAS's attention ranks only those. ``first_stage
+="none"`` is the full scan: every answer through the attention, a bounded block at a time, with many
+questions sharing each block (``search_many``). ``StoreRanker.open(store)`` finds the model the store
+records (or takes the one given, which must match it).
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Self
+from typing import Any, NamedTuple, Self
 
+import numpy as np
 import torch
 from torch import Tensor
 from tqdm.auto import tqdm
@@ -22,57 +26,148 @@ from sieveqa.encoder import Cost
 from sieveqa.errors import ConfigError
 from sieveqa.models.base import Ranker, RankResult
 from sieveqa.models.hashing import HashingModel
-from sieveqa.models.zoo import load_model
 from sieveqa.runtime.answer_store import AnswerStore
+from sieveqa.runtime.first_stage import fuse
+from sieveqa.runtime.store_model import find_model, store_model
+
+FIRST_STAGES = ("vector", "bm25", "rrf", "mix", "none")
 
 
-def store_model(name: str | Path) -> HashingModel:
-    """A model that encodes or reads a store: a HAS, BERT-attention or BERT-pooling model."""
-    model = load_model(name)
-    if not isinstance(model, HashingModel):
-        raise ConfigError(
-            f"--model {name} is a {model.kind} model; answer stores need a HAS, bert-attention or "
-            "bert-pooling model (sieveqa train --arch has)"
-        )
-    return model
+class StoreHit(NamedTuple):
+    """One stored answer found for a question."""
+
+    id: str
+    score: float
+    text: str
+
+
+@dataclass(frozen=True)
+class SearchSettings:
+    """How a whole-store search finds its answers (defaults chosen on dev: docs/RESULTS.md)."""
+
+    first_stage: str = field(
+        default="vector",
+        metadata={"help": "vector (pooled bits in FAISS), bm25, rrf or mix (both fused), none (full scan)"},
+    )
+    k: int = field(default=100, metadata={"help": "answers the first stage passes to HAS"})
+    mix_weight: float = field(
+        default=0.5, metadata={"help": "mix: weight of the vector scores (BM25: 1 − it)"}
+    )
+    nprobe: int = field(default=16, metadata={"help": "IVF stores: inverted lists searched"})
+
+    def __post_init__(self) -> None:
+        if self.first_stage not in FIRST_STAGES:
+            raise ConfigError(
+                f"--first-stage must be one of {', '.join(FIRST_STAGES)}, got {self.first_stage!r}"
+            )
+        if self.k < 1 or self.nprobe < 1 or not 0 <= self.mix_weight <= 1:
+            raise ConfigError(
+                f"need --k >= 1, --nprobe >= 1 and 0 <= --mix-weight <= 1; got {self.k}, {self.nprobe}, "
+                f"{self.mix_weight}"
+            )
 
 
 class StoreRanker(Ranker):
-    """Questions scored against stored answers: each question is encoded once and only the
-    candidates asked for are read from the store (in chunks of ``chunk``)."""
+    """Questions scored against stored answers: each question is encoded once, and only the answers
+    asked for (candidates, or a first stage's hits) are read from the store."""
 
-    def __init__(self, model: HashingModel, store: AnswerStore, chunk: int = 1024) -> None:
+    def __init__(
+        self, model: HashingModel, store: AnswerStore, settings: SearchSettings | None = None
+    ) -> None:
         store.check_model(model)
-        self.model, self.store, self.chunk = model.eval(), store, chunk
+        self.model, self.store = model.eval(), store
+        self.settings = settings or SearchSettings()
+        stage, first = self.settings.first_stage, store.first_stage
+        needs = {"vector": ["vector"], "bm25": ["bm25"], "rrf": ["vector", "bm25"], "mix": ["vector", "bm25"]}
+        missing = [s for s in needs.get(stage, []) if first is None or s not in first.signals]
+        if missing:
+            raise ConfigError(
+                f"--first-stage {stage} needs {' and '.join(missing)}, which {store.path} was built without "
+                "(sieveqa index build --vector-index / --bm25); use --first-stage none for a full scan"
+            )
 
     @classmethod
-    def open(cls, store: str | Path, model: str | Path | None = None, **settings: Any) -> Self:
-        """A ranker over the store at ``store``, with the model recorded in it (or ``model``),
-        configured with ``settings`` (``device``, ``precision``, ``batch_size``)."""
+    def open(
+        cls,
+        store: str | Path,
+        model: str | Path | None = None,
+        settings: SearchSettings | None = None,
+        **config: Any,
+    ) -> Self:
+        """A ranker over the store at ``store``, with the model it records (or ``model``), set up
+        with ``config`` (``device``, ``precision``, ``batch_size``)."""
         opened = AnswerStore.open(store)
-        return cls(store_model(model or opened.model_ref).configure(**settings), opened)
+        found = (
+            store_model(model) if model is not None else find_model(opened.path, opened.manifest["model_ref"])
+        )
+        return cls(found.configure(**config), opened, settings)
+
+    def _score_rows(self, vectors: Tensor, rows: np.ndarray) -> Tensor:
+        """Q × len(rows) scores of question vectors against the stored answers at ``rows``."""
+        if len(rows) == 0:
+            return torch.empty((len(vectors), 0))
+        return self.model.score_ragged(vectors, *self.store.gather(rows))
 
     def score_ids(self, question: str | Tensor, ids: Sequence[str]) -> Tensor:
         """cos(u_q, v_a) for stored answers ``ids`` (``question``: text, or its encoded vector)."""
         vector = self.model.encode_questions([question])[0] if isinstance(question, str) else question
-        out = [
-            self.model.score_stored(vector, *self.store.batch(ids[start : start + self.chunk]))
-            for start in range(0, len(ids), self.chunk)
-        ]
-        return torch.cat(out) if out else torch.empty(0)
+        return self._score_rows(vector.unsqueeze(0), self.store.rows_of(ids))[0]
 
-    def search(self, question: str, top: int = 10) -> list[tuple[str, float]]:
-        """The ``top`` stored answers for ``question`` over the whole store, best first."""
-        vector = self.model.encode_questions([question])[0]
-        ids: list[str] = []
-        scores = []
-        for chunk_ids, reps in self.store.iter_chunks(self.chunk):
-            ids += chunk_ids
-            scores.append(self.model.score_encoded(vector, reps))
-        if not ids:
-            return []
-        best = torch.topk(torch.cat(scores), min(top, len(ids)))
-        return [(ids[i], float(v)) for v, i in zip(best.values.tolist(), best.indices.tolist(), strict=True)]
+    def candidates(self, questions: Sequence[str], vectors: Tensor) -> list[np.ndarray]:
+        """The rows the first stage keeps for each question (at most ``k``)."""
+        s, first = self.settings, self.store.first_stage
+        assert first is not None  # checked in __init__
+        lists = []
+        if s.first_stage in ("vector", "rrf", "mix"):
+            lists.append(first.search_vectors(vectors.numpy(), s.k, s.nprobe))
+        if s.first_stage in ("bm25", "rrf", "mix"):
+            lists.append(first.search_bm25(questions, s.k))
+        if len(lists) == 1:
+            return [rows for rows, _ in lists[0]]
+        return [fuse(s.first_stage, pair, s.k, s.mix_weight) for pair in zip(*lists, strict=True)]
+
+    def search_many(
+        self, questions: Sequence[str], top: int = 10, progress: bool = False
+    ) -> list[list[StoreHit]]:
+        """The ``top`` stored answers for each question, best first: the first stage's ``k`` ranked
+        by HAS, or (``first_stage="none"``) every answer scored, the questions sharing each block."""
+        vectors = self.model.encode_questions(list(questions))
+        if not len(self.store) or not questions:
+            return [[] for _ in questions]
+        if self.settings.first_stage == "none":
+            return self._scan(vectors, top, progress)
+        out = []
+        for i, rows in enumerate(self.candidates(questions, vectors)):
+            scores = self._score_rows(vectors[i : i + 1], rows)[0]
+            best = torch.topk(scores, min(top, len(rows)))
+            out.append(self._hits(rows[best.indices.numpy()], best.values))
+        return out
+
+    def search(self, question: str, top: int = 10) -> list[StoreHit]:
+        """The ``top`` stored answers for ``question``, best first (see ``search_many``)."""
+        return self.search_many([question], top)[0]
+
+    def _scan(self, vectors: Tensor, top: int, progress: bool) -> list[list[StoreHit]]:
+        """Every answer scored, one bounded block at a time, keeping a running top per question."""
+        top = min(top, len(self.store))
+        best_scores = torch.full((len(vectors), top), float("-inf"))
+        best_rows = torch.zeros((len(vectors), top), dtype=torch.long)
+        with tqdm(total=len(self.store), desc="full scan", unit="answer", disable=not progress) as bar:
+            for first, values, lengths in self.store.scan():
+                scores = self.model.score_ragged(vectors, values, lengths)
+                rows = torch.arange(first, first + scores.shape[1]).expand_as(scores)
+                merged = torch.topk(torch.cat([best_scores, scores], 1), top, dim=1)
+                best_rows = torch.cat([best_rows, rows], 1).gather(1, merged.indices)
+                best_scores = merged.values
+                bar.update(scores.shape[1])
+        return [self._hits(r.numpy(), s) for r, s in zip(best_rows, best_scores, strict=True)]
+
+    def _hits(self, rows: np.ndarray, scores: Tensor) -> list[StoreHit]:
+        out = []
+        for row, score in zip(rows.tolist(), scores.tolist(), strict=True):
+            answer_id, text = self.store.record(int(row))
+            out.append(StoreHit(answer_id, float(score), text))
+        return out
 
     def run(self, examples: Sequence[RankingExample], progress: bool = False) -> RankResult:
         """Scores of each example's candidates, looked up in the store by candidate id."""
@@ -93,21 +188,23 @@ class StoreRanker(Ranker):
                 ranked = self.search(query.question, top=max(top, 1))
             else:
                 scores = self.score_ids(query.question, query.ids).tolist()
-                ranked = sorted(zip(query.ids, scores, strict=True), key=lambda x: -x[1])
+                order = sorted(range(len(scores)), key=lambda j: -scores[j])
+                ranked = [StoreHit(query.ids[j], scores[j], self.store.text(query.ids[j])) for j in order]
             out.append(StoreRanking(query, ranked))
         return out
 
 
 @dataclass
 class StoreRanking:
-    """A query and its stored answers, best first, as ``(id, score)``."""
+    """A query and its stored answers, best first."""
 
     query: StoreQuery
-    ranked: list[tuple[str, float]]
+    ranked: list[StoreHit]
 
     def as_dict(self) -> dict[str, Any]:
+        """The JSON line ``rank --store --output`` writes: each hit with its text, like ``rank``."""
         return {
             "qid": self.query.qid,
             "question": self.query.question,
-            "ranked": [{"id": i, "score": s, "rank": r} for r, (i, s) in enumerate(self.ranked, start=1)],
+            "ranked": [{**hit._asdict(), "rank": r} for r, hit in enumerate(self.ranked, start=1)],
         }
