@@ -114,20 +114,38 @@ def build(
     out: Annotated[Path, typer.Option("--out", "-o", help="store folder to create")],
     batch_size: BatchOpt = 128,
     device: DeviceOpt = "auto",
+    vector_index: Annotated[
+        str,
+        typer.Option(
+            help="first stage: a FAISS index of one pooled vector per answer; auto: flat up to 200,000 "
+            "answers, IVF above; none: no vector first stage"
+        ),
+    ] = "auto",
+    bm25: Annotated[bool, typer.Option(help="first stage: also index the answers' texts with BM25")] = True,
+    segment_size: Annotated[
+        int, typer.Option(help="answers per segment: a killed build resumes after the last whole one")
+    ] = 100_000,
 ) -> None:
-    """Encode an answer collection once and store it (bits for HAS, floats for the baselines).
+    """Encode an answer collection once and store it (bits for HAS, floats for the baselines), with
+    a first stage for searching the whole store.
 
-    All or nothing: a build that is killed leaves no store, and the same command starts it over.
+    Resumable: a killed build keeps its finished segments, and the same command continues it.
     """
     from sieveqa.data.answers import load_answers
+    from sieveqa.errors import ConfigError
     from sieveqa.io import check_output_dir
     from sieveqa.runtime.answer_store import AnswerStore
-    from sieveqa.runtime.store_ranker import store_model
+    from sieveqa.runtime.first_stage import choose_vector_index
+    from sieveqa.runtime.store_model import store_model
 
     check_output_dir(out, "--out")
+    if segment_size < 1:
+        raise ConfigError(f"--segment-size must be at least 1, got {segment_size}")
     collection = load_answers(answers)
+    choose_vector_index(len(collection), vector_index)
     hashing = store_model(model).configure(device=device, batch_size=batch_size)
-    _print_info(AnswerStore.build(hashing, collection, out, progress=True, model_ref=model))
+    options = {"vector_index": vector_index, "bm25": bm25, "segment_size": segment_size}
+    _print_info(AnswerStore.build(hashing, collection, out, progress=True, model_ref=model, **options))
 
 
 @index_app.command("add")
@@ -143,11 +161,12 @@ def add(
     """Append answers as a new segment (the stored ones are not rewritten)."""
     from sieveqa.data.answers import load_answers
     from sieveqa.runtime.answer_store import AnswerStore
-    from sieveqa.runtime.store_ranker import store_model
+    from sieveqa.runtime.store_model import find_model, store_model
 
     store = AnswerStore.open(store_path)
     collection = load_answers(answers)
-    hashing = store_model(model or store.model_ref).configure(device=device, batch_size=batch_size)
+    found = store_model(model) if model else find_model(store.path, store.manifest["model_ref"])
+    hashing = found.configure(device=device, batch_size=batch_size)
     _print_info(store.append(hashing, collection, progress=True))
 
 
@@ -168,14 +187,36 @@ def info(
         _print_info(AnswerStore.open(store_path, verify=verify))
 
 
+#: What each kind of store keeps, and the model settings that apply to it.
+_KINDS = {
+    "bits": ("HAS bit matrices, 1 bit per value of each token", ("backbone", "composition", "beta")),
+    "float": ("float32 token matrices (BERT-attention)", ("backbone", "composition")),
+    "vector": ("one float32 vector per answer (BERT-pooling)", ("backbone", "pooling")),
+}
+
+
 def _print_info(store: AnswerStore) -> None:
-    sig = store.manifest["model"]
+    sig, ref = store.manifest["model"], store.manifest["model_ref"]
+    what, fields = _KINDS[store.kind]
+    tokens = sum(entry["tokens"] for entry in store.manifest["segments"])
+    per = f", {tokens} token rows" if store.kind != "vector" else ""
+    count = f"{len(store)} answers in {len(store.segments)} segment(s){per}"
+    typer.echo(f"{store.path}: {count}; {what}, width {sig['dim']}")
+    settings = ", ".join(f"{name} {sig[name]}" for name in fields)
+    where = ref.get("path") or "shipped with sieveqa"
+    typer.echo(f"model {ref.get('name')} ({where}; {settings}; body {str(ref.get('fingerprint'))[:12]})")
+    entry = store.manifest.get("first_stage") or {}
+    stages = []
+    if entry.get("vector"):
+        from sieveqa.runtime.first_stage import nlist
+
+        index = "flat, fp16" if entry["vector"] == "flat" else f"IVF, {nlist(len(store))} lists, 8-bit"
+        stages.append(f"pooled vectors in FAISS ({index})")
+    if entry.get("bm25"):
+        stages.append("BM25 over the texts")
+    typer.echo(f"first stage: {' + '.join(stages) or 'none (searches scan every answer)'}")
     typer.echo(
-        f"{store.path}: {len(store)} answers in {len(store.segments)} segment(s), kind {store.kind}, "
-        f"width {sig['dim']}; model {store.manifest.get('model_ref')} (backbone {sig['backbone']}, "
-        f"composition {sig['composition']}, hashing {sig['hashing']}, beta {sig['beta']})"
-    )
-    typer.echo(
-        f"representations: {store.disk_bytes() / 2**20:.2f} MiB on disk, "
-        f"{store.ram_bytes() / 2**20:.2f} MiB in RAM"
+        f"on disk: {store.folder_bytes() / 2**20:.2f} MiB in all, representations "
+        f"{store.disk_bytes() / 2**20:.2f} MiB ({store.ram_bytes() / 2**20:.2f} MiB in RAM when every "
+        "page is read)"
     )

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -19,6 +19,9 @@ from sieveqa.cli._app import (
     float_list,
 )
 from sieveqa.errors import ConfigError, shorten
+
+if TYPE_CHECKING:
+    from sieveqa.runtime.store_ranker import SearchSettings
 
 #: Characters of a question or answer shown on screen (files always get the whole text).
 SHOWN = 300
@@ -38,7 +41,14 @@ def rank(
             help="a saved model folder or a shipped one (default: default; with --store: the store's)",
         ),
     ] = None,
-    top: Annotated[int, typer.Option(help="answers to print per question")] = 3,
+    top: Annotated[
+        int,
+        typer.Option(
+            help="answers printed per question; with --store and no candidates, also the answers kept "
+            "and written to --output: metrics such as recall@10 or MAP computed from that file need "
+            "--top at least their depth (10 for recall@10)"
+        ),
+    ] = 3,
     device: DeviceOpt = "auto",
     precision: PrecisionOpt = "auto",
     batch_size: BatchOpt = None,
@@ -48,6 +58,24 @@ def rank(
         Path | None,
         typer.Option(help="answer store (sieveqa index build): candidates are answer ids, or none for all"),
     ] = None,
+    first_stage: Annotated[
+        str,
+        typer.Option(
+            help="--store without candidates: vector (pooled bits in FAISS), bm25, rrf or mix (both "
+            "fused), or none (HAS scores every stored answer: exact, slow on large stores)",
+            rich_help_panel="Store search",
+        ),
+    ] = "vector",
+    k: Annotated[
+        int, typer.Option(help="answers the first stage passes to HAS", rich_help_panel="Store search")
+    ] = 100,
+    nprobe: Annotated[
+        int, typer.Option(help="IVF first stages: inverted lists searched", rich_help_panel="Store search")
+    ] = 16,
+    mix_weight: Annotated[
+        float,
+        typer.Option(help="--first-stage mix: weight of the vector scores", rich_help_panel="Store search"),
+    ] = 0.5,
 ) -> None:
     """Rank the candidates of each question in a JSONL file; print the top answers with scores.
 
@@ -66,7 +94,12 @@ def rank(
             raise ConfigError(
                 "--alpha and --policy are for cascades; an answer store ranks with its HAS model"
             )
-        return _rank_with_store(input_path, store, model, top, output, device, precision, batch_size)
+        from sieveqa.runtime.store_ranker import SearchSettings
+
+        settings = SearchSettings(first_stage, k, mix_weight, nprobe)
+        return _rank_with_store(
+            input_path, store, model, top, output, device, precision, batch_size, settings
+        )
     examples = read_jsonl(input_path)
     ranker = load_ranker(
         model or "default",
@@ -96,22 +129,24 @@ def _rank_with_store(
     device: str,
     precision: str,
     batch_size: int | None,
+    settings: SearchSettings,
 ) -> None:
     from sieveqa.data.answers import read_store_queries
     from sieveqa.data.jsonl import write_jsonl
     from sieveqa.runtime.store_ranker import StoreRanker
 
     queries = read_store_queries(input_path)
-    ranker = StoreRanker.open(store_path, model, device=device, precision=precision, batch_size=batch_size)
-    store = ranker.store
+    ranker = StoreRanker.open(
+        store_path, model, settings, device=device, precision=precision, batch_size=batch_size
+    )
     results = ranker.rank_queries(queries, top)
     for result in results:
         console.print(
             f"[bold]{shorten(result.query.question, SHOWN)}[/bold]  [dim]({result.query.qid})[/dim]"
         )
-        for rank_, (answer_id, score) in enumerate(result.ranked[:top], start=1):
-            text = shorten(store.text(answer_id), SHOWN)
-            console.print(f"  {rank_}. [green]{score:+.3f}[/green]  {text}  [dim]{answer_id}[/dim]")
+        for rank_, hit in enumerate(result.ranked[:top], start=1):
+            text = shorten(hit.text, SHOWN)
+            console.print(f"  {rank_}. [green]{hit.score:+.3f}[/green]  {text}  [dim]{hit.id}[/dim]")
     if output is not None:
         write_jsonl(output, (r.as_dict() for r in results))
         console.print(f"wrote {len(results)} ranked questions to {output}")

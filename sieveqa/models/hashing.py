@@ -17,6 +17,7 @@ stored). The kind of stored representation follows from the config (``store_kind
 from __future__ import annotations
 
 import time
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Self
@@ -140,8 +141,11 @@ class QuestionAttention(nn.Module):
                 + [starts.new_full((1,), len(block) * total)]
             )
             cols = torch.arange(total, device=tokens.device).repeat(len(block))
-            mix = torch.sparse_csr_tensor(rows, cols, weights.reshape(-1), (len(block) * count, total))
-            out.append((mix @ tokens).view(len(block), count, -1))
+            with warnings.catch_warnings():  # "sparse CSR support is in beta": it is exact here
+                warnings.simplefilter("ignore", UserWarning)
+                shape = (len(block) * count, total)
+                mix = torch.sparse_csr_tensor(rows, cols, weights.reshape(-1), shape, check_invariants=False)
+                out.append((mix @ tokens).view(len(block), count, -1))
         return torch.cat(out)
 
 

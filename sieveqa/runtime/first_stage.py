@@ -127,7 +127,9 @@ class FirstStage:
         self.bm25: BM25Index | None = None
         if entry.get("vector"):
             faiss = _faiss()
-            flags = faiss.IO_FLAG_MMAP_IFC | faiss.IO_FLAG_MMAP | faiss.IO_FLAG_READ_ONLY
+            # Flat codes and inverted lists each have their own mapping flag (they do not combine).
+            mapped = faiss.IO_FLAG_MMAP_IFC if entry["vector"] == "flat" else faiss.IO_FLAG_MMAP
+            flags = mapped | faiss.IO_FLAG_READ_ONLY
             self.vector = faiss.read_index(str(folder / VECTORS), flags)
         if entry.get("bm25"):
             self.bm25 = BM25Index.load(folder / BM25_DIR, mmap=True)
@@ -146,11 +148,12 @@ class FirstStage:
         return [(r[r >= 0], s[r >= 0]) for r, s in zip(rows, scores, strict=True)]
 
     def search_bm25(self, questions: Sequence[str], k: int) -> list[Hits]:
-        """The ``k`` answers of highest BM25 score per question (fewer when few share a word)."""
+        """The ``k`` answers of highest BM25 score per question (only those sharing a word with it)."""
         if self.bm25 is None:
             raise ConfigError(f"{self.folder}: the store was built without BM25 (index build --bm25)")
         out = []
-        for hits in self.bm25.search_many(list(questions), k):
+        for found in self.bm25.search_many(list(questions), k):
+            hits = [(i, s) for i, s in found if s > 0]  # a zero shares no word: an arbitrary answer
             rows = np.fromiter((int(i) for i, _ in hits), dtype=np.int64, count=len(hits))
             out.append((rows, np.asarray([s for _, s in hits], dtype=np.float32)))
         return out

@@ -50,8 +50,10 @@ def model_reference(model: HashingModel, model_ref: str | None, store: Path) -> 
     """How a store finds its model again: a shipped name, or the folder (absolute and relative to
     the store, so a store moved with its model still finds it), and the body's fingerprint."""
     path = None if model_ref is None or model_ref in zoo.SHIPPED else zoo.resolve_model(model_ref).resolve()
+    # A training run's folder is named best: its run's name says more.
+    named = None if path is None else (path.name if path.name != "best" else f"{path.parent.name}/best")
     return {
-        "name": None if model_ref is None else (model_ref if path is None else path.name),
+        "name": None if model_ref is None else (model_ref if path is None else named),
         "path": None if path is None else str(path),
         "relative": None if path is None else os.path.relpath(path, store.resolve()),
         "fingerprint": model.body_fingerprint(),

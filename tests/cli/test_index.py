@@ -37,7 +37,9 @@ def test_build_info_add_and_rank_against_a_store(
     assert result.exit_code == 0, result.output
     examples = read_jsonl(example_jsonl)
     n = len({c.id for ex in examples for c in ex.candidates})
-    assert f"{n} answers in 1 segment(s), kind bits" in result.output
+    assert f"{n} answers in 1 segment(s)" in result.output
+    assert "HAS bit matrices" in result.output and "beta 5.0" in result.output
+    assert "pooled vectors in FAISS (flat, fp16) + BM25 over the texts" in result.output
 
     extra = tmp_path / "more.jsonl"
     extra.write_text(json.dumps({"id": "new-1", "text": "The tower is 330 metres tall."}) + "\n")
@@ -45,7 +47,7 @@ def test_build_info_add_and_rank_against_a_store(
     assert result.exit_code == 0, result.output
     assert f"{n + 1} answers in 2 segment(s)" in result.output
     result = sieveqa("index", "info", store)
-    assert result.exit_code == 0 and "MiB on disk" in result.output
+    assert result.exit_code == 0 and "MiB in all" in result.output
 
     queries = tmp_path / "q.jsonl"
     ex = examples[0]
@@ -64,6 +66,44 @@ def test_build_info_add_and_rank_against_a_store(
     assert len(rows[1]["ranked"]) == 2  # the whole store searched, top 2 kept
     scores = [r["score"] for r in rows[0]["ranked"]]
     assert scores == sorted(scores, reverse=True)
+    texts = {c.id: c.text for e in examples for c in e.candidates} | {
+        "new-1": "The tower is 330 metres tall."
+    }
+    assert all(hit["text"] == texts[hit["id"]] for row in rows for hit in row["ranked"])
+    for stage in ("bm25", "rrf", "mix", "none"):
+        result = sieveqa("rank", "--store", store, "--input", queries, "--first-stage", stage, "--k", "5")
+        assert result.exit_code == 0, result.output
+    line = one_error_line(sieveqa("rank", "--store", store, "--input", queries, "--first-stage", "dense"))
+    assert "--first-stage must be one of vector, bm25, rrf, mix, none, got 'dense'" in line
+
+
+def test_info_shows_what_applies_to_the_stores_kind(sieveqa, example_jsonl: Path, tmp_path: Path) -> None:
+    pooling = _train(sieveqa, example_jsonl, tmp_path / "pool", "bert-pooling")
+    store = tmp_path / "store"
+    result = sieveqa(
+        "index", "build", "-m", pooling, "-a", f"jsonl:{example_jsonl}", "-o", store, "--no-bm25"
+    )
+    assert result.exit_code == 0, result.output
+    result = sieveqa("index", "info", store)
+    assert "one float32 vector per answer (BERT-pooling)" in result.output
+    assert "model pool/best (" in result.output and "pooling max" in result.output
+    assert "beta" not in result.output and "token rows" not in result.output and "BM25" not in result.output
+
+
+def test_a_moved_model_is_named_and_can_be_given(
+    sieveqa, has_model: Path, example_jsonl: Path, tmp_path: Path
+) -> None:
+    import shutil
+
+    model = Path(shutil.copytree(has_model, tmp_path / "my-has"))
+    store = tmp_path / "stores" / "s"
+    assert _build(sieveqa, model, example_jsonl, store).exit_code == 0
+    moved = Path(shutil.move(model, tmp_path / "moved-has"))
+    queries = tmp_path / "q.jsonl"
+    queries.write_text(json.dumps({"question": "how tall is it"}) + "\n")
+    line = one_error_line(sieveqa("rank", "--store", store, "--input", queries))
+    assert "its model 'my-has'" in line and "is no longer at" in line and "pass --model FOLDER" in line
+    assert sieveqa("rank", "--store", store, "--input", queries, "--model", moved).exit_code == 0
 
 
 def test_a_store_refuses_a_model_with_another_beta(
@@ -85,23 +125,27 @@ def test_a_cross_encoder_cannot_build_a_store(
     assert "answer stores need a HAS" in line
 
 
-def test_a_killed_build_leaves_no_store_and_the_same_command_starts_over(
+def test_a_killed_build_resumes_with_the_same_command(
     sieveqa, has_model: Path, example_jsonl: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from sieveqa.runtime import answer_store
+    from sieveqa.runtime import store_build
 
     store = tmp_path / "store"
-    real = answer_store._write_segment
+    real, calls = store_build.add_segment, []
 
     def killed(*args, **kwargs):
-        real(*args, **kwargs)
-        raise KeyboardInterrupt  # the process dies after encoding, before the manifest
+        if calls:
+            raise KeyboardInterrupt  # the process dies after its first segment
+        calls.append(1)
+        return real(*args, **kwargs)
 
-    monkeypatch.setattr(answer_store, "_write_segment", killed)
-    assert _build(sieveqa, has_model, example_jsonl, store).exit_code == 130
-    assert not (store / "manifest.json").exists()
-    assert "not an answer store" in one_error_line(sieveqa("index", "info", store))
-    monkeypatch.setattr(answer_store, "_write_segment", real)
-    result = _build(sieveqa, has_model, example_jsonl, store)
+    monkeypatch.setattr(store_build, "add_segment", killed)
+    build = ["index", "build", "-m", has_model, "-a", f"jsonl:{example_jsonl}", "-o", store]
+    assert sieveqa(*build, "--segment-size", "5").exit_code == 130
+    assert "its build stopped after 5 of" in one_error_line(sieveqa("index", "info", store))
+    monkeypatch.setattr(store_build, "add_segment", real)
+    line = one_error_line(sieveqa(*build, "--segment-size", "6"))
+    assert "holds a build stopped after 5 of" in line and "of other options" in line
+    result = sieveqa(*build, "--segment-size", "5")
     assert result.exit_code == 0, result.output
-    assert sorted(p.name for p in store.iterdir()) == [".lock", "manifest.json", "seg-00000"]
+    assert "first-stage-00000" in {p.name for p in store.iterdir()}

@@ -1,4 +1,5 @@
-"""Answer stores: exact bit round trips, appends that leave old data alone, checks that refuse."""
+"""Answer stores: exact bit round trips, appends that leave old data alone, checks that refuse, reads
+that stay bounded."""
 
 import json
 import shutil
@@ -12,7 +13,7 @@ from sieveqa.data.records import Candidate, Question, RankingExample
 from sieveqa.errors import StoreError
 from sieveqa.models.hashing import HashingConfig, HashingModel
 from sieveqa.runtime.answer_store import AnswerStore
-from sieveqa.runtime.store_ranker import StoreRanker
+from sieveqa.runtime.store_ranker import SearchSettings, StoreRanker
 
 ANSWERS = [
     ("a1", "shakespeare wrote hamlet"),
@@ -42,8 +43,10 @@ def test_bits_round_trip_exactly_and_take_one_bit_per_value(has: HashingModel, t
     assert store.ram_bytes() == tokens * dim // 8 + 4 * 8
     values = tmp_path / "s" / "seg-00000" / "values.bin"
     assert values.stat().st_size == tokens * dim // 8
-    assert isinstance(store.segments[0].values, np.memmap)
+    segment = store.segments[0]
+    assert all(isinstance(a, np.memmap) for a in (segment.values, segment.records, segment.lines))
     assert len(store) == 3 and store.text("a3") == "bananas" and "a2" in store
+    assert store.record(1) == ANSWERS[1]
 
 
 @pytest.mark.parametrize("variant", ["bert-attention", "bert-pooling"])
@@ -65,7 +68,8 @@ def test_store_scores_equal_the_models_own_scores(has: HashingModel, tmp_path: P
     assert torch.allclose(torch.tensor(ranker.score([example])[0]), torch.tensor(has.score([example])[0]))
     best = ranker.search("who wrote hamlet", top=2)
     scores = dict(zip(["a3", "a1", "a2"], has.score([example])[0], strict=True))
-    assert [i for i, _ in best] == sorted(scores, key=scores.get, reverse=True)[:2]
+    assert [hit.id for hit in best] == sorted(scores, key=scores.get, reverse=True)[:2]
+    assert [hit.text for hit in best] == [dict(ANSWERS)[hit.id] for hit in best]
 
 
 def test_append_adds_a_segment_and_leaves_the_old_one_untouched(has: HashingModel, tmp_path: Path) -> None:
@@ -74,6 +78,8 @@ def test_append_adds_a_segment_and_leaves_the_old_one_untouched(has: HashingMode
     mtime = (tmp_path / "s" / "seg-00000" / "values.bin").stat().st_mtime_ns
     store = store.append(has, [ANSWERS[2]])
     assert [s.name for s in store.segments] == ["seg-00000", "seg-00001"] and len(store) == 3
+    assert store.manifest["first_stage"]["dir"] == "first-stage-00001"  # rebuilt over all answers
+    assert not (tmp_path / "s" / "first-stage-00000").exists()
     assert (tmp_path / "s" / "seg-00000" / "values.bin").read_bytes() == first
     assert (tmp_path / "s" / "seg-00000" / "values.bin").stat().st_mtime_ns == mtime
     reopened = AnswerStore.open(tmp_path / "s")
@@ -106,7 +112,7 @@ def test_corruption_and_versions_are_refused(has: HashingModel, tmp_path: Path) 
     manifest = json.loads((tmp_path / "s" / "manifest.json").read_text())
     manifest["version"] = 99
     (tmp_path / "s" / "manifest.json").write_text(json.dumps(manifest))
-    with pytest.raises(StoreError, match="store version 99 is not 1; rebuild it"):
+    with pytest.raises(StoreError, match="store version 99 is not 2; rebuild it"):
         AnswerStore.open(tmp_path / "s")
     with pytest.raises(StoreError, match="not an answer store"):
         AnswerStore.open(tmp_path)
@@ -128,19 +134,29 @@ def test_a_store_refuses_another_model(has: HashingModel, tmp_path: Path) -> Non
 
 
 @pytest.mark.parametrize("variant", ["has", "bert-attention", "bert-pooling"])
-def test_a_full_scan_decodes_every_answer_as_a_lookup_does(variant: str, tmp_path: Path) -> None:
+def test_a_full_scan_reads_bounded_blocks_that_decode_as_lookups_do(variant: str, tmp_path: Path) -> None:
     model = _model(variant)
     store = AnswerStore.build(model, ANSWERS[:2], tmp_path / "s").append(model, ANSWERS[2:])
-    seen = []
-    for ids, reps in store.iter_chunks(size=1):
-        seen += ids
-        for answer_id, rep in zip(ids, reps, strict=True):
-            assert torch.equal(rep, store.representations([answer_id])[0])
-    assert seen == ["a1", "a2", "a3"]
-    ranker = StoreRanker(model, store, chunk=2)
-    everything = ranker.score_ids("who wrote hamlet", seen)
+    lengths = [len(r) for r in store.representations(["a1", "a2", "a3"])]
+    seen = 0
+    for first, values, block_lengths in store.scan(tokens=1):  # one answer per block at most
+        assert first == seen
+        count = 1 if block_lengths is None else len(block_lengths)
+        assert count == 1
+        want = store.representations([store.record(first)[0]])[0]
+        assert torch.equal(values if block_lengths is not None else values[0], want)
+        seen += count
+    assert seen == 3
+    if variant != "bert-pooling":
+        blocks = list(store.scan(tokens=max(lengths[:2]) + lengths[0]))
+        assert all(int(b[2].sum()) <= max(lengths[:2]) + lengths[0] for b in blocks)
+    ranker = StoreRanker(model, store, SearchSettings(first_stage="none"))
+    everything = ranker.score_ids("who wrote hamlet", ["a1", "a2", "a3"])
     best = ranker.search("who wrote hamlet", top=3)
-    assert [i for i, _ in best] == [seen[i] for i in everything.argsort(descending=True).tolist()]
+    assert [h.id for h in best] == [
+        ["a1", "a2", "a3"][i] for i in everything.argsort(descending=True).tolist()
+    ]
+    assert torch.allclose(torch.tensor([h.score for h in best]), everything.sort(descending=True).values)
 
 
 def test_two_writers_of_one_store_cannot_add_the_same_id(has: HashingModel, tmp_path: Path) -> None:
@@ -159,7 +175,7 @@ def test_a_damaged_store_is_a_store_error_even_unverified(
     AnswerStore.build(has, ANSWERS, tmp_path / "s")
     segment = tmp_path / "s" / "seg-00000"
     if damage == "manifest":
-        (tmp_path / "s" / "manifest.json").write_text('{"format": "sieveqa-answer-store", "version": 1}')
+        (tmp_path / "s" / "manifest.json").write_text('{"format": "sieveqa-answer-store", "version": 2}')
         message = "malformed manifest"
     elif damage == "truncated":
         (segment / "values.bin").write_bytes((segment / "values.bin").read_bytes()[:-8])
@@ -167,6 +183,15 @@ def test_a_damaged_store_is_a_store_error_even_unverified(
     else:
         with (segment / "answers.jsonl").open("a") as handle:
             handle.write("not json\n")
-        message = "answers.jsonl:4 is not an answer record"
+        message = "offsets that do not match"
     with pytest.raises(StoreError, match=message):
         AnswerStore.open(tmp_path / "s", verify=False)
+
+
+def test_a_damaged_record_is_named_when_read(has: HashingModel, tmp_path: Path) -> None:
+    AnswerStore.build(has, ANSWERS, tmp_path / "s", bm25=False)
+    records = tmp_path / "s" / "seg-00000" / "answers.jsonl"
+    records.write_bytes(records.read_bytes().replace(b'"id"', b'"ID"', 1))
+    store = AnswerStore.open(tmp_path / "s", verify=False)
+    with pytest.raises(StoreError, match=r"seg-00000/answers.jsonl:1 is not an answer record"):
+        store.record(0)
