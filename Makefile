@@ -6,7 +6,7 @@ SIEVEQA := $(BIN)/sieveqa
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: install demo test test-all test-fast lint install-mpnet default-model cascade-models retrofit-model mono-models default-cascade has-models has-sensitivity peasi-models peasi-ship peasi-wikiqa reader-models mhs-teachers mhs-teacher-scores mhs-kd-search mhs-students mhs-tables default-kd
+.PHONY: install demo test test-all test-fast lint install-mpnet default-model cascade-models retrofit-model mono-models default-cascade has-models has-sensitivity peasi-models peasi-ship peasi-wikiqa reader-models mhs-teachers mhs-teacher-scores mhs-kd-search mhs-students mhs-tables default-kd has-store-model store-bench
 
 $(VENV)/.installed: pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -105,6 +105,18 @@ has-sensitivity: install
 	for s in beta=5 beta=1 beta=20 delta=0 delta=1e-4 beta=2 beta=10 delta=1e-7 delta=1e-5; do \
 		$(SIEVEQA) train --arch has --$${s%=*} $${s#*=} $(HAS_SENS) --out runs/has/sensitivity/$${s%=*}-$${s#*=} \
 		|| exit 1; done
+
+# Answer stores at scale (issue 15): a HAS model for general sentences (WikiQA train and a slice of
+# SQuAD-AS2 train; about 15 min on 2 cores), then the two-stage search against the full scan (dev
+# chooses the first stage and k, test reports) and stores of 10k, 100k and 1M answers.
+STORE_MODEL ?= runs/has-store/best
+has-store-model: install
+	$(SIEVEQA) train --arch has $(HAS_TRAIN) --train wikiqa:train,squad-as2:train --dev wikiqa:dev \
+		--max-negatives 4 --max-pairs 9000 --epochs 1 --out runs/has-store
+store-bench: install
+	$(BIN)/python bench/store_scale.py recall --model $(STORE_MODEL) --split dev --ivf --out bench/results/stores/recall-dev.json
+	$(BIN)/python bench/store_scale.py recall --model $(STORE_MODEL) --split test --out bench/results/stores/recall-test.json
+	$(BIN)/python bench/store_scale.py scale --model $(STORE_MODEL) --out bench/results/stores/scale.json
 
 # Monolithic models of 2..5 layers (the paper's "n layers TandA" rows and the sequential ranker).
 DEPTHS ?= 2 3 4 5

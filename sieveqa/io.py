@@ -22,7 +22,7 @@ from typing import IO, Any
 
 from filelock import FileLock, Timeout
 
-from sieveqa.errors import BusyError, ConfigError, SieveQAError
+from sieveqa.errors import BusyError, ConfigError, SieveQAError, StoreError
 
 # mkstemp creates files readable by their owner only; give them the permissions open() would.
 _UMASK = os.umask(0)
@@ -204,6 +204,26 @@ def read_json_object(path: str | os.PathLike[str], error: type[SieveQAError] = C
     if not isinstance(data, dict):
         raise error(f"{path}: expected a JSON object, got {type(data).__name__}")
     return data
+
+
+def read_manifest(
+    folder: str | os.PathLike[str], fmt: str, version: int, what: str, rebuild: str
+) -> dict[str, Any]:
+    """``folder/manifest.json`` of format ``fmt`` at ``version``, or a StoreError naming the folder
+    and what to do (``rebuild``: the command that makes a new one)."""
+    folder = Path(folder)
+    file = folder / "manifest.json"
+    if not file.is_file():
+        raise StoreError(f"{folder}: not {what} (no manifest.json); build one with `{rebuild}`")
+    manifest = read_json_object(file, StoreError)
+    if manifest.get("format") != fmt:
+        raise StoreError(f"{folder}: not {what} (format {manifest.get('format')!r})")
+    if manifest.get("version") != version:
+        raise StoreError(
+            f"{folder}: {what.split()[-1]} format version {manifest.get('version')!r}, this sieveqa reads "
+            f"{version}; rebuild it with `{rebuild}`"
+        )
+    return manifest
 
 
 def file_sha256(path: str | os.PathLike[str]) -> str:

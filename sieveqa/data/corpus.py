@@ -27,7 +27,7 @@ from sieveqa.data.passages import passage_spans, tokenizer_signature, word_chunk
 from sieveqa.data.sentences import sentence_spans
 from sieveqa.errors import ConfigError, DataFormatError, StoreError
 from sieveqa.fields import typed
-from sieveqa.io import LOCK_NAME, atomic_dir, atomic_write_json, exclusive, file_sha256, read_json_object
+from sieveqa.io import LOCK_NAME, atomic_dir, atomic_write_json, exclusive, file_sha256, read_manifest
 from sieveqa.retrieval import BM25Index
 from sieveqa.retrieval.dense import DenseIndex
 
@@ -123,18 +123,7 @@ class CorpusIndex:
     def open(cls, path: str | Path, verify: bool = True) -> CorpusIndex:
         """Open an index; ``verify`` checks every file's sha256 against the manifest."""
         path = Path(path)
-        if not (path / MANIFEST).is_file():
-            raise StoreError(
-                f"{path}: not a corpus index (no {MANIFEST}); build one with `sieveqa index corpus`"
-            )
-        manifest = read_json_object(path / MANIFEST, StoreError)
-        if manifest.get("format") != FORMAT:
-            raise StoreError(f"{path}: not a corpus index (format {manifest.get('format')!r})")
-        if manifest.get("version") != VERSION:
-            raise StoreError(
-                f"{path}: index format version {manifest.get('version')!r}, this sieveqa reads {VERSION}; "
-                "rebuild it with `sieveqa index corpus`"
-            )
+        manifest = read_manifest(path, FORMAT, VERSION, "a corpus index", "sieveqa index corpus")
         if manifest.get("tokenizer") != tokenizer_signature():
             raise StoreError(f"{path}: built with another tokenizer than the installed one; rebuild it")
         gen = path / str(manifest.get("generation"))

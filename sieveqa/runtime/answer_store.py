@@ -25,9 +25,19 @@ from sieveqa.errors import StoreError
 from sieveqa.models.hashing import HashingModel, StoreKind
 from sieveqa.runtime import store_build
 from sieveqa.runtime.first_stage import FirstStage
-from sieveqa.runtime.store_format import FILES, Segment, open_segment, read_manifest, verify_files
+from sieveqa.runtime.store_format import (
+    FILES,
+    Segment,
+    open_segment,
+    read_manifest,
+    row_bytes,
+    verify_files,
+)
 from sieveqa.runtime.store_model import check_signature, model_signature
 
+#: Stores up to this size (at one bit per value) are checked against their sha256 at every open; larger
+#: ones only when asked (``index info`` does), as reading gigabytes would dominate a search.
+VERIFY_MAX = 256 << 20
 #: Token rows unpacked at once by a full scan (bounds its memory: 64k rows × D floats).
 SCAN_TOKENS = 1 << 16
 
@@ -95,11 +105,15 @@ class AnswerStore:
     # -- opening and writing ------------------------------------------------------------------------
 
     @classmethod
-    def open(cls, path: str | Path, verify: bool = True, in_memory: bool = False) -> AnswerStore:
-        """Open a store; ``verify`` checks sha256 of every file, ``in_memory`` reads values into RAM
-        instead of mapping them."""
+    def open(cls, path: str | Path, verify: bool | None = None, in_memory: bool = False) -> AnswerStore:
+        """Open a store; ``verify`` checks sha256 of every file (default: for stores of at most
+        ``VERIFY_MAX`` bytes; sizes are always checked), ``in_memory`` reads values into RAM instead
+        of mapping them."""
         path = Path(path)
         manifest = read_manifest(path)
+        if verify is None:
+            rows = sum(e["count" if manifest["kind"] == "vector" else "tokens"] for e in manifest["segments"])
+            verify = rows * row_bytes(manifest["kind"], manifest["model"]["dim"]) <= VERIFY_MAX
         build = manifest.get("build")
         if build is not None:
             raise StoreError(

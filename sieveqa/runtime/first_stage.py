@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator, Sequence
+from functools import cached_property
 from pathlib import Path
 from typing import Any, Literal
 
@@ -123,20 +124,25 @@ class FirstStage:
 
     def __init__(self, folder: Path, entry: dict[str, Any]) -> None:
         self.folder, self.entry = folder, entry
-        self.vector: Any = None
-        self.bm25: BM25Index | None = None
-        if entry.get("vector"):
-            faiss = _faiss()
-            # Flat codes and inverted lists each have their own mapping flag (they do not combine).
-            mapped = faiss.IO_FLAG_MMAP_IFC if entry["vector"] == "flat" else faiss.IO_FLAG_MMAP
-            flags = mapped | faiss.IO_FLAG_READ_ONLY
-            self.vector = faiss.read_index(str(folder / VECTORS), flags)
-        if entry.get("bm25"):
-            self.bm25 = BM25Index.load(folder / BM25_DIR, mmap=True)
+
+    @cached_property
+    def vector(self) -> Any:
+        """The FAISS index (opened on first use), or None."""
+        if not self.entry.get("vector"):
+            return None
+        faiss = _faiss()
+        # Flat codes and inverted lists each have their own mapping flag (they do not combine).
+        mapped = faiss.IO_FLAG_MMAP_IFC if self.entry["vector"] == "flat" else faiss.IO_FLAG_MMAP
+        return faiss.read_index(str(self.folder / VECTORS), mapped | faiss.IO_FLAG_READ_ONLY)
+
+    @cached_property
+    def bm25(self) -> BM25Index | None:
+        """The BM25 index (opened on first use), or None."""
+        return BM25Index.load(self.folder / BM25_DIR, mmap=True) if self.entry.get("bm25") else None
 
     @property
     def signals(self) -> list[str]:
-        return [name for name, index in (("vector", self.vector), ("bm25", self.bm25)) if index is not None]
+        return [name for name in ("vector", "bm25") if self.entry.get(name)]
 
     def search_vectors(self, queries: np.ndarray, k: int, nprobe: int) -> list[Hits]:
         """The ``k`` answers of highest cos(u_q, pooled) per query vector (Q × D)."""

@@ -28,7 +28,8 @@ from typing import Any
 import numpy as np
 
 from sieveqa.errors import StoreError
-from sieveqa.io import file_sha256, read_json_object
+from sieveqa.io import file_sha256
+from sieveqa.io import read_manifest as read_manifest_file
 from sieveqa.models.hashing import StoreKind
 
 FORMAT = "sieveqa-answer-store"
@@ -71,17 +72,8 @@ class Segment:
 
 def read_manifest(path: Path) -> dict[str, Any]:
     """The manifest of the store at ``path``, checked for the fields every reader relies on."""
+    manifest = read_manifest_file(path, FORMAT, VERSION, "an answer store", "sieveqa index build")
     file = path / MANIFEST
-    if not file.is_file():
-        raise StoreError(f"{path}: not an answer store (no {MANIFEST})")
-    manifest = read_json_object(file, StoreError)
-    if manifest.get("format") != FORMAT:
-        raise StoreError(f"{file}: not a sieveqa answer store (format {manifest.get('format')!r})")
-    if manifest.get("version") != VERSION:
-        raise StoreError(
-            f"{file}: store version {manifest.get('version')} is not {VERSION}; rebuild it with "
-            "`sieveqa index build`"
-        )
     model, segments = manifest.get("model"), manifest.get("segments")
     ok = (
         manifest.get("kind") in ("bits", "float", "vector")

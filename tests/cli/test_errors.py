@@ -96,5 +96,5 @@ def test_cascade_options_with_a_store_are_refused(sieveqa, example_jsonl: Path, 
 def test_a_folder_that_is_no_store_is_one_line(sieveqa, tmp_path: Path) -> None:
     assert (
         one_error_line(sieveqa("index", "info", tmp_path))
-        == f"error: {tmp_path}: not an answer store (no manifest.json)"
+        == f"error: {tmp_path}: not an answer store (no manifest.json); build one with `sieveqa index build`"
     )

@@ -119,3 +119,23 @@ def test_save_and_load_round_trip(has_model: HashingModel, tmp_path: Path) -> No
     before = torch.tensor(has_model.score(_examples()))
     after = torch.tensor(loaded.score(_examples()))
     assert torch.allclose(before, after, atol=2e-2)  # fp16 storage may flip a near-zero sign
+
+
+@pytest.mark.parametrize("variant", ["has", "bert-attention", "bert-pooling"])
+def test_ragged_scores_equal_padded_ones_for_every_question(variant: str, monkeypatch) -> None:
+    torch.manual_seed(0)
+    model = HashingModel(HashingConfig.variant(variant, backbone="tiny", max_length=32)).eval()
+    texts = ["shakespeare wrote hamlet", "paris is the capital of france and a large city", "bananas"]
+    answers = model.encode_answers(texts)
+    questions = model.encode_questions(["who wrote hamlet", "where is paris", "fruit", "x"])
+    padded = torch.stack([model.score_encoded(q, answers) for q in questions])
+    if variant == "bert-pooling":
+        ragged = model.score_ragged(questions, torch.stack(answers), None)
+    else:
+        lengths = torch.tensor([len(a) for a in answers])
+        ragged = model.score_ragged(questions, torch.cat(answers), lengths)
+        # questions cut into blocks of one (a tiny float budget) score the same
+        monkeypatch.setattr("sieveqa.models.hashing._RAGGED_FLOATS", 1)
+        assert torch.allclose(model.score_ragged(questions, torch.cat(answers), lengths), ragged, atol=1e-6)
+    assert ragged.shape == (4, 3)
+    assert torch.allclose(ragged, padded, atol=1e-6)

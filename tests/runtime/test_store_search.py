@@ -72,7 +72,7 @@ def test_an_ivf_first_stage_searches_its_nearest_lists(has: HashingModel, tmp_pa
     everything = StoreRanker(has, store, SearchSettings(k=len(ANSWERS), nprobe=16)).search(QUESTIONS[0], 3)
     full = StoreRanker(has, store, SearchSettings(first_stage="none")).search(QUESTIONS[0], 3)
     assert [h.id for h in everything] == [h.id for h in full]  # every list searched: exact
-    with pytest.raises(ConfigError, match="--first-stage bm25 needs bm25, which .* was built without"):
+    with pytest.raises(ConfigError, match=r"--first-stage bm25 needs bm25, which .* was built without"):
         StoreRanker(has, store, SearchSettings(first_stage="bm25"))
 
 
