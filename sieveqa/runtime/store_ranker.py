@@ -31,6 +31,8 @@ from sieveqa.runtime.first_stage import fuse
 from sieveqa.runtime.store_model import find_model, store_model
 
 FIRST_STAGES = ("vector", "bm25", "rrf", "mix", "none")
+#: Answers unpacked and scored at once for a list of candidates (bounds the floats held).
+ROWS_AT_ONCE = 1024
 
 
 class StoreHit(NamedTuple):
@@ -103,10 +105,15 @@ class StoreRanker(Ranker):
         return cls(found.configure(**config), opened, settings)
 
     def _score_rows(self, vectors: Tensor, rows: np.ndarray) -> Tensor:
-        """Q × len(rows) scores of question vectors against the stored answers at ``rows``."""
+        """Q × len(rows) scores of question vectors against the stored answers at ``rows``, unpacked
+        ``ROWS_AT_ONCE`` answers at a time."""
         if len(rows) == 0:
             return torch.empty((len(vectors), 0))
-        return self.model.score_ragged(vectors, *self.store.gather(rows))
+        parts = [
+            self.model.score_ragged(vectors, *self.store.gather(rows[start : start + ROWS_AT_ONCE]))
+            for start in range(0, len(rows), ROWS_AT_ONCE)
+        ]
+        return torch.cat(parts, dim=1)
 
     def score_ids(self, question: str | Tensor, ids: Sequence[str]) -> Tensor:
         """cos(u_q, v_a) for stored answers ``ids`` (``question``: text, or its encoded vector)."""

@@ -95,3 +95,17 @@ def test_settings_and_index_choices_are_checked() -> None:
         SearchSettings(first_stage="dense")
     with pytest.raises(ConfigError, match="need --k >= 1"):
         SearchSettings(k=0)
+
+
+def test_long_candidate_lists_are_scored_in_bounded_parts(
+    has: HashingModel, store: AnswerStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ranker = StoreRanker(has, store, SearchSettings(first_stage="none"))
+    ids = [answer_id for answer_id, _ in ANSWERS[::-1]]
+    whole = ranker.score_ids(QUESTIONS[0], ids)
+    gathered = []
+    real_gather = store.gather
+    monkeypatch.setattr("sieveqa.runtime.store_ranker.ROWS_AT_ONCE", 7)
+    monkeypatch.setattr(store, "gather", lambda rows: gathered.append(len(rows)) or real_gather(rows))
+    assert torch.allclose(ranker.score_ids(QUESTIONS[0], ids), whole, atol=1e-6)
+    assert max(gathered) == 7 and sum(gathered) == len(ids)
