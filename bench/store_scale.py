@@ -179,11 +179,26 @@ print(json.dumps({{"before": before, "opened": opened, "after": rss(), "peak": p
 """
 
 
-def probe(store: Path, settings: dict[str, Any], qs: list[str], threads: int) -> dict[str, Any]:
-    """Search ``qs`` in a fresh process; its resident memory and the time of each question."""
+CGROUP = Path("/sys/fs/cgroup/memory/sieveqa-store-probe")
+
+
+def probe(
+    store: Path, settings: dict[str, Any], qs: list[str], threads: int, limit: int = 0
+) -> dict[str, Any]:
+    """Search ``qs`` in a fresh process; its resident memory and the time of each question. With
+    ``limit``, the process runs in a cgroup (v1) allowed that many bytes of memory, page cache of the
+    mapped store included: a store larger than that must still open and answer."""
     code = _PROBE.format(page=os.sysconf("SC_PAGE_SIZE"), threads=threads)
     argv = [sys.executable, "-c", code, str(store), json.dumps(settings), json.dumps(qs)]
-    done = subprocess.run(argv, capture_output=True, text=True, check=True)
+    enter = None
+    if limit:
+        CGROUP.mkdir(exist_ok=True)
+        (CGROUP / "memory.limit_in_bytes").write_text(str(limit))
+
+        def enter() -> None:
+            (CGROUP / "cgroup.procs").write_text(str(os.getpid()))
+
+    done = subprocess.run(argv, capture_output=True, text=True, check=True, preexec_fn=enter)
     out = json.loads(done.stdout.strip().splitlines()[-1])
     times = np.asarray(out["times"][1:])  # the first question pages in what the rest reuse
     return {
@@ -244,6 +259,11 @@ def scale(args: argparse.Namespace) -> None:
             if label == "full scan" and size > args.max_scan:
                 continue
             row[label] = probe(path, settings, qs if label == "two-stage" else qs[:5], args.threads)
+        if args.memory_limit and store.folder_bytes() > args.memory_limit:
+            row["two-stage, memory-limited"] = {
+                "limit_bytes": args.memory_limit,
+                **probe(path, {"k": args.k}, qs, args.threads, args.memory_limit),
+            }
         rows.append(row)
         print(json.dumps(row))
     finish(args.out, "store-scale", {"rows": rows, "k": args.k, "threads": args.threads})
@@ -267,6 +287,9 @@ def main() -> None:
     s.add_argument("--k", type=int, default=100)
     s.add_argument("--questions", type=int, default=101)
     s.add_argument("--max-scan", type=int, default=100_000)
+    s.add_argument(
+        "--memory-limit", type=int, default=1 << 30, help="bytes; stores larger search again under it"
+    )
     s.add_argument("--kill-at", type=int, default=1_000_000, help="stores this large are killed once")
     s.add_argument("--kill-after", type=float, default=600.0, help="seconds into the build")
     s.add_argument("--threads", type=int, default=2)

@@ -174,8 +174,10 @@ def finish(path: Path, manifest: dict[str, Any], progress: bool) -> None:
     manifest["first_stage"] = {"dir": name, "vector": index, "bm25": bool(options["bm25"]), "sha256": sha}
     manifest.pop("build", None)
     atomic_write_json(path / MANIFEST, manifest)
-    if old is not None and old["dir"] != name:
-        shutil.rmtree(path / old["dir"], ignore_errors=True)
+    # The one it replaces, and any a killed writer left (readers that mapped one keep their pages).
+    for stale in path.glob("first-stage-*"):
+        if stale.name != name:
+            shutil.rmtree(stale, ignore_errors=True)
 
 
 def append(path: Path, model: HashingModel, answers: Sequence[tuple[str, str]], progress: bool) -> None:
