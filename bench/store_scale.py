@@ -35,7 +35,7 @@ from _common import finish
 from sieveqa.data.registry import load_dataset
 from sieveqa.runtime.answer_store import AnswerStore
 from sieveqa.runtime.first_stage import build_vector_index, collect_vectors
-from sieveqa.runtime.store_model import store_model
+from sieveqa.runtime.store_format import store_model
 from sieveqa.runtime.store_ranker import SearchSettings, StoreRanker
 
 SOURCES = [
@@ -154,7 +154,7 @@ _PROBE = """
 import json, resource, sys, time
 import torch
 from sieveqa.runtime.store_ranker import SearchSettings, StoreRanker
-from sieveqa.runtime.store_model import find_model
+from sieveqa.runtime.store_format import find_model
 from sieveqa.runtime.answer_store import AnswerStore
 
 def rss():

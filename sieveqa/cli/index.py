@@ -136,7 +136,7 @@ def build(
     from sieveqa.io import check_output_dir
     from sieveqa.runtime.answer_store import AnswerStore
     from sieveqa.runtime.first_stage import choose_vector_index
-    from sieveqa.runtime.store_model import store_model
+    from sieveqa.runtime.store_format import store_model
 
     check_output_dir(out, "--out")
     if segment_size < 1:
@@ -161,7 +161,7 @@ def add(
     """Append answers as a new segment (the stored ones are not rewritten)."""
     from sieveqa.data.answers import load_answers
     from sieveqa.runtime.answer_store import AnswerStore
-    from sieveqa.runtime.store_model import find_model, store_model
+    from sieveqa.runtime.store_format import find_model, store_model
 
     store = AnswerStore.open(store_path)
     collection = load_answers(answers)

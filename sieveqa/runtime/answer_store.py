@@ -28,12 +28,13 @@ from sieveqa.runtime.first_stage import FirstStage
 from sieveqa.runtime.store_format import (
     FILES,
     Segment,
+    check_signature,
+    model_signature,
     open_segment,
     read_manifest,
     row_bytes,
     verify_files,
 )
-from sieveqa.runtime.store_model import check_signature, model_signature
 
 #: Stores up to this size (at one bit per value) are checked against their sha256 at every open; larger
 #: ones only when asked (``index info`` does), as reading gigabytes would dominate a search.

@@ -36,10 +36,11 @@ from sieveqa.runtime.store_format import (
     MANIFEST,
     VERSION,
     Segment,
+    check_signature,
+    model_signature,
     open_segment,
     read_manifest,
 )
-from sieveqa.runtime.store_model import check_signature, model_signature
 
 SEGMENT_SIZE = 100_000
 #: Bytes of encoded answers kept to reuse for repeated texts during one build.

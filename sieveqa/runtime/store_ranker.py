@@ -28,7 +28,7 @@ from sieveqa.models.base import Ranker, RankResult
 from sieveqa.models.hashing import HashingModel
 from sieveqa.runtime.answer_store import AnswerStore
 from sieveqa.runtime.first_stage import fuse
-from sieveqa.runtime.store_model import find_model, store_model
+from sieveqa.runtime.store_format import find_model, store_model
 
 FIRST_STAGES = ("vector", "bm25", "rrf", "mix", "none")
 #: Answers unpacked and scored at once for a list of candidates (bounds the floats held).
