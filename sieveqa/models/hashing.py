@@ -37,8 +37,11 @@ from sieveqa.models.encoder_model import EncoderModel, ModelConfig
 Composition = Literal["attention", "pooling"]
 StoreKind = Literal["bits", "float", "vector"]
 
-#: Floats of W1·b_i + W2·u_q one ragged attention block may hold (question blocks are cut to fit).
+#: Floats of logits, weights or answer vectors one ragged attention block may hold (question blocks are
+#: cut to fit, at most _QUESTION_BLOCK questions), and of tanh inputs one logit block holds (~4 MB).
 _RAGGED_FLOATS = 1 << 24
+_QUESTION_BLOCK = 64
+_LOGIT_BLOCK = 1 << 20
 
 #: The paper's three models as (composition, hashing).
 VARIANTS: dict[str, tuple[Composition, bool]] = {
@@ -126,16 +129,17 @@ class QuestionAttention(nn.Module):
         keys = self.w1(tokens)  # T × M
         count, total = len(lengths), len(tokens)
         owner = torch.repeat_interleave(torch.arange(count, device=tokens.device), lengths)
+        starts = torch.cat([lengths.new_zeros(1), lengths.cumsum(0)])
         out = []
-        for block in questions.split(max(1, _RAGGED_FLOATS // max(total * keys.shape[1], 1))):
-            logits = self.m(torch.tanh(keys + self.w2(block).unsqueeze(1))).squeeze(-1)  # q × T
+        size = max(1, min(_QUESTION_BLOCK, _RAGGED_FLOATS // max(total, count * tokens.shape[1], 1)))
+        for block in questions.split(size):
+            logits = self._logits(keys, self.w2(block))  # q × T
             index = owner.expand_as(logits)
             top = logits.new_full((len(block), count), float("-inf"))
             top = top.scatter_reduce(1, index, logits, "amax", include_self=True)
             weights = (logits - top.gather(1, index)).exp()
             weights = weights / weights.new_zeros(top.shape).scatter_add(1, index, weights).gather(1, index)
             # Σ α_i b_i per (question, answer) is a sparse (q·N × T) by dense (T × D) product.
-            starts = torch.cat([lengths.new_zeros(1), lengths.cumsum(0)])
             rows = torch.cat(
                 [(starts[:-1] + q * total) for q in range(len(block))]
                 + [starts.new_full((1,), len(block) * total)]
@@ -147,6 +151,19 @@ class QuestionAttention(nn.Module):
                 mix = torch.sparse_csr_tensor(rows, cols, weights.reshape(-1), shape, check_invariants=False)
                 out.append((mix @ tokens).view(len(block), count, -1))
         return torch.cat(out)
+
+    def _logits(self, keys: Tensor, queries: Tensor) -> Tensor:
+        """mᵀ tanh(k_i + W2 u_q) for every question (``queries`` q × M) and token (``keys`` T × M):
+        q × T, computed a cache-sized block of tokens at a time into one reused buffer (the tanh over
+        q × T × M values is most of a full scan's time; blocks halve it against one pass)."""
+        out = keys.new_empty((len(queries), len(keys)))
+        step = max(1, _LOGIT_BLOCK // (len(queries) * keys.shape[1]))
+        buffer = keys.new_empty((len(queries), min(step, len(keys)), keys.shape[1]))
+        for start in range(0, len(keys), step):
+            part = buffer[:, : min(step, len(keys) - start)]
+            torch.add(keys[start : start + step].unsqueeze(0), queries.unsqueeze(1), out=part)
+            out[:, start : start + part.shape[1]] = part.tanh_() @ self.m.weight[0]
+        return out
 
 
 class HashingModel(EncoderModel, Ranker):

@@ -134,8 +134,9 @@ def test_ragged_scores_equal_padded_ones_for_every_question(variant: str, monkey
     else:
         lengths = torch.tensor([len(a) for a in answers])
         ragged = model.score_ragged(questions, torch.cat(answers), lengths)
-        # questions cut into blocks of one (a tiny float budget) score the same
+        # questions cut into blocks of one, tokens into blocks of one (tiny float budgets): the same
         monkeypatch.setattr("sieveqa.models.hashing._RAGGED_FLOATS", 1)
+        monkeypatch.setattr("sieveqa.models.hashing._LOGIT_BLOCK", 1)
         assert torch.allclose(model.score_ragged(questions, torch.cat(answers), lengths), ragged, atol=1e-6)
     assert ragged.shape == (4, 3)
     assert torch.allclose(ragged, padded, atol=1e-6)
