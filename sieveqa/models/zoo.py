@@ -20,6 +20,8 @@ SHIPPED = {
     # PEASI's passage reranker (the default ranker trained on 256-token passages) and EASI selector.
     "peasi-pr": RESOURCES / "peasi-pr",
     "peasi-easi": RESOURCES / "peasi-easi",
+    # HAS for answer stores (issue 15): sentences of WikiQA train and a slice of SQuAD-AS2 train.
+    "has": RESOURCES / "has",
 }
 
 
