@@ -7,7 +7,7 @@ from sieveqa.runtime.cascade import CascadePolicy, CascadeRanker, CascadeResult,
 from sieveqa.runtime.ensemble import EnsembleRanker, EnsembleSpec
 from sieveqa.runtime.policy import Policy, load_ranker
 from sieveqa.runtime.pruning import cascade_order, check_drop_ratios, drop_count, keep_top
-from sieveqa.runtime.store_ranker import StoreRanker
+from sieveqa.runtime.store_ranker import SearchSettings, StoreHit, StoreRanker
 from sieveqa.runtime.trace import CascadeTrace, simulate
 
 __all__ = [
@@ -21,7 +21,9 @@ __all__ = [
     "EnsembleRanker",
     "EnsembleSpec",
     "Policy",
+    "SearchSettings",
     "SequentialRanker",
+    "StoreHit",
     "StoreRanker",
     "cascade_order",
     "check_drop_ratios",
