@@ -204,7 +204,8 @@ def probe(
     out = json.loads(done.stdout.strip().splitlines()[-1])
     times = np.asarray(out["times"][1:])  # the first question pages in what the rest reuse
     return {
-        "first_question_ms": round(1000 * out["times"][0], 1), "ms_mean": round(1000 * times.mean(), 1), "ms_p50": round(1000 * np.median(times), 1),
+        "first_question_ms": round(1000 * out["times"][0], 1), "ms_mean": round(1000 * times.mean(), 1),
+        "ms_p50": round(1000 * np.median(times), 1),
         "ms_p95": round(1000 * np.percentile(times, 95), 1),
         "rss_before_store": out["before"], "rss_after": out["after"], "rss_peak": out["peak"],
         "rss_growth": out["after"] - out["before"],
