@@ -287,7 +287,7 @@ def main() -> None:
     s = sub.add_parser("scale")
     s.add_argument("--model", required=True)
     s.add_argument("--sizes", default="10000,100000,1000000")
-    s.add_argument("--k", type=int, default=100)
+    s.add_argument("--k", type=int, default=50)
     s.add_argument("--questions", type=int, default=101)
     s.add_argument("--max-scan", type=int, default=100_000)
     s.add_argument(

@@ -68,10 +68,14 @@ def rank(
     ] = "vector",
     k: Annotated[
         int, typer.Option(help="answers the first stage passes to HAS", rich_help_panel="Store search")
-    ] = 100,
+    ] = 50,
     nprobe: Annotated[
-        int, typer.Option(help="IVF first stages: inverted lists searched", rich_help_panel="Store search")
-    ] = 16,
+        int | None,
+        typer.Option(
+            help="IVF first stages: inverted lists searched (default: a quarter of them)",
+            rich_help_panel="Store search",
+        ),
+    ] = None,
     mix_weight: Annotated[
         float,
         typer.Option(help="--first-stage mix: weight of the vector scores", rich_help_panel="Store search"),

@@ -51,18 +51,20 @@ class SearchSettings:
         default="vector",
         metadata={"help": "vector (pooled bits in FAISS), bm25, rrf or mix (both fused), none (full scan)"},
     )
-    k: int = field(default=100, metadata={"help": "answers the first stage passes to HAS"})
+    k: int = field(default=50, metadata={"help": "answers the first stage passes to HAS"})
     mix_weight: float = field(
         default=0.5, metadata={"help": "mix: weight of the vector scores (BM25: 1 − it)"}
     )
-    nprobe: int = field(default=16, metadata={"help": "IVF stores: inverted lists searched"})
+    nprobe: int | None = field(
+        default=None, metadata={"help": "IVF stores: inverted lists searched (default: a quarter of them)"}
+    )
 
     def __post_init__(self) -> None:
         if self.first_stage not in FIRST_STAGES:
             raise ConfigError(
                 f"--first-stage must be one of {', '.join(FIRST_STAGES)}, got {self.first_stage!r}"
             )
-        if self.k < 1 or self.nprobe < 1 or not 0 <= self.mix_weight <= 1:
+        if self.k < 1 or (self.nprobe is not None and self.nprobe < 1) or not 0 <= self.mix_weight <= 1:
             raise ConfigError(
                 f"need --k >= 1, --nprobe >= 1 and 0 <= --mix-weight <= 1; got {self.k}, {self.nprobe}, "
                 f"{self.mix_weight}"

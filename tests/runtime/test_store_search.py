@@ -33,7 +33,7 @@ def test_the_vector_stage_ranks_by_cosine_with_the_mean_of_the_bits(
     has: HashingModel, store: AnswerStore
 ) -> None:
     vector = has.encode_questions(QUESTIONS[:1])
-    rows, scores = store.first_stage.search_vectors(vector.numpy(), 10, nprobe=1)[0]
+    rows, scores = store.first_stage.search_vectors(vector.numpy(), 10)[0]
     values, lengths = store.gather(np.arange(len(store)))
     means = torch.stack([m.mean(0) for m in torch.split(values, lengths.tolist())])
     exact = torch.nn.functional.cosine_similarity(vector, means)
@@ -70,6 +70,8 @@ def test_an_ivf_first_stage_searches_its_nearest_lists(has: HashingModel, tmp_pa
     store = AnswerStore.build(has, ANSWERS, tmp_path / "ivf", vector_index="ivf", bm25=False)
     assert store.manifest["first_stage"]["vector"] == "ivf" and nlist(len(store)) == 16
     everything = StoreRanker(has, store, SearchSettings(k=len(ANSWERS), nprobe=16)).search(QUESTIONS[0], 3)
+    default = store.first_stage.search_vectors(has.encode_questions(QUESTIONS[:1]).numpy(), 200)[0][0]
+    assert 0 < len(default) < len(ANSWERS)  # a quarter of the 16 lists: not every answer
     full = StoreRanker(has, store, SearchSettings(first_stage="none")).search(QUESTIONS[0], 3)
     assert [h.id for h in everything] == [h.id for h in full]  # every list searched: exact
     with pytest.raises(ConfigError, match=r"--first-stage bm25 needs bm25, which .* was built without"):
