@@ -53,7 +53,7 @@ class SearchSettings:
     )
     k: int = field(default=50, metadata={"help": "answers the first stage passes to HAS"})
     mix_weight: float = field(
-        default=0.5, metadata={"help": "mix: weight of the vector scores (BM25: 1 − it)"}
+        default=0.7, metadata={"help": "mix: weight of the vector scores (BM25: 1 − it; 0.7 best on dev)"}
     )
     nprobe: int | None = field(
         default=None, metadata={"help": "IVF stores: inverted lists searched (default: a quarter of them)"}
