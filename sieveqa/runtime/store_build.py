@@ -158,7 +158,9 @@ def finish(path: Path, manifest: dict[str, Any], progress: bool) -> None:
     number = 0 if old is None else int(old["dir"].rsplit("-", 1)[1]) + 1
     name = f"first-stage-{number:05d}"
     options, segments = manifest["options"], open_segments(path, manifest)
-    index = first_stage.choose_vector_index(manifest["count"], options["vector_index"])
+    empty = manifest["count"] == 0  # nothing to index: an empty store scans nothing
+    index = None if empty else first_stage.choose_vector_index(manifest["count"], options["vector_index"])
+    bm25 = bool(options["bm25"]) and not empty
     with atomic_dir(path / name) as tmp:
         if index is not None:
             vectors = first_stage.collect_vectors(
@@ -166,13 +168,13 @@ def finish(path: Path, manifest: dict[str, Any], progress: bool) -> None:
             )
             first_stage.build_vector_index(vectors, index, tmp / first_stage.VECTORS)
             del vectors
-        if options["bm25"]:
+        if bm25:
             records = [seg.record(row) for seg in segments for row in range(len(seg))]
             BM25Index.build([str(i) for i in range(len(records))], [t for _, t in records]).save(
                 tmp / first_stage.BM25_DIR
             )
         sha = {str(f.relative_to(tmp)): file_sha256(f) for f in sorted(tmp.rglob("*")) if f.is_file()}
-    manifest["first_stage"] = {"dir": name, "vector": index, "bm25": bool(options["bm25"]), "sha256": sha}
+    manifest["first_stage"] = {"dir": name, "vector": index, "bm25": bm25, "sha256": sha}
     manifest.pop("build", None)
     atomic_write_json(path / MANIFEST, manifest)
     # The one it replaces, and any a killed writer left (readers that mapped one keep their pages).

@@ -81,13 +81,16 @@ class StoreRanker(Ranker):
         store.check_model(model)
         self.model, self.store = model.eval(), store
         self.settings = settings or SearchSettings()
-        stage, first = self.settings.first_stage, store.first_stage
+
+    def check_search(self) -> None:
+        """Raise ConfigError if the store lacks what the chosen first stage searches."""
+        stage, first = self.settings.first_stage, self.store.first_stage
         needs = {"vector": ["vector"], "bm25": ["bm25"], "rrf": ["vector", "bm25"], "mix": ["vector", "bm25"]}
         missing = [s for s in needs.get(stage, []) if first is None or s not in first.signals]
         if missing:
             raise ConfigError(
-                f"--first-stage {stage} needs {' and '.join(missing)}, which {store.path} was built without "
-                "(sieveqa index build --vector-index / --bm25); use --first-stage none for a full scan"
+                f"--first-stage {stage} needs {' and '.join(missing)}, which {self.store.path} was built "
+                "without (sieveqa index build --vector-index / --bm25); use --first-stage none for a full scan"
             )
 
     @classmethod
@@ -140,6 +143,7 @@ class StoreRanker(Ranker):
     ) -> list[list[StoreHit]]:
         """The ``top`` stored answers for each question, best first: the first stage's ``k`` ranked
         by HAS, or (``first_stage="none"``) every answer scored, the questions sharing each block."""
+        self.check_search()
         vectors = self.model.encode_questions(list(questions))
         if not len(self.store) or not questions:
             return [[] for _ in questions]
@@ -191,6 +195,8 @@ class StoreRanker(Ranker):
 
     def rank_queries(self, queries: Sequence[StoreQuery], top: int = 10) -> list[StoreRanking]:
         """Each query's candidate ids ranked, or, without candidates, the ``top`` of the whole store."""
+        if any(query.ids is None for query in queries):
+            self.check_search()  # before any work
         out = []
         for query in queries:
             if query.ids is None:

@@ -75,7 +75,9 @@ def test_an_ivf_first_stage_searches_its_nearest_lists(has: HashingModel, tmp_pa
     full = StoreRanker(has, store, SearchSettings(first_stage="none")).search(QUESTIONS[0], 3)
     assert [h.id for h in everything] == [h.id for h in full]  # every list searched: exact
     with pytest.raises(ConfigError, match=r"--first-stage bm25 needs bm25, which .* was built without"):
-        StoreRanker(has, store, SearchSettings(first_stage="bm25"))
+        StoreRanker(has, store, SearchSettings(first_stage="bm25")).search("cats")
+    # candidates given: no first stage needed
+    assert len(StoreRanker(has, store, SearchSettings(first_stage="bm25")).score_ids("cats", ["a1"])) == 1
 
 
 def test_fusion_orders_by_reciprocal_rank_or_by_weighted_scores() -> None:
@@ -111,3 +113,12 @@ def test_long_candidate_lists_are_scored_in_bounded_parts(
     monkeypatch.setattr(store, "gather", lambda rows: gathered.append(len(rows)) or real_gather(rows))
     assert torch.allclose(ranker.score_ids(QUESTIONS[0], ids), whole, atol=1e-6)
     assert max(gathered) == 7 and sum(gathered) == len(ids)
+
+
+def test_an_empty_store_opens_and_finds_nothing(has: HashingModel, tmp_path: Path) -> None:
+    store = AnswerStore.build(has, [], tmp_path / "empty")
+    assert len(store) == 0 and store.first_stage.signals == []
+    assert StoreRanker(has, store, SearchSettings(first_stage="none")).search("anything") == []
+    grown = store.append(has, ANSWERS[:3])
+    assert grown.first_stage.signals == ["vector", "bm25"]
+    assert len(StoreRanker(has, grown).search("cats", top=2)) == 2
