@@ -90,7 +90,7 @@ class StoreRanker(Ranker):
         if missing:
             raise ConfigError(
                 f"--first-stage {stage} needs {' and '.join(missing)}, which {self.store.path} was built "
-                "without (sieveqa index build --vector-index / --bm25); use --first-stage none for a full scan"
+                "without (index build --vector-index / --bm25); use --first-stage none for a full scan"
             )
 
     @classmethod

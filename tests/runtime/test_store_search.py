@@ -74,7 +74,7 @@ def test_an_ivf_first_stage_searches_its_nearest_lists(has: HashingModel, tmp_pa
     assert 0 < len(default) < len(ANSWERS)  # a quarter of the 16 lists: not every answer
     full = StoreRanker(has, store, SearchSettings(first_stage="none")).search(QUESTIONS[0], 3)
     assert [h.id for h in everything] == [h.id for h in full]  # every list searched: exact
-    with pytest.raises(ConfigError, match=r"--first-stage bm25 needs bm25, which .* was built without"):
+    with pytest.raises(ConfigError, match=r"--first-stage bm25 needs bm25, which .* was built"):
         StoreRanker(has, store, SearchSettings(first_stage="bm25")).search("cats")
     # candidates given: no first stage needed
     assert len(StoreRanker(has, store, SearchSettings(first_stage="bm25")).score_ids("cats", ["a1"])) == 1
