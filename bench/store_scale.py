@@ -212,9 +212,9 @@ def probe(
     }  # fmt: skip
 
 
-def killed_build(model: str, texts: list[str], path: Path, after: float) -> dict[str, Any]:
-    """``sieveqa index build`` as a user runs it: SIGKILLed after ``after`` seconds, then the same
-    command again, which resumes. Returns what the kill left and how long each part took."""
+def killed_build(model: str, texts: list[str], path: Path, after: int) -> dict[str, Any]:
+    """``sieveqa index build`` as a user runs it: SIGKILLed once its manifest lists ``after`` answers,
+    then the same command again, which resumes. Returns what the kill left and what each part took."""
     answers = path.with_suffix(".jsonl")
     answers.write_text("".join(json.dumps({"id": f"s{i}", "text": t}) + "\n" for i, t in enumerate(texts)))
     command = [
@@ -229,11 +229,13 @@ def killed_build(model: str, texts: list[str], path: Path, after: float) -> dict
     command += ["-o", str(path)]
     started = time.perf_counter()
     first = subprocess.Popen(command, stderr=subprocess.DEVNULL)
-    time.sleep(after)
-    first.kill()
-    first.wait()
+    manifest = path / "manifest.json"
+    while first.poll() is None:
+        if manifest.exists() and json.loads(manifest.read_text())["count"] >= after:
+            first.kill()
+        time.sleep(0.5)
     killed = time.perf_counter() - started
-    done = json.loads((path / "manifest.json").read_text())["count"]
+    done = json.loads(manifest.read_text())["count"]
     started = time.perf_counter()
     resumed = subprocess.run(command, capture_output=True, text=True, check=True)
     return {
@@ -294,7 +296,7 @@ def main() -> None:
         "--memory-limit", type=int, default=1 << 30, help="bytes; stores larger search again under it"
     )
     s.add_argument("--kill-at", type=int, default=1_000_000, help="stores this large are killed once")
-    s.add_argument("--kill-after", type=float, default=600.0, help="seconds into the build")
+    s.add_argument("--kill-after", type=int, default=300_000, help="answers written before the kill")
     s.add_argument("--threads", type=int, default=2)
     s.add_argument("--tmp", default="runs/stores")
     s.add_argument("--out", required=True)

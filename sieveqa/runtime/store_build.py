@@ -7,7 +7,8 @@ command continues after the last one, and another command is refused. The first 
 only then does the ``build`` entry go, and the store open. An append writes new segments and a new
 first-stage folder, then the manifest that lists them, so readers see the old store or the new one.
 
-Each distinct text is encoded once per build or append (texts that repeat reuse the encoding).
+Each distinct text is encoded once: texts that repeat, or that a finished segment already holds (a
+resumed build, an append), reuse the stored encoding.
 """
 
 from __future__ import annotations
@@ -98,7 +99,7 @@ def build(
             unit="answer",
             disable=not progress,
         ) as bar:
-            cache = _EncodingCache()
+            cache = _EncodingCache(manifest["kind"], open_segments(path, manifest))
             for start in range(manifest["count"], len(answers), size):
                 add_segment(
                     path, manifest, model, answers[start : start + size], bar, options["chunk"], cache
@@ -191,11 +192,11 @@ def append(path: Path, model: HashingModel, answers: Sequence[tuple[str, str]], 
         if "build" in manifest:
             raise StoreError(f"{path}: its build has not finished; rerun `sieveqa index build` to finish it")
         check_signature(path, manifest["model"], model_signature(model))
-        stored = {seg.record(row)[0] for seg in open_segments(path, manifest) for row in range(len(seg))}
-        unique(path, answers, stored)
+        cache = _EncodingCache(manifest["kind"], open_segments(path, manifest))
+        unique(path, answers, cache.ids)
         if not answers:
             return
-        size, cache = manifest["options"]["segment_size"], _EncodingCache()
+        size = manifest["options"]["segment_size"]
         with tqdm(total=len(answers), desc="encoding answers", unit="answer", disable=not progress) as bar:
             for start in range(0, len(answers), size):
                 add_segment(
@@ -223,11 +224,31 @@ def unique(path: Path, answers: Sequence[tuple[str, str]], stored: Container[str
 
 
 class _EncodingCache:
-    """Encoded rows of texts seen in this build, to reuse for repeats, up to ``_CACHE_BYTES``."""
+    """Encoded rows to reuse for a text seen before: in this run (up to ``_CACHE_BYTES``), or in the
+    store's finished segments (a resumed build, an append), read back from them."""
 
-    def __init__(self) -> None:
+    def __init__(self, kind: str, segments: Sequence[Segment] = ()) -> None:
+        self.kind = kind
         self.rows: dict[str, np.ndarray] = {}
         self.bytes = 0
+        self.ids: set[str] = set()
+        self.stored: dict[str, tuple[Segment, int]] = {}
+        for seg in segments:
+            for row in range(len(seg)):
+                answer_id, text = seg.record(row)
+                self.ids.add(answer_id)
+                self.stored.setdefault(text, (seg, row))
+
+    def __contains__(self, text: str) -> bool:
+        return text in self.rows or text in self.stored
+
+    def get(self, text: str) -> np.ndarray | None:
+        rows = self.rows.get(text)
+        if rows is None and text in self.stored:
+            seg, row = self.stored[text]
+            lo, hi = (row, row + 1) if self.kind == "vector" else (seg.offsets[row], seg.offsets[row + 1])
+            rows = np.array(seg.values[lo:hi])
+        return rows
 
     def put(self, text: str, rows: np.ndarray) -> None:
         if self.bytes + rows.nbytes <= _CACHE_BYTES:
@@ -273,10 +294,10 @@ def _write_segment(
     ):
         for start in range(0, len(answers), chunk):
             part = answers[start : start + chunk]
-            new = list(dict.fromkeys(t for _, t in part if t not in cache.rows))
+            new = list(dict.fromkeys(t for _, t in part if t not in cache))
             encoded = dict(zip(new, (_packed(kind, r) for r in model.encode_answers(new)), strict=True))
             for answer_id, text in part:
-                rows = cache.rows.get(text)
+                rows = cache.get(text)
                 if rows is None:
                     rows = encoded[text]
                     cache.put(text, rows)

@@ -83,6 +83,10 @@ def test_repeated_texts_are_encoded_once(
     assert sorted(encoded) == sorted(t for _, t in ANSWERS[:3])
     for i in range(12):
         assert torch.equal(store.representations([f"r{i}"])[0], store.representations([f"r{i % 3}"])[0])
+    encoded.clear()
+    store = store.append(has, [("again", ANSWERS[1][1]), ("fresh", "a text never seen")])
+    assert encoded == ["a text never seen"]  # the stored text is read back, not encoded
+    assert torch.equal(store.representations(["again"])[0], store.representations(["r1"])[0])
 
 
 def test_a_store_finds_its_model_by_folder_or_beside_itself(has: HashingModel, tmp_path: Path) -> None:
