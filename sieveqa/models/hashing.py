@@ -39,7 +39,7 @@ StoreKind = Literal["bits", "float", "vector"]
 
 #: Floats of logits, weights or answer vectors one ragged attention block may hold (question blocks are
 #: cut to fit, at most _QUESTION_BLOCK questions), and of tanh inputs one logit block holds (~4 MB).
-_RAGGED_FLOATS = 1 << 24
+_RAGGED_FLOATS = 1 << 22
 _QUESTION_BLOCK = 64
 _LOGIT_BLOCK = 1 << 20
 

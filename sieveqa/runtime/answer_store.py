@@ -36,11 +36,11 @@ from sieveqa.runtime.store_format import (
     verify_files,
 )
 
-#: Stores up to this size (at one bit per value) are checked against their sha256 at every open; larger
-#: ones only when asked (``index info`` does), as reading gigabytes would dominate a search.
+#: Stores whose representations take at most this many bytes are checked against their sha256 at every
+#: open; larger ones only when asked (``index info`` does), as reading gigabytes would dominate a search.
 VERIFY_MAX = 256 << 20
-#: Token rows unpacked at once by a full scan (bounds its memory: 64k rows × D floats).
-SCAN_TOKENS = 1 << 16
+#: Token rows unpacked at once by a full scan (bounds its memory: 16k rows × D floats, 25 MB at D 384).
+SCAN_TOKENS = 1 << 14
 
 
 class AnswerStore:
