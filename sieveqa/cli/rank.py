@@ -59,16 +59,19 @@ def rank(
         typer.Option(help="answer store (sieveqa index build): candidates are answer ids, or none for all"),
     ] = None,
     first_stage: Annotated[
-        str,
+        str | None,
         typer.Option(
-            help="--store without candidates: vector (pooled bits in FAISS), bm25, rrf or mix (both "
-            "fused), or none (HAS scores every stored answer: exact, slow on large stores)",
+            help="--store without candidates: vector (pooled bits in FAISS; the default), bm25, rrf or mix "
+            "(both fused), or none (HAS scores every stored answer: exact, slow on large stores)",
             rich_help_panel="Store search",
         ),
-    ] = "vector",
+    ] = None,
     k: Annotated[
-        int, typer.Option(help="answers the first stage passes to HAS", rich_help_panel="Store search")
-    ] = 50,
+        int | None,
+        typer.Option(
+            help="answers the first stage passes to HAS (default: 50)", rich_help_panel="Store search"
+        ),
+    ] = None,
     nprobe: Annotated[
         int | None,
         typer.Option(
@@ -77,12 +80,13 @@ def rank(
         ),
     ] = None,
     mix_weight: Annotated[
-        float,
+        float | None,
         typer.Option(
-            help="--first-stage mix: weight of the vector scores (BM25's: 1 minus it; 0.7 best on dev)",
+            help="--first-stage mix: weight of the vector scores (BM25's: 1 minus it; default 0.7, best "
+            "on dev)",
             rich_help_panel="Store search",
         ),
-    ] = 0.7,
+    ] = None,
 ) -> None:
     """Rank the candidates of each question in a JSONL file; print the top answers with scores.
 
@@ -96,6 +100,11 @@ def rank(
     check_device(device, precision)
     if output is not None:
         check_output_file(output, "--output")
+    searching = {"first_stage": first_stage, "k": k, "mix_weight": mix_weight, "nprobe": nprobe}
+    searching = {name: value for name, value in searching.items() if value is not None}
+    if searching and store is None:
+        flags = ", ".join("--" + name.replace("_", "-") for name in searching)
+        raise ConfigError(f"{flags}: for searching an answer store; add --store")
     if store is not None:
         if alpha or policy:
             raise ConfigError(
@@ -103,7 +112,7 @@ def rank(
             )
         from sieveqa.runtime.store_ranker import SearchSettings
 
-        settings = SearchSettings(first_stage, k, mix_weight, nprobe)
+        settings = SearchSettings(**searching)
         return _rank_with_store(
             input_path, store, model, top, output, device, precision, batch_size, settings
         )

@@ -149,3 +149,8 @@ def test_a_killed_build_resumes_with_the_same_command(
     result = sieveqa(*build, "--segment-size", "5")
     assert result.exit_code == 0, result.output
     assert "first-stage-00000" in {p.name for p in store.iterdir()}
+
+
+def test_store_search_flags_without_a_store_are_refused(sieveqa, example_jsonl: Path) -> None:
+    line = one_error_line(sieveqa("rank", "--input", example_jsonl, "--k", "5", "--first-stage", "bm25"))
+    assert line == "error: --first-stage, --k: for searching an answer store; add --store"
