@@ -151,7 +151,7 @@ def _row(stage: str, k: int, top: list, full: list, gold: list, kept: list | Non
 
 
 _PROBE = """
-import json, resource, sys, time
+import json, sys, time
 import torch
 from sieveqa.runtime.store_ranker import SearchSettings, StoreRanker
 from sieveqa.runtime.store_format import find_model
@@ -161,12 +161,20 @@ def rss():
     with open("/proc/self/statm") as f:
         return int(f.read().split()[1]) * {page}
 
+def peak():  # VmHWM: this process's peak RSS since the last reset (ru_maxrss would count the parent's)
+    for line in open("/proc/self/status"):
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) * 1024
+
 torch.set_num_threads({threads})
 path, settings, questions = sys.argv[1], json.loads(sys.argv[2]), json.loads(sys.argv[3])
 manifest = json.loads(open(path + "/manifest.json").read())
 model = find_model(__import__("pathlib").Path(path), manifest["model_ref"])
 model.encode_questions(["warm up"])
 before = rss()
+with open("/proc/self/clear_refs", "w") as f:
+    f.write("5")  # resets VmHWM to the current RSS: the peak from here on is the search's
+
 ranker = StoreRanker(model, AnswerStore.open(path, verify=False), SearchSettings(**settings))
 opened = rss()
 times = []
@@ -174,8 +182,7 @@ for q in questions:
     started = time.perf_counter()
     ranker.search(q, top=10)
     times.append(time.perf_counter() - started)
-peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-print(json.dumps({{"before": before, "opened": opened, "after": rss(), "peak": peak, "times": times}}))
+print(json.dumps({{"before": before, "opened": opened, "after": rss(), "peak": peak(), "times": times}}))
 """
 
 
@@ -208,7 +215,7 @@ def probe(
         "ms_p50": round(1000 * np.median(times), 1),
         "ms_p95": round(1000 * np.percentile(times, 95), 1),
         "rss_before_store": out["before"], "rss_after": out["after"], "rss_peak": out["peak"],
-        "rss_growth": out["after"] - out["before"],
+        "rss_growth": out["after"] - out["before"], "rss_peak_growth": out["peak"] - out["before"],
     }  # fmt: skip
 
 
@@ -248,6 +255,9 @@ def scale(args: argparse.Namespace) -> None:
     texts = sentences()
     qs = [q for _, q, _ in questions("test")][: args.questions]
     rows = []
+    earlier = {}
+    if args.probe_only:  # the stores exist: search them again, keep what their builds measured
+        earlier = {r["answers"]: r for r in json.loads(Path(args.out).read_text())["rows"]}
     for size in (int(s) for s in args.sizes.split(",")):
         repeated = [texts[i % len(texts)] for i in range(size)]
         path = Path(args.tmp) / f"store-{size}"
@@ -257,6 +267,10 @@ def scale(args: argparse.Namespace) -> None:
         store, seconds = _store(args.model, repeated, path)
         if kill:
             seconds = kill["killed_after_seconds"] + kill["resumed_seconds"]
+        if size in earlier:
+            keep = ("killed_after_seconds", "answers_done_at_kill", "resumed_seconds", "resumed_output")
+            kill = {key: earlier[size][key] for key in keep if key in earlier[size]}
+            seconds = earlier[size]["build_seconds"]
         row = {"answers": size, "build_seconds": round(seconds, 1), "distinct_texts": min(size, len(texts)),
                **kill, "disk_bytes": store.folder_bytes(), "representation_bytes": store.disk_bytes(),
                "vector_index": store.manifest["first_stage"]["vector"]}  # fmt: skip
@@ -299,6 +313,9 @@ def main() -> None:
     s.add_argument("--kill-after", type=int, default=300_000, help="answers written before the kill")
     s.add_argument("--threads", type=int, default=2)
     s.add_argument("--tmp", default="runs/stores")
+    s.add_argument(
+        "--probe-only", action="store_true", help="search existing stores again (keeps --out's builds)"
+    )
     s.add_argument("--out", required=True)
     args = parser.parse_args()
     recall(args) if args.command == "recall" else scale(args)
