@@ -199,6 +199,10 @@ def probe(
     argv = [sys.executable, "-c", code, str(store), json.dumps(settings), json.dumps(qs)]
     enter = None
     if limit:
+        # Pages already cached were charged to whoever read them first: drop them, so the store's
+        # pages are read again and charged to this cgroup.
+        subprocess.run(["sync"], check=True)
+        Path("/proc/sys/vm/drop_caches").write_text("3")
         CGROUP.mkdir(exist_ok=True)
         (CGROUP / "memory.limit_in_bytes").write_text(str(limit))
 
