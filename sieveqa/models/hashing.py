@@ -125,9 +125,12 @@ class QuestionAttention(nn.Module):
         after another (``tokens`` T × D, ``lengths`` N answers): Q × N × D.
 
         No padding is computed, and W1·b_i, the costly product, is computed once for all questions.
+        For inference (it writes into reused buffers, which autograd does not allow).
         """
-        keys = self.w1(tokens)  # T × M
         count, total = len(lengths), len(tokens)
+        if count == 0:
+            return tokens.new_zeros((len(questions), 0, tokens.shape[1]))
+        keys = self.w1(tokens)  # T × M
         owner = torch.repeat_interleave(torch.arange(count, device=tokens.device), lengths)
         starts = torch.cat([lengths.new_zeros(1), lengths.cumsum(0)])
         out = []
@@ -149,7 +152,7 @@ class QuestionAttention(nn.Module):
                 warnings.simplefilter("ignore", UserWarning)
                 shape = (len(block) * count, total)
                 mix = torch.sparse_csr_tensor(rows, cols, weights.reshape(-1), shape, check_invariants=False)
-                out.append((mix @ tokens).view(len(block), count, -1))
+                out.append((mix @ tokens).view(len(block), count, tokens.shape[1]))
         return torch.cat(out)
 
     def _logits(self, keys: Tensor, queries: Tensor) -> Tensor:
@@ -281,17 +284,22 @@ class HashingModel(EncoderModel, Ranker):
     def score_ragged(self, questions: Tensor, answers: Tensor, lengths: Tensor | None) -> Tensor:
         """cos(u_q, v_a) of Q question vectors (Q × D) against N stored answers: their token rows one
         after another (T × D, with ``lengths``), or their vectors (N × D, ``lengths`` None) for
-        BERT-pooling. Returns Q × N scores on the CPU, computed in fp32 on the model's device."""
+        BERT-pooling. Returns Q × N scores on the CPU, computed in fp32 on the model's device, a block
+        of questions at a time so that no Q × N × D tensor is ever held whole."""
         device = self.device
         with torch.inference_mode():
             questions, answers = questions.to(device).float(), answers.to(device).float()
             if self.attention is None:
-                vectors = answers.unsqueeze(0)
-            else:
-                if lengths is None:
-                    raise ValueError("attention composition needs the answers' token lengths")
-                vectors = self.attention.ragged(answers, lengths.to(device), questions)
-            return F.cosine_similarity(questions.unsqueeze(1), vectors, dim=-1).cpu()
+                return (F.normalize(questions, dim=-1) @ F.normalize(answers, dim=-1).T).cpu()
+            if lengths is None:
+                raise ValueError("attention composition needs the answers' token lengths")
+            lengths = lengths.to(device)
+            size = max(1, _RAGGED_FLOATS // max(len(lengths) * answers.shape[1], 1))
+            out = []
+            for block in questions.split(size):
+                vectors = self.attention.ragged(answers, lengths, block)
+                out.append(F.cosine_similarity(block.unsqueeze(1), vectors, dim=-1).cpu())
+            return torch.cat(out) if out else torch.empty((0, len(lengths)))
 
     def run(self, examples: Sequence[RankingExample], progress: bool = False) -> RankResult:
         """Scores with each distinct question and answer encoded once (as with a store)."""

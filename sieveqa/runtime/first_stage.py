@@ -105,8 +105,9 @@ def build_vector_index(vectors: np.ndarray, index: str, file: Path, seed: int = 
 
 
 def nlist(count: int) -> int:
-    """Inverted lists for ``count`` vectors: about √count (a power of two), at least 16."""
-    return max(16, 2 ** round(math.log2(max(math.sqrt(count), 1))))
+    """Inverted lists for ``count`` vectors: about √count (a power of two), at least 16, but never
+    more than FAISS can train from them (39 vectors a list)."""
+    return max(1, min(max(16, 2 ** round(math.log2(max(math.sqrt(count), 1)))), count // 39))
 
 
 def collect_vectors(kind: str, dim: int, segments: Sequence[Segment], progress: bool) -> np.ndarray:

@@ -88,9 +88,11 @@ def build(
     }
     first_stage.choose_vector_index(len(answers), options["vector_index"])  # an unknown name fails here
     unique(path, answers, set())
-    target = {"answers_sha256": answers_sha256(answers), "total": len(answers), "options": options}
+    # How many answers are encoded at once changes nothing stored, so a resume may use another.
+    same = {key: value for key, value in options.items() if key != "chunk"}
+    target = {"answers_sha256": answers_sha256(answers), "total": len(answers), "options": same}
     with exclusive(path, "answer store"):
-        manifest = _resume_or_start(path, model, model_ref, target)
+        manifest = _resume_or_start(path, model, model_ref, target, options["chunk"])
         size = options["segment_size"]
         with tqdm(
             total=len(answers),
@@ -108,7 +110,7 @@ def build(
 
 
 def _resume_or_start(
-    path: Path, model: HashingModel, model_ref: str | None, target: dict[str, Any]
+    path: Path, model: HashingModel, model_ref: str | None, target: dict[str, Any], chunk: int
 ) -> dict[str, Any]:
     if (path / MANIFEST).exists():
         manifest = read_manifest(path)
@@ -140,7 +142,7 @@ def _resume_or_start(
         "count": 0,
         "segments": [],
         "first_stage": None,
-        "options": target["options"],
+        "options": {**target["options"], "chunk": chunk},
         "build": target,
     }
     atomic_write_json(path / MANIFEST, manifest)
@@ -178,9 +180,11 @@ def finish(path: Path, manifest: dict[str, Any], progress: bool) -> None:
     manifest["first_stage"] = {"dir": name, "vector": index, "bm25": bm25, "sha256": sha}
     manifest.pop("build", None)
     atomic_write_json(path / MANIFEST, manifest)
-    # The one it replaces, and any a killed writer left (readers that mapped one keep their pages).
-    for stale in path.glob("first-stage-*"):
-        if stale.name != name:
+    # What killed writers left: segments no manifest lists, and first stages older than the one this
+    # replaces (kept: a reader that opened the store before this write reads it lazily).
+    listed = {entry["name"] for entry in manifest["segments"]} | {name, "" if old is None else old["dir"]}
+    for stale in [*path.glob("seg-*"), *path.glob("first-stage-*")]:
+        if stale.name not in listed:
             shutil.rmtree(stale, ignore_errors=True)
 
 
@@ -229,31 +233,38 @@ class _EncodingCache:
 
     def __init__(self, kind: str, segments: Sequence[Segment] = ()) -> None:
         self.kind = kind
-        self.rows: dict[str, np.ndarray] = {}
+        # Keyed by a digest of the text, so the texts themselves are not held twice.
+        self.rows: dict[bytes, np.ndarray] = {}
         self.bytes = 0
         self.ids: set[str] = set()
-        self.stored: dict[str, tuple[Segment, int]] = {}
+        self.stored: dict[bytes, tuple[Segment, int]] = {}
         for seg in segments:
             for row in range(len(seg)):
                 answer_id, text = seg.record(row)
                 self.ids.add(answer_id)
-                self.stored.setdefault(text, (seg, row))
+                self.stored.setdefault(_key(text), (seg, row))
 
     def __contains__(self, text: str) -> bool:
-        return text in self.rows or text in self.stored
+        key = _key(text)
+        return key in self.rows or key in self.stored
 
     def get(self, text: str) -> np.ndarray | None:
-        rows = self.rows.get(text)
-        if rows is None and text in self.stored:
-            seg, row = self.stored[text]
+        key = _key(text)
+        rows = self.rows.get(key)
+        if rows is None and key in self.stored:
+            seg, row = self.stored[key]
             lo, hi = (row, row + 1) if self.kind == "vector" else (seg.offsets[row], seg.offsets[row + 1])
             rows = np.array(seg.values[lo:hi])
         return rows
 
     def put(self, text: str, rows: np.ndarray) -> None:
         if self.bytes + rows.nbytes <= _CACHE_BYTES:
-            self.rows[text] = rows
+            self.rows[_key(text)] = rows
             self.bytes += rows.nbytes
+
+
+def _key(text: str) -> bytes:
+    return hashlib.blake2b(text.encode(), digest_size=16).digest()
 
 
 def add_segment(

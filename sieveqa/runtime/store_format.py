@@ -150,7 +150,7 @@ def open_segment(
     }
     if any((folder / f).stat().st_size != size for f, size in sizes.items()):
         raise StoreError(f"{path}: {name} has files of the wrong size (truncated?); rebuild the store")
-    offsets = np.fromfile(folder / "offsets.bin", dtype=np.int64)
+    offsets = _array(folder / "offsets.bin", np.int64, (count + 1,), in_memory)
     lines = _array(folder / "answers.idx", np.int64, (count + 1,), in_memory)
     records = _array(folder / "answers.jsonl", np.uint8, None, in_memory)
     if offsets[-1] != rows or (count and lines[-1] != len(records)):

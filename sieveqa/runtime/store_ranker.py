@@ -143,10 +143,10 @@ class StoreRanker(Ranker):
     ) -> list[list[StoreHit]]:
         """The ``top`` stored answers for each question, best first: the first stage's ``k`` ranked
         by HAS, or (``first_stage="none"``) every answer scored, the questions sharing each block."""
-        self.check_search()
-        vectors = self.model.encode_questions(list(questions))
         if not len(self.store) or not questions:
             return [[] for _ in questions]
+        self.check_search()
+        vectors = self.model.encode_questions(list(questions))
         if self.settings.first_stage == "none":
             return self._scan(vectors, top, progress)
         out = []
@@ -195,12 +195,15 @@ class StoreRanker(Ranker):
 
     def rank_queries(self, queries: Sequence[StoreQuery], top: int = 10) -> list[StoreRanking]:
         """Each query's candidate ids ranked, or, without candidates, the ``top`` of the whole store."""
-        if any(query.ids is None for query in queries):
+        searched = [query.question for query in queries if query.ids is None]
+        if searched and len(self.store):
             self.check_search()  # before any work
+        # Whole-store searches run together (a full scan reads each block once for all of them).
+        found = iter(self.search_many(searched, top=max(top, 1)))
         out = []
         for query in queries:
             if query.ids is None:
-                ranked = self.search(query.question, top=max(top, 1))
+                ranked = next(found)
             else:
                 scores = self.score_ids(query.question, query.ids).tolist()
                 order = sorted(range(len(scores)), key=lambda j: -scores[j])

@@ -79,11 +79,20 @@ def test_append_adds_a_segment_and_leaves_the_old_one_untouched(has: HashingMode
     store = store.append(has, [ANSWERS[2]])
     assert [s.name for s in store.segments] == ["seg-00000", "seg-00001"] and len(store) == 3
     assert store.manifest["first_stage"]["dir"] == "first-stage-00001"  # rebuilt over all answers
-    assert not (tmp_path / "s" / "first-stage-00000").exists()
+    assert (tmp_path / "s" / "first-stage-00000").exists()  # kept for readers that opened it
+    (tmp_path / "s" / "seg-00009").mkdir()  # as a killed append leaves it: not in the manifest
     assert (tmp_path / "s" / "seg-00000" / "values.bin").read_bytes() == first
     assert (tmp_path / "s" / "seg-00000" / "values.bin").stat().st_mtime_ns == mtime
     reopened = AnswerStore.open(tmp_path / "s")
     assert reopened.ids == ["a1", "a2", "a3"]
+    reopened = reopened.append(has, [("a4", "four")])
+    names = sorted(p.name for p in (tmp_path / "s").iterdir() if not p.name.startswith("."))
+    assert names == [
+        "first-stage-00001",
+        "first-stage-00002",
+        "manifest.json",
+        *(f"seg-0000{i}" for i in range(3)),
+    ]
     with pytest.raises(StoreError, match=r"already stored or repeated: \['a1'\]"):
         reopened.append(has, [("a1", "again")])
     with pytest.raises(StoreError, match=r"repeated: \['b'\]"):

@@ -68,10 +68,10 @@ def test_a_small_k_reranks_only_what_the_first_stage_kept(has: HashingModel, sto
 
 def test_an_ivf_first_stage_searches_its_nearest_lists(has: HashingModel, tmp_path: Path) -> None:
     store = AnswerStore.build(has, ANSWERS, tmp_path / "ivf", vector_index="ivf", bm25=False)
-    assert store.manifest["first_stage"]["vector"] == "ivf" and nlist(len(store)) == 16
+    assert store.manifest["first_stage"]["vector"] == "ivf" and nlist(len(store)) == 3  # 39 a list
     everything = StoreRanker(has, store, SearchSettings(k=len(ANSWERS), nprobe=16)).search(QUESTIONS[0], 3)
     default = store.first_stage.search_vectors(has.encode_questions(QUESTIONS[:1]).numpy(), 200)[0][0]
-    assert 0 < len(default) < len(ANSWERS)  # a quarter of the 16 lists: not every answer
+    assert 0 < len(default) < len(ANSWERS)  # one of the 3 lists (a quarter, at least one): not all
     full = StoreRanker(has, store, SearchSettings(first_stage="none")).search(QUESTIONS[0], 3)
     assert [h.id for h in everything] == [h.id for h in full]  # every list searched: exact
     with pytest.raises(ConfigError, match=r"--first-stage bm25 needs bm25, which .* was built"):
@@ -88,6 +88,14 @@ def test_fusion_orders_by_reciprocal_rank_or_by_weighted_scores() -> None:
     # mix at weight 1: the vector scores alone; at 0: BM25's (rows it lacks score 0, ties by row)
     assert fuse("mix", [vector, bm25], 3, weight=1.0).tolist() == [1, 2, 3]
     assert fuse("mix", [vector, bm25], 2, weight=0.0).tolist() == [3, 1]
+
+
+def test_an_ivf_over_a_handful_of_answers_has_as_many_lists_as_it_can_train(
+    has: HashingModel, tmp_path: Path
+) -> None:
+    store = AnswerStore.build(has, ANSWERS[:10], tmp_path / "few", vector_index="ivf", bm25=False)
+    assert len(StoreRanker(has, store, SearchSettings(k=10)).search(QUESTIONS[0], 3)) == 3
+    assert nlist(10) == 1 and nlist(1_000_000) == 1024
 
 
 def test_settings_and_index_choices_are_checked() -> None:
@@ -119,6 +127,7 @@ def test_an_empty_store_opens_and_finds_nothing(has: HashingModel, tmp_path: Pat
     store = AnswerStore.build(has, [], tmp_path / "empty")
     assert len(store) == 0 and store.first_stage.signals == []
     assert StoreRanker(has, store, SearchSettings(first_stage="none")).search("anything") == []
+    assert StoreRanker(has, store).search("anything") == []  # no first stage needed to find nothing
     grown = store.append(has, ANSWERS[:3])
     assert grown.first_stage.signals == ["vector", "bm25"]
     assert len(StoreRanker(has, grown).search("cats", top=2)) == 2
