@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import time
 import warnings
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Self
 
@@ -120,20 +120,20 @@ class QuestionAttention(nn.Module):
         weights = logits.masked_fill(~mask.bool(), float("-inf")).softmax(dim=-1)
         return torch.einsum("rl,rld->rd", weights, tokens)
 
-    def ragged(self, tokens: Tensor, lengths: Tensor, questions: Tensor) -> Tensor:
+    def ragged(self, tokens: Tensor, lengths: Tensor, questions: Tensor) -> Iterator[tuple[Tensor, Tensor]]:
         """The same Σ α_i b_i for every question and every answer, the answers' token rows given one
-        after another (``tokens`` T × D, ``lengths`` N answers): Q × N × D.
+        after another (``tokens`` T × D, ``lengths`` N answers), as ``(questions, q × N × D)`` blocks
+        of questions cut so that a block holds at most ``_RAGGED_FLOATS`` floats.
 
         No padding is computed, and W1·b_i, the costly product, is computed once for all questions.
         For inference (it writes into reused buffers, which autograd does not allow).
         """
         count, total = len(lengths), len(tokens)
         if count == 0:
-            return tokens.new_zeros((len(questions), 0, tokens.shape[1]))
+            return
         keys = self.w1(tokens)  # T × M
         owner = torch.repeat_interleave(torch.arange(count, device=tokens.device), lengths)
         starts = torch.cat([lengths.new_zeros(1), lengths.cumsum(0)])
-        out = []
         size = max(1, min(_QUESTION_BLOCK, _RAGGED_FLOATS // max(total, count * tokens.shape[1], 1)))
         for block in questions.split(size):
             logits = self._logits(keys, self.w2(block))  # q × T
@@ -152,8 +152,7 @@ class QuestionAttention(nn.Module):
                 warnings.simplefilter("ignore", UserWarning)
                 shape = (len(block) * count, total)
                 mix = torch.sparse_csr_tensor(rows, cols, weights.reshape(-1), shape, check_invariants=False)
-                out.append((mix @ tokens).view(len(block), count, tokens.shape[1]))
-        return torch.cat(out)
+                yield block, (mix @ tokens).view(len(block), count, tokens.shape[1])
 
     def _logits(self, keys: Tensor, queries: Tensor) -> Tensor:
         """mᵀ tanh(k_i + W2 u_q) for every question (``queries`` q × M) and token (``keys`` T × M):
@@ -293,13 +292,11 @@ class HashingModel(EncoderModel, Ranker):
                 return (F.normalize(questions, dim=-1) @ F.normalize(answers, dim=-1).T).cpu()
             if lengths is None:
                 raise ValueError("attention composition needs the answers' token lengths")
-            lengths = lengths.to(device)
-            size = max(1, _RAGGED_FLOATS // max(len(lengths) * answers.shape[1], 1))
-            out = []
-            for block in questions.split(size):
-                vectors = self.attention.ragged(answers, lengths, block)
-                out.append(F.cosine_similarity(block.unsqueeze(1), vectors, dim=-1).cpu())
-            return torch.cat(out) if out else torch.empty((0, len(lengths)))
+            out = [
+                F.cosine_similarity(block.unsqueeze(1), vectors, dim=-1).cpu()
+                for block, vectors in self.attention.ragged(answers, lengths.to(device), questions)
+            ]
+            return torch.cat(out) if out else torch.empty((len(questions), len(lengths)))
 
     def run(self, examples: Sequence[RankingExample], progress: bool = False) -> RankResult:
         """Scores with each distinct question and answer encoded once (as with a store)."""

@@ -19,7 +19,7 @@ import math
 from collections.abc import Iterator, Sequence
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 from tqdm.auto import tqdm
@@ -28,7 +28,6 @@ from sieveqa.errors import ConfigError, require_extra
 from sieveqa.retrieval.bm25 import BM25Index
 from sieveqa.runtime.store_format import Segment
 
-VectorIndex = Literal["auto", "flat", "ivf", "none"]
 VECTOR_INDEXES = ("auto", "flat", "ivf", "none")
 FLAT_MAX = 200_000
 #: An IVF search reads 1 / IVF_SHARE of its lists by default: on 87k real sentences (dev questions) a

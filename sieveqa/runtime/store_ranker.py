@@ -30,7 +30,9 @@ from sieveqa.runtime.answer_store import AnswerStore
 from sieveqa.runtime.first_stage import fuse
 from sieveqa.runtime.store_format import find_model, store_model
 
-FIRST_STAGES = ("vector", "bm25", "rrf", "mix", "none")
+#: The first stages, and the signals of the store each one searches.
+SIGNALS = {"vector": ("vector",), "bm25": ("bm25",), "rrf": ("vector", "bm25"), "mix": ("vector", "bm25")}
+FIRST_STAGES = (*SIGNALS, "none")
 #: Answers unpacked and scored at once for a list of candidates (bounds the floats held).
 ROWS_AT_ONCE = 1024
 
@@ -85,8 +87,7 @@ class StoreRanker(Ranker):
     def check_search(self) -> None:
         """Raise ConfigError if the store lacks what the chosen first stage searches."""
         stage, first = self.settings.first_stage, self.store.first_stage
-        needs = {"vector": ["vector"], "bm25": ["bm25"], "rrf": ["vector", "bm25"], "mix": ["vector", "bm25"]}
-        missing = [s for s in needs.get(stage, []) if first is None or s not in first.signals]
+        missing = [s for s in SIGNALS.get(stage, ()) if first is None or s not in first.signals]
         if missing:
             raise ConfigError(
                 f"--first-stage {stage} needs {' and '.join(missing)}, which {self.store.path} was built "
@@ -128,11 +129,11 @@ class StoreRanker(Ranker):
     def candidates(self, questions: Sequence[str], vectors: Tensor) -> list[np.ndarray]:
         """The rows the first stage keeps for each question (at most ``k``)."""
         s, first = self.settings, self.store.first_stage
-        assert first is not None  # checked in __init__
+        assert first is not None  # check_search ran before
         lists = []
-        if s.first_stage in ("vector", "rrf", "mix"):
+        if "vector" in SIGNALS[s.first_stage]:
             lists.append(first.search_vectors(vectors.numpy(), s.k, s.nprobe))
-        if s.first_stage in ("bm25", "rrf", "mix"):
+        if "bm25" in SIGNALS[s.first_stage]:
             lists.append(first.search_bm25(questions, s.k))
         if len(lists) == 1:
             return [rows for rows, _ in lists[0]]
@@ -196,9 +197,8 @@ class StoreRanker(Ranker):
     def rank_queries(self, queries: Sequence[StoreQuery], top: int = 10) -> list[StoreRanking]:
         """Each query's candidate ids ranked, or, without candidates, the ``top`` of the whole store."""
         searched = [query.question for query in queries if query.ids is None]
-        if searched and len(self.store):
-            self.check_search()  # before any work
-        # Whole-store searches run together (a full scan reads each block once for all of them).
+        # Whole-store searches run first (their first stage is checked before any other work) and
+        # together (a full scan reads each block once for all of them).
         found = iter(self.search_many(searched, top=max(top, 1)))
         out = []
         for query in queries:
