@@ -154,3 +154,23 @@ def test_a_killed_build_resumes_with_the_same_command(
 def test_store_search_flags_without_a_store_are_refused(sieveqa, example_jsonl: Path) -> None:
     line = one_error_line(sieveqa("rank", "--input", example_jsonl, "--k", "5", "--first-stage", "bm25"))
     assert line == "error: --first-stage, --k: for searching an answer store; add --store"
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (
+            ["--vector-index", "hnsw"],
+            "error: --vector-index must be one of auto, flat, ivf, none, got 'hnsw'",
+        ),
+        (["--segment-size", "0"], "error: --segment-size must be at least 1, got 0"),
+    ],
+)
+def test_bad_build_options_are_one_line(
+    sieveqa, has_model: Path, example_jsonl: Path, tmp_path: Path, flags: list[str], message: str
+) -> None:
+    result = sieveqa(
+        "index", "build", "-m", has_model, "-a", f"jsonl:{example_jsonl}", "-o", tmp_path / "s", *flags
+    )
+    assert one_error_line(result) == message
+    assert not (tmp_path / "s").exists()  # refused before any work
