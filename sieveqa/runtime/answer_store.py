@@ -195,17 +195,11 @@ class AnswerStore:
         """The whole store as ``(first row, values, lengths)`` blocks of at most ``tokens`` token
         rows (one answer longer than that is a block of its own): what a full scan scores."""
         for s, seg in enumerate(self.segments):
-            start = 0
-            while start < len(seg):
-                if self.kind == "vector":
-                    stop = min(start + tokens, len(seg))
-                    yield int(self.starts[s]) + start, self._decode(seg.values[start:stop]), None
-                else:
-                    limit = seg.offsets[start] + tokens
-                    stop = min(
-                        max(int(np.searchsorted(seg.offsets, limit, side="right")) - 1, start + 1), len(seg)
-                    )
-                    block = seg.values[seg.offsets[start] : seg.offsets[stop]]
-                    lengths = torch.from_numpy(np.diff(seg.offsets[start : stop + 1]))
-                    yield int(self.starts[s]) + start, self._decode(block), lengths
-                start = stop
+            for start, stop in seg.blocks(tokens):
+                values = self._decode(seg.values[seg.offsets[start] : seg.offsets[stop]])
+                lengths = (
+                    None
+                    if self.kind == "vector"
+                    else torch.from_numpy(np.diff(seg.offsets[start : stop + 1]))
+                )
+                yield int(self.starts[s]) + start, values, lengths

@@ -60,23 +60,19 @@ def choose_vector_index(count: int, asked: str) -> str | None:
 
 def pooled_vectors(kind: str, dim: int, segments: Sequence[Segment]) -> Iterator[np.ndarray]:
     """Each answer's stored rows averaged (a vector store's vectors as they are), L2-normalised,
-    segment by segment and a bounded number of token rows at a time."""
+    segment by segment and a bounded number of stored rows at a time."""
     for seg in segments:
-        if kind == "vector":
-            yield _normalise(np.asarray(seg.values, dtype=np.float32))
-            continue
-        start = 0
-        while start < len(seg):
-            stop = int(np.searchsorted(seg.offsets, seg.offsets[start] + _POOL_TOKENS, side="right")) - 1
-            stop = min(max(stop, start + 1), len(seg))
+        for start, stop in seg.blocks(_POOL_TOKENS):
             lo, hi = int(seg.offsets[start]), int(seg.offsets[stop])
             block = seg.values[lo:hi]
+            if kind == "vector":
+                yield _normalise(np.asarray(block, dtype=np.float32))
+                continue
             rows = np.unpackbits(block, axis=1, count=dim) if kind == "bits" else np.asarray(block)
             sums = np.add.reduceat(rows.astype(np.float32), seg.offsets[start:stop] - lo, axis=0)
             if kind == "bits":  # the mean of ±1 values from the mean of the bits
                 sums = 2 * sums - np.diff(seg.offsets[start : stop + 1])[:, None]
             yield _normalise(sums)
-            start = stop
 
 
 def _normalise(vectors: np.ndarray) -> np.ndarray:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -60,6 +61,16 @@ class Segment:
 
     def __len__(self) -> int:
         return len(self.offsets) - 1
+
+    def blocks(self, rows: int) -> Iterator[tuple[int, int]]:
+        """``(start, stop)`` answer ranges covering the segment, each holding at most ``rows`` stored
+        rows (token rows; one row an answer for vectors), or one answer longer than that."""
+        start = 0
+        while start < len(self):
+            stop = int(np.searchsorted(self.offsets, self.offsets[start] + rows, side="right")) - 1
+            stop = min(max(stop, start + 1), len(self))
+            yield start, stop
+            start = stop
 
     def record(self, row: int) -> tuple[str, str]:
         """``(id, text)`` of one answer, parsed from its line."""
