@@ -55,6 +55,12 @@ install-mpnet: install
 # then adapt on WikiQA train + TrecQA train; dev = WikiQA dev + TrecQA dev-clean.
 TRANSFER := --train trecqa:train-all,squad-as2:train --dev wikiqa:dev,trecqa:dev-clean --epochs 1 \
 	--max-negatives 6 --max-pairs 90000 --lr 3e-5 --eval-every 1000
+# The larger transfer (issue 27): every question of squad-train-as2 (SQuAD v1.1 train, 85,531 questions)
+# and TrecQA train-all with at most 6 sampled negatives each, about 625k pairs; bf16 autocast where the
+# CPU has it (0.27 s a step of 32 pairs there: about 95 min). Checkpoints every 500 steps (2-3 min);
+# the same command resumes a killed run.
+TRANSFER_V3 := --train trecqa:train-all,squad-train-as2:train --dev wikiqa:dev,trecqa:dev-clean --epochs 1 \
+	--max-negatives 6 --lr 3e-5 --eval-every 1000 --checkpoint-every 500
 ADAPT := --train wikiqa:train,trecqa:train --dev wikiqa:dev,trecqa:dev-clean --epochs 2 --lr 2e-5
 
 # The shipped default ranker: best dev checkpoint of the adapt step copied into the package.

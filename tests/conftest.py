@@ -71,6 +71,17 @@ def squad_path(real_data: Path) -> Path:
     return path
 
 
+@pytest.fixture(scope="session")
+def squad_train_path(real_data: Path) -> Path:
+    """The real SQuAD v1.1 train JSON."""
+    from sieveqa.data.squad_train_as2 import default_train_path
+
+    path = default_train_path()
+    if not path.is_file():
+        pytest.skip(f"{path} missing")
+    return path
+
+
 def write_gz(path: Path, text: str) -> Path:
     with gzip.open(path, "wt", encoding="utf-8") as handle:
         handle.write(text)

@@ -8,6 +8,9 @@ The field's filtering conventions are part of the names:
   questions whose candidates are all correct or all incorrect (65 dev, 68 test questions).
 - ``squad-as2:{train,dev,test}`` is the SQuAD-AS2 benchmark built from SQuAD v1.1 dev (dev and test
   are fixed subsets of 300 and 500 questions; ``dev-all`` and ``test-all`` are the whole splits).
+- ``squad-train-as2:{train,dev,dev-all}``: the transfer set built the same way from SQuAD v1.1 *train*
+  (85,531 train questions; ``sieveqa.data.squad_train_as2``); add ``-qnli`` for QNLI's view, each
+  question with the sentences of its gold paragraph only.
 - ``squad-passages:{train,dev,test,dev-all,test-all}`` and ``wikiqa-passages:{train,dev,test}``: the
   passages retrieved for each question as candidates (PEASI's passage reranking); add ``-sentences``
   (``squad-passages:test-sentences``) for their sentences, each with its ``passage_id``.
@@ -80,6 +83,19 @@ def _squad_as2(split: str) -> list[RankingExample]:
     return read_jsonl(ensure_squad_as2() / f"{split}.jsonl.gz")
 
 
+def _squad_train_as2(split: str) -> list[RankingExample]:
+    from sieveqa.data.squad_train_as2 import SPLITS, ensure_squad_train_as2, gold_paragraph_view
+
+    base = split.removesuffix("-qnli")
+    if base not in SPLITS:
+        raise DatasetNotFoundError(
+            f"squad-train-as2 has no split {split!r}: use one of {', '.join(SPLITS)} "
+            "(add -qnli for the gold paragraph's sentences only)"
+        )
+    examples = read_jsonl(ensure_squad_train_as2() / f"{base}.jsonl.gz")
+    return gold_paragraph_view(examples) if split.endswith("-qnli") else examples
+
+
 _PASSAGE_SPLITS = {
     "squad-passages": ("train", "dev", "test", "dev-all", "test-all"),
     "wikiqa-passages": ("train", "dev", "test"),
@@ -115,6 +131,7 @@ LOADERS: dict[str, Loader] = {
     "wikiqa": _wikiqa,
     "trecqa": _trecqa,
     "squad-as2": _squad_as2,
+    "squad-train-as2": _squad_train_as2,
     "squad-passages": _passages("squad-passages"),
     "wikiqa-passages": _passages("wikiqa-passages"),
     "jsonl": _jsonl,

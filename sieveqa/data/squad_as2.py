@@ -43,12 +43,15 @@ from sieveqa.retrieval import BM25Index
 
 __all__ = [
     "BUILDER_VERSION",
+    "ArticleSplit",
     "ExampleStats",
     "build_squad_as2",
     "cached_manifest",
     "ensure_squad_as2",
+    "retrieval_params",
     "split_articles",
     "write_examples",
+    "write_split",
 ]
 
 BUILDER_VERSION = 1
@@ -108,7 +111,7 @@ class ExampleStats:
 
 
 @dataclass
-class _Split:
+class ArticleSplit:
     """The paragraphs of one split, its BM25 ranking per question and its sentence cache."""
 
     articles: list[SquadArticle]
@@ -161,6 +164,44 @@ def write_examples(path: Path, examples: Iterable[RankingExample], stats: Exampl
     write_jsonl(path, rows())
 
 
+def write_split(
+    out_dir: Path,
+    split: ArticleSplit,
+    top_k: int,
+    fname: str,
+    subset: tuple[str, int] | None,
+    files: dict[str, dict[str, Any]],
+) -> float:
+    """Retrieve and write every question of ``split`` to ``fname``; with ``subset = (name, size)``
+    also a fixed random subset of ``size`` questions that have a positive. Adds each file's counts,
+    size and sha256 to ``files``; returns the share of questions whose gold paragraph BM25 found."""
+    split.retrieve(top_k)
+    stats = ExampleStats()
+    positive: list[str] = []
+
+    def examples() -> Iterator[RankingExample]:
+        for ex in split.examples():
+            if ex.has_positive():
+                positive.append(ex.qid)
+            yield ex
+
+    written = [fname]
+    write_examples(out_dir / fname, examples(), stats)
+    files[fname] = stats.as_dict()
+    if subset is not None:
+        name, size = subset
+        # min(): a small test build cannot have 300 positive questions; the manifest says how many.
+        keep = set(random.Random(SUBSET_SEED).sample(sorted(positive), min(size, len(positive))))
+        stats = ExampleStats()
+        write_examples(out_dir / name, split.examples(keep), stats)
+        files[name] = stats.as_dict()
+        written.append(name)
+    for name in written:
+        path = out_dir / name
+        files[name].update(bytes=path.stat().st_size, sha256=file_sha256(path))
+    return round(split.gold_retrieved / max(len(split.ranking), 1), 4)
+
+
 def _params(squad_path: Path, top_k: int, dev_size: int, test_size: int, max_articles: int | None) -> dict:
     return {
         "builder_version": BUILDER_VERSION,
@@ -171,6 +212,13 @@ def _params(squad_path: Path, top_k: int, dev_size: int, test_size: int, max_art
         "split_seed": SPLIT_SEED,
         "subset_seed": SUBSET_SEED,
         "subset_sizes": {"dev": dev_size, "test": test_size},
+        **retrieval_params(),
+    }
+
+
+def retrieval_params() -> dict[str, Any]:
+    """How candidates are retrieved and split, as a manifest records it."""
+    return {
         "retrieval": {"method": "bm25s lucene", "k1": 1.5, "b": 0.75, "stopwords": "en", "stemmer": None},
         # Library versions can change tokens or sentence boundaries, hence the files.
         "versions": {"bm25s": bm25s.__version__, "pysbd": pysbd.__version__},
@@ -234,32 +282,11 @@ def build_squad_as2(
 
     files: dict[str, dict[str, Any]] = {}
     retrieval: dict[str, Any] = {}
+    sizes = {"dev": dev_size, "test": test_size}
     for name in tqdm(_FILES, desc="squad-as2: splits", disable=not progress):
-        split = _Split([by_title[t] for t in splits[name]], sentences)
-        split.retrieve(top_k)
-        retrieval[name] = round(split.gold_retrieved / max(len(split.ranking), 1), 4)
-        stats = ExampleStats()
-        positive: list[str] = []
-
-        def examples(split: _Split = split, positive: list[str] = positive) -> Iterator[RankingExample]:
-            for ex in split.examples():
-                if ex.has_positive():
-                    positive.append(ex.qid)
-                yield ex
-
-        write_examples(out_dir / _FILES[name], examples(), stats)
-        files[_FILES[name]] = stats.as_dict()
-        if name in _SUBSETS:
-            size = dev_size if name == "dev" else test_size
-            # min(): a small test build cannot have 300 positive questions; the manifest says how many.
-            keep = set(random.Random(SUBSET_SEED).sample(sorted(positive), min(size, len(positive))))
-            stats = ExampleStats()
-            write_examples(out_dir / _SUBSETS[name], split.examples(keep), stats)
-            files[_SUBSETS[name]] = stats.as_dict()
-
-    for fname, info in files.items():
-        path = out_dir / fname
-        info.update(bytes=path.stat().st_size, sha256=file_sha256(path))
+        split = ArticleSplit([by_title[t] for t in splits[name]], sentences)
+        subset = (_SUBSETS[name], sizes[name]) if name in _SUBSETS else None
+        retrieval[name] = write_split(out_dir, split, top_k, _FILES[name], subset, files)
     manifest = {
         "name": "squad-as2",
         "params": params,

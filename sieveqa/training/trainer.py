@@ -1,6 +1,8 @@
 """One training loop for every sieveqa model: AdamW, linear warm-up then decay, gradient accumulation,
 seeded runs, progress bars, dev evaluation that keeps the best model, and checkpoints that resume
-exactly where a killed run stopped. It trains wherever the model is; on CUDA under bf16 autocast.
+exactly where a killed run stopped (every random generator is saved with the weights, so a resumed run
+ends with the same weights as an uninterrupted one). It trains wherever the model is, under bf16
+autocast on a GPU or on a CPU that multiplies bf16 natively (``TrainConfig.precision``).
 Only one run at a time may write into an output folder.
 """
 
@@ -22,7 +24,7 @@ from torch import Tensor, nn
 from tqdm.auto import tqdm
 from transformers import get_linear_schedule_with_warmup
 
-from sieveqa.device import autocast
+from sieveqa.device import autocast, resolve_precision
 from sieveqa.errors import ConfigError, DataFormatError
 from sieveqa.features import Features, collate, length_batches
 from sieveqa.io import atomic_dir, atomic_write_json, exclusive, read_json_object
@@ -90,6 +92,8 @@ class TrainState:
     step: int = 0
     best_metric: float = -math.inf
     best_step: int = -1
+    #: Wall seconds spent training so far, over every resumed part of the run.
+    seconds: float = 0.0
     history: list[dict[str, Any]] = field(default_factory=list)
 
 
@@ -99,9 +103,36 @@ def seed_everything(seed: int) -> None:
     torch.manual_seed(seed)
 
 
+def train_precision(asked: str, device: torch.device) -> str:
+    """The precision a run trains in: ``auto`` is bf16 where the device multiplies it natively (there it
+    measured 2.3x faster than fp32 per step on a CPU, docs/RESULTS.md), else fp32 (fp16 would need
+    loss scaling, which this loop does not do)."""
+    resolved = resolve_precision(asked, device)
+    if resolved not in ("fp32", "bf16"):
+        return "fp32"
+    return resolved
+
+
+def _rng_state() -> dict[str, Any]:
+    version, internal, gauss = random.getstate()
+    kind, keys, pos, has_gauss, cached = np.random.get_state()
+    return {
+        "python": [version, list(internal), gauss],
+        "numpy": [kind, keys.tolist(), pos, has_gauss, cached],
+    }
+
+
+def _set_rng_state(saved: dict[str, Any]) -> None:
+    version, internal, gauss = saved["python"]
+    random.setstate((version, tuple(internal), gauss))
+    kind, keys, pos, has_gauss, cached = saved["numpy"]
+    np.random.set_state((kind, np.asarray(keys, dtype=np.uint32), pos, has_gauss, cached))
+
+
 def _comparable(config: dict[str, Any]) -> dict[str, Any]:
-    # Progress bars and the device change nothing in what a run computes; every other setting does.
-    return {k: v for k, v in config.items() if k not in ("progress", "device")}
+    # Progress bars, the device and where an invocation pauses change nothing in what a run computes;
+    # every other setting does.
+    return {k: v for k, v in config.items() if k not in ("progress", "device", "stop_after")}
 
 
 def check_checkpoint(out_dir: str | Path, config: TrainConfig, n_examples: int) -> bool:
@@ -163,9 +194,9 @@ class Trainer:
             self.optimizer, int(config.warmup_ratio * self.total_steps), self.total_steps
         )
         self.state = TrainState()
+        self._since = time.perf_counter()
         self.device = next(model.parameters()).device
-        bf16 = self.device.type == "cuda" and torch.cuda.is_bf16_supported()
-        self._precision = "bf16" if bf16 else "fp32"
+        self.precision = train_precision(config.precision, self.device)
 
     # -- checkpoints --------------------------------------------------------------------------------
 
@@ -173,7 +204,13 @@ class Trainer:
     def checkpoint_dir(self) -> Path:
         return self.out_dir / "checkpoint"
 
+    def _tick(self) -> None:
+        now = time.perf_counter()
+        self.state.seconds += now - self._since
+        self._since = now
+
     def save_checkpoint(self) -> None:
+        self._tick()
         with atomic_dir(self.checkpoint_dir) as tmp:
             save_file(
                 {k: v.detach().cpu().contiguous() for k, v in self.model.state_dict().items()},
@@ -186,7 +223,13 @@ class Trainer:
                 {"optimizer": self.optimizer.state_dict(), "scheduler": self.scheduler.state_dict(), **rng},
                 tmp / "optimizer.pt",
             )
-            state = {**self.state.__dict__, "config": self.config.to_dict(), "n_pairs": len(self.data)}
+            state = {
+                **self.state.__dict__,
+                "config": self.config.to_dict(),
+                "n_pairs": len(self.data),
+                "precision": self.precision,
+                "rng": _rng_state(),
+            }
             (tmp / "trainer_state.json").write_text(json.dumps(state, indent=2), encoding="utf-8")
 
     def try_resume(self) -> bool:
@@ -202,7 +245,17 @@ class Trainer:
         torch.set_rng_state(blob["torch_rng"].cpu())
         if "cuda_rng" in blob and self.device.type == "cuda":
             torch.cuda.set_rng_state(blob["cuda_rng"].cpu(), self.device)
-        fields_ = {k: saved[k] for k in TrainState.__dataclass_fields__}
+        if "rng" in saved:
+            _set_rng_state(saved["rng"])
+        if saved.get("precision", self.precision) != self.precision:
+            # Same settings on another kind of machine: "auto" resolved otherwise. Continuing is
+            # right (emulated bf16 is several times slower than fp32), but the weights will differ
+            # from an uninterrupted run's.
+            tqdm.write(
+                f"{path}: the checkpoint trained in {saved['precision']}, this machine continues in "
+                f"{self.precision} (--precision auto)"
+            )
+        fields_ = {k: saved[k] for k in TrainState.__dataclass_fields__ if k in saved}
         self.state = TrainState(**fields_)
         return True
 
@@ -213,7 +266,14 @@ class Trainer:
         return length_batches(self.data.lengths, self.config.batch_size, rng=rng)
 
     def _run_eval(self, reason: str) -> None:
-        record: dict[str, Any] = {"step": self.state.step, "epoch": self.state.epoch, "when": reason}
+        self._tick()
+        record: dict[str, Any] = {
+            "step": self.state.step,
+            "epoch": self.state.epoch,
+            "when": reason,
+            "train_seconds": round(self.state.seconds, 1),
+            "precision": self.precision,
+        }
         if self.evaluate is not None:
             self.model.eval()
             metrics = self.evaluate(self.model)
@@ -228,7 +288,10 @@ class Trainer:
         self.state.history.append(record)
         atomic_write_json(self.out_dir / "train_log.json", self.state.history)
         tqdm.write(
-            f"[{reason}] " + ", ".join(f"{k}={v:.4f}" for k, v in record.items() if isinstance(v, float))
+            f"[{reason}] "
+            + ", ".join(
+                f"{k}={v:.4f}" for k, v in record.items() if isinstance(v, float) and k != "train_seconds"
+            )
         )
 
     def _save_best(self) -> None:
@@ -251,6 +314,7 @@ class Trainer:
         seed_everything(self.config.seed)
         if resume and self.try_resume():
             tqdm.write(f"resumed from {self.checkpoint_dir} at step {self.state.step}")
+        tqdm.write(f"training in {self.precision} on {self.device}")
         self.model.train()
         done = self.state.epoch * self.batches_per_epoch + self.state.batch_in_epoch
         bar = tqdm(
@@ -262,14 +326,16 @@ class Trainer:
             dynamic_ncols=True,
         )
         accum, running, started = 0, 0.0, time.perf_counter()
+        self._since = started
+        if 0 < self.config.stop_after <= self.state.step < self.total_steps:
+            return self._pause(bar)
         while done < self.total_batches:
             batches = self._epoch_batches(self.state.epoch)
             for rows in batches[self.state.batch_in_epoch :]:
                 if done >= self.total_batches:
                     break
                 batch = self._batch(rows)
-                # bf16 autocast on a GPU (no loss scaling needed); fp32 on a CPU.
-                with autocast(self.device, self._precision):
+                with autocast(self.device, self.precision):
                     loss = self.objective(self.model, batch) / self.config.grad_accum
                 loss.backward()
                 accum += 1
@@ -286,6 +352,8 @@ class Trainer:
                         self._run_eval(f"step {self.state.step}")
                     if self.state.step % self.config.checkpoint_every == 0:
                         self.save_checkpoint()
+                    if self.state.step == self.config.stop_after:
+                        return self._pause(bar)
             if self.state.batch_in_epoch >= len(batches):
                 self.state.epoch += 1
                 self.state.batch_in_epoch = 0
@@ -299,6 +367,12 @@ class Trainer:
             f"trained {self.state.step} steps in {time.perf_counter() - started:.0f}s; "
             f"best {self.config.metric}={self.state.best_metric:.4f} at step {self.state.best_step}"
         )
+        return self.state
+
+    def _pause(self, bar: tqdm) -> TrainState:
+        bar.close()
+        self.save_checkpoint()
+        tqdm.write(f"paused at step {self.state.step} (--stop-after); run again to continue")
         return self.state
 
     def _optimizer_step(self) -> None:

@@ -20,8 +20,25 @@ def test_backbones_lists_registered_names(sieveqa) -> None:
 def test_data_build_unknown_benchmark(sieveqa) -> None:
     assert (
         one_error_line(sieveqa("data", "build", "asnq"))
-        == "error: unknown benchmark 'asnq'; known: squad-as2"
+        == "error: unknown benchmark 'asnq'; known: squad-as2, squad-train-as2"
     )
+
+
+def test_data_build_passes_top_k_to_the_named_builder(sieveqa, monkeypatch) -> None:
+    import sieveqa.data.squad_train_as2 as module
+
+    calls = []
+    info = {"questions": 3, "mean_candidates": 4.0, "positives": 2}
+
+    def fake(**kwargs):
+        calls.append(kwargs)
+        return {"files": {"train.jsonl.gz": info}}
+
+    monkeypatch.setattr(module, "build_squad_train_as2", fake)
+    result = sieveqa("data", "build", "squad-train-as2", "--top-k", "2")
+    assert result.exit_code == 0, result.output
+    assert calls == [{"force": False, "train_top_k": 2}]
+    assert "train.jsonl.gz: 3 questions, 4.0 candidates/question, 2 positives" in result.output
 
 
 def test_usage_errors_are_one_line_too(sieveqa) -> None:

@@ -1,6 +1,7 @@
 """The training loop learns, keeps the best model, and resumes exactly after a kill."""
 
 import copy
+import random
 from pathlib import Path
 
 import pytest
@@ -12,7 +13,7 @@ from sieveqa.models.cross_encoder import CrossEncoder
 from sieveqa.training.config import TrainConfig
 from sieveqa.training.objectives import PointwiseBCE
 from sieveqa.training.pairs import make_pairs
-from sieveqa.training.trainer import PairTensors, Trainer
+from sieveqa.training.trainer import PairTensors, Trainer, train_precision
 
 
 def _toy_examples(n: int = 12) -> list[RankingExample]:
@@ -84,20 +85,81 @@ class _Killer:
         return self.inner(model, batch)
 
 
-def test_resume_after_kill_matches_uninterrupted_run(tiny_model, tmp_path: Path) -> None:
-    settings = dict(epochs=3, checkpoint_every=2, seed=5)
+class _Sampling(PointwiseBCE):
+    """An objective that draws from Python's generator each batch (as exit or negative sampling may)."""
+
+    def __call__(self, model, batch):
+        return super().__call__(model, batch) * (0.5 + random.random())
+
+
+def _assert_same_weights(a: torch.nn.Module, b: torch.nn.Module) -> None:
+    for (name, x), (_, y) in zip(a.state_dict().items(), b.state_dict().items(), strict=True):
+        torch.testing.assert_close(x, y, rtol=0, atol=1e-6, msg=name)
+
+
+@pytest.mark.parametrize("precision", ["fp32", "bf16"])
+def test_resume_after_kill_matches_uninterrupted_run(tiny_model, tmp_path: Path, precision: str) -> None:
+    settings = dict(epochs=3, checkpoint_every=2, seed=5, precision=precision)
+    whole = copy.deepcopy(tiny_model)
+    _trainer(whole, tmp_path / "a", objective=_Sampling(), **settings).train()
+
+    killed = copy.deepcopy(tiny_model)
+    killer = _Killer(7)
+    killer.inner = _Sampling()
+    with pytest.raises(KeyboardInterrupt):
+        _trainer(killed, tmp_path / "b", objective=killer, **settings).train()
+    assert (tmp_path / "b" / "checkpoint" / "trainer_state.json").is_file()
+    random.random()  # the generator moved on after the kill, as in a new process
+    resumed = copy.deepcopy(tiny_model)
+    state = _trainer(resumed, tmp_path / "b", objective=_Sampling(), **settings).train()
+    assert state.step == 18
+    _assert_same_weights(whole, resumed)
+
+
+def test_stop_after_pauses_and_the_same_settings_continue(tiny_model, tmp_path: Path) -> None:
+    settings = dict(epochs=2, checkpoint_every=4, seed=3)
     whole = copy.deepcopy(tiny_model)
     _trainer(whole, tmp_path / "a", **settings).train()
 
-    killed = copy.deepcopy(tiny_model)
-    with pytest.raises(KeyboardInterrupt):
-        _trainer(killed, tmp_path / "b", objective=_Killer(7), **settings).train()
-    assert (tmp_path / "b" / "checkpoint" / "trainer_state.json").is_file()
+    paused = copy.deepcopy(tiny_model)
+    state = _trainer(paused, tmp_path / "b", stop_after=5, **settings).train()
+    assert state.step == 5  # between two checkpoints: the pause writes its own
+    assert not (tmp_path / "b" / "best").exists()  # no end-of-run evaluation at a pause
+    again = _trainer(copy.deepcopy(tiny_model), tmp_path / "b", stop_after=5, **settings).train()
+    assert again.step == 5  # already there: nothing more runs
     resumed = copy.deepcopy(tiny_model)
-    state = _trainer(resumed, tmp_path / "b", **settings).train()
-    assert state.step == 18
-    for (name, a), (_, b) in zip(whole.state_dict().items(), resumed.state_dict().items(), strict=True):
-        torch.testing.assert_close(a, b, rtol=0, atol=1e-6, msg=name)
+    assert _trainer(resumed, tmp_path / "b", **settings).train().step == 12
+    _assert_same_weights(whole, resumed)
+    assert resumed_seconds(tmp_path / "b") > 0
+
+
+def resumed_seconds(out: Path) -> float:
+    import json
+
+    return json.loads((out / "checkpoint" / "trainer_state.json").read_text())["seconds"]
+
+
+@pytest.mark.parametrize(("native", "expected"), [(True, "bf16"), (False, "fp32")])
+def test_auto_precision_is_bf16_only_where_native(monkeypatch, native: bool, expected: str) -> None:
+    monkeypatch.setattr("sieveqa.device.native_bf16", lambda: native)
+    assert train_precision("auto", torch.device("cpu")) == expected
+    assert train_precision("fp32", torch.device("cpu")) == "fp32"
+    assert train_precision("bf16", torch.device("cpu")) == "bf16"
+
+
+def test_resume_on_another_kind_of_cpu_continues_and_says_so(tiny_model, tmp_path: Path, monkeypatch, capsys):
+    monkeypatch.setattr("sieveqa.device.native_bf16", lambda: True)
+    _trainer(copy.deepcopy(tiny_model), tmp_path, epochs=2, stop_after=3).train()
+    monkeypatch.setattr("sieveqa.device.native_bf16", lambda: False)
+    trainer = _trainer(copy.deepcopy(tiny_model), tmp_path, epochs=2)
+    assert trainer.precision == "fp32"
+    assert trainer.train().step == 12
+    assert "the checkpoint trained in bf16, this machine continues in fp32" in capsys.readouterr().out
+
+
+def test_bad_precision_is_refused() -> None:
+    with pytest.raises(ConfigError, match="precision='fp16'"):
+        TrainConfig(precision="fp16")
 
 
 def test_resume_refuses_other_settings(tiny_model, tmp_path: Path) -> None:
