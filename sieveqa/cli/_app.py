@@ -83,6 +83,13 @@ PrecisionOpt = Annotated[
     ),
 ]
 BatchOpt = Annotated[int | None, typer.Option(help="inputs per forward pass (default: the model's)")]
+FusionOpt = Annotated[
+    str | None,
+    typer.Option(
+        help="mix BM25 over the same candidates into the scores: none, interp:W (normalised "
+        "interpolation) or rrf:W (reciprocal rank), W being BM25's share"
+    ),
+]
 AlphaOpt = Annotated[
     str | None,
     typer.Option(

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from rich.markup import escape
 
-from sieveqa.cli._app import BatchOpt, DeviceOpt, PrecisionOpt, app, check_device, console
+from sieveqa.cli._app import BatchOpt, DeviceOpt, FusionOpt, PrecisionOpt, app, check_device, console
 from sieveqa.errors import ConfigError, DataFormatError
 
 if TYPE_CHECKING:
@@ -127,6 +127,7 @@ def answer(
     ] = None,
     budget: Annotated[float, typer.Option(help="skyline: layers per passage to spend")] = 2.0,
     threshold: Annotated[float, typer.Option(help="tower: stop a passage at this P(no answer)")] = 0.9,
+    fusion: FusionOpt = None,
     keep: Annotated[
         int | None,
         typer.Option(
@@ -178,6 +179,7 @@ def answer(
         reader,
         schedule,
         scheduler,
+        fusion,
     )
     if questions is None:
         result = answerer.answer(asked[0][1])
@@ -218,6 +220,7 @@ def eval_answers(
     device: DeviceOpt = "auto",
     precision: PrecisionOpt = "auto",
     batch_size: BatchOpt = None,
+    fusion: FusionOpt = None,
 ) -> None:
     """Answer a labelled benchmark's questions over their retrieved passages and report answer
     P@1 (MAP/MRR where the method ranks sentences), passage P@1/MAP/MRR and inferences and latency."""
@@ -244,6 +247,7 @@ def eval_answers(
         device=device,
         precision=precision,
         batch_size=batch_size,
+        fusion=fusion,
     )
     examples = load_dataset(dataset)[:limit]
     qrels_from_examples(examples, dataset)
@@ -252,6 +256,7 @@ def eval_answers(
         "dataset": dataset,
         **report.as_dict(),
         "models": {"reranker": reranker, "selector": selector, "ranker": ranker},
+        "fusion": str(answerer.fusion),
     }
     result["provenance"] = run_info("sieveqa " + " ".join(sys.argv[1:]))
     line = ", ".join(f"{k} {v:.4f}" for k, v in report.metrics.items())

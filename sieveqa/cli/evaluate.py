@@ -14,6 +14,7 @@ from sieveqa.cli._app import (
     BatchOpt,
     DatasetOpt,
     DeviceOpt,
+    FusionOpt,
     ModelOpt,
     PolicyOpt,
     PrecisionOpt,
@@ -64,6 +65,7 @@ def evaluate(
     scheduler: Annotated[
         str | None, typer.Option(help="a reader: the learned scheduler (train-scheduler)")
     ] = None,
+    fusion: FusionOpt = None,
 ) -> None:
     """Score every candidate of a labelled dataset and report MAP, MRR, P@1, nDCG@10 and throughput.
 
@@ -71,14 +73,20 @@ def evaluate(
     of the cascade stopped at each exit (at α = 0, each exit alone). A reader (open-domain data, e.g.
     squad-open-mini:test) reports EM and F1 at a --budget of layers per passage; see eval-reader.
     """
+    from sieveqa.runtime.fusion import Fusion, with_fusion
+
+    fused = Fusion.parse(fusion)
     if _is_reader(model):
         from sieveqa.cli.reader import eval_reader
 
+        if fused.active:
+            raise ConfigError(f"--fusion is for rankers; {model} is a reader")
         method = "learned" if scheduler else "skyline" if budget is not None else "standard"
         eval_reader(model, dataset, method, budget, scheduler, json_out=json_out, device=device)
         return
     if budget is not None or scheduler is not None:
         raise ConfigError(f"--budget and --scheduler are for readers; {model} is a ranker")
+
     from sieveqa.data.registry import load_dataset
     from sieveqa.evaluation.metrics import qrels_from_examples
     from sieveqa.evaluation.provenance import run_info
@@ -102,6 +110,7 @@ def evaluate(
         drop_ratios=float_list(alpha, "--alpha"),
         thresholds=float_list(threshold, "--threshold"),
     )
+    ranker = with_fusion(ranker, fused)
     used = getattr(ranker, "model", ranker)
     report, metrics = evaluate_ranker(ranker, examples, dataset, progress=True)
     result: dict[str, Any] = {
@@ -109,6 +118,7 @@ def evaluate(
         "dataset": dataset,
         "device": str(used.device),
         "precision": used.precision,
+        "fusion": str(fused),
         **metrics,
         "run": run_info(_command()),
     }

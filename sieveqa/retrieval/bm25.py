@@ -92,6 +92,13 @@ class BM25Index:
         )
         return [self._top_k(self._scores(ids), k) for ids in token_ids]
 
+    def scores(self, query: str) -> np.ndarray:
+        """The score of every document for ``query``, in insertion order."""
+        (token_ids,) = self._tokenizer.tokenize(
+            [query], update_vocab=False, return_as="ids", show_progress=False, allow_empty=False
+        )
+        return self._scores(token_ids)
+
     def _scores(self, token_ids: list[int]) -> np.ndarray:
         if not token_ids:
             return np.zeros(len(self._ids), dtype=np.float32)

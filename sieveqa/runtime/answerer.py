@@ -35,6 +35,7 @@ from sieveqa.models.pair_model import PairModel
 from sieveqa.models.peasi import PeasiModel
 from sieveqa.models.reader import ReaderModel
 from sieveqa.models.skyline_policy import SkylinePolicy
+from sieveqa.runtime.fusion import Fusion, lexical_scores, with_fusion
 from sieveqa.runtime.schedulers import Schedule, run_schedule
 from sieveqa.runtime.towers import LiveTowers
 
@@ -126,6 +127,7 @@ class Answerer:
         reader: ReaderModel | None = None,
         schedule: Schedule | None = None,
         policy: SkylinePolicy | None = None,
+        fusion: Fusion | str | None = None,
     ) -> None:
         if method not in METHODS:
             raise ConfigError(f"--method must be one of {', '.join(METHODS)}, got {method!r}")
@@ -147,8 +149,12 @@ class Answerer:
             raise ConfigError(f"method {method!r} needs a {' and a '.join(missing)}")
         if retrieve < 1 or top < 1:
             raise ConfigError(f"--retrieve and --top must be >= 1, got {retrieve} and {top}")
+        self.fusion = Fusion.parse(fusion)
+        if self.fusion.active and method in READER_METHODS:
+            raise ConfigError(f"--fusion {self.fusion} is for the sentence methods, not {method!r}")
         self.method, self.index = method, index
-        self.reranker, self.selector, self.ranker = reranker, selector, ranker
+        self.reranker, self.selector = reranker, selector
+        self.ranker = with_fusion(ranker, self.fusion) if ranker is not None else None
         self.retrieve, self.retriever, self.embedder, self.top = retrieve, retriever, embedder, top
         self.reader, self.schedule, self.policy = reader, schedule, policy
 
@@ -197,8 +203,9 @@ class Answerer:
     def _peasi(self, question: str, passages: list[IndexedPassage]) -> AnswerRun:
         assert self.reranker is not None and self.selector is not None
         cost = Cost()
-        scores, pr_cost = self._passage_scores(question, passages)
+        logits, pr_cost = self._passage_scores(question, passages)
         cost.add(pr_cost)
+        scores = self.fusion.combine(logits, self._lexical(question, [p.text for p in passages]))
         order = sorted(range(len(passages)), key=lambda i: (-scores[i], i))[: self.top]
         top = [passages[i] for i in order]
         probs, easi_cost = self.selector.select([question] * len(top), [p.sentences for p in top])
@@ -206,12 +213,15 @@ class Answerer:
         answers = []
         for i, p, pr in zip(order, top, probs, strict=True):
             best = max(range(len(pr)), key=lambda s: (pr[s], -s))
-            answers.append(Found(p, best, pr[best], scores[i]))
+            answers.append(Found(p, best, pr[best], logits[i]))
         if len(answers) == 1:
             return AnswerRun(answers, scores, None, cost)
         # P(sentence) = P(its passage holds the answer) × P(sentence | passage), stable in PR order.
         answers.sort(key=lambda f: -(1 / (1 + math.exp(-(f.passage_score or 0.0)))) * f.score)
         return AnswerRun(answers, scores, answers, cost)
+
+    def _lexical(self, question: str, texts: list[str]) -> list[float]:
+        return lexical_scores(question, texts) if self.fusion.active else [0.0] * len(texts)
 
     def _passage_scores(self, question: str, passages: list[IndexedPassage]) -> tuple[list[float], Cost]:
         # A multi-task model's PR may read the sentences too (PR ⊕ EASI); a ranker reads the text.
@@ -280,12 +290,14 @@ def load_answerer(
     reader: str | None = None,
     schedule: Schedule | None = None,
     scheduler: str | None = None,
+    fusion: Fusion | str | None = None,
 ) -> Answerer:
     """An Answerer with the models its method needs, loaded by name or folder, over the index folder
     ``index``. ``selector`` defaults to the reranker itself when that is a multi-task PEASI model,
     else ``peasi-easi``; ``ranker`` to ``default`` (``default-cascade`` for the cascade method).
     The reader methods need a ``reader``; ``skyline`` with a ``scheduler`` (a policy folder) uses the
-    learned policy; ``schedule`` carries the budget and the other settings."""
+    learned policy; ``schedule`` carries the budget and the other settings. ``fusion`` mixes BM25 into
+    the sentence methods' scores (``sieveqa.runtime.fusion``); None is the method's default."""
     from sieveqa.models.zoo import load_model
     from sieveqa.runtime.policy import load_ranker
 
@@ -305,7 +317,10 @@ def load_answerer(
             raise ConfigError(f"{option} {name}: a {model.kind} model cannot do this; give {what}")
         return model
 
+    fusion = default_fusion(method) if fusion is None else Fusion.parse(fusion)
     if method in READER_METHODS:
+        if fusion.active:
+            raise ConfigError(f"--fusion {fusion} is for the sentence methods, not {method!r}")
         return _reader_answerer(method, corpus, retrieve, retriever, reader, schedule, scheduler, typed)
     pr = typed(reranker, (PairModel, PeasiModel), "--reranker", "a ranker") if method == "peasi" else None
     easi = None
@@ -322,7 +337,16 @@ def load_answerer(
         from sieveqa.models.embedder import SentenceEmbedder
 
         embedder = SentenceEmbedder().configure(device=device)
-    return Answerer(method, corpus, pr, easi, rank, retrieve, retriever, embedder, top)
+    return Answerer(method, corpus, pr, easi, rank, retrieve, retriever, embedder, top, fusion=fusion)
+
+
+#: BM25's share in each sentence method's scores when none is asked for (chosen on dev: docs/RESULTS.md).
+DEFAULT_FUSION: dict[str, Fusion] = {}
+
+
+def default_fusion(method: str) -> Fusion:
+    """The fusion ``method`` uses unless told otherwise (none for the reader methods)."""
+    return DEFAULT_FUSION.get(method, Fusion())
 
 
 def _reader_answerer(

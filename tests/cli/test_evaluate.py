@@ -27,6 +27,25 @@ def test_eval_writes_the_promised_json(
     assert 0.0 <= metrics["map"] <= 1.0
 
 
+def test_eval_with_bm25_fusion_reports_it_and_ranks_by_it(
+    sieveqa, saved_tiny: Path, example_jsonl: Path, tmp_path: Path
+) -> None:
+    from sieveqa.evaluation.metrics import evaluate_scores
+    from sieveqa.runtime.fusion import lexical_scores
+
+    out = tmp_path / "m.json"
+    args = ("eval", "--model", saved_tiny, "--dataset", f"jsonl:{example_jsonl}", "--json", out)
+    result = sieveqa(*args, "--fusion", "interp:1")
+    assert result.exit_code == 0, result.output
+    metrics = json.loads(out.read_text())
+    examples = read_jsonl(example_jsonl)
+    bm25 = [lexical_scores(ex.question.text, [c.text for c in ex.candidates]) for ex in examples]
+    # BM25's whole share: the model's scores no longer matter, BM25's order is what is measured.
+    assert metrics["fusion"] == "interp:1"
+    assert metrics["map"] == pytest.approx(evaluate_scores(examples, bm25).mean["map"], abs=1e-4)
+    assert one_error_line(sieveqa(*args, "--fusion", "bm25")).startswith("error: --fusion must be none")
+
+
 def test_bad_dataset_name_is_one_line(sieveqa, saved_tiny: Path) -> None:
     line = one_error_line(sieveqa("eval", "--model", saved_tiny, "--dataset", "wikiqa:validation"))
     assert "wikiqa has no split 'validation'" in line

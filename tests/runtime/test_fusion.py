@@ -1,0 +1,102 @@
+"""BM25 fusion: parsing, the two formulas, BM25 over a candidate list, a fused ranker, the answerer."""
+
+import pytest
+
+from sieveqa.data.corpus import CorpusIndex, CorpusOptions
+from sieveqa.data.records import Candidate, Question, RankingExample
+from sieveqa.errors import ConfigError
+from sieveqa.runtime.answerer import Answerer
+from sieveqa.runtime.fusion import FusedRanker, Fusion, lexical_scores, with_fusion
+from tests.fakes import DOCS, KeywordRanker, KeywordSelector
+
+
+@pytest.mark.parametrize(
+    ("text", "method", "weight"),
+    [("none", "none", 0.0), (None, "none", 0.0), ("interp:0.3", "interp", 0.3), ("rrf:1", "rrf", 1.0)],
+)
+def test_parse(text, method: str, weight: float) -> None:
+    fusion = Fusion.parse(text)
+    assert (fusion.method, fusion.weight) == (method, weight)
+    assert Fusion.parse(str(fusion)) == fusion
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("bm25", "--fusion must be none, interp:W or rrf:W"),
+        ("interp", "--fusion must be none, interp:W or rrf:W"),
+        ("interp:x", "the weight 'x' is not a number"),
+        ("rrf:1.5", "fusion weight must be within"),
+        ("interp:nan", "fusion weight must be within"),
+    ],
+)
+def test_bad_fusions_name_what_is_wrong(text: str, message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        Fusion.parse(text)
+
+
+def test_interpolation_of_normalised_scores() -> None:
+    fusion = Fusion("interp", 0.25)
+    # model [0, 1, 0.5] after min-max; BM25 [1, 0, 0.5]
+    assert fusion.combine([-2.0, 2.0, 0.0], [4.0, 0.0, 2.0]) == pytest.approx([0.25, 0.75, 0.5])
+    assert Fusion("interp", 0.0).combine([3.0, 1.0], [0.0, 9.0]) == [3.0, 1.0]
+    assert Fusion("interp", 0.5).combine([5.0, 5.0], [1.0, 1.0]) == [0.0, 0.0]  # flat lists stay flat
+
+
+def test_reciprocal_rank_fusion() -> None:
+    fused = Fusion("rrf", 0.5).combine([3.0, 1.0, 2.0], [0.0, 5.0, 1.0])
+    assert fused == pytest.approx([0.5 / 61 + 0.5 / 63, 0.5 / 63 + 0.5 / 61, 0.5 / 62 + 0.5 / 62])
+    assert Fusion("rrf", 1.0).combine([3.0, 1.0, 2.0], [0.0, 5.0, 1.0]) == pytest.approx(
+        [1 / 63, 1 / 61, 1 / 62]
+    )
+
+
+def test_lengths_must_match() -> None:
+    with pytest.raises(ValueError, match="2 model scores but 1 BM25 scores"):
+        Fusion("rrf", 0.5).combine([1.0, 2.0], [1.0])
+
+
+def test_bm25_over_the_candidates_themselves() -> None:
+    texts = ["Fleming discovered penicillin in 1928.", "Penicillin is an antibiotic.", "The sky is blue.", ""]
+    scores = lexical_scores("Who discovered penicillin?", texts)
+    assert scores[0] > scores[1] > 0 and scores[2] == scores[3] == 0
+    assert lexical_scores("the of and", ["a b c", "the of"]) == [0.0, 0.0]  # stopwords only
+    assert lexical_scores("anything", []) == []
+
+
+def _example() -> RankingExample:
+    texts = ["the answer", "penguins live in Antarctica", "nothing here"]
+    return RankingExample(
+        Question("q", "where do penguins live"), [Candidate(str(i), t) for i, t in enumerate(texts)]
+    )
+
+
+def test_fused_ranker_moves_the_lexical_match_up() -> None:
+    ex = _example()
+    assert KeywordRanker().run([ex]).orders()[0][0] == 0
+    fused = with_fusion(KeywordRanker(), "interp:0.6")
+    assert isinstance(fused, FusedRanker)
+    result = fused.run([ex])
+    assert result.orders()[0][0] == 1 and result.logits is False
+    assert with_fusion(KeywordRanker(), "interp:0").__class__ is KeywordRanker  # inactive: unwrapped
+
+
+def test_answerer_fuses_passages_and_sentences(tmp_path) -> None:
+    index = CorpusIndex.build(DOCS, tmp_path / "idx", CorpusOptions(passage_tokens=8))
+    question = "the answer about rain?"
+    plain = Answerer("pointwise", index, ranker=KeywordRanker(), retrieve=10).answer(question)
+    assert plain.best.text == "The answer is forty two."
+    fused = Answerer("pointwise", index, ranker=KeywordRanker(), retrieve=10, fusion="interp:0.9")
+    assert fused.answer(question).best.text == "Rain falls."
+    peasi = Answerer("peasi", index, reranker=KeywordRanker(), selector=KeywordSelector(), retrieve=10)
+    question = "is the answer rain or snow?"
+    assert peasi.answer(question).best.passage.doc_id == "a"
+    peasi.fusion = Fusion("interp", 0.9)
+    best = peasi.answer(question).best
+    assert best.passage.doc_id == "b"  # two words of the question against one
+    assert best.passage_score == 0.0  # the reranker's own score is reported, not the fused one
+
+
+def test_reader_methods_refuse_a_fusion(tmp_path) -> None:
+    with pytest.raises(ConfigError, match=r"--fusion interp:0.3 is for the sentence methods, not 'skyline'"):
+        Answerer("skyline", None, reader=object(), schedule=object(), fusion="interp:0.3")
