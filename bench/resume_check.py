@@ -27,9 +27,16 @@ from safetensors.torch import load_file
 SIEVEQA = str(Path(sys.executable).parent / "sieveqa")
 
 
-def _train(args: list[str], out: Path, steps: int) -> subprocess.Popen:
+def _train(args: list[str], out: Path, steps: int, log: Path) -> subprocess.Popen:
     command = [SIEVEQA, "train", *args, "--out", str(out), "--stop-after", str(steps), "--no-progress"]
-    return subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    out.mkdir(parents=True, exist_ok=True)
+    with log.open("a") as handle:
+        return subprocess.Popen(command, stdout=handle, stderr=subprocess.STDOUT)
+
+
+def _finish(proc: subprocess.Popen, what: str) -> None:
+    if proc.wait() != 0:
+        raise SystemExit(f"{what} failed with exit code {proc.returncode}")
 
 
 def _step(out: Path) -> int:
@@ -52,21 +59,27 @@ def main() -> None:
     whole, killed = args.work / "whole", args.work / "killed"
 
     started = time.perf_counter()
-    _train(train_args, whole, args.steps).communicate()
+    _finish(_train(train_args, whole, args.steps, args.work / "whole.log"), "the uninterrupted run")
     whole_seconds = time.perf_counter() - started
 
-    proc = _train(train_args, killed, args.steps)
+    proc = _train(train_args, killed, args.steps, args.work / "killed.log")
     while _step(killed) == 0 and proc.poll() is None:
         time.sleep(1)
     time.sleep(args.kill_after)
+    if proc.poll() is not None:
+        raise SystemExit("the run ended before the kill: use a smaller --kill-after or more --steps")
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
     killed_at = _step(killed)
-    _train(train_args, killed, args.steps).communicate()
+    if killed_at >= args.steps:
+        raise SystemExit(f"the kill came after step {args.steps}: nothing was resumed")
+    _finish(_train(train_args, killed, args.steps, args.work / "killed.log"), "the resumed run")
 
     a = load_file(str(whole / "checkpoint" / "model.safetensors"))
     b = load_file(str(killed / "checkpoint" / "model.safetensors"))
     diffs = {name: float((a[name].float() - b[name].float()).abs().max()) for name in a}
+    if [_step(whole), _step(killed)] != [args.steps, args.steps]:
+        raise SystemExit(f"the runs stopped at steps {_step(whole)} and {_step(killed)}, not {args.steps}")
     result = {
         "steps": args.steps,
         "uninterrupted_seconds": round(whole_seconds, 1),

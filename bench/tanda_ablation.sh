@@ -13,8 +13,4 @@ mkdir -p "$OUT"
 $SIEVEQA train --train wikiqa:train,trecqa:train --init minilm-l6 --dev wikiqa:dev,trecqa:dev-clean \
   --out "$RUN/adapt-only" --epochs 2 --lr 2e-5
 
-for model in transfer adapt-only adapt; do
-  for dataset in wikiqa:test trecqa:test-clean wikiqa:dev trecqa:dev-clean; do
-    $SIEVEQA eval --model "$RUN/$model/best" --dataset "$dataset" --json "$OUT/$model.${dataset/:/_}.json"
-  done
-done
+FORCE=1 bench/tanda_eval.sh transfer="$RUN/transfer/best" adapt-only="$RUN/adapt-only/best" adapt="$RUN/adapt/best"

@@ -60,15 +60,18 @@ def real_data() -> Path:
         pytest.skip("real datasets not available (set SIEVEQA_DATA)")
 
 
+def _present(path: Path) -> Path:
+    if not path.is_file():
+        pytest.skip(f"{path} missing")
+    return path
+
+
 @pytest.fixture(scope="session")
 def squad_path(real_data: Path) -> Path:
     """The real SQuAD v1.1 dev JSON."""
     from sieveqa.data.squad import default_squad_path
 
-    path = default_squad_path()
-    if not path.is_file():
-        pytest.skip(f"{path} missing")
-    return path
+    return _present(default_squad_path())
 
 
 @pytest.fixture(scope="session")
@@ -76,10 +79,7 @@ def squad_train_path(real_data: Path) -> Path:
     """The real SQuAD v1.1 train JSON."""
     from sieveqa.data.squad_train_as2 import default_train_path
 
-    path = default_train_path()
-    if not path.is_file():
-        pytest.skip(f"{path} missing")
-    return path
+    return _present(default_train_path())
 
 
 def write_gz(path: Path, text: str) -> Path:

@@ -14,16 +14,9 @@ data_app = typer.Typer(help="Build derived benchmarks.", no_args_is_help=True)
 app.add_typer(data_app, name="data")
 
 
-#: Each derived benchmark: its builder's module and function, and the keyword ``--top-k`` sets.
-_BUILDERS = {
-    "squad-as2": ("sieveqa.data.squad_as2", "build_squad_as2", "top_k"),
-    "squad-train-as2": ("sieveqa.data.squad_train_as2", "build_squad_train_as2", "train_top_k"),
-}
-
-
 @data_app.command("build")
 def data_build(
-    name: Annotated[str, typer.Argument(help=f"benchmark to build: {', '.join(_BUILDERS)}")],
+    name: Annotated[str, typer.Argument(help="benchmark to build: squad-as2 or squad-train-as2")],
     force: Annotated[bool, typer.Option(help="rebuild even if an identical build is cached")] = False,
     top_k: Annotated[
         int | None,
@@ -33,13 +26,11 @@ def data_build(
     ] = None,
 ) -> None:
     """Build a derived benchmark from the raw data (cached; rebuilding gives identical files)."""
-    import importlib
+    from sieveqa.data.registry import BUILDERS
 
-    if name not in _BUILDERS:
-        raise ConfigError(f"unknown benchmark {name!r}; known: {', '.join(_BUILDERS)}")
-    module, function, top_k_name = _BUILDERS[name]
-    build = getattr(importlib.import_module(module), function)
-    manifest = build(force=force, **({top_k_name: top_k} if top_k is not None else {}))
+    if name not in BUILDERS:
+        raise ConfigError(f"unknown benchmark {name!r}; known: {', '.join(BUILDERS)}")
+    manifest = BUILDERS[name](top_k, force)
     for fname, info in manifest["files"].items():
         typer.echo(
             f"{fname}: {info['questions']} questions, {info['mean_candidates']:.1f} candidates/question, "

@@ -140,6 +140,8 @@ def train(
     train_values, model_values, options = _split(values, chosen)
     run["dev"] = run["dev"] if run["dev"] is not None else "wikiqa:dev"
     if kd_trials:
+        if train_values.get("stop_after"):
+            raise ConfigError("--stop-after pauses one run; it cannot go with --kd-trials")
         _search_kd(chosen, run, out, options, kd_trials, TrainConfig(**train_values), model_values)
         return
     state = train_model(
@@ -153,6 +155,9 @@ def train(
         options=options,
         resume=resume,
     )
+    if state.paused:
+        typer.echo(f"paused at step {state.step}; the same command with a later or no --stop-after continues")
+        return
     metric = train_values.get("metric") or registry.for_arch(chosen).recipe_class().default_metric
     typer.echo(f"best {metric}={state.best_metric:.4f} at step {state.best_step}; model: {out / 'best'}")
 

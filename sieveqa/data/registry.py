@@ -138,6 +138,26 @@ LOADERS: dict[str, Loader] = {
 }
 
 
+def _build_squad_as2(top_k: int | None, force: bool) -> dict:
+    from sieveqa.data.squad_as2 import build_squad_as2
+
+    return build_squad_as2(force=force, **({"top_k": top_k} if top_k is not None else {}))
+
+
+def _build_squad_train_as2(top_k: int | None, force: bool) -> dict:
+    from sieveqa.data.squad_train_as2 import build_squad_train_as2
+
+    return build_squad_train_as2(force=force, **({"train_top_k": top_k} if top_k is not None else {}))
+
+
+#: Derived benchmarks ``sieveqa data build`` makes: each builder takes BM25's paragraphs per (training)
+#: question (None: its default) and ``force``, and returns the manifest.
+BUILDERS: dict[str, Callable[[int | None, bool], dict]] = {
+    "squad-as2": _build_squad_as2,
+    "squad-train-as2": _build_squad_train_as2,
+}
+
+
 def load_dataset(name: str) -> list[RankingExample]:
     """Load a dataset by name (see the module docstring); raises DatasetNotFoundError on a bad name."""
     sliced = _SLICE.fullmatch(name)

@@ -37,6 +37,7 @@ from sieveqa.data.jsonl import example_dict, write_jsonl
 from sieveqa.data.records import Candidate, Question, RankingExample
 from sieveqa.data.sentences import split_sentences
 from sieveqa.data.squad import SquadArticle, SquadParagraph, default_squad_path, read_squad
+from sieveqa.errors import ConfigError, DatasetNotFoundError
 from sieveqa.io import atomic_write_json, file_sha256
 from sieveqa.paths import cache_root
 from sieveqa.retrieval import BM25Index
@@ -45,6 +46,7 @@ __all__ = [
     "BUILDER_VERSION",
     "ArticleSplit",
     "ExampleStats",
+    "build_splits",
     "build_squad_as2",
     "cached_manifest",
     "ensure_squad_as2",
@@ -263,7 +265,9 @@ def build_squad_as2(
     out_dir = Path(out_dir) if out_dir is not None else cache_root() / "squad-as2"
     squad_path = Path(squad_path) if squad_path is not None else default_squad_path()
     if top_k < 1:
-        raise ValueError(f"top_k must be >= 1, got {top_k}")
+        raise ConfigError(f"--top-k must be >= 1, got {top_k}")
+    if not squad_path.is_file():
+        raise DatasetNotFoundError(f"{squad_path}: no such SQuAD file (SIEVEQA_DATA names the data folder)")
     params = _params(squad_path, top_k, dev_size, test_size, max_articles)
     if (
         not force
@@ -272,25 +276,42 @@ def build_squad_as2(
         return manifest
 
     articles = read_squad(squad_path)[:max_articles]
+    splits = split_articles(a.title for a in articles)
+    sizes = {"dev": dev_size, "test": test_size}
+    plan = {
+        name: (fname, top_k, (_SUBSETS[name], sizes[name]) if name in _SUBSETS else None)
+        for name, fname in _FILES.items()
+    }
+    return build_splits(out_dir, "squad-as2", params, articles, splits, plan, progress)
+
+
+def build_splits(
+    out_dir: Path,
+    name: str,
+    params: dict[str, Any],
+    articles: list[SquadArticle],
+    splits: dict[str, list[str]],
+    plan: dict[str, tuple[str, int, tuple[str, int] | None]],
+    progress: bool,
+) -> dict:
+    """Write each split of ``plan`` (split → file, BM25 depth, optional fixed subset) from the articles
+    ``splits`` names, then the manifest; return the manifest."""
     by_title = {a.title: a for a in articles}
-    splits = split_articles(by_title)
     pars = [p for a in articles for p in a.paragraphs]
     sentences = {
         p.pid: split_sentences(p.context)
-        for p in tqdm(pars, desc="squad-as2: sentences", unit="par", disable=not progress)
+        for p in tqdm(pars, desc=f"{name}: sentences", unit="par", disable=not progress)
     }
-
     files: dict[str, dict[str, Any]] = {}
-    retrieval: dict[str, Any] = {}
-    sizes = {"dev": dev_size, "test": test_size}
-    for name in tqdm(_FILES, desc="squad-as2: splits", disable=not progress):
-        split = ArticleSplit([by_title[t] for t in splits[name]], sentences)
-        subset = (_SUBSETS[name], sizes[name]) if name in _SUBSETS else None
-        retrieval[name] = write_split(out_dir, split, top_k, _FILES[name], subset, files)
+    retrieval: dict[str, float] = {}
+    for split_name in tqdm(plan, desc=f"{name}: splits", disable=not progress):
+        fname, top_k, subset = plan[split_name]
+        split = ArticleSplit([by_title[t] for t in splits[split_name]], sentences)
+        retrieval[split_name] = write_split(out_dir, split, top_k, fname, subset, files)
     manifest = {
-        "name": "squad-as2",
+        "name": name,
         "params": params,
-        "splits": {name: {"articles": splits[name]} for name in _FILES},
+        "splits": {split_name: {"articles": splits[split_name]} for split_name in plan},
         "gold_paragraph_recall_at_k": retrieval,
         "files": dict(sorted(files.items())),
     }

@@ -26,21 +26,18 @@ from __future__ import annotations
 import random
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
-
-from tqdm.auto import tqdm
 
 from sieveqa.data.records import RankingExample
-from sieveqa.data.sentences import split_sentences
 from sieveqa.data.squad import read_squad
 from sieveqa.data.squad_as2 import (
     SPLIT_SEED,
-    ArticleSplit,
+    SUBSET_SEED,
+    build_splits,
     cached_manifest,
     retrieval_params,
-    write_split,
 )
-from sieveqa.io import atomic_write_json, file_sha256
+from sieveqa.errors import ConfigError, DatasetNotFoundError
+from sieveqa.io import file_sha256
 from sieveqa.paths import cache_root, data_root
 
 __all__ = [
@@ -71,7 +68,7 @@ def split_train_articles(
     """Split titles into train and dev (the first ``dev_articles`` after a seeded shuffle)."""
     order = sorted(titles)
     if not 1 <= dev_articles < len(order):
-        raise ValueError(f"need 1 <= dev_articles < {len(order)} articles, got {dev_articles}")
+        raise ConfigError(f"need 1 <= dev_articles < {len(order)} articles, got {dev_articles}")
     random.Random(seed).shuffle(order)
     return {"train": order[dev_articles:], "dev": order[:dev_articles]}
 
@@ -105,7 +102,9 @@ def build_squad_train_as2(
     out_dir = Path(out_dir) if out_dir is not None else cache_root() / NAME
     squad_path = Path(squad_path) if squad_path is not None else default_train_path()
     if min(train_top_k, dev_top_k) < 1:
-        raise ValueError(f"top_k must be >= 1, got train {train_top_k} / dev {dev_top_k}")
+        raise ConfigError(f"--top-k must be >= 1, got train {train_top_k} / dev {dev_top_k}")
+    if not squad_path.is_file():
+        raise DatasetNotFoundError(f"{squad_path}: no such SQuAD file (SIEVEQA_DATA names the data folder)")
     params = {
         "builder_version": BUILDER_VERSION,
         "source": {"file": squad_path.name, "sha256": file_sha256(squad_path)},
@@ -114,35 +113,19 @@ def build_squad_train_as2(
         "max_articles": max_articles,
         "split_seed": SPLIT_SEED,
         "subset_size": dev_size,
+        "subset_seed": SUBSET_SEED,
         **retrieval_params(),
     }
     if not force and (manifest := cached_manifest(out_dir, params, {*_FILES.values(), _DEV_SUBSET})):
         return manifest
 
     articles = read_squad(squad_path)[:max_articles]
-    by_title = {a.title: a for a in articles}
-    splits = split_train_articles(by_title, dev_articles)
-    pars = [p for a in articles for p in a.paragraphs]
-    sentences = {
-        p.pid: split_sentences(p.context)
-        for p in tqdm(pars, desc=f"{NAME}: sentences", unit="par", disable=not progress)
+    splits = split_train_articles((a.title for a in articles), dev_articles)
+    plan = {
+        "train": (_FILES["train"], train_top_k, None),
+        "dev": (_FILES["dev"], dev_top_k, (_DEV_SUBSET, dev_size)),
     }
-    files: dict[str, dict[str, Any]] = {}
-    retrieval: dict[str, float] = {}
-    plan = {"train": (train_top_k, None), "dev": (dev_top_k, (_DEV_SUBSET, dev_size))}
-    for name in tqdm(_FILES, desc=f"{NAME}: splits", disable=not progress):
-        top_k, subset = plan[name]
-        split = ArticleSplit([by_title[t] for t in splits[name]], sentences)
-        retrieval[name] = write_split(out_dir, split, top_k, _FILES[name], subset, files)
-    manifest = {
-        "name": NAME,
-        "params": params,
-        "splits": {name: {"articles": splits[name]} for name in _FILES},
-        "gold_paragraph_recall_at_k": retrieval,
-        "files": dict(sorted(files.items())),
-    }
-    atomic_write_json(out_dir / MANIFEST, manifest)
-    return manifest
+    return build_splits(out_dir, NAME, params, articles, splits, plan, progress)
 
 
 def ensure_squad_train_as2() -> Path:

@@ -22,6 +22,9 @@ SHIPPED = {
     "peasi-easi": RESOURCES / "peasi-easi",
     # HAS for answer stores (issue 15): sentences of WikiQA train and a slice of SQuAD-AS2 train.
     "has": RESOURCES / "has",
+    # The previous default (transfer on SQuAD-AS2 train, 69k pairs) and its cascade, for comparison.
+    "default-v1": RESOURCES / "default-v1-ranker",
+    "default-v1-cascade": RESOURCES / "default-v1-cascade",
 }
 
 

@@ -11,18 +11,21 @@ Two fusions, each with BM25's share ``weight``:
 - ``interp``: ``(1 - w) · minmax(model) + w · minmax(bm25)`` per question (normalised interpolation);
 - ``rrf``: ``(1 - w) / (k + rank_model) + w / (k + rank_bm25)`` (weighted reciprocal rank, k = 60).
 
-Written ``none``, ``interp:0.3`` or ``rrf:0.5`` wherever an option takes one (``--fusion``).
+Written ``none``, ``interp:0.3`` or ``rrf:0.5`` wherever an option takes one (``--fusion``). PEASI
+fuses its passage reranker's scores and so chooses the passages EASI reads; with ``--top`` N > 1 the
+answers of those passages are still ordered by P(passage) × P(sentence) from the reranker alone.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
 
-from sieveqa.data.records import RankingExample, score_order
+from sieveqa.data.records import RankingExample
 from sieveqa.errors import ConfigError
 from sieveqa.models.base import Ranker, RankResult
 from sieveqa.retrieval import BM25Index
@@ -77,24 +80,32 @@ class Fusion:
             raise ValueError(f"{len(model)} model scores but {len(lexical)} BM25 scores")
         if not self.active or not len(model):
             return [float(s) for s in model]
-        w = self.weight
+        w, a, b = self.weight, _finite(model, "model"), _finite(lexical, "BM25")
         if self.method == "interp":
-            fused = (1 - w) * _minmax(model) + w * _minmax(lexical)
+            fused = (1 - w) * _minmax(a) + w * _minmax(b)
         else:
-            fused = (1 - w) / (RRF_K + _ranks(model)) + w / (RRF_K + _ranks(lexical))
+            fused = (1 - w) / (RRF_K + _ranks(a)) + w / (RRF_K + _ranks(b))
         return fused.tolist()
 
 
-def _minmax(scores: Sequence[float]) -> np.ndarray:
+def _finite(scores: Sequence[float], what: str) -> np.ndarray:
     values = np.asarray(scores, dtype=np.float64)
+    if not np.isfinite(values).all():
+        raise ValueError(
+            f"fusion needs finite {what} scores, got {values[~np.isfinite(values)][:3].tolist()}"
+        )
+    return values
+
+
+def _minmax(values: np.ndarray) -> np.ndarray:
     span = values.max() - values.min()
     return (values - values.min()) / span if span > 0 else np.zeros_like(values)
 
 
-def _ranks(scores: Sequence[float]) -> np.ndarray:
-    ranks = np.empty(len(scores), dtype=np.float64)
-    ranks[score_order(list(scores))] = np.arange(1, len(scores) + 1)
-    return ranks
+def _ranks(values: np.ndarray) -> np.ndarray:
+    # Tied scores share their best rank: a list where BM25 matches nothing (all 0) must not favour
+    # the candidates that happen to come first.
+    return np.searchsorted(np.sort(-values), -values, side="left") + 1.0
 
 
 def lexical_scores(question: str, texts: Sequence[str]) -> list[float]:
@@ -107,9 +118,20 @@ def lexical_scores(question: str, texts: Sequence[str]) -> list[float]:
 
 
 class FusedResult(RankResult):
-    """A ranker's result with fused scores (no longer logits)."""
+    """A ranker's result with fused scores (no longer logits); what else the ranker reported (a
+    cascade's cost and exits) is the wrapped result's."""
 
     logits: ClassVar[bool] = False
+
+    def __init__(self, scores: list[list[float]], inner: RankResult, fusion: Fusion) -> None:
+        super().__init__(scores, inner.cost)
+        self.inner, self.fusion = inner, fusion
+
+    def variants(self) -> dict[str, list[list[int]]]:
+        return self.inner.variants()
+
+    def info(self) -> dict[str, Any]:
+        return {**self.inner.info(), "fusion": str(self.fusion)}
 
 
 class FusedRanker(Ranker):
@@ -127,11 +149,13 @@ class FusedRanker(Ranker):
 
     def run(self, examples: Sequence[RankingExample], progress: bool = False) -> RankResult:
         result = self.ranker.run(examples, progress)
+        started = time.perf_counter()
         fused = [
             self.fusion.combine(scores, lexical_scores(ex.question.text, [c.text for c in ex.candidates]))
             for ex, scores in zip(examples, result.scores, strict=True)
         ]
-        return FusedResult(fused, result.cost)
+        result.cost.seconds += time.perf_counter() - started  # BM25's time is part of the answer's
+        return FusedResult(fused, result, self.fusion)
 
 
 def with_fusion(ranker: Ranker, fusion: Fusion | str | None) -> Ranker:

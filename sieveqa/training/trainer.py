@@ -92,8 +92,10 @@ class TrainState:
     step: int = 0
     best_metric: float = -math.inf
     best_step: int = -1
-    #: Wall seconds spent training so far, over every resumed part of the run.
+    #: Wall seconds of the run so far (training, dev evaluations, checkpoints), over every part.
     seconds: float = 0.0
+    #: Whether the last invocation paused at ``stop_after`` rather than finishing the run.
+    paused: bool = False
     history: list[dict[str, Any]] = field(default_factory=list)
 
 
@@ -142,7 +144,9 @@ def check_checkpoint(out_dir: str | Path, config: TrainConfig, n_examples: int) 
     if not path.is_file():
         return False
     saved = read_json_object(path)
-    theirs, ours = _comparable(saved.get("config", {})), _comparable(config.to_dict())
+    # A setting added after the checkpoint was written compares as its default, which it then had.
+    theirs = _comparable({**TrainConfig().to_dict(), **saved.get("config", {})})
+    ours = _comparable(config.to_dict())
     diffs = [f"{k} {theirs.get(k)!r} -> {ours.get(k)!r}" for k in sorted(ours) if theirs.get(k) != ours[k]]
     if saved.get("n_pairs") != n_examples:
         diffs.append(f"training examples {saved.get('n_pairs')} -> {n_examples}")
@@ -188,7 +192,11 @@ class Trainer:
         self.meta = meta or {}
         self.batches_per_epoch = math.ceil(len(data) / config.batch_size)
         self.total_batches = max(1, round(self.batches_per_epoch * config.epochs))
-        self.total_steps = math.ceil(self.total_batches / config.grad_accum)
+        # Accumulation never crosses an epoch's end (so an epoch-end checkpoint holds no pending
+        # gradients): each epoch, and the part of one that ends a fractional run, rounds up apart.
+        full, rest = divmod(self.total_batches, self.batches_per_epoch)
+        per_epoch = math.ceil(self.batches_per_epoch / config.grad_accum)
+        self.total_steps = full * per_epoch + math.ceil(rest / config.grad_accum)
         self.optimizer = torch.optim.AdamW(_param_groups(model, config.weight_decay), lr=config.lr)
         self.scheduler = get_linear_schedule_with_warmup(
             self.optimizer, int(config.warmup_ratio * self.total_steps), self.total_steps
@@ -314,6 +322,7 @@ class Trainer:
         seed_everything(self.config.seed)
         if resume and self.try_resume():
             tqdm.write(f"resumed from {self.checkpoint_dir} at step {self.state.step}")
+        self.state.paused = False
         tqdm.write(f"training in {self.precision} on {self.device}")
         self.model.train()
         done = self.state.epoch * self.batches_per_epoch + self.state.batch_in_epoch
@@ -345,14 +354,15 @@ class Trainer:
                 done += 1
                 bar.update(1)
                 bar.set_postfix(loss=f"{running:.4f}", lr=f"{self.scheduler.get_last_lr()[0]:.2e}")
-                if accum == self.config.grad_accum or done == self.total_batches:
+                epoch_end = self.state.batch_in_epoch == len(batches)
+                if accum == self.config.grad_accum or done == self.total_batches or epoch_end:
                     self._optimizer_step()
                     accum = 0
                     if self.config.eval_every and self.state.step % self.config.eval_every == 0:
                         self._run_eval(f"step {self.state.step}")
                     if self.state.step % self.config.checkpoint_every == 0:
                         self.save_checkpoint()
-                    if self.state.step == self.config.stop_after:
+                    if self.state.step == self.config.stop_after and done < self.total_batches:
                         return self._pause(bar)
             if self.state.batch_in_epoch >= len(batches):
                 self.state.epoch += 1
@@ -371,6 +381,7 @@ class Trainer:
 
     def _pause(self, bar: tqdm) -> TrainState:
         bar.close()
+        self.state.paused = True
         self.save_checkpoint()
         tqdm.write(f"paused at step {self.state.step} (--stop-after); run again to continue")
         return self.state

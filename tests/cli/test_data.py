@@ -37,7 +37,7 @@ def test_data_build_passes_top_k_to_the_named_builder(sieveqa, monkeypatch) -> N
     monkeypatch.setattr(module, "build_squad_train_as2", fake)
     result = sieveqa("data", "build", "squad-train-as2", "--top-k", "2")
     assert result.exit_code == 0, result.output
-    assert calls == [{"force": False, "train_top_k": 2}]
+    assert calls == [{"force": False, "train_top_k": 2}]  # --top-k is the training split's depth
     assert "train.jsonl.gz: 3 questions, 4.0 candidates/question, 2 positives" in result.output
 
 
@@ -47,3 +47,15 @@ def test_usage_errors_are_one_line_too(sieveqa) -> None:
     )
     assert one_error_line(sieveqa("rank")).startswith("error: Missing option '--input'")
     assert one_error_line(sieveqa("evaluate")).startswith("error: No such command 'evaluate'")
+
+
+def test_data_build_without_the_squad_file_is_one_line(sieveqa, tmp_path, monkeypatch) -> None:
+    monkeypatch.setenv("SIEVEQA_DATA", str(tmp_path))
+    monkeypatch.setenv("SIEVEQA_CACHE", str(tmp_path / "cache"))
+    line = one_error_line(sieveqa("data", "build", "squad-train-as2"))
+    missing = tmp_path / "squad" / "train-v1.1.json.gz"
+    assert line == f"error: {missing}: no such SQuAD file (SIEVEQA_DATA names the data folder)"
+    assert (
+        one_error_line(sieveqa("data", "build", "squad-as2", "--top-k", "0"))
+        == "error: --top-k must be >= 1, got 0"
+    )

@@ -1,4 +1,5 @@
-"""The shipped default-cascade: heads only over the shipped default, loads in one line, tuned."""
+"""The shipped cascades: heads only over a shipped default, load in one line, tuned; the previous
+default's cascade stays loadable over the previous default."""
 
 from pathlib import Path
 
@@ -15,25 +16,37 @@ from sieveqa.runtime.policy import load_ranker
 
 pytestmark = pytest.mark.real
 
+NEW_RATIOS = (0.4, 0.5, 0.6, 0.6)
 
-def test_only_the_heads_are_shipped() -> None:
-    weights = SHIPPED["default-cascade"] / "model.safetensors"
+
+CASCADES = [
+    ("default-cascade", "default", NEW_RATIOS),
+    ("default-v1-cascade", "default-v1", (0.4, 0.6, 0.6, 0.6)),
+]
+
+
+@pytest.mark.parametrize(("name", "body", "ratios"), CASCADES)
+def test_only_the_heads_are_shipped(name: str, body: str, ratios: tuple[float, ...]) -> None:
+    weights = SHIPPED[name] / "model.safetensors"
     assert weights.stat().st_size < 5 * 1024 * 1024
 
 
-def test_loads_in_one_line_with_its_tuned_ratios_and_last_exit_equal_to_default(example_jsonl: Path) -> None:
-    cascade = load_model("default-cascade")
-    assert isinstance(cascade, CascadeTransformer) and cascade.body_from == "default"
+@pytest.mark.parametrize(("name", "body", "ratios"), CASCADES)
+def test_loads_in_one_line_with_its_tuned_ratios_and_last_exit_equal_to_its_body(
+    example_jsonl: Path, name: str, body: str, ratios: tuple[float, ...]
+) -> None:
+    cascade = load_model(name)
+    assert isinstance(cascade, CascadeTransformer) and cascade.body_from == body
     policy = CascadePolicy.saved(cascade)
-    assert policy is not None and policy.drop_ratios == (0.4, 0.6, 0.6, 0.6)
-    ranker = load_ranker("default-cascade", precision="fp32")
-    assert isinstance(ranker, CascadeRanker) and ranker.drop_ratios == [0.4, 0.6, 0.6, 0.6]
+    assert policy is not None and policy.drop_ratios == ratios
+    ranker = load_ranker(name, precision="fp32")
+    assert isinstance(ranker, CascadeRanker) and ranker.drop_ratios == list(ratios)
     examples = read_jsonl(example_jsonl)
-    default = CrossEncoder.from_pretrained("default")
+    default = CrossEncoder.from_pretrained(body)
     want = torch.tensor(default.score_pairs(*flatten_pairs(examples)))
     got = cascade.exit_scores(*flatten_pairs(examples))[:, -1]
     assert torch.allclose(got, want, atol=1e-4)
-    # Unpruned it ranks as the default does (every answer first); with the saved ratios (tuned on
+    # Unpruned it ranks as its body does (every answer first); with the saved ratios (tuned on
     # SQuAD-AS2's ~140 candidates per question) it spends less and still ranks every candidate.
     assert all(r[0].candidate.label == 1 for r in CascadeRanker(cascade, drop_ratios=0.0).rank(examples))
     run = CascadeRanker(cascade).run(examples)

@@ -34,3 +34,11 @@ def test_wikiqa_slice_is_far_above_chance(default_model: CrossEncoder, real_data
     report = evaluate_scores(examples, default_model.score(examples))
     # A random ranking of this slice scores MAP ≈ 0.29 (mean of 50 shuffles); the model 0.66.
     assert report.mean["map"] > 0.55
+
+
+def test_the_previous_default_stays_loadable_and_differs(default_model: CrossEncoder) -> None:
+    previous = CrossEncoder.from_pretrained("default-v1")
+    pairs = (["who discovered penicillin?"] * 2, ["Fleming discovered penicillin.", "The sky is blue."])
+    new, old = default_model.score_pairs(*pairs), previous.score_pairs(*pairs)
+    assert new[0] > new[1] and old[0] > old[1]
+    assert abs(new[0] - old[0]) > 1e-3  # other weights, not a copy

@@ -51,6 +51,17 @@ def test_reciprocal_rank_fusion() -> None:
     )
 
 
+def test_rrf_ignores_bm25_when_it_matches_nothing() -> None:
+    # Every candidate ties at 0: the tie must not favour the first ones (the model ranks them last).
+    fused = Fusion("rrf", 0.6).combine([float(i) for i in range(10)], [0.0] * 10)
+    assert sorted(range(10), key=lambda i: -fused[i]) == list(range(9, -1, -1))
+
+
+def test_non_finite_scores_are_refused() -> None:
+    with pytest.raises(ValueError, match="finite model scores"):
+        Fusion("interp", 0.5).combine([float("-inf"), 1.0], [0.0, 1.0])
+
+
 def test_lengths_must_match() -> None:
     with pytest.raises(ValueError, match="2 model scores but 1 BM25 scores"):
         Fusion("rrf", 0.5).combine([1.0, 2.0], [1.0])
@@ -100,3 +111,11 @@ def test_answerer_fuses_passages_and_sentences(tmp_path) -> None:
 def test_reader_methods_refuse_a_fusion(tmp_path) -> None:
     with pytest.raises(ConfigError, match=r"--fusion interp:0.3 is for the sentence methods, not 'skyline'"):
         Answerer("skyline", None, reader=object(), schedule=object(), fusion="interp:0.3")
+
+
+def test_a_fused_cascade_keeps_its_cost_report(tiny_cascade) -> None:
+    from sieveqa.runtime.cascade import CascadeRanker
+
+    fused = with_fusion(CascadeRanker(tiny_cascade, drop_ratios=0.3), "interp:0.2").run([_example()])
+    info = fused.info()
+    assert info["fusion"] == "interp:0.2" and "relative_cost" in info and fused.variants()

@@ -97,9 +97,13 @@ def _assert_same_weights(a: torch.nn.Module, b: torch.nn.Module) -> None:
         torch.testing.assert_close(x, y, rtol=0, atol=1e-6, msg=name)
 
 
-@pytest.mark.parametrize("precision", ["fp32", "bf16"])
-def test_resume_after_kill_matches_uninterrupted_run(tiny_model, tmp_path: Path, precision: str) -> None:
-    settings = dict(epochs=3, checkpoint_every=2, seed=5, precision=precision)
+@pytest.mark.parametrize(("precision", "grad_accum"), [("fp32", 1), ("bf16", 1), ("fp32", 4)])
+def test_resume_after_kill_matches_uninterrupted_run(
+    tiny_model, tmp_path: Path, precision: str, grad_accum: int
+) -> None:
+    # With 4 batches a step, epochs of 6 batches end mid-step: the kill after 7 batches resumes from
+    # an epoch-end checkpoint, which must hold no half-accumulated step.
+    settings = dict(epochs=3, checkpoint_every=2, seed=5, precision=precision, grad_accum=grad_accum)
     whole = copy.deepcopy(tiny_model)
     _trainer(whole, tmp_path / "a", objective=_Sampling(), **settings).train()
 
@@ -109,10 +113,9 @@ def test_resume_after_kill_matches_uninterrupted_run(tiny_model, tmp_path: Path,
     with pytest.raises(KeyboardInterrupt):
         _trainer(killed, tmp_path / "b", objective=killer, **settings).train()
     assert (tmp_path / "b" / "checkpoint" / "trainer_state.json").is_file()
-    random.random()  # the generator moved on after the kill, as in a new process
     resumed = copy.deepcopy(tiny_model)
     state = _trainer(resumed, tmp_path / "b", objective=_Sampling(), **settings).train()
-    assert state.step == 18
+    assert state.step == (18 if grad_accum == 1 else 6)
     _assert_same_weights(whole, resumed)
 
 
@@ -123,7 +126,7 @@ def test_stop_after_pauses_and_the_same_settings_continue(tiny_model, tmp_path: 
 
     paused = copy.deepcopy(tiny_model)
     state = _trainer(paused, tmp_path / "b", stop_after=5, **settings).train()
-    assert state.step == 5  # between two checkpoints: the pause writes its own
+    assert state.step == 5 and state.paused  # between two checkpoints: the pause writes its own
     assert not (tmp_path / "b" / "best").exists()  # no end-of-run evaluation at a pause
     again = _trainer(copy.deepcopy(tiny_model), tmp_path / "b", stop_after=5, **settings).train()
     assert again.step == 5  # already there: nothing more runs
@@ -131,6 +134,12 @@ def test_stop_after_pauses_and_the_same_settings_continue(tiny_model, tmp_path: 
     assert _trainer(resumed, tmp_path / "b", **settings).train().step == 12
     _assert_same_weights(whole, resumed)
     assert resumed_seconds(tmp_path / "b") > 0
+
+
+def test_a_stop_at_the_last_step_finishes_the_run(tiny_model, tmp_path: Path) -> None:
+    state = _trainer(tiny_model, tmp_path, epochs=1, stop_after=6).train()
+    assert state.step == 6 and not state.paused
+    assert [h["when"] for h in state.history] == ["epoch 1"] and (tmp_path / "best").is_dir()
 
 
 def resumed_seconds(out: Path) -> float:
