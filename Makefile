@@ -6,7 +6,7 @@ SIEVEQA := $(BIN)/sieveqa
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: install demo test test-all test-fast lint install-mpnet default-model default-v1-model cascade-models retrofit-model mono-models default-cascade has-models has-sensitivity peasi-models peasi-ship peasi-wikiqa reader-models mhs-teachers mhs-teacher-scores mhs-kd-search mhs-students mhs-tables default-kd has-store-model store-bench
+.PHONY: install demo test test-all test-fast lint install-mpnet default-model default-v1-model cascade-models retrofit-model mono-models default-cascade has-models has-sensitivity peasi-models peasi-ship peasi-wikiqa reader-models mhs-teachers mhs-teacher-scores mhs-kd-search mhs-students mhs-tables default-kd has-store-model store-bench fusion-bench
 
 $(VENV)/.installed: pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -274,3 +274,10 @@ mhs-tables: install
 	$(BIN)/python bench/mhs_tables.py $(MHS_TESTS) --out bench/results/mhs/table4.json \
 		--row "B5 2H1=$(MHS)/b5-2h1/best" --row "B5 3H1=$(MHS)/b5-3h1/best" \
 		--row "B4 3H2=$(MHS)/b4-3h2/best" --row "B3 3H3=$(MHS)/b3-3h3/best"
+
+# BM25 fusion for the answer methods (docs/RESULTS.md, "Never worse than BM25"): the whole grid on dev
+# chooses each method's default (sieveqa/runtime/answerer.py DEFAULT_FUSION); test reports those.
+fusion-bench: install
+	$(BIN)/python bench/fusion.py --split dev --out bench/results/fusion/dev.json
+	$(BIN)/python bench/fusion.py --split test --fusions none,interp:0.1,rrf:0.05,interp:0.3 \
+		--out bench/results/fusion/test.json

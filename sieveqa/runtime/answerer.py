@@ -340,8 +340,14 @@ def load_answerer(
     return Answerer(method, corpus, pr, easi, rank, retrieve, retriever, embedder, top, fusion=fusion)
 
 
-#: BM25's share in each sentence method's scores when none is asked for (chosen on dev: docs/RESULTS.md).
-DEFAULT_FUSION: dict[str, Fusion] = {}
+#: BM25 fused into each method's scores when no fusion is asked for: the best mean dev P@1 over WikiQA,
+#: TrecQA, SQuAD-AS2 and squad-passages dev (``bench/fusion.py --split dev``; docs/RESULTS.md, "Never
+#: worse than BM25"). peasi-all and the reader methods were not measured and fuse nothing.
+DEFAULT_FUSION: dict[str, Fusion] = {
+    "peasi": Fusion("interp", 0.3),
+    "pointwise": Fusion("interp", 0.1),
+    "cascade": Fusion("rrf", 0.05),
+}
 
 
 def default_fusion(method: str) -> Fusion:
