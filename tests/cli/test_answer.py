@@ -114,6 +114,13 @@ def test_bad_answer_requests_are_one_line(sieveqa, demo_index, saved_tiny, tmp_p
         sieveqa("answer", "q?", "--index", demo_index, "--reranker", saved_tiny, "--selector", saved_tiny)
     )
     assert "a cross-encoder model cannot do this; give an EASI model" in line
+    assert one_error_line(sieveqa("answer", "q?", "--index", demo_index, "--fusion", "rrf:2")) == (
+        "error: fusion weight must be within [0, 1], got 2.0"
+    )
+    line = one_error_line(
+        sieveqa("answer", "q?", "--index", demo_index, "--method", "skyline", "--fusion", "interp:0.3")
+    )
+    assert line == "error: --fusion interp:0.3 is for the sentence methods, not 'skyline'"
 
 
 def test_a_file_that_is_not_utf8_is_one_line_naming_it(sieveqa, tmp_path: Path) -> None:

@@ -136,6 +136,12 @@ def test_kd_search_needs_mhs_teachers_and_dev_and_leaves_alpha_to_the_search(sie
     assert "needs --teachers and --dev" in line
     line = one_error_line(sieveqa(*base, "--kd-trials", "2", "--teachers", "a.json.gz", "--alpha", "0.5"))
     assert "chooses --alpha and --tau itself" in line
+    line = one_error_line(sieveqa(*base, "--kd-trials", "2", "--stop-after", "5"))
+    assert line == "error: --stop-after pauses one run; it cannot go with --kd-trials"
+    line = one_error_line(
+        sieveqa("train", "--train", "wikiqa:train", "--precision", "fp16", "--out", tmp_path / "p")
+    )
+    assert "precision='fp16'" in line
 
 
 def test_teacher_scores_are_written_for_the_students_pairs_and_teach_them(
