@@ -6,7 +6,7 @@ SIEVEQA := $(BIN)/sieveqa
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: install demo test test-all test-fast lint install-mpnet default-model default-v1-model cascade-models retrofit-model mono-models default-cascade has-models has-sensitivity peasi-models peasi-ship peasi-wikiqa reader-models mhs-teachers mhs-teacher-scores mhs-kd-search mhs-students mhs-tables default-kd has-store-model store-bench fusion-bench
+.PHONY: install demo test test-all test-fast lint install-mpnet default-model default-v1-model cascade-models retrofit-model mono-models default-cascade has-models has-sensitivity peasi-models peasi-v2-models peasi-ship peasi-wikiqa reader-models mhs-teachers mhs-teacher-scores mhs-kd-search mhs-students mhs-tables default-kd has-store-model has-store-v1-model store-bench fusion-bench
 
 $(VENV)/.installed: pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -123,14 +123,26 @@ has-sensitivity: install
 # Answer stores at scale (issue 15): a HAS model for general sentences (WikiQA train and a slice of
 # SQuAD-AS2 train; about 15 min on 2 cores), then the two-stage search against the full scan (dev
 # chooses the first stage and k, test reports) and stores of 10k, 100k and 1M answers.
-STORE_MODEL ?= runs/has-store/best
+# Issue 27 retrains it TANDA's way: a transfer on squad-train-as2 (20,000 triplets, negatives
+# subsampled per question), then WikiQA train for two epochs; `has-store-v1-model` is the first recipe.
+STORE_MODEL ?= runs/has-store-v2/adapt/best
+# The first store model's numbers are in bench/results/stores/ (STORE_RESULTS=bench/results/stores).
+STORE_RESULTS ?= bench/results/stores/v2
+HAS_OPTS := --arch has --lr 2e-5 --batch-size 32 --negatives-per-positive 4 --checkpoint-every 100
 has-store-model: install
+	$(SIEVEQA) train $(HAS_OPTS) --init minilm-l6 --train squad-train-as2:train --dev wikiqa:dev \
+		--max-negatives 4 --max-pairs 20000 --epochs 1 --eval-every 200 --out runs/has-store-v2/transfer
+	$(SIEVEQA) train $(HAS_OPTS) --init runs/has-store-v2/transfer/best --train wikiqa:train \
+		--dev wikiqa:dev --epochs 2 --out runs/has-store-v2/adapt
+has-store-v1-model: install
 	$(SIEVEQA) train --arch has $(HAS_TRAIN) --train wikiqa:train,squad-as2:train --dev wikiqa:dev \
 		--max-negatives 4 --max-pairs 9000 --epochs 1 --out runs/has-store
 store-bench: install
-	$(BIN)/python bench/store_scale.py recall --model $(STORE_MODEL) --split dev --ivf --out bench/results/stores/recall-dev.json
-	$(BIN)/python bench/store_scale.py recall --model $(STORE_MODEL) --split test --out bench/results/stores/recall-test.json
-	$(BIN)/python bench/store_scale.py scale --model $(STORE_MODEL) --out bench/results/stores/scale.json
+	$(BIN)/python bench/store_scale.py recall --model $(STORE_MODEL) --split dev --ivf --store runs/stores/v2 \
+		--out $(STORE_RESULTS)/recall-dev.json
+	$(BIN)/python bench/store_scale.py recall --model $(STORE_MODEL) --split test --store runs/stores/v2 \
+		--out $(STORE_RESULTS)/recall-test.json
+	$(BIN)/python bench/store_scale.py scale --model $(STORE_MODEL) --out $(STORE_RESULTS)/scale.json
 
 # Monolithic models of 2..5 layers (the paper's "n layers TandA" rows and the sequential ranker).
 DEPTHS ?= 2 3 4 5
@@ -167,9 +179,26 @@ peasi-models: install
 		$(MTL_TRAIN) --out $(PEASI)/$$s || exit 1; done
 
 # The shipped PEASI models: PR continued (better dev passage MAP than stage 1) and the EASI chosen on dev.
+
+# Issue 27: PEASI's reranker and EASI retrained on SQuAD train (squad-train-passages: BM25's top 5
+# passages of the 430 train articles; EASI one random answer window per question of squad-train-as2),
+# both from the new default, chosen on squad-passages:dev like the first ones.
+PEASI2 ?= runs/peasi-v2
+peasi-v2-models: install
+	$(SIEVEQA) train --arch cross-encoder --init default --train squad-train-passages:train \
+		--dev squad-passages:dev --max-length 256 --max-negatives 3 --epochs 1 --lr 2e-5 --batch-size 16 \
+		--max-pairs 40000 --eval-every 800 --checkpoint-every 200 --out $(PEASI2)/pr
+	$(SIEVEQA) train --arch easi --init default --train squad-train-as2:train --windows one \
+		--dev squad-passages:dev-sentences --epochs 1 --lr 3e-5 --batch-size 16 --max-pairs 30000 \
+		--eval-every 600 --checkpoint-every 200 --out $(PEASI2)/easi
+
+# What ships as peasi-pr / peasi-easi (the first pair: PEASI_PR=$(PEASI)/pr-continued/best
+# PEASI_EASI=$(PEASI)/easi-pooled-2/best, from `make peasi-models`).
+PEASI_PR ?= $(PEASI2)/pr/best
+PEASI_EASI ?= $(PEASI2)/easi/best
 peasi-ship:
-	rm -rf sieveqa/resources/peasi-pr && cp -r $(PEASI)/pr-continued/best sieveqa/resources/peasi-pr
-	rm -rf sieveqa/resources/peasi-easi && cp -r $(PEASI)/$(EASI_CHOICE)/best sieveqa/resources/peasi-easi
+	rm -rf sieveqa/resources/peasi-pr && cp -r $(PEASI_PR) sieveqa/resources/peasi-pr
+	rm -rf sieveqa/resources/peasi-easi && cp -r $(PEASI_EASI) sieveqa/resources/peasi-easi
 
 # TANDA's second step for PEASI on WikiQA (docs/RESULTS.md): PR and EASI adapted on wikiqa-passages:train.
 peasi-wikiqa: install

@@ -124,6 +124,7 @@ def main() -> None:
     parser.add_argument("--reranker", default="peasi-pr")
     parser.add_argument("--selector", default=None)
     parser.add_argument("--fusions", default=None, help="comma-separated fusions (default: the whole grid)")
+    parser.add_argument("--methods", default="pointwise,cascade,peasi", help="comma-separated methods to run")
     parser.add_argument("--limit", type=int, default=None, help="first N questions of each set (a smoke run)")
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args()
@@ -131,11 +132,15 @@ def main() -> None:
     suffix = f"[:{args.limit}]" if args.limit else ""
     sentences = [n + suffix for n in SENTENCE_SETS[args.split].split(",")]
     passages = [n + suffix for n in PASSAGE_SETS[args.split].split(",")]
-    methods = {
-        "pointwise": sentence_grid(args.pointwise, sentences, fusions),
-        "cascade": sentence_grid(args.cascade, sentences, fusions),
-        "peasi": peasi_grid(args.reranker, args.selector, passages, fusions),
+    runs = {
+        "pointwise": lambda: sentence_grid(args.pointwise, sentences, fusions),
+        "cascade": lambda: sentence_grid(args.cascade, sentences, fusions),
+        "peasi": lambda: peasi_grid(args.reranker, args.selector, passages, fusions),
     }
+    wanted = args.methods.split(",")
+    if unknown := set(wanted) - set(runs):
+        parser.error(f"--methods: unknown {', '.join(sorted(unknown))} (use {', '.join(runs)})")
+    methods = {m: runs[m]() for m in wanted}
     chosen = {m: choose(grid) for m, grid in methods.items()}
     for method, grid in methods.items():
         print(f"\n## {method} (chosen: {chosen[method]})")

@@ -64,7 +64,10 @@ def questions(split: str) -> list[tuple[str, str, set[str]]]:
 
 def _store(model_path: str, texts: list[str], path: Path, **options: Any) -> tuple[AnswerStore, float]:
     started = time.perf_counter()
-    if not (path / "manifest.json").exists() or "build" in json.loads((path / "manifest.json").read_text()):
+    manifest = path / "manifest.json"
+    if manifest.exists() and (built_by := json.loads(manifest.read_text()).get("model_ref")) != model_path:
+        sys.exit(f"{path}: a store built by {built_by}, not {model_path}; pass another --store")
+    if not manifest.exists() or "build" in json.loads(manifest.read_text()):
         model = store_model(model_path)
         AnswerStore.build(
             model, [(f"s{i}", t) for i, t in enumerate(texts)], path, True, model_path, **options

@@ -32,7 +32,7 @@ from sieveqa.data.documents import Document
 from sieveqa.data.jsonl import read_jsonl
 from sieveqa.data.passages import count_tokens, pack_windows
 from sieveqa.data.records import Candidate, Question, RankingExample
-from sieveqa.data.squad import SquadParagraph, default_squad_path, read_squad
+from sieveqa.data.squad import SquadArticle, SquadParagraph, default_squad_path, read_squad
 from sieveqa.data.squad_as2 import (
     ExampleStats,
     cached_manifest,
@@ -40,23 +40,33 @@ from sieveqa.data.squad_as2 import (
     split_articles,
     write_examples,
 )
+from sieveqa.errors import ConfigError
 from sieveqa.io import atomic_write_json, file_sha256
 from sieveqa.paths import cache_root
 
-__all__ = ["build_squad_passages", "group_passages", "passage_names", "to_passages", "wikiqa_passages"]
+__all__ = [
+    "build_squad_passages",
+    "build_squad_train_passages",
+    "group_passages",
+    "passage_names",
+    "to_passages",
+    "wikiqa_passages",
+]
 
 BUILDER_VERSION = 1
 TOP_K = 20
 PASSAGE_TOKENS = 200
 MANIFEST = "manifest.json"
 HITS_AT = (1, 5, 10, 20)
-_FILES = {
+_FILES: dict[str, tuple[str, str | None]] = {
     "train": ("train", None),
     "dev-all": ("dev", None),
     "test-all": ("test", None),
     "dev": ("dev", "dev"),
     "test": ("test", "test"),
 }
+TRAIN_TOP_K = 5
+_TRAIN_FILES: dict[str, tuple[str, str | None]] = {"train": ("train", None), "dev": ("dev", "dev")}
 
 
 def group_passages(example: RankingExample) -> list[tuple[str, list[Candidate]]]:
@@ -126,6 +136,56 @@ def _split_examples(
         yield RankingExample(Question(q.qid, q.question), cands)
 
 
+def _write_passage_set(
+    out_dir: Path,
+    name: str,
+    params: dict[str, Any],
+    pars_of: dict[str, list[tuple[str, SquadParagraph]]],
+    files: dict[str, tuple[str, str | None]],
+    top_k: dict[str, int],
+    subsets_dir: Path,
+    progress: bool,
+) -> dict[str, Any]:
+    """Write each file of ``files`` (name → article split, optional subset of ``subsets_dir``) from
+    the paragraphs ``pars_of`` each split, then the manifest; return the manifest."""
+    written: dict[str, dict[str, Any]] = {}
+    retrieval: dict[str, dict[str, float]] = {}
+    cache: dict[str, list[RankingExample]] = {}
+    for fname, (split, subset) in tqdm(files.items(), desc=name, disable=not progress):
+        if split not in cache:
+            hits: dict[int, int] = {}
+            cache[split] = list(_split_examples(pars_of[split], top_k[split], split == "train", hits))
+            n = len(cache[split])
+            retrieval[split] = {
+                f"hits@{k}": round(hits.get(k, 0) / n, 4) for k in HITS_AT if k <= top_k[split]
+            }
+        examples = cache[split]
+        if subset is not None:
+            keep = {ex.qid for ex in read_jsonl(subsets_dir / f"{subset}.jsonl.gz")}
+            examples = [ex for ex in examples if ex.qid in keep]
+        stats = ExampleStats()
+        path = out_dir / f"{fname}.jsonl.gz"
+        write_examples(path, examples, stats)
+        written[path.name] = {**stats.as_dict(), "bytes": path.stat().st_size, "sha256": file_sha256(path)}
+    manifest = {
+        "name": name,
+        "params": params,
+        "bm25_hits_at_k": retrieval,
+        "files": dict(sorted(written.items())),
+    }
+    atomic_write_json(out_dir / MANIFEST, manifest)
+    return manifest
+
+
+def _paragraphs(
+    articles: Sequence[SquadArticle], splits: dict[str, list[str]]
+) -> dict[str, list[tuple[str, SquadParagraph]]]:
+    by_title = {a.title: a for a in articles}
+    return {
+        split: [(t, p) for t in titles for p in by_title[t].paragraphs] for split, titles in splits.items()
+    }
+
+
 def build_squad_passages(
     out_dir: Path | None = None, top_k: int = TOP_K, progress: bool = True
 ) -> dict[str, Any]:
@@ -145,39 +205,63 @@ def build_squad_passages(
         return manifest
     articles = read_squad(squad_path)
     splits = split_articles(a.title for a in articles)
-    by_title = {a.title: a for a in articles}
-    files: dict[str, dict[str, Any]] = {}
-    retrieval: dict[str, dict[str, float]] = {}
-    cache: dict[str, list[RankingExample]] = {}
-    for name, (split, subset) in tqdm(_FILES.items(), desc="squad-passages", disable=not progress):
-        if split not in cache:
-            pars = [(t, p) for t in splits[split] for p in by_title[t].paragraphs]
-            hits: dict[int, int] = {}
-            cache[split] = list(_split_examples(pars, top_k, split == "train", hits))
-            n = len(cache[split])
-            retrieval[split] = {f"hits@{k}": round(hits[k] / n, 4) for k in HITS_AT}
-        examples = cache[split]
-        if subset is not None:
-            keep = {ex.qid for ex in read_jsonl(as2 / f"{subset}.jsonl.gz")}
-            examples = [ex for ex in examples if ex.qid in keep]
-        stats = ExampleStats()
-        write_examples(out_dir / f"{name}.jsonl.gz", examples, stats)
-        path = out_dir / f"{name}.jsonl.gz"
-        files[path.name] = {**stats.as_dict(), "bytes": path.stat().st_size, "sha256": file_sha256(path)}
-    manifest = {
-        "name": "squad-passages",
-        "params": params,
-        "bm25_hits_at_k": retrieval,
-        "files": dict(sorted(files.items())),
+    top = dict.fromkeys(splits, top_k)
+    return _write_passage_set(
+        out_dir, "squad-passages", params, _paragraphs(articles, splits), _FILES, top, as2, progress
+    )
+
+
+def build_squad_train_passages(
+    out_dir: Path | None = None,
+    top_k: int = TRAIN_TOP_K,
+    progress: bool = True,
+    *,
+    squad_path: Path | None = None,
+    max_articles: int | None = None,
+    dev_articles: int | None = None,
+    dev_size: int = 300,
+) -> dict[str, Any]:
+    """Build (or find cached) ``squad-train-passages``: squad-passages' recipe on squad-train-as2's
+    article split of SQuAD v1.1 train. ``train`` retrieves ``top_k`` passages per question (correct ones
+    appended when missed); ``dev`` is squad-train-as2's dev subset over its top 20. ``max_articles``,
+    ``dev_articles`` and ``dev_size`` make a slice (tests); its squad-train-as2 goes under ``out_dir``."""
+    from sieveqa.data import squad_train_as2 as as2
+
+    out_dir = Path(out_dir) if out_dir is not None else cache_root() / "squad-train-passages"
+    squad_path = Path(squad_path) if squad_path is not None else as2.default_train_path()
+    if top_k < 1:
+        raise ConfigError(f"--top-k must be >= 1, got {top_k}")
+    dev_articles = dev_articles or as2.DEV_ARTICLES
+    sliced = max_articles is not None
+    as2_dir = out_dir / "squad-train-as2" if sliced else cache_root() / "squad-train-as2"
+    slice_opts = {"max_articles": max_articles, "dev_articles": dev_articles, "dev_size": dev_size}
+    as2_manifest = as2.build_squad_train_as2(
+        as2_dir, progress=progress, squad_path=squad_path, **(slice_opts if sliced else {})
+    )
+    params = {
+        "builder_version": BUILDER_VERSION,
+        "source": as2_manifest["params"]["source"],
+        "subsets_from": {"dev": as2_manifest["files"]["dev.jsonl.gz"]["sha256"]},
+        "top_k": {"train": top_k, "dev": TOP_K},
+        "passage_tokens": PASSAGE_TOKENS,
+        **({"slice": slice_opts} if sliced else {}),
     }
-    atomic_write_json(out_dir / MANIFEST, manifest)
-    return manifest
+    if (manifest := cached_manifest(out_dir, params, {f"{n}.jsonl.gz" for n in _TRAIN_FILES})) is not None:
+        return manifest
+    articles = read_squad(squad_path)[:max_articles]
+    splits = as2.split_train_articles((a.title for a in articles), dev_articles)
+    pars = _paragraphs(articles, splits)
+    return _write_passage_set(
+        out_dir, "squad-train-passages", params, pars, _TRAIN_FILES, params["top_k"], as2_dir, progress
+    )
 
 
-def squad_passages(name: str) -> list[RankingExample]:
-    """The sentence-level file ``name`` (train, dev, test, dev-all, test-all), built when missing."""
-    out_dir = cache_root() / "squad-passages"
-    build_squad_passages(out_dir)
+def squad_passages(name: str, family: str = "squad-passages") -> list[RankingExample]:
+    """The sentence-level file ``name`` of ``family`` (squad-passages: train, dev, test, dev-all,
+    test-all; squad-train-passages: train, dev), built when missing."""
+    out_dir = cache_root() / family
+    build = build_squad_passages if family == "squad-passages" else build_squad_train_passages
+    build(out_dir)
     return read_jsonl(out_dir / f"{name}.jsonl.gz")
 
 

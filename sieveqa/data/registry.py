@@ -14,6 +14,8 @@ The field's filtering conventions are part of the names:
 - ``squad-passages:{train,dev,test,dev-all,test-all}`` and ``wikiqa-passages:{train,dev,test}``: the
   passages retrieved for each question as candidates (PEASI's passage reranking); add ``-sentences``
   (``squad-passages:test-sentences``) for their sentences, each with its ``passage_id``.
+- ``squad-train-passages:{train,dev}``: the same from SQuAD v1.1 train, on squad-train-as2's articles
+  (train: BM25's top 5 passages, correct ones appended; dev: its 300 dev questions over their top 20).
 - ``jsonl:PATH`` reads the generic JSONL format (a bare path ending in .jsonl or .jsonl.gz works too).
 - Any ranking name takes ``[:N]`` for its first N questions (``squad-as2:test[:100]``), to evaluate
   expensive models on a fixed slice.
@@ -26,6 +28,7 @@ test-all}`` and ``jsonl:PATH`` in that format.
 from __future__ import annotations
 
 import re
+import shutil
 from collections.abc import Callable
 from pathlib import Path
 
@@ -34,7 +37,7 @@ from sieveqa.data.open_qa import OpenExample, read_open_jsonl
 from sieveqa.data.readers import read_trecqa, read_wikiqa
 from sieveqa.data.records import RankingExample
 from sieveqa.errors import DatasetNotFoundError
-from sieveqa.paths import data_root
+from sieveqa.paths import cache_root, data_root
 
 Loader = Callable[[str], list[RankingExample]]
 _SLICE = re.compile(r"(?P<name>.+)\[:(?P<n>\d+)\]")
@@ -98,6 +101,7 @@ def _squad_train_as2(split: str) -> list[RankingExample]:
 
 _PASSAGE_SPLITS = {
     "squad-passages": ("train", "dev", "test", "dev-all", "test-all"),
+    "squad-train-passages": ("train", "dev"),
     "wikiqa-passages": ("train", "dev", "test"),
 }
 
@@ -112,8 +116,8 @@ def _passages(family: str) -> Loader:
             raise DatasetNotFoundError(
                 f"{family} has no split {split!r}: use one of {splits} (add -sentences for sentences)"
             )
-        if family == "squad-passages":
-            examples = passage_sets.squad_passages(base)
+        if family.startswith("squad-"):
+            examples = passage_sets.squad_passages(base, family)
         else:
             examples = passage_sets.wikiqa_passages(_wikiqa(base))
         return examples if split.endswith("-sentences") else passage_sets.to_passages(examples)
@@ -133,6 +137,7 @@ LOADERS: dict[str, Loader] = {
     "squad-as2": _squad_as2,
     "squad-train-as2": _squad_train_as2,
     "squad-passages": _passages("squad-passages"),
+    "squad-train-passages": _passages("squad-train-passages"),
     "wikiqa-passages": _passages("wikiqa-passages"),
     "jsonl": _jsonl,
 }
@@ -150,11 +155,20 @@ def _build_squad_train_as2(top_k: int | None, force: bool) -> dict:
     return build_squad_train_as2(force=force, **({"train_top_k": top_k} if top_k is not None else {}))
 
 
+def _build_squad_train_passages(top_k: int | None, force: bool) -> dict:
+    from sieveqa.data.passage_sets import build_squad_train_passages
+
+    if force:
+        shutil.rmtree(cache_root() / "squad-train-passages", ignore_errors=True)
+    return build_squad_train_passages(**({"top_k": top_k} if top_k is not None else {}))
+
+
 #: Derived benchmarks ``sieveqa data build`` makes: each builder takes BM25's paragraphs per (training)
 #: question (None: its default) and ``force``, and returns the manifest.
 BUILDERS: dict[str, Callable[[int | None, bool], dict]] = {
     "squad-as2": _build_squad_as2,
     "squad-train-as2": _build_squad_train_as2,
+    "squad-train-passages": _build_squad_train_passages,
 }
 
 

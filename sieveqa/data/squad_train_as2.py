@@ -53,6 +53,8 @@ BUILDER_VERSION = 1
 MANIFEST = "manifest.json"
 _FILES = {"train": "train.jsonl.gz", "dev": "dev-all.jsonl.gz"}
 _DEV_SUBSET = "dev.jsonl.gz"
+#: Articles held out for dev (the first after the seeded shuffle).
+DEV_ARTICLES = 12
 #: Names the dataset registry accepts; each also as ``-qnli`` (gold paragraph only).
 SPLITS = ("train", "dev", "dev-all")
 
@@ -92,7 +94,7 @@ def build_squad_train_as2(
     squad_path: Path | None = None,
     train_top_k: int = 5,
     dev_top_k: int = 25,
-    dev_articles: int = 12,
+    dev_articles: int = DEV_ARTICLES,
     dev_size: int = 300,
     max_articles: int | None = None,
 ) -> dict:

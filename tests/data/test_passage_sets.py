@@ -4,9 +4,11 @@ from pathlib import Path
 
 import pytest
 
-from sieveqa.data.passage_sets import group_passages, to_passages, wikiqa_passages
+from sieveqa.data.jsonl import read_jsonl
+from sieveqa.data.passage_sets import build_squad_train_passages, group_passages, to_passages, wikiqa_passages
 from sieveqa.data.records import Candidate, Question, RankingExample
 from sieveqa.data.registry import load_dataset
+from sieveqa.errors import ConfigError
 
 
 def _example() -> RankingExample:
@@ -51,3 +53,51 @@ def test_squad_passages_label_passages_by_their_sentences(real_data: Path) -> No
         positive = {c.passage_id for c in sent_ex.candidates if c.label == 1}
         assert {c.id for c in pass_ex.candidates if c.label == 1} == positive
         assert len(pass_ex.candidates) <= 20  # dev keeps only what BM25 retrieved
+
+
+TRAIN_SLICE = {"max_articles": 4, "dev_articles": 1, "dev_size": 30, "top_k": 2}
+
+
+@pytest.fixture(scope="module")
+def train_passages(squad_train_path: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict]:
+    out = tmp_path_factory.mktemp("squad-train-passages")
+    return out, build_squad_train_passages(out, progress=False, **TRAIN_SLICE)
+
+
+def test_squad_train_passages_train_has_every_gold_passage_dev_only_retrieval(
+    train_passages: tuple[Path, dict],
+) -> None:
+    out, manifest = train_passages
+    train = read_jsonl(out / "train.jsonl.gz")
+    dev = read_jsonl(out / "dev.jsonl.gz")
+    assert manifest["files"]["train.jsonl.gz"]["questions"] == len(train) > 0
+    # train: BM25's top 2 passages, then the correct ones it missed (an answer that no sentence holds
+    # whole, cut by the sentence splitter, leaves a question without one)
+    assert sum(ex.has_positive() for ex in train) > 0.95 * len(train)
+    assert all(len(group_passages(ex)) <= 2 + sum(c.label for c in ex.candidates) for ex in train)
+    appended = [group_passages(ex)[-1][1] for ex in train if len(group_passages(ex)) > 2]
+    assert appended and all(any(c.label == 1 for c in sents) for sents in appended)
+    # dev: squad-train-as2's own dev subset, over what retrieval found (up to 20 passages)
+    as2_dev = read_jsonl(out / "squad-train-as2" / "dev.jsonl.gz")
+    assert [ex.qid for ex in dev] == [ex.qid for ex in as2_dev]
+    assert all(len(group_passages(ex)) <= 20 for ex in dev)
+    assert {ex.qid for ex in dev}.isdisjoint(ex.qid for ex in train)
+    for ex in train[:50]:  # a passage's sentences are correct only in the gold paragraph
+        gold = {c.doc_id for c in ex.candidates if c.label == 1}
+        assert len(gold) == 1
+
+
+def test_squad_train_passages_rebuild_is_byte_identical(
+    train_passages: tuple[Path, dict], squad_train_path: Path, tmp_path: Path
+) -> None:
+    out, manifest = train_passages
+    again = build_squad_train_passages(tmp_path / "again", progress=False, **TRAIN_SLICE)
+    assert again["files"] == manifest["files"]
+    stamp = (out / "train.jsonl.gz").stat().st_mtime_ns
+    assert build_squad_train_passages(out, progress=False, **TRAIN_SLICE) == manifest
+    assert (out / "train.jsonl.gz").stat().st_mtime_ns == stamp  # cached: nothing rewritten
+
+
+def test_squad_train_passages_refuses_a_zero_depth(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="--top-k"):
+        build_squad_train_passages(tmp_path, top_k=0)

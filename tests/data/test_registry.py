@@ -41,6 +41,7 @@ def test_filters_are_what_the_names_say(real_data) -> None:
         ("jsonl:/does/not/exist.jsonl", "no such file"),
         ("wikiqa:dev[:0]", r"\[:N\] takes N >= 1"),
         ("wikiqa:nope[:5]", "wikiqa has no split 'nope'"),
+        ("squad-train-passages:test", "squad-train-passages has no split 'test'"),
     ],
 )
 def test_bad_names(name: str, message: str) -> None:
