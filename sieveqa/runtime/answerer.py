@@ -342,9 +342,9 @@ def load_answerer(
 
 #: BM25 fused into each method's scores when no fusion is asked for: the best mean dev P@1 over WikiQA,
 #: TrecQA, SQuAD-AS2 and squad-passages dev (``bench/fusion.py --split dev``; docs/RESULTS.md, "Never
-#: worse than BM25"). peasi-all and the reader methods were not measured and fuse nothing.
+#: worse than BM25"). PEASI's pair retrained on SQuAD train gains nothing from BM25 on dev
+#: (``bench/results/fusion/peasi-v2-dev.json``), so it fuses nothing now, like peasi-all and the readers.
 DEFAULT_FUSION: dict[str, Fusion] = {
-    "peasi": Fusion("interp", 0.3),
     "pointwise": Fusion("interp", 0.1),
     "cascade": Fusion("rrf", 0.05),
 }

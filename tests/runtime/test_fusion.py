@@ -5,7 +5,7 @@ import pytest
 from sieveqa.data.corpus import CorpusIndex, CorpusOptions
 from sieveqa.data.records import Candidate, Question, RankingExample
 from sieveqa.errors import ConfigError
-from sieveqa.runtime.answerer import Answerer
+from sieveqa.runtime.answerer import Answerer, default_fusion
 from sieveqa.runtime.fusion import FusedRanker, Fusion, lexical_scores, with_fusion
 from tests.fakes import DOCS, KeywordRanker, KeywordSelector
 
@@ -119,3 +119,12 @@ def test_a_fused_cascade_keeps_its_cost_report(tiny_cascade) -> None:
     fused = with_fusion(CascadeRanker(tiny_cascade, drop_ratios=0.3), "interp:0.2").run([_example()])
     info = fused.info()
     assert info["fusion"] == "interp:0.2" and "relative_cost" in info and fused.variants()
+
+
+@pytest.mark.parametrize(
+    ("method", "fusion"),
+    [("pointwise", "interp:0.1"), ("cascade", "rrf:0.05"), ("peasi", "none"), ("skyline", "none")],
+)
+def test_each_method_defaults_to_its_dev_choice(method: str, fusion: str) -> None:
+    # bench/results/fusion/dev.json (pointwise, cascade) and peasi-v2-dev.json (the retrained PEASI pair)
+    assert str(default_fusion(method)) == fusion
