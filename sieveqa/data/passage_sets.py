@@ -11,6 +11,10 @@ their scores include retrieval's misses. ``dev`` and ``test`` are SQuAD-AS2's fi
 same questions); ``dev-all`` and ``test-all`` every question. Cached like SQuAD-AS2, byte-identical
 on rebuild.
 
+``squad-train-passages``: the same recipe on SQuAD v1.1 train, over squad-train-as2's article split:
+``train`` retrieves the top 5 passages per question (correct ones appended), ``dev`` is squad-train-as2's
+300 dev questions over their top 20. PEASI's retrained reranker learned from it.
+
 ``wikiqa-passages``: WikiQA's candidate sentences in document order, cut into passages of at most
 200 tokens (``{document id}#{n}``), questions with at least one correct sentence.
 
