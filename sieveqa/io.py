@@ -9,6 +9,7 @@ exclusive lock on it first, so a second run into the same folder is refused, not
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import glob
 import hashlib
 import json
@@ -148,6 +149,41 @@ def exclusive(folder: str | os.PathLike[str], what: str = "folder") -> Iterator[
     finally:
         del _HELD[key]
         lock.release()
+
+
+class ReadLease:
+    """A shared lock on a folder that a reader has open: writers remove the folder only when no
+    reader holds one (:func:`remove_unleased`). Released by ``close`` or when garbage-collected."""
+
+    def __init__(self, folder: str | os.PathLike[str]) -> None:
+        self._fd: int | None = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+        fcntl.flock(self._fd, fcntl.LOCK_SH)
+
+    def close(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)  # closing the descriptor releases its lock
+            self._fd = None
+
+    def __del__(self) -> None:
+        self.close()
+
+
+def remove_unleased(folder: str | os.PathLike[str]) -> bool:
+    """Remove ``folder`` unless a :class:`ReadLease` holds it (in any process); whether it went."""
+    try:
+        fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+    except FileNotFoundError:
+        return True
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        return False
+    try:
+        shutil.rmtree(folder, ignore_errors=True)
+    finally:
+        os.close(fd)
+    return True
 
 
 def _writable(folder: Path) -> bool:

@@ -4,9 +4,11 @@ passages (bm25s, saved with its own format) and, optionally, dense vectors in FA
 Layout of an index folder: ``manifest.json`` (format, options, counts, the tokenizer and embedder
 that built it, sha256 of each file) names the generation folder ``gen-NNNNN`` that holds
 ``corpus.sqlite``, ``bm25/`` and ``dense/``. A build or an append writes a new generation in full,
-then the manifest (atomically), then removes the old generation: a kill at any point leaves either
-the old index or the new one, and a killed first build leaves no index, so running it again starts
-over. Appending re-encodes nothing already stored; only BM25, whose statistics are global, is rebuilt.
+then the manifest (atomically), then removes the old generation once no reader holds it (an open
+index holds a shared lock on its generation, so a server keeps answering from it while ``index add``
+runs, and ``latest()`` moves it to the new one): a kill at any point leaves either the old index or the
+new one, and a killed first build leaves no index, so running it again starts over. Appending
+re-encodes nothing already stored; only BM25, whose statistics are global, is rebuilt.
 """
 
 from __future__ import annotations
@@ -27,7 +29,17 @@ from sieveqa.data.passages import passage_spans, tokenizer_signature, word_chunk
 from sieveqa.data.sentences import sentence_spans
 from sieveqa.errors import ConfigError, DataFormatError, StoreError
 from sieveqa.fields import typed
-from sieveqa.io import LOCK_NAME, atomic_dir, atomic_write_json, exclusive, file_sha256, read_manifest
+from sieveqa.io import (
+    LOCK_NAME,
+    ReadLease,
+    atomic_dir,
+    atomic_write_json,
+    exclusive,
+    file_sha256,
+    read_json_object,
+    read_manifest,
+    remove_unleased,
+)
 from sieveqa.retrieval import BM25Index
 from sieveqa.retrieval.dense import DenseIndex
 
@@ -106,13 +118,16 @@ def _sentences(doc: Document) -> list[tuple[int, int]]:
 
 
 class CorpusIndex:
-    """An opened corpus index (read-only; ``append`` writes a new generation and reopens)."""
+    """An opened corpus index (read-only; ``append`` writes a new generation and reopens). It holds a
+    :class:`~sieveqa.io.ReadLease` on its generation until ``close`` or garbage collection."""
 
-    def __init__(self, path: Path, manifest: dict[str, Any]) -> None:
+    def __init__(self, path: Path, manifest: dict[str, Any], lease: ReadLease | None = None) -> None:
         self.path = path
         self.manifest = manifest
         self.options = CorpusOptions(**typed(CorpusOptions, manifest["options"], f"{path}/{MANIFEST}"))
         gen = path / manifest["generation"]
+        self._lease = lease or ReadLease(gen)
+        self._stamp = _stamp(path)
         self._db_path = gen / DB
         self._bm25 = BM25Index.load(gen / "bm25")
         self._dense = DenseIndex.load(gen / "dense") if (gen / "dense").is_dir() else None
@@ -123,17 +138,42 @@ class CorpusIndex:
     def open(cls, path: str | Path, verify: bool = True) -> CorpusIndex:
         """Open an index; ``verify`` checks every file's sha256 against the manifest."""
         path = Path(path)
-        manifest = read_manifest(path, FORMAT, VERSION, "a corpus index", "sieveqa index corpus")
-        if manifest.get("tokenizer") != tokenizer_signature():
-            raise StoreError(f"{path}: built with another tokenizer than the installed one; rebuild it")
-        gen = path / str(manifest.get("generation"))
+        for attempt in range(3):  # a writer may replace the generation between manifest and lease
+            manifest = read_manifest(path, FORMAT, VERSION, "a corpus index", "sieveqa index corpus")
+            if manifest.get("tokenizer") != tokenizer_signature():
+                raise StoreError(f"{path}: built with another tokenizer than the installed one; rebuild it")
+            gen = path / str(manifest.get("generation"))
+            try:
+                lease = ReadLease(gen)
+            except (FileNotFoundError, NotADirectoryError):
+                if attempt < 2:
+                    continue
+                raise StoreError(f"{path}: {manifest.get('generation')} is missing") from None
+            break
         for name, sha in manifest.get("files", {}).items():
             file = gen / name
             if not file.is_file():
                 raise StoreError(f"{path}: {manifest['generation']}/{name} is missing")
             if verify and file_sha256(file) != sha:
                 raise StoreError(f"{path}: {manifest['generation']}/{name} is damaged (sha256 differs)")
-        return cls(path, manifest)
+        return cls(path, manifest, lease)
+
+    def latest(self) -> CorpusIndex:
+        """This index, or the newer generation a writer has added since it was opened (cheap when
+        nothing changed: one ``stat`` of the manifest). This object stays usable until closed."""
+        if _stamp(self.path) == self._stamp:
+            return self
+        fresh = CorpusIndex.open(self.path, verify=False)
+        if fresh.manifest["generation"] == self.manifest["generation"]:
+            fresh.close()
+            self._stamp = _stamp(self.path)
+            return self
+        return fresh
+
+    def close(self) -> None:
+        """Release this generation, and remove the generations no reader holds any more."""
+        self._lease.close()
+        _sweep(self.path)
 
     # -- writing ---------------------------------------------------------------------------------
 
@@ -187,6 +227,8 @@ class CorpusIndex:
             _check_ids(documents, stored)
             manifest = {k: v for k, v in current.manifest.items() if k not in ("files", "counts")}
             _write_generation(self.path, manifest, current, documents, embedder, progress)
+            current.close()
+        self.close()  # readers elsewhere keep the old generation until they move on
         return CorpusIndex.open(self.path, verify=False)
 
     def check_embedder(self, embedder: Embedder) -> None:
@@ -295,6 +337,24 @@ def _describe(signature: Any) -> str:
     return f"{signature.get('name')}, fingerprint {str(signature.get('fingerprint'))[:12]}"
 
 
+def _stamp(path: Path) -> tuple[int, int]:
+    """What changes when the manifest is replaced (a new file: another inode and mtime)."""
+    stat = (path / MANIFEST).stat()
+    return stat.st_ino, stat.st_mtime_ns
+
+
+def _sweep(path: Path) -> None:
+    """Remove the generations older than the manifest's that no reader holds (a newer one may be a
+    writer's, not yet in the manifest)."""
+    try:
+        current = str(read_json_object(path / MANIFEST, StoreError).get("generation"))
+    except (StoreError, OSError):
+        return
+    for gen in path.glob("gen-*"):
+        if gen.name < current and gen.is_dir():
+            remove_unleased(gen)
+
+
 def _leftover(name: str) -> bool:
     return name == LOCK_NAME or name.startswith(("gen-", ".gen-"))
 
@@ -355,8 +415,6 @@ def _write_generation(
             dense.save(tmp / "dense")
         files = {f.relative_to(tmp).as_posix(): file_sha256(f) for f in sorted(tmp.rglob("*")) if f.is_file()}
     atomic_write_json(path / MANIFEST, {**manifest, "generation": name, "counts": counts, "files": files})
-    if current is not None:
-        shutil.rmtree(path / current.manifest["generation"], ignore_errors=True)
 
 
 def _insert(

@@ -168,12 +168,13 @@ class Answerer:
         if self.index is None:
             raise ConfigError("this Answerer has no corpus index; give passages to run() instead")
         started = time.perf_counter()
-        hits = self.index.search_many(questions, self.retrieve, self.retriever, self.embedder)
+        index = self.index = self.index.latest()  # a writer may have added a generation
+        hits = index.search_many(questions, self.retrieve, self.retriever, self.embedder)
         retrieval = (time.perf_counter() - started) / max(len(questions), 1)
         out = []
         for question, found in zip(questions, hits, strict=True):
             t0 = time.perf_counter()
-            passages = self.index.passages([pid for pid, _ in found])
+            passages = index.passages([pid for pid, _ in found])
             run = self.run(question, passages)
             out.append(
                 Answer(

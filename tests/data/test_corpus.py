@@ -87,6 +87,26 @@ def test_append_adds_documents_and_keeps_vectors(tmp_path: Path) -> None:
         index.append([Document("new", "New text.")])
 
 
+def test_a_reader_keeps_its_generation_through_an_append_and_then_moves_on(tmp_path: Path) -> None:
+    """A server's open index must survive ``index add`` by another process (it lost its database
+    under it before), then pick up the new documents; the old generation goes once it is let go."""
+    CorpusIndex.build(DOCS[:2], tmp_path / "idx")
+    served = CorpusIndex.open(tmp_path / "idx")  # the server's reader
+    old_gen = served.manifest["generation"]
+    CorpusIndex.open(tmp_path / "idx").append(DOCS[2:])  # the writer, a separate opening
+    assert (tmp_path / "idx" / old_gen).is_dir()  # kept: a reader holds it
+    hits = served.search_many(["tea oxidised"], 1)[0]
+    assert served.passages([hits[0][0]])[0].doc_id == "tea"
+    fresh = served.latest()
+    assert fresh is not served and fresh.counts["documents"] == 3
+    assert fresh.latest() is fresh  # nothing changed since
+    top = fresh.search_many(["glaciers valleys"], 1)[0][0][0]
+    assert fresh.passages([top])[0].doc_id == "ice"
+    served.close()
+    assert not (tmp_path / "idx" / old_gen).exists()
+    assert [p.name for p in (tmp_path / "idx").glob("gen-*")] == [fresh.manifest["generation"]]
+
+
 def test_a_killed_build_leaves_no_index_and_a_rerun_completes(tmp_path: Path) -> None:
     class Dies(WordEmbedder):
         def embed(self, texts, progress=False):

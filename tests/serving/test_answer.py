@@ -7,6 +7,8 @@ from collections.abc import Iterator
 import pytest
 from fastapi.testclient import TestClient
 
+from sieveqa.data.corpus import CorpusIndex
+from sieveqa.data.documents import Document
 from sieveqa.runtime.answerer import Answerer
 from sieveqa.serving import Service, create_app
 from tests.fakes import KeywordRanker
@@ -50,6 +52,19 @@ def test_top_asks_for_more_answers(answering: TestClient) -> None:
 def test_a_question_that_retrieves_nothing_has_no_answers(answering: TestClient) -> None:
     body = answering.post("/answer", json={"question": "zzz qqq"}).json()
     assert body["answers"] == [] and body["passages"] == []
+
+
+def test_a_served_index_survives_index_add_and_serves_the_new_documents(
+    answering: TestClient, keyword_answerer: Answerer
+) -> None:
+    """``sieveqa index add`` by another process used to delete the generation under the server: every
+    later /answer was a 500 until restart."""
+    assert answering.post("/answer", json={"question": QUESTION}).status_code == 200
+    writer = CorpusIndex.open(keyword_answerer.index.path)
+    writer.append([Document("c", "Owls hunt at night. The answer about owls is mice.", "Owls")])
+    r = answering.post("/answer", json={"question": "the answer about owls?"})
+    assert r.status_code == 200, r.text
+    assert r.json()["answers"][0]["document"] == "c"
 
 
 @pytest.mark.parametrize(
