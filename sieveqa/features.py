@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import functools
 import random
+import threading
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -114,9 +116,34 @@ class Featurizer:
         self.sep_id = int(tokenizer.sep_token_id)
         self._single = _probe(self._backend, ("a",))
         self._pair = _probe(self._backend, ("a", "b"))
+        self._memory: OrderedDict[str, Encoding] | None = None
+        self._memory_size = 0
+        self._memory_lock = threading.Lock()
+
+    def remember(self, texts: int) -> None:
+        """Keep the encodings of the last ``texts`` texts, so that a text checked once (a service
+        measuring a request) is not tokenized again when it is scored; 0 forgets."""
+        with self._memory_lock:
+            self._memory = OrderedDict() if texts > 0 else None
+            self._memory_size = texts
 
     def _encode(self, texts: Sequence[str]) -> list[Encoding]:
-        return self._backend.encode_batch(list(texts), add_special_tokens=False)
+        if self._memory is None:
+            return self._backend.encode_batch(list(texts), add_special_tokens=False)
+        memory = self._memory
+        with self._memory_lock:
+            found = {t: memory[t] for t in texts if t in memory}
+        missing = list(dict.fromkeys(t for t in texts if t not in found))
+        if missing:
+            fresh = self._backend.encode_batch(missing, add_special_tokens=False)
+            found.update(zip(missing, fresh, strict=True))
+        with self._memory_lock:
+            for text in texts:
+                memory[text] = found[text]
+                memory.move_to_end(text)
+            while len(memory) > self._memory_size:
+                memory.popitem(last=False)
+        return [found[t] for t in texts]
 
     def texts(self, texts: Sequence[str], max_length: int) -> Features:
         """One row per text: ``[CLS] text [SEP]``, truncated to ``max_length`` tokens."""

@@ -255,7 +255,7 @@ def eval_answers(
     result = {
         "dataset": dataset,
         **report.as_dict(),
-        "models": {"reranker": reranker, "selector": selector, "ranker": ranker},
+        "models": answerer.model_names,
         "fusion": str(answerer.fusion),
     }
     result["provenance"] = run_info("sieveqa " + " ".join(sys.argv[1:]))

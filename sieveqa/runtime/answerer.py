@@ -157,6 +157,8 @@ class Answerer:
         self.ranker = with_fusion(ranker, self.fusion) if ranker is not None else None
         self.retrieve, self.retriever, self.embedder, self.top = retrieve, retriever, embedder, top
         self.reader, self.schedule, self.policy = reader, schedule, policy
+        #: The models' names or folders by role, where ``load_answerer`` loaded them (for reports).
+        self.model_names: dict[str, str] = {}
 
     # -- over an index ---------------------------------------------------------------------------
 
@@ -331,14 +333,20 @@ def load_answerer(
         else:
             easi = typed(selector or "peasi-easi", (EasiModel, PeasiModel), "--selector", "an EASI model")
     rank = None
+    names = {"reranker": reranker} if pr is not None else {}
+    if easi is not None:
+        names["selector"] = reranker if easi is pr else selector or "peasi-easi"
     if method != "peasi":
-        rank = load_ranker(ranker or ("default-cascade" if method == "cascade" else "default"), **settings)
+        names["ranker"] = ranker or ("default-cascade" if method == "cascade" else "default")
+        rank = load_ranker(names["ranker"], **settings)
     embedder = None
     if retriever != "bm25" and corpus is not None:
         from sieveqa.models.embedder import SentenceEmbedder
 
         embedder = SentenceEmbedder().configure(device=device)
-    return Answerer(method, corpus, pr, easi, rank, retrieve, retriever, embedder, top, fusion=fusion)
+    answerer = Answerer(method, corpus, pr, easi, rank, retrieve, retriever, embedder, top, fusion=fusion)
+    answerer.model_names = names
+    return answerer
 
 
 #: BM25 fused into each method's scores when no fusion is asked for: the best mean dev P@1 over WikiQA,

@@ -27,7 +27,7 @@ from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from sieveqa import __version__
-from sieveqa.errors import BusyError
+from sieveqa.errors import BusyError, ConfigError, DataFormatError, SieveQAError
 from sieveqa.runtime.cascade import CascadeRanker
 from sieveqa.serving.metrics import CONTENT_TYPE
 from sieveqa.serving.service import RequestError, Service
@@ -109,6 +109,10 @@ class _Envelope:
                 )(scope, receive, timed)
             else:
                 await self.app(scope, limited, timed)
+        except Exception as exc:  # a bug of ours: logged here once, not re-raised to the server
+            log.exception("unexpected error in %s %s", scope.get("method"), scope["path"], exc_info=exc)
+            if status == 500:  # nothing sent yet
+                await _error(500, "internal", "internal error (logged by the server)")(scope, receive, timed)
         finally:
             m = self.service.metrics
             m.requests.labels(endpoint, str(status)).inc()
@@ -159,6 +163,14 @@ def _describe_limits(schema: dict[str, Any], service: Service) -> None:
         del rerank["alpha"], rerank["budget"]
 
 
+def _sigmoid(x: float) -> float:
+    """1 / (1 + e^-x) without overflow for any float (a logit of -1000 is a probability of 0)."""
+    if x >= 0:
+        return 1.0 / (1.0 + math.exp(-x))
+    z = math.exp(x)
+    return z / (1.0 + z)
+
+
 def _timing_headers(response: Response, queue: float, compute: float, inferences: int, units: int) -> None:
     response.headers["x-queue-time"] = f"{queue * 1000:.1f}"
     response.headers["x-compute-time"] = f"{compute * 1000:.1f}"
@@ -192,10 +204,14 @@ def create_app(service: Service) -> FastAPI:
     async def busy(_: Request, exc: BusyError) -> JSONResponse:
         return _error(503, "unavailable", str(exc), {"Retry-After": "1"})
 
-    @app.exception_handler(Exception)
-    async def bug(_: Request, exc: Exception) -> JSONResponse:
-        log.exception("unexpected error", exc_info=exc)
-        return _error(500, "internal", "internal error (logged by the server)")
+    @app.exception_handler(SieveQAError)
+    async def library(_: Request, exc: SieveQAError) -> JSONResponse:
+        """A sieveqa error at request time: the request's fault (422) or the server's (500, logged
+        once), always with its one-line message."""
+        if isinstance(exc, ConfigError | DataFormatError):
+            return _error(422, "validation", str(exc))
+        log.error("request failed: %s", exc)
+        return _error(500, "internal", str(exc))
 
     @app.exception_handler(RequestValidationError)
     async def invalid(_: Request, exc: RequestValidationError) -> JSONResponse:
@@ -212,7 +228,7 @@ def create_app(service: Service) -> FastAPI:
         done = await service.rerank(req)
         scores = done.scores
         order = done.order[: req.top_n]
-        shown = scores if req.raw_scores or not done.logits else [1 / (1 + math.exp(-s)) for s in scores]
+        shown = scores if req.raw_scores or not done.logits else [_sigmoid(s) for s in scores]
         _timing_headers(
             response, done.queue_seconds, done.cost.seconds, done.cost.sequences, done.cost.layer_units
         )
@@ -272,13 +288,16 @@ def create_app(service: Service) -> FastAPI:
             retrieval_seconds=round(found.retrieval_seconds, 4),
         )
 
-    @app.get("/health", response_model=Health)
-    async def health() -> Health:
-        """Liveness, and what this server has loaded."""
+    @app.get("/health", response_model=Health, responses={503: {"model": Health}})
+    async def health(response: Response) -> Health:
+        """Readiness, and what this server has loaded: 503 while it drains or if a worker is down."""
         method = service.answerer.method if service.answerer is not None else None
-        depth = service.batcher.depth
+        depth = service.queue_depth
+        status = "ok" if service.ready else "draining" if service.batcher.stopping else "down"
+        if status != "ok":
+            response.status_code = 503
         return Health(
-            status="ok",
+            status=status,
             model=service.name,
             kind=service.kind,
             index=service.index,

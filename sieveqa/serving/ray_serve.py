@@ -1,5 +1,7 @@
 """The same HTTP app as ``sieveqa serve``, as a Ray Serve deployment: each replica loads the model once
 and batches concurrent /rerank requests with ``@serve.batch`` (Ray's queue, not the micro-batcher).
+A replica holds at most ``max_queue`` /rerank requests waiting (429 with the Retry-After its measured
+rate gives, as ``sieveqa serve`` does), reports them as its queue depth, and keeps the deadline.
 
     >>> from ray import serve
     >>> from sieveqa.serving.ray_serve import application
@@ -11,6 +13,7 @@ or ``serve run sieveqa.serving.ray_serve:build model=default num_replicas=2`` on
 from __future__ import annotations
 
 import asyncio
+import math
 import time
 from collections import defaultdict
 from typing import Any
@@ -22,7 +25,7 @@ from sieveqa.errors import ConfigError
 from sieveqa.models.base import Ranker
 from sieveqa.serving.app import create_app
 from sieveqa.serving.batcher import Scored, score_batch
-from sieveqa.serving.service import Service
+from sieveqa.serving.service import RequestError, Service
 from sieveqa.serving.settings import Limits
 
 _Job = tuple[RankingExample, Ranker, float]
@@ -36,6 +39,17 @@ def _pairs(jobs: list[_Job]) -> int:
 class RayService(Service):
     """A ``Service`` whose /rerank questions are batched by Ray Serve."""
 
+    _waiting_pairs = 0
+    _waiting = 0
+    _rate = 0.0  # pairs per second, a moving average over batches
+
+    @property
+    def queue_depth(self) -> int:
+        return self._waiting + self.answers.depth
+
+    def _retry_after(self) -> float:
+        return max(1.0, math.ceil(self._waiting_pairs / self._rate)) if self._rate > 0 else 1.0
+
     def batch_with(self, max_pairs: int, wait_ms: float) -> None:
         """Batches of at most ``max_pairs`` pairs (at least ``max_texts``, so any request fits),
         waiting at most ``wait_ms`` for company."""
@@ -45,7 +59,21 @@ class RayService(Service):
         self._batched.set_batch_wait_timeout_s(wait_ms / 1000)
 
     async def score(self, example: RankingExample, tokens: int, ranker: Ranker) -> Scored:
-        return await self._batched((example, ranker, time.monotonic()))
+        if self._waiting >= self.limits.max_queue:
+            raise RequestError(
+                429,
+                "overloaded",
+                f"the queue is full ({self._waiting} requests waiting); retry later",
+                retry_after=self._retry_after(),
+            )
+        pairs = len(example.candidates)
+        self._waiting, self._waiting_pairs = self._waiting + 1, self._waiting_pairs + pairs
+        try:
+            work = self._batched((example, ranker, time.monotonic()))
+            done: Scored = await self.within_deadline(work, self._retry_after)
+        finally:
+            self._waiting, self._waiting_pairs = self._waiting - 1, self._waiting_pairs - pairs
+        return done
 
     @serve.batch(max_batch_size=1024, batch_wait_timeout_s=0.002, batch_size_fn=_pairs)
     async def _batched(self, jobs: list[_Job]) -> list[Scored]:
@@ -59,6 +87,8 @@ class RayService(Service):
             examples, arrived = [jobs[i][0] for i in rows], [jobs[i][2] for i in rows]
             done, stats = await asyncio.to_thread(score_batch, ranker, examples, arrived)
             self.metrics.batch(stats)
+            rate = max(stats.pairs, 1) / max(stats.seconds, 1e-9)
+            self._rate = rate if self._rate == 0 else 0.8 * self._rate + 0.2 * rate
             for i, scored in zip(rows, done, strict=True):
                 out[i] = scored
         return out  # type: ignore[return-value]

@@ -3,15 +3,22 @@ for the micro-batcher, answer questions over the corpus index, and meter all of 
 
 Every refusal is a :class:`RequestError` carrying its HTTP status and the field at fault, raised
 before the request reaches the model.
+
+Which thread runs what: the event loop parses requests and awaits futures, nothing more. Checking a
+``/rerank`` request (tokenizing it, for ``truncate: false``) runs in the loop's thread pool; scoring
+runs on the micro-batcher's one thread; answering runs on the answer queue's one thread, a question
+at a time. Both queues are bounded (429 with the Retry-After their measured rate gives), a request
+that waits or runs past ``Limits.timeout_s`` gets a 503 and is cancelled, and a cancelled request
+(a client gone, a deadline passed) is dropped when its turn comes, never worked on.
 """
 
 from __future__ import annotations
 
 import asyncio
 import copy
-import math
-import threading
 from collections import OrderedDict
+from concurrent.futures import Future
+from dataclasses import dataclass
 from typing import Any
 
 from sieveqa.data.records import Candidate, Question, RankingExample
@@ -22,13 +29,16 @@ from sieveqa.runtime.answerer import Answer, Answerer, load_answerer
 from sieveqa.runtime.cascade import CascadeRanker
 from sieveqa.runtime.policy import load_ranker
 from sieveqa.runtime.pruning import ratio_for_budget
-from sieveqa.serving.batcher import MicroBatcher, QueueFullError, Scored
+from sieveqa.serving.batcher import MicroBatcher, Scored
 from sieveqa.serving.metrics import Metrics
 from sieveqa.serving.settings import Batching, Limits
 from sieveqa.serving.wire import AnswerRequest, RerankRequest
+from sieveqa.serving.worker import Job, QueueFullError, Worker
 
 #: Cascade rankers kept for per-request ``alpha`` / ``budget`` settings.
 _SETTINGS_CACHE = 32
+#: Texts whose tokens the model keeps, so that a checked request is not tokenized again.
+_REMEMBERED_TEXTS = 8192
 
 
 class RequestError(SieveQAError):
@@ -37,6 +47,38 @@ class RequestError(SieveQAError):
     def __init__(self, status: int, kind: str, message: str, retry_after: float | None = None) -> None:
         super().__init__(message)
         self.status, self.kind, self.retry_after = status, kind, retry_after
+
+
+@dataclass
+class _Question(Job):
+    answerer: Answerer
+    question: str
+    top: int
+
+
+class AnswerQueue(Worker[_Question]):
+    """Questions over the index, answered one at a time on one thread (the answerer's models are
+    not shared between threads); ``retry_after`` comes from the measured seconds per question."""
+
+    def __init__(self, max_queue: int) -> None:
+        super().__init__(max_queue, "sieveqa-answers")
+
+    def submit(self, answerer: Answerer, question: str, top: int) -> Future[Answer]:
+        """Queue a question for its ``top`` answers; cancelling the future while it waits drops it."""
+        return self._enqueue(_Question(1, answerer, question, top))
+
+    def _take(self) -> list[_Question]:
+        return [self._pending.popleft()]
+
+    def _work(self, jobs: list[_Question]) -> None:
+        (job,) = jobs
+        answerer = job.answerer
+        if job.top != answerer.top:
+            if answerer.index is not None:  # moved to a new generation first, for the copy too
+                answerer.index = answerer.index.latest()
+            answerer = copy.copy(answerer)  # shares the models; only ``top`` differs
+            answerer.top = job.top
+        job.future.set_result(answerer.answer(job.question))
 
 
 def pair_model(ranker: Ranker) -> PairModel | None:
@@ -63,13 +105,14 @@ class Service:
         self.limits = limits = limits or Limits()
         batching = batching or Batching()
         self.model = pair_model(ranker)
-        self.metrics = Metrics(lambda: self.batcher.depth + self._answers_waiting)
+        if self.model is not None:  # a /rerank check's tokens are reused when its batch runs
+            self.model.featurizer.remember(_REMEMBERED_TEXTS)
+        self.metrics = Metrics(lambda: self.queue_depth)
         self.batcher = MicroBatcher(
             batching.max_tokens, batching.max_wait_ms / 1000, limits.max_queue, self.metrics.batch
         )
+        self.answers = AnswerQueue(limits.max_queue)
         self._settings: OrderedDict[tuple[str, object], Ranker] = OrderedDict()
-        self._answer_lock = threading.Lock()  # the answerer's models run one question at a time
-        self._answers_waiting = 0
 
     @classmethod
     def load(
@@ -99,11 +142,40 @@ class Service:
             return "ensemble"
         return self.model.kind if self.model is not None else type(self.ranker).__name__
 
+    @property
+    def ready(self) -> bool:
+        """Whether both workers run and take requests (not dead, not draining)."""
+        return self.batcher.ready and self.answers.ready
+
     def start(self) -> None:
         self.batcher.start()
+        self.answers.start()
 
     def stop(self) -> None:
         self.batcher.stop()
+        self.answers.stop()
+
+    async def _await(self, submit: Any, *args: Any) -> Any:
+        """Queue a job on a worker (``submit``, a worker's method) and await it within the deadline;
+        a request cancelled or past its deadline cancels the job, which the worker then drops unless
+        it had started."""
+        try:
+            future = submit(*args)
+        except QueueFullError as err:
+            raise RequestError(429, "overloaded", str(err), retry_after=err.retry_after) from None
+        return await self.within_deadline(asyncio.wrap_future(future), submit.__self__.retry_after)
+
+    async def within_deadline(self, work: Any, retry_after: Any) -> Any:
+        """Await ``work`` for at most ``Limits.timeout_s`` (then cancel it: 503 with ``retry_after()``)."""
+        try:
+            return await asyncio.wait_for(work, self.limits.timeout_s)
+        except TimeoutError:
+            raise RequestError(
+                503,
+                "timeout",
+                f"not done within {self.limits.timeout_s:g} s (the server's --timeout-s); retry later",
+                retry_after=retry_after(),
+            ) from None
 
     # -- /rerank --------------------------------------------------------------------------------
 
@@ -182,19 +254,21 @@ class Service:
         return ranker
 
     async def rerank(self, req: RerankRequest) -> Scored:
-        """Check, queue and await one request's scores."""
-        example, tokens, ranker = self.check_rerank(req)
+        """Check (off the event loop: it may tokenize), queue and await one request's scores."""
+        example, tokens, ranker = await asyncio.to_thread(self.check_rerank, req)
         done = await self.score(example, tokens, ranker)
         self.metrics.queue_seconds.observe(done.queue_seconds)
         return done
 
     async def score(self, example: RankingExample, tokens: int, ranker: Ranker) -> Scored:
         """One checked question's scores, from the micro-batcher (Ray Serve replicas batch otherwise)."""
-        try:
-            future = self.batcher.submit(example, tokens, ranker)
-        except QueueFullError as err:
-            raise RequestError(429, "overloaded", str(err), retry_after=err.retry_after) from None
-        return await asyncio.wrap_future(future)
+        done: Scored = await self._await(self.batcher.submit, example, tokens, ranker)
+        return done
+
+    @property
+    def queue_depth(self) -> int:
+        """Requests waiting for a model, /rerank and /answer together."""
+        return self.batcher.depth + self.answers.depth
 
     # -- /answer --------------------------------------------------------------------------------
 
@@ -210,27 +284,7 @@ class Service:
                 "too_large",
                 f"question: {len(req.question)} characters, more than {self.limits.max_chars}",
             )
-        if self._answers_waiting >= self.limits.max_queue:
-            retry = max(1.0, math.ceil(self._answers_waiting * 0.5))
-            raise RequestError(
-                429,
-                "overloaded",
-                f"{self._answers_waiting} questions are waiting; retry later",
-                retry_after=retry,
-            )
-        answerer = self.answerer
-        if req.top != answerer.top:
-            answerer = copy.copy(answerer)  # shares the models; only ``top`` differs
-            answerer.top = req.top
-        self._answers_waiting += 1
-        try:
-            found = await asyncio.to_thread(self._answer_locked, answerer, req.question)
-        finally:
-            self._answers_waiting -= 1
+        found: Answer = await self._await(self.answers.submit, self.answerer, req.question, req.top)
         self.metrics.layer_units.labels("answer").inc(found.cost.layer_units)
         self.metrics.inferences.labels("answer").inc(found.inferences)
         return found
-
-    def _answer_locked(self, answerer: Answerer, question: str) -> Answer:
-        with self._answer_lock:
-            return answerer.answer(question)

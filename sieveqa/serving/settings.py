@@ -16,6 +16,9 @@ class Limits:
     max_chars: int = field(default=20_000, metadata={"help": "characters per text or query (413 above)"})
     max_body_bytes: int = field(default=4 * 2**20, metadata={"help": "request body size (413 above)"})
     max_queue: int = field(default=512, metadata={"help": "requests waiting for the model (429 above)"})
+    timeout_s: float = field(
+        default=60.0, metadata={"help": "seconds a request may wait and run (503, and dropped, after)"}
+    )
 
     def __post_init__(self) -> None:
         bad = [name for name, value in vars(self).items() if value < 1]

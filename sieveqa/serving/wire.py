@@ -168,7 +168,7 @@ class AnswerResponse(_Wire):
 
 
 class Health(_Wire):
-    status: Literal["ok", "draining"]
+    status: Literal["ok", "draining", "down"]
     model: str
     kind: str
     index: str | None

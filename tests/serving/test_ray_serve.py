@@ -9,9 +9,10 @@ from pathlib import Path
 import pytest
 
 pytest.importorskip("ray")
-pytestmark = pytest.mark.slow  # starting Ray and Serve takes ~15 s
+SLOW = pytest.mark.slow  # starting Ray and Serve takes ~15 s
 
 
+@SLOW
 def test_the_deployment_serves_and_batches_concurrent_requests(saved_tiny: Path) -> None:
     import httpx
     import ray
@@ -48,3 +49,39 @@ def test_the_deployment_serves_and_batches_concurrent_requests(saved_tiny: Path)
     finally:
         serve.shutdown()
         ray.shutdown()
+
+
+def test_a_replica_bounds_its_queue_with_429_and_reports_its_depth() -> None:
+    """A replica used to queue without bound (never a 429) and report depth 0."""
+    import asyncio
+
+    from sieveqa.data.records import Candidate, Question, RankingExample
+    from sieveqa.serving.ray_serve import RayService
+    from sieveqa.serving.service import RequestError
+    from sieveqa.serving.settings import Limits
+    from tests.serving.conftest import RecordingRanker
+
+    ranker = RecordingRanker()
+    service = RayService(ranker, limits=Limits(max_queue=2))
+    example = RankingExample(Question("q", "q"), [Candidate("0", "a")])
+
+    async def clients() -> tuple[int, RequestError]:
+        gate = asyncio.Event()
+
+        async def batched(job):  # Ray's batch queue, held (serve.batch needs a running replica)
+            await gate.wait()
+            return job
+
+        service._batched = batched
+        held = [asyncio.ensure_future(service.score(example, 1, ranker)) for _ in range(2)]
+        await asyncio.sleep(0.05)
+        depth = service.queue_depth
+        with pytest.raises(RequestError) as refused:
+            await service.score(example, 1, ranker)
+        gate.set()
+        await asyncio.gather(*held)
+        return depth, refused.value
+
+    depth, err = asyncio.run(clients())
+    assert depth == 2 and service.queue_depth == 0
+    assert (err.status, err.kind) == (429, "overloaded") and err.retry_after >= 1

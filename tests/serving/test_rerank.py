@@ -118,3 +118,34 @@ def test_alpha_is_refused_for_a_model_that_is_no_cascade(client: TestClient) -> 
     r = client.post("/rerank", json={"query": QUERY, "texts": TEXTS, "alpha": 0.3})
     assert r.status_code == 400
     assert "alpha and budget are for cascades" in r.json()["error"]
+
+
+class CountingBackend:
+    """The Rust tokenizer, counting the texts it encodes and whether an event loop ran the call."""
+
+    def __init__(self, backend) -> None:
+        self.backend, self.texts, self.on_loop = backend, [], []
+
+    def encode_batch(self, texts, **kwargs):
+        try:
+            asyncio.get_running_loop()
+            self.on_loop.append(True)
+        except RuntimeError:
+            self.on_loop.append(False)
+        self.texts.extend(texts)
+        return self.backend.encode_batch(texts, **kwargs)
+
+
+def test_a_truncate_false_request_is_tokenized_once_and_off_the_event_loop(tiny_model) -> None:
+    service = Service(tiny_model)
+    counting = CountingBackend(tiny_model.featurizer._backend)
+    tiny_model.featurizer._backend = counting
+    try:
+        with TestClient(create_app(service)) as c:
+            r = c.post("/rerank", json={"query": QUERY, "texts": TEXTS, "truncate": False})
+    finally:
+        tiny_model.featurizer._backend = counting.backend
+        tiny_model.featurizer.remember(0)
+    assert r.status_code == 200, r.text
+    assert sorted(counting.texts) == sorted([QUERY, *TEXTS])  # each text once: check and scoring
+    assert counting.on_loop and not any(counting.on_loop)

@@ -1,0 +1,115 @@
+"""The workers behind /rerank and /answer: a cancelled job is dropped, a failing one never ends the
+worker, and the queue's state is what /health reports."""
+
+from __future__ import annotations
+
+import asyncio
+from concurrent.futures import CancelledError
+
+import pytest
+
+from sieveqa.data.records import Candidate, Question, RankingExample
+from sieveqa.serving.batcher import MicroBatcher
+from sieveqa.serving.worker import Job, QueueFullError, Worker
+from tests.serving.conftest import RecordingRanker
+
+
+def _example(question: str) -> RankingExample:
+    return RankingExample(Question(question, question), [Candidate("0", "text")])
+
+
+def test_a_job_cancelled_while_queued_is_dropped_and_the_worker_goes_on() -> None:
+    """The worker used to call set_result on the cancelled future, die of InvalidStateError, and
+    leave every later request hanging."""
+    ranker = RecordingRanker()
+    batcher = MicroBatcher(max_wait=0.0)
+    batcher.start()
+    ranker.gate.clear()
+    batcher.submit(_example("held"), 1, ranker)
+    assert ranker.entered.wait(5)
+    gone = batcher.submit(_example("gone"), 1, ranker)
+    assert gone.cancel()  # the client went away while it waited
+    kept = batcher.submit(_example("kept"), 1, ranker)
+    ranker.gate.set()
+    assert kept.result(5).scores == [4.0]
+    assert batcher.submit(_example("later"), 1, ranker).result(5).scores == [4.0]
+    assert batcher.ready
+    batcher.stop(5)
+    assert ["gone"] not in ranker.calls and all("gone" not in call for call in ranker.calls)
+    with pytest.raises(CancelledError):
+        gone.result(0)
+
+
+def test_cancelling_the_awaiting_coroutine_cancels_the_queued_job() -> None:
+    """What a client disconnect does in the service: the request's task is cancelled."""
+    ranker = RecordingRanker()
+    batcher = MicroBatcher(max_wait=0.0)
+    batcher.start()
+    ranker.gate.clear()
+    batcher.submit(_example("held"), 1, ranker)
+    assert ranker.entered.wait(5)
+
+    async def client() -> None:
+        future = batcher.submit(_example("impatient"), 1, ranker)
+        task = asyncio.ensure_future(asyncio.wrap_future(future))
+        await asyncio.sleep(0.01)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        await asyncio.sleep(0)  # asyncio passes the cancellation on in its next round
+        assert future.cancelled()
+
+    asyncio.run(client())
+    ranker.gate.set()
+    assert batcher.submit(_example("next"), 1, ranker).result(5).scores == [4.0]
+    batcher.stop(5)
+    assert all("impatient" not in call for call in ranker.calls)
+
+
+class Flaky(Worker[Job]):
+    """Works one job at a time; a job of 0 units raises a BaseException that is no Exception."""
+
+    def __init__(self) -> None:
+        super().__init__(max_queue=2, name="flaky")
+
+    def submit(self, units: int):
+        return self._enqueue(Job(units))
+
+    def _take(self) -> list[Job]:
+        return [self._pending.popleft()]
+
+    def _work(self, jobs: list[Job]) -> None:
+        if jobs[0].units == 0:
+            raise GeneratorExit("not even an Exception")
+        jobs[0].future.set_result(jobs[0].units)
+
+
+def test_no_failure_ends_the_worker_and_ready_follows_its_state() -> None:
+    worker = Flaky()
+    assert not worker.ready  # not started
+    worker.start()
+    with pytest.raises(GeneratorExit):
+        worker.submit(0).result(5)
+    assert worker.submit(3).result(5) == 3 and worker.ready
+    worker.stop(5)
+    assert not worker.ready and worker.stopping
+
+
+def test_retry_after_comes_from_the_measured_rate() -> None:
+    ranker = RecordingRanker()
+    batcher = MicroBatcher(max_wait=0.0, max_queue=1)
+    batcher.start()
+    assert batcher.retry_after() == 1.0  # nothing measured yet
+    batcher.submit(_example("warm"), 1, ranker).result(5)
+    batcher._rate = 0.5  # pairs per second, as if the model were slow
+    ranker.gate.clear()
+    ranker.entered.clear()
+    batcher.submit(_example("held"), 1, ranker)
+    assert ranker.entered.wait(5)
+    big = RankingExample(Question("q", "q"), [Candidate(str(i), "t") for i in range(4)])
+    batcher.submit(big, 1, ranker)
+    with pytest.raises(QueueFullError) as err:
+        batcher.submit(_example("refused"), 1, ranker)
+    assert err.value.retry_after == 8.0  # 4 queued pairs at 0.5 pairs/s
+    ranker.gate.set()
+    batcher.stop(5)
