@@ -5,12 +5,15 @@ from __future__ import annotations
 import os
 import time
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from sieveqa.cli._app import BatchOpt, DeviceOpt, PrecisionOpt, app, check_device, console
 from sieveqa.errors import ConfigError, require_extra
+
+if TYPE_CHECKING:
+    from sieveqa.runtime.sharded import Shard, ShardPlan
 
 
 @app.command()
@@ -42,7 +45,7 @@ def batch(
     node must see --input and --out at the same paths).
     """
     from sieveqa.io import check_output_dir
-    from sieveqa.runtime.sharded import ShardPlan
+    from sieveqa.runtime.sharded import ShardPlan, model_digest
 
     check_device(device, precision)
     check_output_dir(out, "--out")
@@ -52,8 +55,25 @@ def batch(
         raise ConfigError("--actors and --address are for --ray")
     if ray:
         require_extra("ray", "ray", "sieveqa batch --ray")
-    plan = ShardPlan.make(input_path, shard_size, model)
-    pending = plan.open(out)
+    plan = ShardPlan.make(input_path, shard_size, model, model_digest(model))
+    with plan.claim(out) as pending:
+        _run(plan, pending, out, model, ray, actors, threads, address, device, precision, batch_size)
+
+
+def _run(
+    plan: ShardPlan,
+    pending: list[Shard],
+    out: Path,
+    model: str,
+    ray: bool,
+    actors: int | None,
+    threads: int,
+    address: str | None,
+    device: str,
+    precision: str,
+    batch_size: int | None,
+) -> None:
+    """Rank the pending shards of ``plan`` into ``out``, with a progress bar."""
     console.print(
         f"{plan.rows} questions in {len(plan.shards)} shards; {len(plan.shards) - len(pending)} already "
         f"done in {out}, {len(pending)} to rank"

@@ -1,11 +1,14 @@
 """Rank a file too large for one sitting: in shards of questions, each written atomically, so a killed
 job resumes without redoing finished shards.
 
-A run's folder holds ``run.json`` (the input's size and mtime, the model, the shard boundaries) and
-one ``shard-NNNNN.jsonl`` per shard in the format ``sieveqa rank --output`` writes. A shard file
-exists only when the whole shard is ranked; a second run over the same folder ranks only the shards
-that have none, and refuses to mix inputs, models or shard sizes. The work of a shard is a plain
-function, so one process (``run_local``) or a Ray actor pool (``sieveqa.serving.ray_batch``) can do it.
+A run's folder holds ``run.json`` (the input's size and mtime, the model and the sha256 of its
+folder, saved policy included, the shard boundaries) and one ``shard-NNNNN.jsonl`` per shard in the
+format ``sieveqa rank --output`` writes. A shard file exists only when the whole shard is ranked; a
+second run over the same folder ranks only the shards that have none, and refuses to mix inputs,
+models (a retrained or re-tuned one included) or shard sizes; two runs into one folder at once are
+refused (``claim`` holds its lock). A Parquet input is read once per process, not once per shard.
+The work of a shard is a plain function, so one process (``run_local``) or a Ray actor pool
+(``sieveqa.serving.ray_batch``) can do it.
 
 Input: JSONL (one question per line, as ``rank`` reads) or Parquet with columns ``qid``, ``question``
 and ``candidates`` (a list of ``{id, text}``).
@@ -13,16 +16,19 @@ and ``candidates`` (a list of ``{id, text}``).
 
 from __future__ import annotations
 
+import contextlib
+import functools
+import hashlib
 import json
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 from sieveqa.data.jsonl import example_dict, parse_example, write_jsonl
 from sieveqa.errors import ConfigError, DataFormatError
-from sieveqa.io import atomic_write_json, read_json_object
+from sieveqa.io import atomic_write_json, exclusive, file_sha256, read_json_object
 from sieveqa.models.base import Ranker
 
 _PARQUET_COLUMNS = ("qid", "question", "candidates")
@@ -63,8 +69,11 @@ class ShardPlan:
     identity: dict[str, Any]
 
     @classmethod
-    def make(cls, source: str | Path, shard_size: int, model: str) -> ShardPlan:
-        """Check every row (JSONL) or the schema (Parquet) and cut the input into shards."""
+    def make(
+        cls, source: str | Path, shard_size: int, model: str, model_sha256: str | None = None
+    ) -> ShardPlan:
+        """Check every row (JSONL) or the schema (Parquet) and cut the input into shards; the run is
+        of ``model``, whose files hash to ``model_sha256`` (:func:`model_digest`)."""
         if shard_size < 1:
             raise ConfigError(f"--shard-size must be >= 1, got {shard_size}")
         path = Path(source)
@@ -86,8 +95,15 @@ class ShardPlan:
             "mtime_ns": stat.st_mtime_ns,
             "shard_size": shard_size,
             "model": model,
+            "model_sha256": model_sha256,
         }
         return cls(str(path), kind, rows, shards, identity)
+
+    @contextlib.contextmanager
+    def claim(self, out: str | Path) -> Iterator[list[Shard]]:
+        """``open`` holding ``out``'s lock for the whole run: a second run into it is refused."""
+        with exclusive(out, "batch run"):
+            yield self.open(out)
 
     def open(self, out: str | Path) -> list[Shard]:
         """Start or resume a run in ``out``: the shards still to rank."""
@@ -106,6 +122,18 @@ class ShardPlan:
                 record, {"identity": self.identity, "rows": self.rows, "shards": len(self.shards)}
             )
         return [s for s in self.shards if not (out / s.name).exists()]
+
+
+def model_digest(model: str | Path) -> str:
+    """sha256 over every file of the model's folder (weights, config, saved policy; an ensemble's
+    members too): a retrained model or a re-tuned policy under the same name differs."""
+    from sieveqa.models.zoo import resolve_model
+
+    folder = Path(model) if Path(model).is_dir() else resolve_model(model)
+    digest = hashlib.sha256()
+    for file in sorted(f for f in folder.rglob("*") if f.is_file() and not f.name.startswith(".")):
+        digest.update(f"{file.relative_to(folder).as_posix()}\0{file_sha256(file)}\n".encode())
+    return digest.hexdigest()
 
 
 def _jsonl_starts(path: Path) -> list[int]:
@@ -150,22 +178,32 @@ def read_shard(source: str | Path, kind: str, shard: Shard) -> list[Any]:
             handle.seek(shard.offset)
             while len(out) < shard.stop - shard.start:
                 raw = handle.readline()
+                if not raw:
+                    raise DataFormatError(
+                        f"{path}: ends at row {shard.start + len(out)}, but the run planned "
+                        f"{shard.stop} rows: the file changed since; give a new --out"
+                    )
                 if raw.strip():
                     out.append(parse_example(json.loads(raw), f"{path}: row {shard.start + len(out)}"))
         return out
+    stat = path.stat()
+    table = _parquet_table(str(path.resolve()), stat.st_size, stat.st_mtime_ns)
+    if table.num_rows < shard.stop:
+        raise DataFormatError(
+            f"{path}: {table.num_rows} rows, but the run planned {shard.stop}: the file changed since; "
+            "give a new --out"
+        )
+    rows = table.slice(shard.start, shard.stop - shard.start).to_pylist()
+    return [parse_example(obj, f"{path}: row {shard.start + i}") for i, obj in enumerate(rows)]
+
+
+@functools.lru_cache(maxsize=1)
+def _parquet_table(path: str, size: int, mtime_ns: int) -> Any:
+    """The input's columns, read once per process (a Ray actor ranks many shards of one file);
+    ``size`` and ``mtime_ns`` make a changed file a new read."""
     import pyarrow.parquet as pq
 
-    with pq.ParquetFile(path) as parquet:
-        groups, first, row = [], None, 0
-        for g in range(parquet.num_row_groups):
-            n = parquet.metadata.row_group(g).num_rows
-            if row < shard.stop and row + n > shard.start:
-                groups.append(g)
-                first = row if first is None else first
-            row += n
-        table = parquet.read_row_groups(groups, columns=list(_PARQUET_COLUMNS))
-    rows = table.slice(shard.start - (first or 0), shard.stop - shard.start).to_pylist()
-    return [parse_example(obj, f"{path}: row {shard.start + i}") for i, obj in enumerate(rows)]
+    return pq.read_table(path, columns=list(_PARQUET_COLUMNS))
 
 
 def rank_shard(ranker: Ranker, source: str | Path, kind: str, shard: Shard, out: str | Path) -> ShardDone:

@@ -116,3 +116,69 @@ def test_parquet_without_the_columns_is_refused(tmp_path: Path) -> None:
     pq.write_table(pa.Table.from_pylist([{"question": "q"}]), tmp_path / "x.parquet")
     with pytest.raises(DataFormatError, match="no column qid, candidates"):
         ShardPlan.make(tmp_path / "x.parquet", 10, "m")
+
+
+def test_a_file_that_lost_rows_since_planning_is_an_error_not_a_hang(jsonl: Path) -> None:
+    plan = ShardPlan.make(jsonl, 3, "m")
+    lines = jsonl.read_text().splitlines()
+    jsonl.write_text("\n".join(lines[:5]) + "\n")  # 4 questions left of 7
+    with pytest.raises(DataFormatError, match=r"ends at row 4, but the run planned 6 rows"):
+        read_shard(jsonl, "jsonl", plan.shards[1])
+
+
+def test_parquet_is_read_once_for_all_its_shards(parquet: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import pyarrow.parquet as pq
+
+    from sieveqa.runtime import sharded
+
+    sharded._parquet_table.cache_clear()
+    reads = []
+    real = pq.read_table
+    monkeypatch.setattr(pq, "read_table", lambda *a, **k: reads.append(a) or real(*a, **k))
+    plan = ShardPlan.make(parquet, 3, "m")
+    qids = [e.qid for s in plan.shards for e in read_shard(parquet, "parquet", s)]
+    assert qids == [f"q{i}" for i in range(7)] and len(reads) == 1
+
+
+def test_two_runs_into_one_folder_are_refused(jsonl: Path, tmp_path: Path) -> None:
+    from sieveqa.errors import BusyError
+
+    plan = ShardPlan.make(jsonl, 3, "m")
+    with plan.claim(tmp_path / "out") as pending:
+        assert len(pending) == 3
+        with pytest.raises(BusyError, match="another sieveqa process is writing this batch run"):
+            _second_claim(plan, tmp_path / "out")
+
+
+def _second_claim(plan: ShardPlan, out: Path) -> None:
+    """Another process's claim (the lock is re-entrant within one thread, so take it from another)."""
+    import threading
+
+    errors: list[BaseException] = []
+
+    def claim() -> None:
+        try:
+            with plan.claim(out):
+                pass
+        except BaseException as err:  # handed back to the test
+            errors.append(err)
+
+    thread = threading.Thread(target=claim)
+    thread.start()
+    thread.join(5)
+    if errors:
+        raise errors[0]
+
+
+def test_a_retrained_model_under_the_same_name_is_a_new_run(
+    jsonl: Path, tmp_path: Path, saved_tiny: Path
+) -> None:
+    from sieveqa.runtime.sharded import model_digest
+
+    before = model_digest(saved_tiny)
+    ShardPlan.make(jsonl, 3, str(saved_tiny), before).open(tmp_path / "out")
+    (saved_tiny / "policy.json").write_text('{"drop_ratios": [0.5]}')  # re-tuned
+    after = model_digest(saved_tiny)
+    assert after != before
+    with pytest.raises(ConfigError, match="another model_sha256"):
+        ShardPlan.make(jsonl, 3, str(saved_tiny), after).open(tmp_path / "out")
