@@ -47,7 +47,15 @@ def test_an_out_that_is_a_file_is_refused(sieveqa, example_jsonl: Path, tmp_path
 def test_a_resume_with_another_model_is_refused(
     sieveqa, example_jsonl: Path, saved_tiny: Path, tmp_path
 ) -> None:
+    import shutil
+
     out = tmp_path / "out"
     assert sieveqa("batch", "-i", example_jsonl, "-o", out, "-m", saved_tiny).exit_code == 0
+    other = shutil.copytree(saved_tiny, tmp_path / "other")
+    line = one_error_line(sieveqa("batch", "-i", example_jsonl, "-o", out, "-m", other))
+    assert "holds a run with another model: give a new --out" in line  # same weights, other folder
+    (saved_tiny / "policy.json").write_text('{"drop_ratios": [0.5]}')  # re-tuned in place
+    line = one_error_line(sieveqa("batch", "-i", example_jsonl, "-o", out, "-m", saved_tiny))
+    assert "holds a run with another model_sha256" in line
     line = one_error_line(sieveqa("batch", "-i", example_jsonl, "-o", out, "-m", "no-such-model"))
-    assert "holds a run with another model" in line
+    assert "'no-such-model' is neither a shipped model" in line
