@@ -120,6 +120,16 @@ class Featurizer:
         self._memory_size = 0
         self._memory_lock = threading.Lock()
 
+    def __getstate__(self) -> dict[str, object]:
+        # A copy (a deep-copied model, a pickled one) starts with no memory and its own lock.
+        state = {**self.__dict__, "_memory": None, "_memory_size": 0}
+        del state["_memory_lock"]
+        return state
+
+    def __setstate__(self, state: dict[str, object]) -> None:
+        self.__dict__.update(state)
+        self._memory_lock = threading.Lock()
+
     def remember(self, texts: int) -> None:
         """Keep the encodings of the last ``texts`` texts, so that a text checked once (a service
         measuring a request) is not tokenized again when it is scored; 0 forgets."""

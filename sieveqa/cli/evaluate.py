@@ -180,9 +180,7 @@ def tune_cascade(
     values = float_list(grid, "--grid") or []
     check_drop_ratios(values, len(values) + 1)
     require_extra("matplotlib", "plot", "tune-cascade's Pareto plot")
-    cascade = load_model(model)
-    if not isinstance(cascade, CascadeTransformer):
-        raise ConfigError(f"--model {model} is a {cascade.kind} model, not a cascade")
+    cascade = load_model(model, CascadeTransformer, want="a cascade")
     examples = load_dataset(dataset)
     qrels_from_examples(examples, dataset)
     with exclusive(out, "tuning folder"):

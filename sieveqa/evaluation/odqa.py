@@ -93,12 +93,7 @@ def read_table(
 
 def load_reader(name: str) -> ReaderModel:
     """A saved reader; any other kind of model is refused naming what it is."""
-    model = load_model(name)
-    if not isinstance(model, ReaderModel):
-        raise ConfigError(
-            f"--reader {name}: a {model.kind} model, not a reader (train one with --arch reader)"
-        )
-    return model
+    return load_model(name, ReaderModel, "--reader", "a reader (train one with --arch reader)")
 
 
 def load_policy(path: str | None, method: str) -> SkylinePolicy | None:

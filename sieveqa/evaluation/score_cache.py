@@ -16,7 +16,6 @@ import torch
 from torch import Tensor
 
 from sieveqa.data.records import RankingExample
-from sieveqa.errors import ConfigError
 from sieveqa.io import atomic_open, file_sha256
 from sieveqa.models._saving import WEIGHTS, read_config
 from sieveqa.models.base import flatten_pairs
@@ -52,9 +51,9 @@ def cached_scores(
     path = root / f"{_key(folder, dataset, examples)}.pt"
     if path.is_file():
         return torch.load(path, weights_only=True)
-    loaded = loaded if loaded is not None else load_model(model)
-    if not isinstance(loaded, PairModel):
-        raise ConfigError(f"{model} is a {loaded.kind} model; cached scores are for pair models")
+    loaded = (
+        loaded if loaded is not None else load_model(model, PairModel, want="a pair model (cached scores)")
+    )
     loaded.configure(device="cpu", precision="fp32", batch_size=batch_size)
     matrix, _ = loaded.score_matrix(*flatten_pairs(examples), progress=progress)
     with atomic_open(path, "wb") as handle:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from sieveqa import registry
 from sieveqa.errors import ConfigError, ModelFormatError
@@ -11,6 +11,8 @@ from sieveqa.models._saving import model_kind
 
 if TYPE_CHECKING:
     from sieveqa.models.encoder_model import EncoderModel
+
+M = TypeVar("M")
 
 RESOURCES = Path(__file__).resolve().parent.parent / "resources"
 SHIPPED = {
@@ -52,12 +54,38 @@ def model_ref(name_or_path: str | Path) -> str:
     return name if name in SHIPPED else str(resolve_model(name_or_path).resolve())
 
 
-def load_model(name_or_path: str | Path) -> EncoderModel:
-    """Load any saved sieveqa model, picking the class from the folder's recorded kind."""
+@overload
+def load_model(
+    name_or_path: str | Path, expect: None = None, option: str = ..., want: str | None = ...
+) -> EncoderModel: ...
+@overload
+def load_model(name_or_path: str | Path, expect: type[M], option: str = ..., want: str | None = ...) -> M: ...
+@overload
+def load_model(
+    name_or_path: str | Path, expect: tuple[type, ...], option: str = ..., want: str | None = ...
+) -> Any: ...
+def load_model(
+    name_or_path: str | Path,
+    expect: type | tuple[type, ...] | None = None,
+    option: str = "--model",
+    want: str | None = None,
+) -> Any:
+    """Load any saved sieveqa model, picking the class from the folder's recorded kind. With
+    ``expect`` (a class or classes), any other kind is a ConfigError naming ``option`` and saying
+    what was wanted (``want``, e.g. "a reader (train one with --arch reader)")."""
     path = resolve_model(name_or_path)
     kind = model_kind(path)
     try:
         cls = registry.technique(kind).model_class()
     except ConfigError as err:
         raise ModelFormatError(f"{path}/config.json: {err}") from None
-    return cls.from_pretrained(path)
+    model = cls.from_pretrained(path)
+    if expect is not None and not isinstance(model, expect):
+        classes = expect if isinstance(expect, tuple) else (expect,)
+        wanted = want or " or ".join(_a(getattr(c, "kind", None) or c.__name__) for c in classes)
+        raise ConfigError(f"{option} {name_or_path}: a {model.kind} model, not {wanted}")
+    return model
+
+
+def _a(kind: str) -> str:
+    return f"{'an' if kind[:1] in 'aeiou' else 'a'} {kind} model"

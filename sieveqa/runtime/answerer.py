@@ -315,10 +315,7 @@ def load_answerer(
     settings = {"device": device, "precision": precision, "batch_size": batch_size}
 
     def typed(name: str, classes: tuple[type, ...], option: str, what: str) -> Any:
-        model = load_model(name).configure(**settings)
-        if not isinstance(model, classes):
-            raise ConfigError(f"{option} {name}: a {model.kind} model cannot do this; give {what}")
-        return model
+        return load_model(name, classes, option, what).configure(**settings)
 
     fusion = default_fusion(method) if fusion is None else Fusion.parse(fusion)
     if method in READER_METHODS:

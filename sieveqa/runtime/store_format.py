@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from sieveqa.errors import ConfigError, StoreError
+from sieveqa.errors import StoreError
 from sieveqa.io import file_sha256
 from sieveqa.io import read_manifest as read_manifest_file
 from sieveqa.models import zoo
@@ -206,13 +206,11 @@ def check_signature(path: Path, stored: dict[str, Any], ours: dict[str, Any]) ->
 
 def store_model(name: str | Path) -> HashingModel:
     """A model that encodes or reads a store: a HAS, BERT-attention or BERT-pooling model."""
-    model = zoo.load_model(name)
-    if not isinstance(model, HashingModel):
-        raise ConfigError(
-            f"--model {name} is a {model.kind} model; answer stores need a HAS, bert-attention or "
-            "bert-pooling model (sieveqa train --arch has)"
-        )
-    return model
+    return zoo.load_model(
+        name,
+        HashingModel,
+        want="a HAS, bert-attention or bert-pooling model: answer stores need one (sieveqa train --arch has)",
+    )
 
 
 def find_model(store: Path, reference: dict[str, Any]) -> HashingModel:

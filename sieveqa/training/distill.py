@@ -63,9 +63,7 @@ def teacher_scores(
         scores = TeacherScores.load(spec)
         scores.check(dataset, pairs.ids)
         return scores
-    teacher = load_model(spec)
-    if not isinstance(teacher, PairModel):
-        raise ConfigError(f"--teachers {spec}: a {teacher.kind} model cannot score pairs")
+    teacher = load_model(spec, PairModel, "--teachers", "a model that scores pairs")
     digest = weights_digest(teacher)
     key = hashlib.sha256("\n".join([digest, dataset, *pairs.ids]).encode()).hexdigest()[:24]
     path = cache_root() / "teacher-scores" / f"{key}.json.gz"

@@ -151,11 +151,7 @@ class PeasiRecipe(Recipe):
 
     def prepare(self, model: EncoderModel) -> None:
         if self.options.easi_init:
-            easi = load_model(self.options.easi_init)
-            if not isinstance(easi, EasiModel):
-                raise ConfigError(
-                    f"--easi-init {self.options.easi_init}: a {easi.kind} model, not an EASI model"
-                )
+            easi = load_model(self.options.easi_init, EasiModel, "--easi-init", "an EASI model")
             assert isinstance(model, PeasiModel)
             model.load_easi(easi.to(model.device))
 

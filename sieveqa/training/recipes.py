@@ -362,9 +362,7 @@ def retrofit_cascade(
     recipe = CascadeRecipe()
     check_output_dir(out_dir, "--out")
     seed_everything(config.seed)
-    teacher = load_model(base)
-    if not isinstance(teacher, CrossEncoder):
-        raise ConfigError(f"--model {base}: a retrofit needs a cross-encoder, not a {teacher.kind} model")
+    teacher = load_model(base, CrossEncoder, want="a cross-encoder (what a retrofit needs)")
     teacher.configure(device=config.device)
     model = CascadeTransformer.from_cross_encoder(teacher, exits)
     recipe.check_metric(model, config.metric)

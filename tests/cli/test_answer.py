@@ -113,7 +113,7 @@ def test_bad_answer_requests_are_one_line(sieveqa, demo_index, saved_tiny, tmp_p
     line = one_error_line(
         sieveqa("answer", "q?", "--index", demo_index, "--reranker", saved_tiny, "--selector", saved_tiny)
     )
-    assert "a cross-encoder model cannot do this; give an EASI model" in line
+    assert "a cross-encoder model, not an EASI model" in line
     assert one_error_line(sieveqa("answer", "q?", "--index", demo_index, "--fusion", "rrf:2")) == (
         "error: fusion weight must be within [0, 1], got 2.0"
     )

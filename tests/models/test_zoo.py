@@ -1,0 +1,39 @@
+"""Loading saved models by name or folder, and refusing the wrong kind in one line."""
+
+from __future__ import annotations
+
+import copy
+import pickle
+from pathlib import Path
+
+import pytest
+
+from sieveqa.errors import ConfigError, ModelFormatError
+from sieveqa.models.cross_encoder import CrossEncoder
+from sieveqa.models.easi import EasiModel
+from sieveqa.models.reader import ReaderModel
+from sieveqa.models.zoo import load_model
+
+
+def test_expect_returns_the_model_or_names_the_option_and_the_kinds(saved_tiny: Path) -> None:
+    assert isinstance(load_model(saved_tiny, CrossEncoder), CrossEncoder)
+    with pytest.raises(ConfigError, match=r"^--reader .*tiny-model: a cross-encoder model, not a reader$"):
+        load_model(saved_tiny, ReaderModel, "--reader", "a reader")
+    with pytest.raises(ConfigError, match=r"not an easi model or a reader model$"):
+        load_model(saved_tiny, (EasiModel, ReaderModel))
+    with pytest.raises(ModelFormatError, match="neither a shipped model"):
+        load_model("no-such-model", CrossEncoder)
+
+
+def test_a_model_that_remembers_tokens_still_copies_and_pickles(tiny_model) -> None:
+    """The featurizer's memory (the service's) holds a lock: copies start without either."""
+    tiny_model.featurizer.remember(4)
+    try:
+        tiny_model.featurize(["q"], ["a text"])
+        for twin in (copy.deepcopy(tiny_model), pickle.loads(pickle.dumps(tiny_model))):
+            assert (
+                twin.featurize(["q"], ["a text"]).input_ids
+                == tiny_model.featurize(["q"], ["a text"]).input_ids
+            )
+    finally:
+        tiny_model.featurizer.remember(0)
