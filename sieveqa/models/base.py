@@ -9,6 +9,7 @@ from typing import Any, ClassVar
 
 from sieveqa.data.records import RankingExample, ScoredCandidate, score_order
 from sieveqa.encoder import Cost
+from sieveqa.errors import ConfigError
 
 
 def flatten_pairs(examples: Sequence[RankingExample]) -> tuple[list[str], list[str]]:
@@ -65,6 +66,18 @@ class Ranker(ABC):
 
     Implementations keep no per-call state, so one ranker can serve several threads at once.
     """
+
+    #: What a single request may change (a cascade's ``alpha`` and ``budget``): see ``with_settings``.
+    request_settings: ClassVar[tuple[str, ...]] = ()
+
+    def with_settings(self, **settings: Any) -> Ranker:
+        """This ranker with one request's settings applied (names from ``request_settings``; None
+        leaves a setting as it is). The one hook through which a server changes a ranker per
+        request, so serving knows no technique class."""
+        given = sorted(k for k, v in settings.items() if v is not None)
+        if given:
+            raise ConfigError(f"{', '.join(given)}: {type(self).__name__} takes no per-request settings")
+        return self
 
     @abstractmethod
     def run(self, examples: Sequence[RankingExample], progress: bool = False) -> RankResult:

@@ -27,7 +27,7 @@ from sieveqa.models.base import Ranker, RankResult, flatten_pairs, regroup
 from sieveqa.models.cascade import CascadeTransformer
 from sieveqa.models.cross_encoder import CrossEncoder
 from sieveqa.runtime.policy import Policy
-from sieveqa.runtime.pruning import check_drop_ratios
+from sieveqa.runtime.pruning import check_drop_ratios, ratio_for_budget
 from sieveqa.runtime.trace import (
     CascadeTrace,
     empty_trace,
@@ -196,6 +196,21 @@ class CascadeRanker(_PrunedRanker):
         super().__init__(model.exits, max_rows, policy)
         self.model = model
         self.batch_size = batch_size or model.batch_size
+
+    request_settings = ("alpha", "budget")
+
+    def with_settings(
+        self, alpha: float | Sequence[float] | None = None, budget: float | None = None, **other: Any
+    ) -> CascadeRanker:
+        """This cascade with a request's drop ratios ``alpha``, or the ratio that spends about
+        ``budget`` (a share of the full cost, 0-1) of the computation."""
+        super().with_settings(**other)
+        if alpha is None and budget is None:
+            return self
+        if alpha is not None and budget is not None:
+            raise ConfigError("give alpha or budget, not both")
+        ratios = alpha if alpha is not None else ratio_for_budget(budget or 1.0, self.model.exits)
+        return CascadeRanker(self.model, drop_ratios=ratios, batch_size=self.batch_size)
 
     @classmethod
     def from_model(

@@ -28,9 +28,8 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from sieveqa import __version__
 from sieveqa.errors import BusyError, ConfigError, DataFormatError, SieveQAError
-from sieveqa.runtime.cascade import CascadeRanker
 from sieveqa.serving.metrics import CONTENT_TYPE
-from sieveqa.serving.service import RequestError, Service
+from sieveqa.serving.service import REQUEST_SETTINGS, RequestError, Service
 from sieveqa.serving.wire import (
     AnswerRequest,
     AnswerResponse,
@@ -159,8 +158,9 @@ def _describe_limits(schema: dict[str, Any], service: Service) -> None:
     for name, part in parts.items():
         if name.startswith("Document"):
             part["properties"]["text"]["maxLength"] = limits.max_chars
-    if not isinstance(service.ranker, CascadeRanker):
-        del rerank["alpha"], rerank["budget"]
+    for name in REQUEST_SETTINGS:
+        if name not in service.ranker.request_settings:
+            del rerank[name]
 
 
 def _sigmoid(x: float) -> float:

@@ -26,16 +26,16 @@ from sieveqa.errors import ConfigError, SieveQAError
 from sieveqa.models.base import Ranker
 from sieveqa.models.pair_model import PairModel
 from sieveqa.runtime.answerer import Answer, Answerer, load_answerer
-from sieveqa.runtime.cascade import CascadeRanker
 from sieveqa.runtime.policy import load_ranker
-from sieveqa.runtime.pruning import ratio_for_budget
 from sieveqa.serving.batcher import MicroBatcher, Scored
 from sieveqa.serving.metrics import Metrics
 from sieveqa.serving.settings import Batching, Limits
 from sieveqa.serving.wire import AnswerRequest, RerankRequest
 from sieveqa.serving.worker import Job, QueueFullError, Worker
 
-#: Cascade rankers kept for per-request ``alpha`` / ``budget`` settings.
+#: The request fields that change the ranker (``Ranker.request_settings`` says which it takes).
+REQUEST_SETTINGS = ("alpha", "budget")
+#: Rankers kept for per-request settings.
 _SETTINGS_CACHE = 32
 #: Texts whose tokens the model keeps, so that a checked request is not tokenized again.
 _REMEMBERED_TEXTS = 8192
@@ -112,7 +112,7 @@ class Service:
             batching.max_tokens, batching.max_wait_ms / 1000, limits.max_queue, self.metrics.batch
         )
         self.answers = AnswerQueue(limits.max_queue)
-        self._settings: OrderedDict[tuple[str, object], Ranker] = OrderedDict()
+        self._settings: OrderedDict[tuple[tuple[str, object], ...], Ranker] = OrderedDict()
 
     @classmethod
     def load(
@@ -225,29 +225,25 @@ class Service:
         return sum(features.lengths)
 
     def _ranker_for(self, req: RerankRequest) -> Ranker:
-        """The server's ranker, or a cascade ranker with this request's pruning (cached)."""
-        if req.alpha is None and req.budget is None:
+        """The server's ranker, or the ranker with this request's settings (cached), through the
+        ranker's own ``with_settings`` hook."""
+        settings = {name: getattr(req, name) for name in REQUEST_SETTINGS if getattr(req, name) is not None}
+        if not settings:
             return self.ranker
-        if not isinstance(self.ranker, CascadeRanker):
-            raise RequestError(
-                400, "validation", f"alpha and budget are for cascades; {self.name} is not one"
-            )
-        if req.alpha is not None and req.budget is not None:
-            raise RequestError(422, "validation", "give alpha or budget, not both")
-        key: tuple[str, object] = (
-            ("alpha", tuple(req.alpha) if isinstance(req.alpha, list) else req.alpha)
-            if req.alpha is not None
-            else ("budget", req.budget)
-        )
+        refused = sorted(set(settings) - set(self.ranker.request_settings))
+        if refused:
+            takes = ", ".join(self.ranker.request_settings) or "no per-request settings"
+            raise RequestError(400, "validation", f"{' and '.join(refused)}: {self.name} takes {takes}")
+        if len(settings) > 1:
+            raise RequestError(422, "validation", f"give {' or '.join(settings)}, not both")
+        key = tuple((k, tuple(v) if isinstance(v, list) else v) for k, v in sorted(settings.items()))
         if key in self._settings:
             self._settings.move_to_end(key)
             return self._settings[key]
-        model = self.ranker.model
         try:
-            alpha = req.alpha if req.alpha is not None else ratio_for_budget(req.budget or 1.0, model.exits)
-            ranker = CascadeRanker(model, drop_ratios=alpha, batch_size=self.ranker.batch_size)
+            ranker = self.ranker.with_settings(**settings)
         except ConfigError as err:
-            raise RequestError(400, "validation", f"{key[0]}: {err}") from None
+            raise RequestError(400, "validation", f"{next(iter(settings))}: {err}") from None
         self._settings[key] = ranker
         if len(self._settings) > _SETTINGS_CACHE:
             self._settings.popitem(last=False)

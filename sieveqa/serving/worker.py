@@ -59,8 +59,8 @@ class Worker(ABC, Generic[J]):
 
     @property
     def depth(self) -> int:
-        """Jobs waiting (not counting those being worked on)."""
-        return len(self._pending)
+        """Jobs waiting (not counting those being worked on, nor those cancelled while waiting)."""
+        return sum(not j.future.cancelled() for j in list(self._pending))
 
     @property
     def stopping(self) -> bool:
@@ -86,13 +86,15 @@ class Worker(ABC, Generic[J]):
 
     def retry_after(self) -> float:
         """Seconds the queued work takes at the measured rate (at least 1)."""
-        units = sum(j.units for j in list(self._pending))
+        units = sum(j.units for j in list(self._pending) if not j.future.cancelled())
         return max(1.0, math.ceil(units / self._rate)) if self._rate > 0 else 1.0
 
     def _enqueue(self, job: J) -> Future[Any]:
         with self._cond:
             if self._stopping:
                 raise BusyError("the server is shutting down")
+            if len(self._pending) >= self.max_queue:  # cancelled jobs hold no place
+                self._pending = deque(j for j in self._pending if not j.future.cancelled())
             if len(self._pending) >= self.max_queue:
                 raise QueueFullError(len(self._pending), self.retry_after())
             self._pending.append(job)

@@ -117,7 +117,7 @@ def test_cascade_alpha_and_budget_cut_layer_units(tiny_cascade) -> None:
 def test_alpha_is_refused_for_a_model_that_is_no_cascade(client: TestClient) -> None:
     r = client.post("/rerank", json={"query": QUERY, "texts": TEXTS, "alpha": 0.3})
     assert r.status_code == 400
-    assert "alpha and budget are for cascades" in r.json()["error"]
+    assert "alpha: default takes no per-request settings" in r.json()["error"]
 
 
 class CountingBackend:

@@ -38,7 +38,8 @@ def test_a_bug_is_logged_once_and_never_reaches_the_server(caplog: pytest.LogCap
     with TestClient(app) as c, caplog.at_level(logging.ERROR, "sieveqa.serving"):  # raises what escapes
         r = c.post("/rerank", json=OK)
     assert (r.status_code, r.json()["error_type"]) == (500, "internal")
-    assert len([rec for rec in caplog.records if rec.exc_info]) == 1
+    ours = [r for r in caplog.records if r.exc_info and str(r.exc_info[1]) == "boom"]
+    assert len(ours) == 1 and ours[0].getMessage().startswith("unexpected error in POST /rerank")
 
 
 @pytest.mark.parametrize(

@@ -113,3 +113,18 @@ def test_retry_after_comes_from_the_measured_rate() -> None:
     assert err.value.retry_after == 8.0  # 4 queued pairs at 0.5 pairs/s
     ranker.gate.set()
     batcher.stop(5)
+
+
+def test_cancelled_jobs_hold_no_place_in_the_queue() -> None:
+    ranker = RecordingRanker()
+    batcher = MicroBatcher(max_wait=0.0, max_queue=1)
+    batcher.start()
+    ranker.gate.clear()
+    batcher.submit(_example("held"), 1, ranker)
+    assert ranker.entered.wait(5)
+    batcher.submit(_example("gone"), 1, ranker).cancel()
+    assert batcher.depth == 0
+    kept = batcher.submit(_example("kept"), 1, ranker)  # the place "gone" held is free again
+    ranker.gate.set()
+    assert kept.result(5).scores == [4.0]
+    batcher.stop(5)
