@@ -307,7 +307,7 @@ mhs-tables: install
 		--row "B4 3H2=$(MHS)/b4-3h2/best" --row "B3 3H3=$(MHS)/b3-3h3/best"
 
 # BM25 fusion for the answer methods (docs/RESULTS.md, "Never worse than BM25"): the whole grid on dev
-# chooses each method's default (sieveqa/runtime/answerer.py DEFAULT_FUSION); test reports those.
+# chooses each method's default (sieveqa/runtime/answer/answerer.py DEFAULT_FUSION); test reports those.
 fusion-bench: install
 	$(BIN)/python bench/fusion.py --split dev --out bench/results/fusion/dev.json
 	$(BIN)/python bench/fusion.py --split test --fusions none,interp:0.1,rrf:0.05,interp:0.3 \

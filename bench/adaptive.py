@@ -4,7 +4,7 @@ paper's Fig. 2), the layers each needs for 95% of the full reader's EM (Table 2)
 
 Settings (m, the unread-tower priority, TowerBuilder's threshold grid) are chosen on ``--dev``; the
 curves and tables are on ``--test``. Curves replay one static reading per question (the replayed
-towers equal the live ones: tests/runtime/test_towers.py); latency runs the encoder step by step.
+towers equal the live ones: tests/runtime/answer/test_towers.py); latency runs the encoder step by step.
 
     python bench/adaptive.py --reader runs/reader/r6-cal --scheduler runs/reader/sched \\
         --efficient 2=runs/reader/e2/best --out bench/results/adaptive
@@ -32,7 +32,7 @@ from sieveqa.evaluation.odqa import (
 )
 from sieveqa.models.reader import ReaderModel
 from sieveqa.models.skyline_policy import SkylinePolicy
-from sieveqa.runtime.schedulers import Schedule
+from sieveqa.runtime.answer.schedulers import Schedule
 
 BUDGETS = (0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 2.0, 2.5, 3.0, 4.0, 5.0)
 THRESHOLDS = (0.5, 0.7, 0.8, 0.9, 0.95, 0.98, 0.99, 0.995, 0.999)

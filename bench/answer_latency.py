@@ -18,7 +18,7 @@ from _common import finish, markdown
 from sieveqa.data.corpus import CorpusIndex
 from sieveqa.data.documents import read_documents
 from sieveqa.data.registry import load_dataset
-from sieveqa.runtime.answerer import METHODS, load_answerer
+from sieveqa.runtime.answer.answerer import METHODS, load_answerer
 
 
 def main() -> None:

@@ -29,8 +29,8 @@ from sieveqa.data.records import RankingExample
 from sieveqa.data.registry import load_dataset
 from sieveqa.evaluation.answers import passages_of
 from sieveqa.evaluation.metrics import evaluate_scores
-from sieveqa.runtime.answerer import load_answerer
-from sieveqa.runtime.fusion import Fusion, lexical_scores
+from sieveqa.runtime.answer.answerer import load_answerer
+from sieveqa.runtime.answer.fusion import Fusion, lexical_scores
 from sieveqa.runtime.policy import load_ranker
 
 GRID = [Fusion()] + [

@@ -37,8 +37,8 @@ from sieveqa.data.registry import load_dataset
 from sieveqa.evaluation.metrics import evaluate_scores
 from sieveqa.io import atomic_write_json, file_sha256
 from sieveqa.models.hashing import HashingModel
-from sieveqa.runtime.answer_store import AnswerStore
-from sieveqa.runtime.store_ranker import StoreRanker
+from sieveqa.runtime.store.answer_store import AnswerStore
+from sieveqa.runtime.store.ranker import StoreRanker
 
 METRICS = ("map", "mrr", "p@1")
 RESULTS = Path(__file__).resolve().parent / "results" / "hashing"
@@ -81,7 +81,7 @@ def make_pools(examples: Sequence[RankingExample], size: int, seed: int) -> list
 _RSS_PROBE = """
 import sys
 import numpy as np
-from sieveqa.runtime.answer_store import AnswerStore
+from sieveqa.runtime.store.answer_store import AnswerStore
 
 def rss():
     with open("/proc/self/statm") as f:

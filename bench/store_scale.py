@@ -33,10 +33,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import finish
 
 from sieveqa.data.registry import load_dataset
-from sieveqa.runtime.answer_store import AnswerStore
-from sieveqa.runtime.first_stage import build_vector_index, collect_vectors
-from sieveqa.runtime.store_format import store_model
-from sieveqa.runtime.store_ranker import SearchSettings, StoreRanker
+from sieveqa.runtime.store.answer_store import AnswerStore
+from sieveqa.runtime.store.first_stage import build_vector_index, collect_vectors
+from sieveqa.runtime.store.format import store_model
+from sieveqa.runtime.store.ranker import SearchSettings, StoreRanker
 
 SOURCES = [
     "wikiqa:train-raw", "wikiqa:dev-raw", "wikiqa:test-raw", "trecqa:train-all", "trecqa:dev", "trecqa:test",
@@ -97,13 +97,13 @@ def recall(args: argparse.Namespace) -> None:
         ivf = Path(args.store) / "bench-ivf.faiss"
         if not ivf.exists():
             build_vector_index(collect_vectors(store.kind, store.dim, store.segments, True), "ivf", ivf)
-        from sieveqa.runtime.first_stage import FirstStage
+        from sieveqa.runtime.store.first_stage import FirstStage
 
         index = FirstStage(ivf.parent, {"vector": "ivf", "bm25": False})
         index.__dict__["vector"] = __import__("faiss").read_index(str(ivf))
         for nprobe in (4, 8, 16, 32, 64):
             lists[f"ivf:{nprobe}"] = index.search_vectors(vectors.numpy(), max(KS), nprobe)
-    from sieveqa.runtime.first_stage import fuse
+    from sieveqa.runtime.store.first_stage import fuse
 
     rows: list[dict[str, Any]] = [_row("full scan", len(store), full_top, full_top, gold, None)]
     cache: list[dict[int, float]] = [{} for _ in qs]
@@ -156,9 +156,9 @@ def _row(stage: str, k: int, top: list, full: list, gold: list, kept: list | Non
 _PROBE = """
 import json, sys, time
 import torch
-from sieveqa.runtime.store_ranker import SearchSettings, StoreRanker
-from sieveqa.runtime.store_format import find_model
-from sieveqa.runtime.answer_store import AnswerStore
+from sieveqa.runtime.store.ranker import SearchSettings, StoreRanker
+from sieveqa.runtime.store.format import find_model
+from sieveqa.runtime.store.answer_store import AnswerStore
 
 def rss():
     with open("/proc/self/statm") as f:

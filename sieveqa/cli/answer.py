@@ -15,7 +15,7 @@ from sieveqa.cli._app import BatchOpt, DeviceOpt, FusionOpt, PrecisionOpt, app, 
 from sieveqa.errors import ConfigError, DataFormatError
 
 if TYPE_CHECKING:
-    from sieveqa.runtime.answerer import Answer
+    from sieveqa.runtime.answer.answerer import Answer
 
 MethodOpt = Annotated[
     str,
@@ -145,8 +145,8 @@ def answer(
     inferences it took and how long.
     """
     from sieveqa.io import atomic_open, check_output_file
-    from sieveqa.runtime.answerer import READER_METHODS, load_answerer
-    from sieveqa.runtime.schedulers import Schedule
+    from sieveqa.runtime.answer.answerer import READER_METHODS, load_answerer
+    from sieveqa.runtime.answer.schedulers import Schedule
 
     if (question is None) == (questions is None):
         raise ConfigError("give one question, or --questions FILE")
@@ -229,7 +229,7 @@ def eval_answers(
     from sieveqa.evaluation.metrics import qrels_from_examples
     from sieveqa.evaluation.provenance import run_info
     from sieveqa.io import atomic_write_json, check_output_file
-    from sieveqa.runtime.answerer import load_answerer
+    from sieveqa.runtime.answer.answerer import load_answerer
 
     check_device(device, precision)
     if json_out is not None:

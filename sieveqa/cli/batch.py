@@ -13,7 +13,7 @@ from sieveqa.cli._app import BatchOpt, DeviceOpt, PrecisionOpt, app, check_devic
 from sieveqa.errors import ConfigError, require_extra
 
 if TYPE_CHECKING:
-    from sieveqa.runtime.sharded import Shard, ShardPlan
+    from sieveqa.runtime.batch.sharded import Shard, ShardPlan
 
 
 @app.command()
@@ -45,7 +45,7 @@ def batch(
     node must see --input and --out at the same paths).
     """
     from sieveqa.io import check_output_dir
-    from sieveqa.runtime.sharded import ShardPlan, model_digest
+    from sieveqa.runtime.batch.sharded import ShardPlan, model_digest
 
     check_device(device, precision)
     check_output_dir(out, "--out")
@@ -91,13 +91,13 @@ def _run(
             bar.advance(task)
 
         if ray:
-            from sieveqa.serving.ray_batch import run_ray
+            from sieveqa.runtime.batch.ray_pool import run_ray
 
             pool = actors or max(1, (os.cpu_count() or 1) // threads)
             done = run_ray(model, plan, out, pending, pool, threads, address, on_done, **options)
         else:
+            from sieveqa.runtime.batch.sharded import run_local
             from sieveqa.runtime.policy import load_ranker
-            from sieveqa.runtime.sharded import run_local
 
             done = run_local(load_ranker(model, **options), plan, out, pending, on_done)
     seconds = time.perf_counter() - started

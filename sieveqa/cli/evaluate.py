@@ -73,7 +73,7 @@ def evaluate(
     of the cascade stopped at each exit (at α = 0, each exit alone). A reader (open-domain data, e.g.
     squad-open-mini:test) reports EM and F1 at a --budget of layers per passage; see eval-reader.
     """
-    from sieveqa.runtime.fusion import Fusion, with_fusion
+    from sieveqa.runtime.answer.fusion import Fusion, with_fusion
 
     fused = Fusion.parse(fusion)
     if _is_reader(model):

@@ -11,7 +11,7 @@ from sieveqa.cli._app import DeviceOpt, app
 
 if TYPE_CHECKING:
     from sieveqa.data.corpus import CorpusIndex
-    from sieveqa.runtime.answer_store import AnswerStore
+    from sieveqa.runtime.store.answer_store import AnswerStore
 
 index_app = typer.Typer(
     help="Corpus indexes for `sieveqa answer`, and answer stores encoded once by a HAS model.",
@@ -134,9 +134,9 @@ def build(
     from sieveqa.data.answers import load_answers
     from sieveqa.errors import ConfigError
     from sieveqa.io import check_output_dir
-    from sieveqa.runtime.answer_store import AnswerStore
-    from sieveqa.runtime.first_stage import choose_vector_index
-    from sieveqa.runtime.store_format import store_model
+    from sieveqa.runtime.store.answer_store import AnswerStore
+    from sieveqa.runtime.store.first_stage import choose_vector_index
+    from sieveqa.runtime.store.format import store_model
 
     check_output_dir(out, "--out")
     if segment_size < 1:
@@ -160,8 +160,8 @@ def add(
 ) -> None:
     """Append answers as a new segment (the stored ones are not rewritten)."""
     from sieveqa.data.answers import load_answers
-    from sieveqa.runtime.answer_store import AnswerStore
-    from sieveqa.runtime.store_format import find_model, store_model
+    from sieveqa.runtime.store.answer_store import AnswerStore
+    from sieveqa.runtime.store.format import find_model, store_model
 
     store = AnswerStore.open(store_path)
     collection = load_answers(answers)
@@ -178,7 +178,7 @@ def info(
     """Show what a corpus index or an answer store holds and what it takes on disk (and in memory)."""
     from sieveqa.data.corpus import FORMAT, CorpusIndex
     from sieveqa.io import read_json_object
-    from sieveqa.runtime.answer_store import AnswerStore
+    from sieveqa.runtime.store.answer_store import AnswerStore
 
     manifest = store_path / "manifest.json"
     if manifest.is_file() and read_json_object(manifest).get("format") == FORMAT:
@@ -208,7 +208,7 @@ def _print_info(store: AnswerStore) -> None:
     entry = store.manifest.get("first_stage") or {}
     stages = []
     if entry.get("vector"):
-        from sieveqa.runtime.first_stage import nlist
+        from sieveqa.runtime.store.first_stage import nlist
 
         index = "flat, fp16" if entry["vector"] == "flat" else f"IVF, {nlist(len(store))} lists, 8-bit"
         stages.append(f"pooled vectors in FAISS ({index})")

@@ -21,7 +21,7 @@ from sieveqa.cli._app import (
 from sieveqa.errors import ConfigError, shorten
 
 if TYPE_CHECKING:
-    from sieveqa.runtime.store_ranker import SearchSettings
+    from sieveqa.runtime.store.ranker import SearchSettings
 
 #: Characters of a question or answer shown on screen (files always get the whole text).
 SHOWN = 300
@@ -110,7 +110,7 @@ def rank(
             raise ConfigError(
                 "--alpha and --policy are for cascades; an answer store ranks with its HAS model"
             )
-        from sieveqa.runtime.store_ranker import SearchSettings
+        from sieveqa.runtime.store.ranker import SearchSettings
 
         settings = SearchSettings(**searching)
         return _rank_with_store(
@@ -149,7 +149,7 @@ def _rank_with_store(
 ) -> None:
     from sieveqa.data.answers import read_store_queries
     from sieveqa.data.jsonl import write_jsonl
-    from sieveqa.runtime.store_ranker import StoreRanker
+    from sieveqa.runtime.store.ranker import StoreRanker
 
     queries = read_store_queries(input_path)
     ranker = StoreRanker.open(

@@ -38,7 +38,7 @@ def _prepared(
 
 
 def _schedule(**settings: Any) -> Any:
-    from sieveqa.runtime.schedulers import Schedule
+    from sieveqa.runtime.answer.schedulers import Schedule
 
     return Schedule(**settings)
 

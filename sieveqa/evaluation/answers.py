@@ -20,7 +20,7 @@ from sieveqa.data.corpus import IndexedPassage
 from sieveqa.data.passage_sets import group_passages
 from sieveqa.data.records import Candidate, RankingExample
 from sieveqa.evaluation.metrics import evaluate_ranked, qrels_from_examples
-from sieveqa.runtime.answerer import Answerer, AnswerRun
+from sieveqa.runtime.answer.answerer import Answerer, AnswerRun
 
 __all__ = ["AnswerReport", "evaluate_answers", "passages_of"]
 

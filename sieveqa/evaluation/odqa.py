@@ -3,7 +3,7 @@ adaptive computation paper's analysis of how a scheduler spent its layers (its T
 
 A :class:`ReadTable` is every passage of every question read to full depth once, each exit's raw
 reading kept; replaying a schedule over it (:func:`replay`) gives what a live run would (the towers
-are the same; see ``sieveqa.runtime.towers``) without running the reader again, so budgets and
+are the same; see ``sieveqa.runtime.answer.towers``) without running the reader again, so budgets and
 thresholds can be swept and the learned scheduler trained.
 """
 
@@ -31,8 +31,8 @@ from sieveqa.models.reader import ReaderModel, SpanGuess
 from sieveqa.models.skyline_policy import SkylinePolicy
 from sieveqa.models.zoo import load_model
 from sieveqa.paths import cache_root
-from sieveqa.runtime.schedulers import Outcome, Schedule, run_schedule
-from sieveqa.runtime.towers import LiveTowers, ReplayTowers, Towers
+from sieveqa.runtime.answer.schedulers import Outcome, Schedule, run_schedule
+from sieveqa.runtime.answer.towers import LiveTowers, ReplayTowers, Towers
 
 TABLE_VERSION = 1
 

@@ -3,7 +3,7 @@
 Questions and answers are encoded apart by the same backbone. The question is max-pooled into u_q.
 An answer keeps its token matrix V, which the hashing layer turns into B = tanh(βV) while training and
 sign(V) at test time: one bit per value, so answer matrices can be computed once and stored (see
-``sieveqa.runtime.answer_store``). The answer vector is attention over B conditioned on the question,
+``sieveqa.runtime.store.answer_store``). The answer vector is attention over B conditioned on the question,
 
     α_i ∝ exp(mᵀ tanh(W1 b_i + W2 u_q)),   v_a = Σ α_i b_i,   s(q, a) = cos(u_q, v_a),
 

@@ -25,7 +25,7 @@ from sieveqa.data.records import Candidate, Question, RankingExample
 from sieveqa.errors import ConfigError, SieveQAError
 from sieveqa.models.base import Ranker
 from sieveqa.models.pair_model import PairModel
-from sieveqa.runtime.answerer import Answer, Answerer, load_answerer
+from sieveqa.runtime.answer.answerer import Answer, Answerer, load_answerer
 from sieveqa.runtime.policy import load_ranker
 from sieveqa.serving.batcher import MicroBatcher, Scored
 from sieveqa.serving.metrics import Metrics

@@ -28,8 +28,8 @@ from sieveqa.evaluation.extractive import expected_calibration_error
 from sieveqa.evaluation.odqa import ReadTable
 from sieveqa.io import atomic_write_json, exclusive
 from sieveqa.models.skyline_policy import PolicyConfig, SkylinePolicy
-from sieveqa.runtime.schedulers import policy_inputs
-from sieveqa.runtime.towers import sigmoid
+from sieveqa.runtime.answer.schedulers import policy_inputs
+from sieveqa.runtime.answer.towers import sigmoid
 
 
 def exit_logits(table: ReadTable) -> tuple[torch.Tensor, torch.Tensor]:

@@ -31,7 +31,7 @@ def test_eval_with_bm25_fusion_reports_it_and_ranks_by_it(
     sieveqa, saved_tiny: Path, example_jsonl: Path, tmp_path: Path
 ) -> None:
     from sieveqa.evaluation.metrics import evaluate_scores
-    from sieveqa.runtime.fusion import lexical_scores
+    from sieveqa.runtime.answer.fusion import lexical_scores
 
     out = tmp_path / "m.json"
     args = ("eval", "--model", saved_tiny, "--dataset", f"jsonl:{example_jsonl}", "--json", out)

@@ -128,7 +128,7 @@ def test_a_cross_encoder_cannot_build_a_store(
 def test_a_killed_build_resumes_with_the_same_command(
     sieveqa, has_model: Path, example_jsonl: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from sieveqa.runtime import store_build
+    from sieveqa.runtime.store import build as store_build
 
     store = tmp_path / "store"
     real, calls = store_build.add_segment, []

@@ -2,8 +2,8 @@
 
 from sieveqa.data.records import Candidate, Question, RankingExample
 from sieveqa.evaluation.answers import evaluate_answers, passages_of
-from sieveqa.runtime.answerer import Answerer
-from tests.runtime.test_answerer import KeywordRanker, KeywordSelector
+from sieveqa.runtime.answer.answerer import Answerer
+from tests.runtime.answer.test_answerer import KeywordRanker, KeywordSelector
 
 
 def _examples() -> list[RankingExample]:

@@ -15,8 +15,8 @@ from sieveqa.evaluation.odqa import (
     score_outcomes,
 )
 from sieveqa.models.reader import ReaderConfig, ReaderModel, SpanGuess
-from sieveqa.runtime.schedulers import Outcome, Schedule
-from sieveqa.runtime.towers import ReplayTowers
+from sieveqa.runtime.answer.schedulers import Outcome, Schedule
+from sieveqa.runtime.answer.towers import ReplayTowers
 
 EXAMPLE = OpenExample(
     "q",

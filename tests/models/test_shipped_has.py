@@ -7,9 +7,9 @@ import pytest
 from sieveqa.data.documents import read_documents
 from sieveqa.data.sentences import split_sentences
 from sieveqa.models.zoo import SHIPPED
-from sieveqa.runtime.answer_store import AnswerStore
-from sieveqa.runtime.store_format import store_model
-from sieveqa.runtime.store_ranker import SearchSettings, StoreRanker
+from sieveqa.runtime.store.answer_store import AnswerStore
+from sieveqa.runtime.store.format import store_model
+from sieveqa.runtime.store.ranker import SearchSettings, StoreRanker
 
 pytestmark = pytest.mark.real
 

@@ -7,7 +7,7 @@ import pytest
 from sieveqa.data.corpus import CorpusIndex
 from sieveqa.data.documents import read_documents
 from sieveqa.models.zoo import SHIPPED
-from sieveqa.runtime.answerer import load_answerer
+from sieveqa.runtime.answer.answerer import load_answerer
 
 pytestmark = pytest.mark.real
 

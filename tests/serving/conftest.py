@@ -12,7 +12,7 @@ from sieveqa.data.corpus import CorpusIndex, CorpusOptions
 from sieveqa.data.records import RankingExample
 from sieveqa.encoder import Cost
 from sieveqa.models.base import Ranker, RankResult
-from sieveqa.runtime.answerer import Answerer
+from sieveqa.runtime.answer.answerer import Answerer
 from sieveqa.serving import Limits, Service, create_app
 from tests.fakes import DOCS, KeywordRanker, KeywordSelector
 

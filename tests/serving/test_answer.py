@@ -9,7 +9,7 @@ from fastapi.testclient import TestClient
 
 from sieveqa.data.corpus import CorpusIndex
 from sieveqa.data.documents import Document
-from sieveqa.runtime.answerer import Answerer
+from sieveqa.runtime.answer.answerer import Answerer
 from sieveqa.serving import Service, create_app
 from tests.fakes import KeywordRanker
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from sieveqa.runtime.answerer import Answerer
+from sieveqa.runtime.answer.answerer import Answerer
 from sieveqa.serving import Service, create_app
 from tests.fakes import KeywordRanker
 

@@ -16,7 +16,7 @@ from sieveqa.data.records import RankingExample
 from sieveqa.encoder import Cost
 from sieveqa.errors import ConfigError, StoreError
 from sieveqa.models.base import Ranker, RankResult
-from sieveqa.runtime.answerer import Answerer
+from sieveqa.runtime.answer.answerer import Answerer
 from sieveqa.serving import Limits, Service, create_app
 from tests.fakes import KeywordRanker
 from tests.serving.conftest import RecordingRanker

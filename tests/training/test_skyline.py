@@ -9,7 +9,7 @@ import pytest
 from sieveqa.evaluation.odqa import ReadTable, replay
 from sieveqa.models.reader import SpanGuess
 from sieveqa.models.skyline_policy import SkylinePolicy
-from sieveqa.runtime.schedulers import Schedule
+from sieveqa.runtime.answer.schedulers import Schedule
 from sieveqa.training.skyline import PolicyOptions, calibrate, calibration_errors, returns, train_policy
 
 

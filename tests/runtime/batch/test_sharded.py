@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from sieveqa.errors import ConfigError, DataFormatError
-from sieveqa.runtime.sharded import ShardPlan, rank_shard, read_shard, run_local
+from sieveqa.runtime.batch.sharded import ShardPlan, rank_shard, read_shard, run_local
 from tests.fakes import KeywordRanker
 
 
@@ -129,7 +129,7 @@ def test_a_file_that_lost_rows_since_planning_is_an_error_not_a_hang(jsonl: Path
 def test_parquet_is_read_once_for_all_its_shards(parquet: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import pyarrow.parquet as pq
 
-    from sieveqa.runtime import sharded
+    from sieveqa.runtime.batch import sharded
 
     sharded._parquet_table.cache_clear()
     reads = []
@@ -173,7 +173,7 @@ def _second_claim(plan: ShardPlan, out: Path) -> None:
 def test_a_retrained_model_under_the_same_name_is_a_new_run(
     jsonl: Path, tmp_path: Path, saved_tiny: Path
 ) -> None:
-    from sieveqa.runtime.sharded import model_digest
+    from sieveqa.runtime.batch.sharded import model_digest
 
     before = model_digest(saved_tiny)
     ShardPlan.make(jsonl, 3, str(saved_tiny), before).open(tmp_path / "out")

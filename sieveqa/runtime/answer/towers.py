@@ -1,7 +1,7 @@
 """Towers: one question's retrieved passages, each built up one transformer layer at a time.
 
 A *tower* is a passage read to some height (layers run so far); the *skyline* is all of a question's
-towers. Schedulers (``sieveqa.runtime.schedulers``) decide which towers get their next layer; two
+towers. Schedulers (``sieveqa.runtime.answer.schedulers``) decide which towers get their next layer; two
 implementations of :class:`Towers` let the same scheduler code run
 
 - :class:`LiveTowers`: for real, on the anytime reader's steppable encoder (per-row state: a tower's

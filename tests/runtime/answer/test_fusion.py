@@ -5,8 +5,8 @@ import pytest
 from sieveqa.data.corpus import CorpusIndex, CorpusOptions
 from sieveqa.data.records import Candidate, Question, RankingExample
 from sieveqa.errors import ConfigError
-from sieveqa.runtime.answerer import Answerer, default_fusion
-from sieveqa.runtime.fusion import FusedRanker, Fusion, lexical_scores, with_fusion
+from sieveqa.runtime.answer.answerer import Answerer, default_fusion
+from sieveqa.runtime.answer.fusion import FusedRanker, Fusion, lexical_scores, with_fusion
 from tests.fakes import DOCS, KeywordRanker, KeywordSelector
 
 

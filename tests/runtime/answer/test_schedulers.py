@@ -3,7 +3,7 @@
 import pytest
 
 from sieveqa.errors import ConfigError
-from sieveqa.runtime.schedulers import Schedule
+from sieveqa.runtime.answer.schedulers import Schedule
 
 
 @pytest.mark.parametrize(

@@ -9,9 +9,9 @@ import torch
 
 from sieveqa.errors import StoreError
 from sieveqa.models.hashing import HashingConfig, HashingModel
-from sieveqa.runtime import store_build
-from sieveqa.runtime.answer_store import AnswerStore
-from sieveqa.runtime.store_format import find_model
+from sieveqa.runtime.store import build as store_build
+from sieveqa.runtime.store.answer_store import AnswerStore
+from sieveqa.runtime.store.format import find_model
 
 ANSWERS = [(f"a{i}", f"answer {i} says {'yes' if i % 2 else 'no'} to {i * 3}") for i in range(25)]
 

@@ -9,9 +9,9 @@ import torch
 
 from sieveqa.errors import ConfigError
 from sieveqa.models.hashing import HashingConfig, HashingModel
-from sieveqa.runtime.answer_store import AnswerStore
-from sieveqa.runtime.first_stage import choose_vector_index, fuse, nlist
-from sieveqa.runtime.store_ranker import SearchSettings, StoreRanker
+from sieveqa.runtime.store.answer_store import AnswerStore
+from sieveqa.runtime.store.first_stage import choose_vector_index, fuse, nlist
+from sieveqa.runtime.store.ranker import SearchSettings, StoreRanker
 
 TOPICS = ["cats", "dogs", "rivers", "planets", "music"]
 ANSWERS = [(f"a{i}", f"note {i} on {TOPICS[i % 5]} and the number {i * 7}") for i in range(120)]
@@ -117,7 +117,7 @@ def test_long_candidate_lists_are_scored_in_bounded_parts(
     whole = ranker.score_ids(QUESTIONS[0], ids)
     gathered = []
     real_gather = store.gather
-    monkeypatch.setattr("sieveqa.runtime.store_ranker.ROWS_AT_ONCE", 7)
+    monkeypatch.setattr("sieveqa.runtime.store.ranker.ROWS_AT_ONCE", 7)
     monkeypatch.setattr(store, "gather", lambda rows: gathered.append(len(rows)) or real_gather(rows))
     assert torch.allclose(ranker.score_ids(QUESTIONS[0], ids), whole, atol=1e-6)
     assert max(gathered) == 7 and sum(gathered) == len(ids)

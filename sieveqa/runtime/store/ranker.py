@@ -26,9 +26,9 @@ from sieveqa.encoder import Cost
 from sieveqa.errors import ConfigError
 from sieveqa.models.base import Ranker, RankResult
 from sieveqa.models.hashing import HashingModel
-from sieveqa.runtime.answer_store import AnswerStore
-from sieveqa.runtime.first_stage import fuse
-from sieveqa.runtime.store_format import find_model, store_model
+from sieveqa.runtime.store.answer_store import AnswerStore
+from sieveqa.runtime.store.first_stage import fuse
+from sieveqa.runtime.store.format import find_model, store_model
 
 #: The first stages, and the signals of the store each one searches.
 SIGNALS = {"vector": ("vector",), "bm25": ("bm25",), "rrf": ("vector", "bm25"), "mix": ("vector", "bm25")}

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from sieveqa.runtime.batch.sharded import ShardPlan, run_local
 from sieveqa.runtime.policy import load_ranker
-from sieveqa.runtime.sharded import ShardPlan, run_local
 
 pytest.importorskip("ray")
 pytestmark = pytest.mark.slow  # starting Ray takes ~8 s
@@ -16,7 +16,7 @@ pytestmark = pytest.mark.slow  # starting Ray takes ~8 s
 def test_ray_writes_what_one_process_writes_and_resumes(
     saved_tiny: Path, example_jsonl: Path, tmp_path: Path
 ) -> None:
-    from sieveqa.serving.ray_batch import run_ray
+    from sieveqa.runtime.batch.ray_pool import run_ray
 
     model = str(saved_tiny)
     plan = ShardPlan.make(example_jsonl, 1, model)

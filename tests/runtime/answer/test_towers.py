@@ -7,8 +7,8 @@ import torch
 from sieveqa.data.open_qa import OpenExample, RetrievedPassage
 from sieveqa.evaluation.odqa import read_table, replay
 from sieveqa.models.reader import ReaderConfig, ReaderModel, SpanGuess
-from sieveqa.runtime.schedulers import Schedule, run_schedule
-from sieveqa.runtime.towers import LiveTowers, ReplayTowers
+from sieveqa.runtime.answer.schedulers import Schedule, run_schedule
+from sieveqa.runtime.answer.towers import LiveTowers, ReplayTowers
 
 PASSAGES = [
     "The capital of France is Paris, a city on the Seine with many museums and old bridges.",

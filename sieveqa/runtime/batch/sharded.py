@@ -8,7 +8,7 @@ second run over the same folder ranks only the shards that have none, and refuse
 models (a retrained or re-tuned one included) or shard sizes; two runs into one folder at once are
 refused (``claim`` holds its lock). A Parquet input is read once per process, not once per shard.
 The work of a shard is a plain function, so one process (``run_local``) or a Ray actor pool
-(``sieveqa.serving.ray_batch``) can do it.
+(``sieveqa.runtime.batch.ray_pool``) can do it.
 
 Input: JSONL (one question per line, as ``rank`` reads) or Parquet with columns ``qid``, ``question``
 and ``candidates`` (a list of ``{id, text}``).

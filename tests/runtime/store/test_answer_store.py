@@ -12,8 +12,8 @@ import torch
 from sieveqa.data.records import Candidate, Question, RankingExample
 from sieveqa.errors import StoreError
 from sieveqa.models.hashing import HashingConfig, HashingModel
-from sieveqa.runtime.answer_store import AnswerStore
-from sieveqa.runtime.store_ranker import SearchSettings, StoreRanker
+from sieveqa.runtime.store.answer_store import AnswerStore
+from sieveqa.runtime.store.ranker import SearchSettings, StoreRanker
 
 ANSWERS = [
     ("a1", "shakespeare wrote hamlet"),

@@ -27,7 +27,7 @@ import torch
 
 from sieveqa.errors import ConfigError
 from sieveqa.models.skyline_policy import SkylinePolicy
-from sieveqa.runtime.towers import Towers
+from sieveqa.runtime.answer.towers import Towers
 
 METHODS = ("standard", "top-k", "tower", "skyline", "learned")
 STRATEGIES = ("last", "any")

@@ -6,7 +6,7 @@ import pytest
 
 from sieveqa.data.corpus import CorpusIndex, CorpusOptions
 from sieveqa.errors import ConfigError
-from sieveqa.runtime.answerer import Answerer
+from sieveqa.runtime.answer.answerer import Answerer
 from tests.fakes import DOCS, KeywordRanker, KeywordSelector
 
 

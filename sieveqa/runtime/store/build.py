@@ -30,8 +30,8 @@ from sieveqa.io import LOCK_NAME, atomic_dir, atomic_write_json, exclusive, file
 from sieveqa.models import zoo
 from sieveqa.models.hashing import HashingModel
 from sieveqa.retrieval.bm25 import BM25Index
-from sieveqa.runtime import first_stage
-from sieveqa.runtime.store_format import (
+from sieveqa.runtime.store import first_stage
+from sieveqa.runtime.store.format import (
     FILES,
     FORMAT,
     MANIFEST,

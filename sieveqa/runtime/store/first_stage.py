@@ -26,7 +26,7 @@ from tqdm.auto import tqdm
 
 from sieveqa.errors import ConfigError, require_extra
 from sieveqa.retrieval.bm25 import BM25Index
-from sieveqa.runtime.store_format import Segment
+from sieveqa.runtime.store.format import Segment
 
 VECTOR_INDEXES = ("auto", "flat", "ivf", "none")
 FLAT_MAX = 200_000

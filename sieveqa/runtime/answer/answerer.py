@@ -35,9 +35,9 @@ from sieveqa.models.pair_model import PairModel
 from sieveqa.models.peasi import PeasiModel
 from sieveqa.models.reader import ReaderModel
 from sieveqa.models.skyline_policy import SkylinePolicy
-from sieveqa.runtime.fusion import Fusion, lexical_scores, with_fusion
-from sieveqa.runtime.schedulers import Schedule, run_schedule
-from sieveqa.runtime.towers import LiveTowers
+from sieveqa.runtime.answer.fusion import Fusion, lexical_scores, with_fusion
+from sieveqa.runtime.answer.schedulers import Schedule, run_schedule
+from sieveqa.runtime.answer.towers import LiveTowers
 
 __all__ = ["METHODS", "Answer", "AnswerRun", "Answerer", "Found", "load_answerer"]
 
@@ -300,7 +300,7 @@ def load_answerer(
     else ``peasi-easi``; ``ranker`` to ``default`` (``default-cascade`` for the cascade method).
     The reader methods need a ``reader``; ``skyline`` with a ``scheduler`` (a policy folder) uses the
     learned policy; ``schedule`` carries the budget and the other settings. ``fusion`` mixes BM25 into
-    the sentence methods' scores (``sieveqa.runtime.fusion``); None is the method's default."""
+    the sentence methods' scores (``sieveqa.runtime.answer.fusion``); None is the method's default."""
     from sieveqa.models.zoo import load_model
     from sieveqa.runtime.policy import load_ranker
 

@@ -1,6 +1,6 @@
 """Answer stores: answers encoded once by a HashingModel, kept on disk, memory-mapped at question time.
 
-The format is in ``sieveqa.runtime.store_format``; writing (resumable builds, appends) in
+The format is in ``sieveqa.runtime.store.format``; writing (resumable builds, appends) in
 ``store_build``; the first stage (pooled vectors in FAISS, BM25) in ``first_stage``.
 
 Reading is bounded: answers are addressed by *row* (their position in the store), only the rows asked
@@ -23,9 +23,9 @@ from torch import Tensor
 
 from sieveqa.errors import StoreError
 from sieveqa.models.hashing import HashingModel, StoreKind
-from sieveqa.runtime import store_build
-from sieveqa.runtime.first_stage import FirstStage
-from sieveqa.runtime.store_format import (
+from sieveqa.runtime.store import build as store_build
+from sieveqa.runtime.store.first_stage import FirstStage
+from sieveqa.runtime.store.format import (
     FILES,
     Segment,
     check_signature,

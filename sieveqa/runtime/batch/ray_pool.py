@@ -13,7 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from sieveqa.runtime.sharded import Shard, ShardDone, ShardPlan, rank_shard, shard_dict
+from sieveqa.runtime.batch.sharded import Shard, ShardDone, ShardPlan, rank_shard, shard_dict
 
 _FIELDS = ("index", "start", "stop", "offset")
 _REPORTED = ("index", "questions", "pairs", "seconds")
