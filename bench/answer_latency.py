@@ -18,14 +18,14 @@ from _common import finish, markdown
 from sieveqa.data.corpus import CorpusIndex
 from sieveqa.data.documents import read_documents
 from sieveqa.data.registry import load_dataset
-from sieveqa.runtime.answer.answerer import METHODS, load_answerer
+from sieveqa.runtime.answer.answerer import load_answerer
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--reranker", default="peasi-pr")
     parser.add_argument("--selector", default=None)
-    parser.add_argument("--methods", default=",".join(METHODS))
+    parser.add_argument("--methods", default="peasi,peasi-all,pointwise,cascade")
     parser.add_argument("--limit", type=int, default=200, help="questions (the first N of squad-as2:test)")
     parser.add_argument("--out", type=Path, default=Path("bench/results/peasi/answer_latency.json"))
     args = parser.parse_args()
@@ -34,7 +34,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         index = CorpusIndex.build(read_documents("squad:test"), Path(tmp) / "index")
         for method in args.methods.split(","):
-            answerer = load_answerer(method, str(index.path), args.reranker, args.selector)
+            models = {"reranker": args.reranker, "selector": args.selector} if method == "peasi" else {}
+            answerer = load_answerer(method, str(index.path), **models)
             answerer.answer(questions[0])  # warm-up
             seconds, inferences, flops = [], [], []
             for question in questions:

@@ -74,14 +74,14 @@ def peasi_grid(
     reranker: str, selector: str | None, names: list[str], fusions: list[Fusion]
 ) -> dict[str, Any]:
     """Per dataset and fusion, answer P@1 and passage P@1/MAP of PEASI with the fused passage order."""
-    answerer = load_answerer("peasi", None, reranker, selector)
+    answerer = load_answerer("peasi", None, reranker=reranker, selector=selector)
     out: dict[str, dict[str, Any]] = {}
     for name in names:
         rows = []
         for ex in tqdm(load_dataset(name), desc=f"peasi {name}", unit="q"):
             passages, members = passages_of(ex)
-            logits, _ = answerer._passage_scores(ex.question.text, passages)
-            probs, _ = answerer.selector.select(
+            logits, _ = answerer.method._passage_scores(ex.question.text, passages)
+            probs, _ = answerer.method.selector.select(
                 [ex.question.text] * len(passages), [p.sentences for p in passages]
             )
             picks = [

@@ -6,6 +6,9 @@ select it, and optionally a runtime ranker that applies the policy saved beside 
 cascade's drop ratios). Those parts live in different layers (models, training, runtime), so the
 registry names them by import path and each layer resolves only its own part, on first use, as
 Python entry points do. Adding a technique is its own files plus one ``register`` call below.
+
+Answering methods (how ``sieveqa answer`` picks the answer among retrieved passages) are registered
+the same way, by name and import path, with ``register_method``.
 """
 
 from __future__ import annotations
@@ -143,3 +146,51 @@ register(
         summary="Multiple Heads Student: a shared body and k heads, each distilled from its own teacher",
     )
 )
+
+
+@dataclass(frozen=True)
+class MethodSpec:
+    """One answering method: its ``--method`` name, its class (``module:Name``, an
+    ``AnswerMethod``), and a line for the help."""
+
+    name: str
+    path: str
+    summary: str = ""
+
+    def method_class(self) -> Any:
+        return _resolve(self.path)
+
+
+_METHODS: dict[str, MethodSpec] = {}
+
+
+def register_method(spec: MethodSpec) -> MethodSpec:
+    """Add an answering method; its name must be new."""
+    if spec.name in _METHODS:
+        raise ValueError(f"answering method {spec.name!r} is registered already")
+    _METHODS[spec.name] = spec
+    return spec
+
+
+def answer_methods() -> list[MethodSpec]:
+    return list(_METHODS.values())
+
+
+def answer_method(name: str) -> MethodSpec:
+    """The answering method registered as ``name``."""
+    if name not in _METHODS:
+        raise ConfigError(f"--method must be one of {', '.join(_METHODS)}, got {name!r}")
+    return _METHODS[name]
+
+
+_SENTENCE = "sieveqa.runtime.answer.sentence"
+_READING = "sieveqa.runtime.answer.reading"
+register_method(
+    MethodSpec("peasi", f"{_SENTENCE}:Peasi", "rerank passages, pick the sentence in the best one")
+)
+register_method(MethodSpec("peasi-all", f"{_SENTENCE}:PeasiAll", "EASI in every passage, then the ranker"))
+register_method(MethodSpec("pointwise", f"{_SENTENCE}:Pointwise", "the default ranker on every sentence"))
+register_method(MethodSpec("cascade", f"{_SENTENCE}:Cascade", "the cascade on every sentence"))
+register_method(MethodSpec("reader", f"{_READING}:Reader", "an extractive reader's span, every layer read"))
+register_method(MethodSpec("tower", f"{_READING}:Tower", "the reader, each passage until it says no answer"))
+register_method(MethodSpec("skyline", f"{_READING}:Skyline", "the reader under --budget layers per passage"))

@@ -11,7 +11,6 @@ exactly the same things.
 from __future__ import annotations
 
 import dataclasses
-import functools
 import inspect
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -131,9 +130,9 @@ class SettingsCommand(TyperCommand):
 
 
 def settings_command(factory: Callable[[], dict[str, Setting]]) -> type[SettingsCommand]:
-    """A command class whose options are the settings ``factory`` returns (called once, lazily)."""
-    cached = functools.cache(factory)
-    return type("SettingsCommand", (SettingsCommand,), {"settings": staticmethod(cached)})
+    """A command class whose options are the settings ``factory`` returns (called lazily, when the
+    command is parsed; the factory caches what it builds)."""
+    return type("SettingsCommand", (SettingsCommand,), {"settings": staticmethod(factory)})
 
 
 def given_settings(ctx: typer.Context) -> dict[str, Any]:

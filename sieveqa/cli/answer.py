@@ -3,6 +3,8 @@ labelled passage benchmark)."""
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import json
 import sys
 from pathlib import Path
@@ -11,7 +13,9 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from rich.markup import escape
 
-from sieveqa.cli._app import BatchOpt, DeviceOpt, FusionOpt, PrecisionOpt, app, check_device, console
+from sieveqa import registry
+from sieveqa.cli._app import BatchOpt, DeviceOpt, PrecisionOpt, app, check_device, console
+from sieveqa.cli._options import Setting, given_settings, merge, settings_command, settings_of
 from sieveqa.errors import ConfigError, DataFormatError
 
 if TYPE_CHECKING:
@@ -20,21 +24,34 @@ if TYPE_CHECKING:
 MethodOpt = Annotated[
     str,
     typer.Option(
-        help="peasi (rerank passages, pick the sentence in the best one), peasi-all (EASI in every "
-        "passage, then the ranker), pointwise (the default ranker on every sentence), cascade; "
-        "reader, tower, skyline: an extractive reader's answer span (all layers, TowerBuilder, "
-        "SkylineBuilder under --budget)"
+        help="; ".join(f"{spec.name}: {spec.summary}" for spec in registry.answer_methods())
+        + " (the method options below say which methods take them)"
     ),
 ]
-RerankerOpt = Annotated[str, typer.Option(help="peasi: the passage reranker (shipped name or folder)")]
-SelectorOpt = Annotated[
-    str | None,
-    typer.Option(help="peasi, peasi-all: the EASI selector (default: the reranker's own, else peasi-easi)"),
-]
-RankerOpt = Annotated[
-    str | None,
-    typer.Option(help="pointwise, cascade, peasi-all: the sentence ranker (default / default-cascade)"),
-]
+
+
+@functools.cache
+def method_settings() -> dict[str, Setting]:
+    """Every registered method's options as flags, each saying which methods take it (the options
+    dataclasses are the one place they are declared)."""
+    merged = merge(
+        s
+        for spec in registry.answer_methods()
+        for s in settings_of(spec.method_class().options_class, spec.name, panel="Method options")
+    )
+    order = [spec.name for spec in registry.answer_methods()]
+    defaults = {
+        spec.name: {f.name: f.default for f in dataclasses.fields(spec.method_class().options_class)}
+        for spec in registry.answer_methods()
+    }
+    out = {}
+    for name, s in merged.items():
+        owners = sorted(s.owners, key=order.index)
+        text = f"{', '.join(owners)}: {s.help}"
+        if len({defaults[o][name] for o in owners}) > 1:  # each method's default where they differ
+            text += " (default: " + ", ".join(f"{o} {defaults[o][name]}" for o in owners) + ")"
+        out[name] = dataclasses.replace(s, help=text)
+    return out
 
 
 def _read_questions(path: Path) -> list[tuple[str, str]]:
@@ -99,8 +116,9 @@ def _show(answer: Answer, method: str) -> None:
     )
 
 
-@app.command("answer")
+@app.command("answer", cls=settings_command(method_settings))
 def answer(
+    ctx: typer.Context,
     question: Annotated[str | None, typer.Argument(help="the question (or give --questions)")] = None,
     index: Annotated[
         Path, typer.Option("--index", "-i", help="a corpus index (sieveqa index corpus)")
@@ -118,22 +136,6 @@ def answer(
         Path | None, typer.Option(help="--questions: write one JSON answer per line here")
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="print JSON instead of text")] = False,
-    reranker: RerankerOpt = "peasi-pr",
-    selector: SelectorOpt = None,
-    ranker: RankerOpt = None,
-    reader: Annotated[str | None, typer.Option(help="reader methods: the reader model folder")] = None,
-    scheduler: Annotated[
-        str | None, typer.Option(help="skyline: a learned policy (train-scheduler); else probabilities")
-    ] = None,
-    budget: Annotated[float, typer.Option(help="skyline: layers per passage to spend")] = 2.0,
-    threshold: Annotated[float, typer.Option(help="tower: stop a passage at this P(no answer)")] = 0.9,
-    fusion: FusionOpt = None,
-    keep: Annotated[
-        int | None,
-        typer.Option(
-            "--m", help="tower/skyline: passages kept for the answer [default: tower 5, skyline 1, learned 3]"
-        ),
-    ] = None,
     device: DeviceOpt = "auto",
     precision: PrecisionOpt = "auto",
     batch_size: BatchOpt = None,
@@ -145,8 +147,7 @@ def answer(
     inferences it took and how long.
     """
     from sieveqa.io import atomic_open, check_output_file
-    from sieveqa.runtime.answer.answerer import READER_METHODS, load_answerer
-    from sieveqa.runtime.answer.schedulers import Schedule
+    from sieveqa.runtime.answer.answerer import load_answerer
 
     if (question is None) == (questions is None):
         raise ConfigError("give one question, or --questions FILE")
@@ -158,28 +159,8 @@ def answer(
     asked = _read_questions(questions) if questions is not None else [(None, question.strip())]
     if any(not q for _, q in asked):
         raise ConfigError("the question is empty")
-    schedule = None
-    if method in READER_METHODS:
-        kind = "learned" if scheduler else READER_METHODS[method]
-        schedule = Schedule(
-            kind, budget=budget if kind in ("skyline", "learned") else None, threshold=threshold, m=keep
-        )
     answerer = load_answerer(
-        method,
-        str(index),
-        reranker,
-        selector,
-        ranker,
-        retrieve,
-        retriever,
-        top,
-        device,
-        precision,
-        batch_size,
-        reader,
-        schedule,
-        scheduler,
-        fusion,
+        method, str(index), retrieve, retriever, top, device, precision, batch_size, **given_settings(ctx)
     )
     if questions is None:
         result = answerer.answer(asked[0][1])
@@ -202,8 +183,9 @@ def answer(
     typer.echo(f"wrote {len(rows)} answers to {output}", err=True)
 
 
-@app.command("eval-answers")
+@app.command("eval-answers", cls=settings_command(method_settings))
 def eval_answers(
+    ctx: typer.Context,
     dataset: Annotated[
         str,
         typer.Option(
@@ -214,13 +196,9 @@ def eval_answers(
     top: Annotated[int, typer.Option(help="peasi: read the N best passages with EASI")] = 1,
     limit: Annotated[int | None, typer.Option(help="only the first N questions")] = None,
     json_out: Annotated[Path | None, typer.Option("--json", help="write the report as JSON here")] = None,
-    reranker: RerankerOpt = "peasi-pr",
-    selector: SelectorOpt = None,
-    ranker: RankerOpt = None,
     device: DeviceOpt = "auto",
     precision: PrecisionOpt = "auto",
     batch_size: BatchOpt = None,
-    fusion: FusionOpt = None,
 ) -> None:
     """Answer a labelled benchmark's questions over their retrieved passages and report answer
     P@1 (MAP/MRR where the method ranks sentences), passage P@1/MAP/MRR and inferences and latency."""
@@ -240,14 +218,11 @@ def eval_answers(
     answerer = load_answerer(
         method,
         None,
-        reranker,
-        selector,
-        ranker,
         top=top,
         device=device,
         precision=precision,
         batch_size=batch_size,
-        fusion=fusion,
+        **given_settings(ctx),
     )
     examples = load_dataset(dataset)[:limit]
     qrels_from_examples(examples, dataset)
@@ -255,8 +230,7 @@ def eval_answers(
     result = {
         "dataset": dataset,
         **report.as_dict(),
-        "models": answerer.model_names,
-        "fusion": str(answerer.fusion),
+        **answerer.method.describe(),
     }
     result["provenance"] = run_info("sieveqa " + " ".join(sys.argv[1:]))
     line = ", ".join(f"{k} {v:.4f}" for k, v in report.metrics.items())

@@ -17,10 +17,12 @@ from sieveqa.errors import ConfigError, require_extra
 
 @functools.cache
 def serve_settings() -> dict[str, Setting]:
+    from sieveqa.cli.answer import method_settings
     from sieveqa.serving.settings import Batching, Limits
 
     return merge(
-        settings_of(Limits, "serve", panel="Limits")
+        list(method_settings().values())
+        + settings_of(Limits, "serve", panel="Limits")
         + [
             # "max_tokens" alone would read as a limit on the request; on the command line it is the batch's.
             Setting("max_batch_tokens", s.type, s.help, s.default, s.owners, "Micro-batching")
@@ -55,7 +57,6 @@ def serve(
     ] = None,
     method: Annotated[str, typer.Option(help="/answer's method (as sieveqa answer --method)")] = "peasi",
     retrieve: Annotated[int, typer.Option(help="/answer: passages retrieved per question")] = 20,
-    reranker: Annotated[str, typer.Option(help="/answer, peasi: the passage reranker")] = "peasi-pr",
     host: Annotated[str, typer.Option(help="address to listen on (0.0.0.0: every interface)")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="port to listen on")] = 8000,
     grace: Annotated[
@@ -72,11 +73,13 @@ def serve(
     """
     uvicorn = require_extra("uvicorn", "serve", "sieveqa serve")
     require_extra("fastapi", "serve", "sieveqa serve")
+    from sieveqa.cli.answer import method_settings
     from sieveqa.serving.app import create_app
     from sieveqa.serving.service import Service
     from sieveqa.serving.settings import Batching, Limits
 
     values = given_settings(ctx)
+    answer_options = {k: values.pop(k) for k in list(values) if k in method_settings()}
     batching_values = {"max_tokens": values.pop("max_batch_tokens")} if "max_batch_tokens" in values else {}
     batching_values |= {k: values.pop(k) for k in ("max_wait_ms",) if k in values}
     limits, batching = Limits(**values), Batching(**batching_values)
@@ -91,8 +94,8 @@ def serve(
         batch_size,
         limits,
         batching,
-        reranker=reranker,
         retrieve=retrieve,
+        **answer_options,
     )
     where = f"http://{host}:{port}"
     console.print(f"sieveqa serving {model} ({service.kind}) at {where}  [dim]docs: {where}/docs[/dim]")

@@ -77,7 +77,7 @@ def evaluate_answers(
     qrels = qrels_from_examples(examples, source)
     p_at_1, rankings, passage_rankings, passage_qrels = [], {}, {}, {}
     seconds, inferences, units, flops, rows = [], [], [], [], []
-    for ex in tqdm(examples, desc=f"answering ({answerer.method})", unit="q", disable=not progress):
+    for ex in tqdm(examples, desc=f"answering ({answerer.method.name})", unit="q", disable=not progress):
         passages, members = passages_of(ex)
         index = {p.id: i for i, p in enumerate(passages)}
         run = answerer.run(ex.question.text, passages)
@@ -123,4 +123,4 @@ def evaluate_answers(
         "p50_seconds": float(np.percentile(s, 50)),
         "p95_seconds": float(np.percentile(s, 95)),
     }
-    return AnswerReport(answerer.method, metrics, passage_metrics, cost, rows)
+    return AnswerReport(answerer.method.name, metrics, passage_metrics, cost, rows)

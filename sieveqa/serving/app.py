@@ -273,7 +273,7 @@ def create_app(service: Service) -> FastAPI:
         ]
         c = found.cost
         _timing_headers(response, 0.0, c.seconds, found.inferences, c.layer_units)
-        method = service.answerer.method if service.answerer is not None else ""
+        method = service.answerer.method.name if service.answerer is not None else ""
         return AnswerResponse(
             question=found.question,
             method=method,
@@ -291,7 +291,7 @@ def create_app(service: Service) -> FastAPI:
     @app.get("/health", response_model=Health, responses={503: {"model": Health}})
     async def health(response: Response) -> Health:
         """Readiness, and what this server has loaded: 503 while it drains or if a worker is down."""
-        method = service.answerer.method if service.answerer is not None else None
+        method = service.answerer.method.name if service.answerer is not None else None
         depth = service.queue_depth
         status = "ok" if service.ready else "draining" if service.batcher.stopping else "down"
         if status != "ok":

@@ -15,7 +15,6 @@ that waits or runs past ``Limits.timeout_s`` gets a 503 and is cancelled, and a 
 from __future__ import annotations
 
 import asyncio
-import copy
 from collections import OrderedDict
 from concurrent.futures import Future
 from dataclasses import dataclass
@@ -72,13 +71,7 @@ class AnswerQueue(Worker[_Question]):
 
     def _work(self, jobs: list[_Question]) -> None:
         (job,) = jobs
-        answerer = job.answerer
-        if job.top != answerer.top:
-            if answerer.index is not None:  # moved to a new generation first, for the copy too
-                answerer.index = answerer.index.latest()
-            answerer = copy.copy(answerer)  # shares the models; only ``top`` differs
-            answerer.top = job.top
-        job.future.set_result(answerer.answer(job.question))
+        job.future.set_result(job.answerer.answer(job.question, job.top))
 
 
 def pair_model(ranker: Ranker) -> PairModel | None:

@@ -120,7 +120,11 @@ def test_bad_answer_requests_are_one_line(sieveqa, demo_index, saved_tiny, tmp_p
     line = one_error_line(
         sieveqa("answer", "q?", "--index", demo_index, "--method", "skyline", "--fusion", "interp:0.3")
     )
-    assert line == "error: --fusion interp:0.3 is for the sentence methods, not 'skyline'"
+    assert line == "error: --fusion is not an option of --method skyline (it is for " + (
+        "peasi, peasi-all, pointwise, cascade)"
+    )
+    line = one_error_line(sieveqa("answer", "q?", "--index", demo_index, "--budget", "1"))
+    assert line == "error: --budget is not an option of --method peasi (it is for skyline)"
 
 
 def test_a_file_that_is_not_utf8_is_one_line_naming_it(sieveqa, tmp_path: Path) -> None:

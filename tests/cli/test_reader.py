@@ -119,10 +119,8 @@ def test_answer_extracts_a_span_over_an_index(sieveqa, saved_reader: Path, tmp_p
     index = tmp_path / "index"
     assert sieveqa("index", "corpus", "--input", "demo", "--out", index).exit_code == 0
     args = ["--index", index, "--reader", saved_reader, "--json"]
-    for method in ("reader", "tower", "skyline"):
-        result = sieveqa(
-            "answer", "Who invented the Fresnel lens?", "--method", method, *args, "--budget", "0.5"
-        )
+    for method, own in (("reader", []), ("tower", ["--threshold", "0.8"]), ("skyline", ["--budget", "0.5"])):
+        result = sieveqa("answer", "Who invented the Fresnel lens?", "--method", method, *args, *own)
         assert result.exit_code == 0, result.output
         answer = json.loads(result.output)
         (first,) = answer["answers"]
@@ -137,7 +135,14 @@ def test_answer_extracts_a_span_over_an_index(sieveqa, saved_reader: Path, tmp_p
     [
         (["--method", "skyline"], "needs --reader"),
         (["--method", "skyline", "--reader", "x", "--budget", "0"], "--budget must be"),
-        (["--method", "tower", "--reader", "x", "--scheduler", "s"], "--scheduler is for --method skyline"),
+        (
+            ["--method", "tower", "--reader", "x", "--scheduler", "s"],
+            "--scheduler is not an option of --method tower (it is for skyline)",
+        ),
+        (
+            ["--method", "reader", "--reader", "x", "--budget", "1"],
+            "--budget is not an option of --method reader",
+        ),
     ],
 )
 def test_answer_refuses_bad_reader_settings(sieveqa, tmp_path: Path, args, message) -> None:

@@ -3,6 +3,7 @@
 from sieveqa.data.records import Candidate, Question, RankingExample
 from sieveqa.evaluation.answers import evaluate_answers, passages_of
 from sieveqa.runtime.answer.answerer import Answerer
+from sieveqa.runtime.answer.sentence import Peasi, Pointwise
 from tests.runtime.answer.test_answerer import KeywordRanker, KeywordSelector
 
 
@@ -28,14 +29,12 @@ def test_passages_are_rebuilt_with_spans() -> None:
 
 def test_pointwise_and_peasi_scores() -> None:
     ranker = KeywordRanker()
-    pointwise = evaluate_answers(Answerer("pointwise", ranker=ranker), _examples(), progress=False)
+    pointwise = evaluate_answers(Answerer(Pointwise(ranker)), _examples(), progress=False)
     # q1: "1a" (2 mentions) outranks the correct "1c"; q2 is right at rank 1.
     assert pointwise.metrics == {"p@1": 0.5, "map": 0.75, "mrr": 0.75}
     assert pointwise.passage_metrics is None
     assert pointwise.cost["inferences_per_question"] == 2.5
-    peasi = evaluate_answers(
-        Answerer("peasi", reranker=ranker, selector=KeywordSelector()), _examples(), progress=False
-    )
+    peasi = evaluate_answers(Answerer(Peasi(ranker, KeywordSelector())), _examples(), progress=False)
     assert peasi.metrics == {"p@1": 0.5}  # it only picks; no ranking to score
     assert peasi.passage_metrics == {"p@1": 0.5, "map": 0.75, "mrr": 0.75}
     assert peasi.cost["inferences_per_question"] == (3 + 2) / 2

@@ -32,7 +32,7 @@ def demo_index(tmp_path_factory) -> Path:
 @pytest.mark.parametrize("method", ["peasi", "pointwise"])
 def test_demo_questions_get_their_sentence(demo_index: Path, method: str) -> None:
     answerer = load_answerer(method, str(demo_index))
-    assert answerer.model_names == (  # what eval-answers reports (the pointwise run named PEASI's)
+    assert answerer.method.model_names == (  # what eval-answers reports (the pointwise run named PEASI's)
         {"reranker": "peasi-pr", "selector": "peasi-easi"} if method == "peasi" else {"ranker": "default"}
     )
     for question, words in QUESTIONS.items():

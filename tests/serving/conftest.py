@@ -13,6 +13,7 @@ from sieveqa.data.records import RankingExample
 from sieveqa.encoder import Cost
 from sieveqa.models.base import Ranker, RankResult
 from sieveqa.runtime.answer.answerer import Answerer
+from sieveqa.runtime.answer.sentence import Peasi
 from sieveqa.serving import Limits, Service, create_app
 from tests.fakes import DOCS, KeywordRanker, KeywordSelector
 
@@ -46,5 +47,4 @@ def client(tiny_model) -> Iterator[TestClient]:
 @pytest.fixture
 def keyword_answerer(tmp_path) -> Answerer:
     index = CorpusIndex.build(DOCS, tmp_path / "idx", CorpusOptions(passage_tokens=8))
-    ranker = KeywordRanker()
-    return Answerer("peasi", index, reranker=ranker, selector=KeywordSelector(), ranker=ranker, retrieve=10)
+    return Answerer(Peasi(KeywordRanker(), KeywordSelector()), index, retrieve=10)

@@ -90,11 +90,11 @@ class SlowAnswerer(Answerer):
         self.__dict__.update(base.__dict__)
         self.gate, self.entered, self.asked = threading.Event(), threading.Event(), []
 
-    def answer(self, question: str):
+    def answer(self, question: str, top: int | None = None):
         self.entered.set()
         self.gate.wait(10)
         self.asked.append(question)
-        return super().answer(question)
+        return super().answer(question, top)
 
 
 def test_answer_is_queued_bounded_and_cancelled_like_rerank(keyword_answerer: Answerer) -> None:

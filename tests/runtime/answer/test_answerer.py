@@ -6,8 +6,16 @@ import pytest
 
 from sieveqa.data.corpus import CorpusIndex, CorpusOptions
 from sieveqa.errors import ConfigError
-from sieveqa.runtime.answer.answerer import Answerer
+from sieveqa.runtime.answer.answerer import Answerer, load_answerer
+from sieveqa.runtime.answer.sentence import Cascade, Peasi, PeasiAll, Pointwise
 from tests.fakes import DOCS, KeywordRanker, KeywordSelector
+
+METHODS = {
+    "peasi": lambda r: Peasi(r, KeywordSelector()),
+    "peasi-all": lambda r: PeasiAll(KeywordSelector(), r),
+    "pointwise": Pointwise,
+    "cascade": Cascade,
+}
 
 
 @pytest.fixture
@@ -20,10 +28,7 @@ def index(tmp_path):
     [("peasi", 4 + 1), ("peasi-all", 4 + 4), ("pointwise", 5), ("cascade", 5)],
 )
 def test_every_method_finds_the_answer_sentence(index, method: str, inferences: int) -> None:
-    ranker = KeywordRanker()
-    answerer = Answerer(
-        method, index, reranker=ranker, selector=KeywordSelector(), ranker=ranker, retrieve=10
-    )
+    answerer = Answerer(METHODS[method](KeywordRanker()), index, retrieve=10)
     answer = answerer.answer("the answer about cats, dogs, rain and snow?")
     assert answer.best is not None and answer.best.text == "The answer is forty two."
     assert answer.best.passage.doc_id == "a" and answer.best.passage.title == "Animals"
@@ -32,9 +37,9 @@ def test_every_method_finds_the_answer_sentence(index, method: str, inferences: 
 
 
 def test_top_n_reads_that_many_passages(index) -> None:
-    ranker = KeywordRanker()
-    answerer = Answerer("peasi", index, reranker=ranker, selector=KeywordSelector(), top=3)
+    answerer = Answerer(Peasi(KeywordRanker(), KeywordSelector()), index, top=3)
     answer = answerer.answer("answer rain snow cats")
+    assert len(answerer.answer("answer rain snow cats", top=2).answers) == 2  # a request's own top
     assert len(answer.answers) == 3 and answer.inferences == len(answer.passages) + 3
     # Ranked by P(passage) × P(sentence | passage): the passage saying "answer" comes first.
     combined = [f.score / (1 + math.exp(-f.passage_score)) for f in answer.answers]
@@ -43,16 +48,23 @@ def test_top_n_reads_that_many_passages(index) -> None:
 
 
 def test_a_question_that_retrieves_nothing_gets_no_answer(index) -> None:
-    ranker = KeywordRanker()
-    answerer = Answerer("peasi", index, reranker=ranker, selector=KeywordSelector())
+    answerer = Answerer(Peasi(KeywordRanker(), KeywordSelector()), index)
     answer = answerer.answer("zzz qqq")
     assert answer.answers == [] and answer.best is None and answer.inferences == 0
 
 
-def test_methods_name_the_models_they_miss(index) -> None:
-    with pytest.raises(ConfigError, match="needs a reranker and a selector"):
-        Answerer("peasi", index)
-    with pytest.raises(ConfigError, match="--method must be one of"):
-        Answerer("magic", index)
+def test_options_and_methods_are_checked_before_any_model_loads(index) -> None:
+    with pytest.raises(ConfigError, match="--method must be one of peasi, peasi-all, pointwise"):
+        load_answerer("magic", str(index.path))
+    with pytest.raises(
+        ConfigError, match=r"^--budget is not an option of --method peasi \(it is for skyline\)$"
+    ):
+        load_answerer("peasi", str(index.path), budget=1.0)
+    with pytest.raises(
+        ConfigError, match=r"--reranker is not an option of --method pointwise \(it is for peasi\)"
+    ):
+        load_answerer("pointwise", str(index.path), reranker="x")
+    with pytest.raises(ConfigError, match="--method skyline needs --reader"):
+        load_answerer("skyline", str(index.path))
     with pytest.raises(ConfigError, match="no corpus index"):
-        Answerer("pointwise", None, ranker=KeywordRanker()).answer("q")
+        Answerer(Pointwise(KeywordRanker())).answer("q")

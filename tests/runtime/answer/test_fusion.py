@@ -7,6 +7,7 @@ from sieveqa.data.records import Candidate, Question, RankingExample
 from sieveqa.errors import ConfigError
 from sieveqa.runtime.answer.answerer import Answerer, default_fusion
 from sieveqa.runtime.answer.fusion import FusedRanker, Fusion, lexical_scores, with_fusion
+from sieveqa.runtime.answer.sentence import Peasi, Pointwise
 from tests.fakes import DOCS, KeywordRanker, KeywordSelector
 
 
@@ -95,22 +96,24 @@ def test_fused_ranker_moves_the_lexical_match_up() -> None:
 def test_answerer_fuses_passages_and_sentences(tmp_path) -> None:
     index = CorpusIndex.build(DOCS, tmp_path / "idx", CorpusOptions(passage_tokens=8))
     question = "the answer about rain?"
-    plain = Answerer("pointwise", index, ranker=KeywordRanker(), retrieve=10).answer(question)
+    plain = Answerer(Pointwise(KeywordRanker()), index, retrieve=10).answer(question)
     assert plain.best.text == "The answer is forty two."
-    fused = Answerer("pointwise", index, ranker=KeywordRanker(), retrieve=10, fusion="interp:0.9")
+    fused = Answerer(Pointwise(KeywordRanker(), "interp:0.9"), index, retrieve=10)
     assert fused.answer(question).best.text == "Rain falls."
-    peasi = Answerer("peasi", index, reranker=KeywordRanker(), selector=KeywordSelector(), retrieve=10)
+    peasi = Answerer(Peasi(KeywordRanker(), KeywordSelector()), index, retrieve=10)
     question = "is the answer rain or snow?"
     assert peasi.answer(question).best.passage.doc_id == "a"
-    peasi.fusion = Fusion("interp", 0.9)
+    peasi.method.fusion = Fusion("interp", 0.9)
     best = peasi.answer(question).best
     assert best.passage.doc_id == "b"  # two words of the question against one
     assert best.passage_score == 0.0  # the reranker's own score is reported, not the fused one
 
 
 def test_reader_methods_refuse_a_fusion(tmp_path) -> None:
-    with pytest.raises(ConfigError, match=r"--fusion interp:0.3 is for the sentence methods, not 'skyline'"):
-        Answerer("skyline", None, reader=object(), schedule=object(), fusion="interp:0.3")
+    from sieveqa.runtime.answer.answerer import load_answerer
+
+    with pytest.raises(ConfigError, match=r"--fusion is not an option of --method skyline \(it is for peasi"):
+        load_answerer("skyline", None, reader="r", fusion="interp:0.3")
 
 
 def test_a_fused_cascade_keeps_its_cost_report(tiny_cascade) -> None:

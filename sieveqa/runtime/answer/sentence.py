@@ -1,0 +1,206 @@
+"""The sentence methods: the answer is a sentence of a retrieved passage.
+
+- ``peasi`` (the paper's "PEASI for top-1 passage"): the passage reranker scores every passage, EASI
+  reads the best one and picks the sentence in place. Inferences: passages + 1. With ``top`` N, EASI
+  reads the N best passages and their answers are ranked by P(passage) × P(sentence | passage).
+- ``peasi-all`` ("PEASI for all passages → AS2"): EASI picks a sentence in every passage, then the
+  point-wise ranker orders those sentences.
+- ``pointwise``: the point-wise ranker (the shipped default) scores every sentence of every passage.
+- ``cascade``: the same with the shipped cascade, which drops candidates at its exits.
+
+Each fuses BM25 into its scores as its ``fusion`` option says; the defaults are the dev choices
+(``bench/fusion.py --split dev``; docs/RESULTS.md, "Never worse than BM25"): PEASI's pair retrained on
+SQuAD train gains nothing from BM25 on dev (``bench/results/fusion/peasi-v2-dev.json``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Self
+
+from sieveqa.data.corpus import IndexedPassage
+from sieveqa.data.records import Candidate, Question, RankingExample
+from sieveqa.encoder import Cost
+from sieveqa.models.base import Ranker
+from sieveqa.models.easi import EasiModel
+from sieveqa.models.pair_model import PairModel
+from sieveqa.models.peasi import PeasiModel
+from sieveqa.runtime.answer.fusion import Fusion, lexical_scores, with_fusion
+from sieveqa.runtime.answer.method import AnswerMethod, AnswerRun, Found, MethodOptions, ModelSettings
+
+_FUSION_HELP = "BM25 fused into the scores: none, interp:W or rrf:W"
+
+
+def _fusion(default: str) -> Any:
+    return field(default=default, metadata={"help": _FUSION_HELP})
+
+
+def _ranker(default: str) -> Any:
+    return field(default=default, metadata={"help": "the sentence ranker (shipped name or folder)"})
+
+
+def _selector_option() -> Any:
+    return field(
+        default=None, metadata={"help": "the EASI selector (default: the reranker's own, else peasi-easi)"}
+    )
+
+
+@dataclass(frozen=True)
+class PeasiOptions(MethodOptions):
+    reranker: str = field(
+        default="peasi-pr", metadata={"help": "the passage reranker (shipped name or folder)"}
+    )
+    selector: str | None = _selector_option()
+    fusion: str = _fusion("none")
+
+
+@dataclass(frozen=True)
+class PeasiAllOptions(MethodOptions):
+    selector: str | None = _selector_option()
+    ranker: str = _ranker("default")
+    fusion: str = _fusion("none")
+
+
+@dataclass(frozen=True)
+class PointwiseOptions(MethodOptions):
+    ranker: str = _ranker("default")
+    fusion: str = _fusion("interp:0.1")
+
+
+@dataclass(frozen=True)
+class CascadeOptions(PointwiseOptions):
+    ranker: str = _ranker("default-cascade")
+    fusion: str = _fusion("rrf:0.05")
+
+
+def _selector(name: str | None, reranker: Any, settings: ModelSettings) -> tuple[Any, str]:
+    if name is None and isinstance(reranker, PeasiModel):
+        return reranker, "(the reranker's own)"
+    name = name or "peasi-easi"
+    return settings.model(name, (EasiModel, PeasiModel), "--selector", "an EASI model"), name
+
+
+def _best(probs: Sequence[float]) -> int:
+    return max(range(len(probs)), key=lambda s: (probs[s], -s))
+
+
+def rank_found(ranker: Ranker, question: str, found: list[Found]) -> tuple[list[Found], Cost]:
+    """``found`` re-scored by ``ranker`` and put in its order."""
+    example = RankingExample(
+        Question("q", question), [Candidate(str(i), f.text) for i, f in enumerate(found)]
+    )
+    result = ranker.run([example])
+    scores, order = result.scores[0], result.orders()[0]
+    return [Found(found[i].passage, found[i].sentence, float(scores[i])) for i in order], result.cost
+
+
+class Peasi(AnswerMethod):
+    name = "peasi"
+    options_class = PeasiOptions
+
+    def __init__(
+        self,
+        reranker: PairModel | PeasiModel,
+        selector: EasiModel | PeasiModel,
+        fusion: Fusion | str = "none",
+    ) -> None:
+        self.reranker, self.selector, self.fusion = reranker, selector, Fusion.parse(fusion)
+
+    @classmethod
+    def load(cls, options: PeasiOptions, settings: ModelSettings) -> Self:
+        reranker = settings.model(options.reranker, (PairModel, PeasiModel), "--reranker", "a ranker")
+        selector, selector_name = _selector(options.selector, reranker, settings)
+        method = cls(reranker, selector, options.fusion)
+        method.model_names = {"reranker": options.reranker, "selector": selector_name}
+        return method
+
+    def describe(self) -> dict[str, Any]:
+        return {**super().describe(), "fusion": str(self.fusion)}
+
+    def run(self, question: str, passages: Sequence[IndexedPassage], top: int) -> AnswerRun:
+        cost = Cost()
+        logits, pr_cost = self._passage_scores(question, passages)
+        cost.add(pr_cost)
+        lexical = lexical_scores(question, [p.text for p in passages]) if self.fusion.active else []
+        scores = self.fusion.combine(logits, lexical or [0.0] * len(passages))
+        order = sorted(range(len(passages)), key=lambda i: (-scores[i], i))[:top]
+        chosen = [passages[i] for i in order]
+        probs, easi_cost = self.selector.select([question] * len(chosen), [p.sentences for p in chosen])
+        cost.add(easi_cost)
+        answers = []
+        for i, p, pr in zip(order, chosen, probs, strict=True):
+            best = _best(pr)
+            answers.append(Found(p, best, pr[best], logits[i]))
+        if len(answers) == 1:
+            return AnswerRun(answers, scores, None, cost)
+        # P(sentence) = P(its passage holds the answer) × P(sentence | passage), stable in PR order.
+        answers.sort(key=lambda f: -(1 / (1 + math.exp(-(f.passage_score or 0.0)))) * f.score)
+        return AnswerRun(answers, scores, answers, cost)
+
+    def _passage_scores(self, question: str, passages: Sequence[IndexedPassage]) -> tuple[list[float], Cost]:
+        # A multi-task model's PR may read the sentences too (PR ⊕ EASI); a ranker reads the text.
+        if isinstance(self.reranker, PeasiModel):
+            return self.reranker.score_passages([question] * len(passages), [p.sentences for p in passages])
+        matrix, cost = self.reranker.score_matrix(
+            [question] * len(passages), [p.text for p in passages], windows=True
+        )
+        return matrix[:, -1].tolist(), cost
+
+
+class Pointwise(AnswerMethod):
+    name = "pointwise"
+    options_class: type[MethodOptions] = PointwiseOptions
+
+    def __init__(self, ranker: Ranker, fusion: Fusion | str = "none") -> None:
+        self.fusion = Fusion.parse(fusion)
+        self.ranker = with_fusion(ranker, self.fusion)
+
+    @classmethod
+    def load(cls, options: PointwiseOptions, settings: ModelSettings) -> Self:
+        method = cls(settings.ranker(options.ranker), options.fusion)
+        method.model_names = {"ranker": options.ranker}
+        return method
+
+    def describe(self) -> dict[str, Any]:
+        return {**super().describe(), "fusion": str(self.fusion)}
+
+    def run(self, question: str, passages: Sequence[IndexedPassage], top: int) -> AnswerRun:
+        every = [Found(p, s, 0.0) for p in passages for s in range(len(p.spans))]
+        ranking, cost = rank_found(self.ranker, question, every)
+        return AnswerRun(ranking[:top], None, ranking, cost)
+
+
+class Cascade(Pointwise):
+    """The point-wise method with the shipped cascade: what differs is what its ranker computes."""
+
+    name = "cascade"
+    options_class = CascadeOptions
+
+
+class PeasiAll(Pointwise):
+    name = "peasi-all"
+    options_class = PeasiAllOptions
+
+    def __init__(
+        self, selector: EasiModel | PeasiModel, ranker: Ranker, fusion: Fusion | str = "none"
+    ) -> None:
+        super().__init__(ranker, fusion)
+        self.selector = selector
+
+    @classmethod
+    def load(cls, options: PeasiAllOptions, settings: ModelSettings) -> Self:  # type: ignore[override]
+        selector, selector_name = _selector(options.selector, None, settings)
+        method = cls(selector, settings.ranker(options.ranker), options.fusion)
+        method.model_names = {"selector": selector_name, "ranker": options.ranker}
+        return method
+
+    def run(self, question: str, passages: Sequence[IndexedPassage], top: int) -> AnswerRun:
+        cost = Cost()
+        probs, easi_cost = self.selector.select([question] * len(passages), [p.sentences for p in passages])
+        cost.add(easi_cost)
+        picked = [Found(p, _best(pr), 0.0) for p, pr in zip(passages, probs, strict=True)]
+        ranking, rank_cost = rank_found(self.ranker, question, picked)
+        cost.add(rank_cost)
+        return AnswerRun(ranking[:top], None, ranking, cost)
