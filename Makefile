@@ -6,7 +6,7 @@ SIEVEQA := $(BIN)/sieveqa
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: install demo test test-all test-fast lint install-mpnet default-model default-v1-model cascade-models retrofit-model mono-models default-cascade has-models has-sensitivity peasi-models peasi-v2-models peasi-ship peasi-wikiqa reader-models mhs-teachers mhs-teacher-scores mhs-kd-search mhs-students mhs-tables default-kd has-store-model has-store-v2-model store-bench fusion-bench
+.PHONY: install demo test test-all test-shutdown test-fast lint install-mpnet default-model default-v1-model cascade-models retrofit-model mono-models default-cascade has-models has-sensitivity peasi-models peasi-v2-models peasi-ship peasi-wikiqa reader-models mhs-teachers mhs-teacher-scores mhs-kd-search mhs-students mhs-tables default-kd has-store-model has-store-v2-model store-bench fusion-bench
 
 $(VENV)/.installed: pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -37,6 +37,10 @@ test: install
 
 test-all: install
 	$(PYTEST)
+
+# The shutdown test starts a real server process (10-30 s): CI runs it apart from the suite.
+test-shutdown: install
+	$(BIN)/python -m pytest -q -m slow tests/cli/test_serve.py
 
 test-fast: install
 	$(PYTEST) -m "not real and not slow"

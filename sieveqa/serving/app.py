@@ -9,14 +9,15 @@ Timing headers, in milliseconds as text-embeddings-inference sends them: ``x-que
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import math
 import time
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Coroutine
 from contextlib import asynccontextmanager
 from importlib import resources
-from typing import Any
+from typing import Any, TypeVar
 
 import anyio
 from fastapi import FastAPI, Request, Response
@@ -46,6 +47,7 @@ from sieveqa.serving.wire import (
 )
 
 log = logging.getLogger("sieveqa.serving")
+T = TypeVar("T")
 STATIC = resources.files("sieveqa.serving") / "static"
 _ROUTES = {"/rerank", "/answer", "/health", "/metrics", "/"}
 #: pydantic's errors for a text or list with nothing in it: 400, as for an empty request.
@@ -163,6 +165,27 @@ def _describe_limits(schema: dict[str, Any], service: Service) -> None:
             del rerank[name]
 
 
+#: How often a waiting request checks whether its client is still there.
+_GONE_POLL_S = 0.05
+
+
+async def _unless_gone(request: Request, work: Coroutine[Any, Any, T]) -> T:
+    """``work``'s result, or, if the client disconnects first, ``work`` cancelled (its queued job is
+    then dropped, never computed) and a 499 that nobody reads, but the metrics count."""
+    task = asyncio.ensure_future(work)
+    try:
+        while True:
+            done, _ = await asyncio.wait({task}, timeout=_GONE_POLL_S)
+            if done:
+                return task.result()
+            if await request.is_disconnected():
+                task.cancel()
+                raise RequestError(499, "client_closed", "the client closed the connection")
+    finally:
+        if not task.done():  # this request itself was cancelled (server shutdown)
+            task.cancel()
+
+
 def _sigmoid(x: float) -> float:
     """1 / (1 + e^-x) without overflow for any float (a logit of -1000 is a probability of 0)."""
     if x >= 0:
@@ -223,9 +246,11 @@ def create_app(service: Service) -> FastAPI:
         return _error(exc.status_code, kind, str(exc.detail), getattr(exc, "headers", None))
 
     @app.post("/rerank", response_model=list[RankedText] | RerankDocuments, responses=_ERRORS)
-    async def rerank(req: RerankRequest, response: Response) -> list[RankedText] | RerankDocuments:
+    async def rerank(
+        req: RerankRequest, request: Request, response: Response
+    ) -> list[RankedText] | RerankDocuments:
         """Rank texts for a query, best first (text-embeddings-inference or Cohere request shape)."""
-        done = await service.rerank(req)
+        done = await _unless_gone(request, service.rerank(req))
         scores = done.scores
         order = done.order[: req.top_n]
         shown = scores if req.raw_scores or not done.logits else [_sigmoid(s) for s in scores]
@@ -259,10 +284,10 @@ def create_app(service: Service) -> FastAPI:
         )
 
     @app.post("/answer", response_model=AnswerResponse, responses={**_ERRORS, 404: {"model": ErrorBody}})
-    async def answer(req: AnswerRequest, response: Response) -> AnswerResponse:
+    async def answer(req: AnswerRequest, request: Request, response: Response) -> AnswerResponse:
         """Answer a question over the server's corpus index: the answer in its passage, the runner-up
         passages, and what it cost."""
-        found = await service.answer(req)
+        found = await _unless_gone(request, service.answer(req))
         scores = found.passage_scores or [None] * len(found.passages)
         ranked = sorted(
             zip(found.passages, scores, strict=True), key=lambda p: -(p[1] if p[1] is not None else 0)

@@ -46,6 +46,7 @@ def test_a_missing_index_is_refused_before_the_model_loads(sieveqa, tmp_path: Pa
     assert "nothing" in line
 
 
+@pytest.mark.slow  # 10-30 s: a real server process; .ci/run runs it apart (make test-shutdown)
 def test_sigterm_finishes_the_requests_in_flight(saved_tiny: Path) -> None:
     port = _free_port()
     command = [str(Path(sys.executable).parent / "sieveqa"), "serve", "--model", str(saved_tiny)]

@@ -133,3 +133,50 @@ def test_health_is_503_when_the_workers_are_down_or_draining() -> None:
         service.batcher._stopping = False  # its thread has ended without a stop: down
         r = c.get("/health")
         assert (r.status_code, r.json()["status"]) == (503, "down")
+
+
+def test_a_client_that_goes_away_has_its_queued_work_dropped() -> None:
+    """A client that disconnects while its request waits: the job is cancelled, never computed."""
+    import asyncio
+    import json
+
+    from sieveqa.data.records import Candidate, Question, RankingExample
+
+    ranker = RecordingRanker()
+    ranker.gate.clear()
+    service = Service(ranker)
+    app = create_app(service)
+    service.start()
+    service.batcher.submit(RankingExample(Question("held", "held"), [Candidate("0", "a")]), 1, ranker)
+    assert ranker.entered.wait(5)
+    body = json.dumps({"query": "gone", "texts": ["a"]}).encode()
+    sent: list[dict] = []
+
+    async def client() -> None:
+        messages = [{"type": "http.request", "body": body, "more_body": False}]
+        leaves = time.monotonic() + 0.2  # the client waits a little, then leaves
+
+        async def receive() -> dict:
+            if messages:
+                return messages.pop()
+            if time.monotonic() >= leaves:  # as uvicorn does: a disconnect seen is returned at once
+                return {"type": "http.disconnect"}
+            await asyncio.sleep(leaves - time.monotonic())
+            return {"type": "http.disconnect"}
+
+        async def send(message: dict) -> None:
+            sent.append(message)
+
+        scope = {
+            "type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "POST",
+            "path": "/rerank", "raw_path": b"/rerank", "query_string": b"", "root_path": "",
+            "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())],
+            "client": ("127.0.0.1", 1), "server": ("127.0.0.1", 80), "scheme": "http",
+        }  # fmt: skip
+        await asyncio.wait_for(app(scope, receive, send), 5)
+
+    asyncio.run(client())
+    ranker.gate.set()
+    service.stop()
+    assert sent[0]["status"] == 499
+    assert [q for call in ranker.calls for q in call] == ["held"]  # "gone" was never scored
