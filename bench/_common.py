@@ -7,7 +7,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -46,13 +46,21 @@ def finish(out: Path, bench: str, payload: dict[str, Any]) -> None:
 
 
 @contextlib.contextmanager
-def served(*args: str, port: int = 8765, timeout: float = 120.0) -> Iterator[str]:
-    """Run ``sieveqa serve ARGS --port PORT`` in a subprocess until the block ends; yield its URL."""
+def served(
+    *args: str,
+    port: int = 8765,
+    timeout: float = 120.0,
+    on_start: Callable[[subprocess.Popen[bytes]], None] | None = None,
+) -> Iterator[str]:
+    """Run ``sieveqa serve ARGS --port PORT`` in a subprocess until the block ends; yield its URL
+    (``on_start`` gets the process, for its pid)."""
     import httpx
 
     server = subprocess.Popen(
         [str(Path(sys.executable).parent / "sieveqa"), "serve", *args, "--port", str(port)]
     )
+    if on_start is not None:
+        on_start(server)
     url = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + timeout
