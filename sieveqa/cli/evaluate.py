@@ -77,12 +77,13 @@ def evaluate(
 
     fused = Fusion.parse(fusion)
     if _is_reader(model):
-        from sieveqa.cli.reader import eval_reader
+        from sieveqa.cli.reader import run_eval_reader
 
         if fused.active:
             raise ConfigError(f"--fusion is for rankers; {model} is a reader")
         method = "learned" if scheduler else "skyline" if budget is not None else "standard"
-        eval_reader(model, dataset, method, budget, scheduler, json_out=json_out, device=device)
+        shared = {"budget": budget, "scheduler": scheduler}
+        run_eval_reader(model, dataset, method, shared, json_out=json_out, device=device)
         return
     if budget is not None or scheduler is not None:
         raise ConfigError(f"--budget and --scheduler are for readers; {model} is a ranker")

@@ -3,6 +3,7 @@ and the schedules that spend its layers (adaptive computation for ODQA)."""
 
 from __future__ import annotations
 
+import functools
 from dataclasses import asdict
 from pathlib import Path
 from typing import Annotated, Any
@@ -10,6 +11,7 @@ from typing import Annotated, Any
 import typer
 
 from sieveqa.cli._app import DeviceOpt, app, check_device, console, float_list
+from sieveqa.cli._options import Setting, given_settings, settings_command
 
 ReaderOpt = Annotated[str, typer.Option("--reader", "-r", help="a reader model folder (train --arch reader)")]
 OpenDataOpt = Annotated[
@@ -121,20 +123,28 @@ def train_scheduler(
     )
 
 
-@app.command("eval-reader")
+#: The schedule settings ``eval-reader`` shares with the reader answering methods: declared once, in
+#: their options dataclasses (``sieveqa.runtime.answer.reading``), so the defaults cannot drift.
+SHARED_READER_SETTINGS = ("budget", "threshold", "m", "scheduler")
+
+
+@functools.cache
+def reader_settings() -> dict[str, Setting]:
+    from sieveqa.cli.answer import method_settings
+
+    return {name: method_settings()[name] for name in SHARED_READER_SETTINGS}
+
+
+@app.command("eval-reader", cls=settings_command(reader_settings))
 def eval_reader(
+    ctx: typer.Context,
     reader: ReaderOpt,
     dataset: OpenDataOpt = "squad-open-mini:test",
-    method: Annotated[str, typer.Option(help="standard, top-k, tower, skyline or learned")] = "skyline",
-    budget: Annotated[float | None, typer.Option(help="skyline/learned: layers per passage")] = None,
-    scheduler: Annotated[
-        str | None, typer.Option(help="learned: the policy folder (train-scheduler)")
-    ] = None,
-    threshold: Annotated[float, typer.Option(help="tower: stop at this P(no answer)")] = 0.9,
+    method: Annotated[
+        str,
+        typer.Option(help="standard, top-k, tower, skyline or learned (skyline with --scheduler)"),
+    ] = "skyline",
     k: Annotated[int, typer.Option(help="top-k: passages read")] = 5,
-    m: Annotated[
-        int | None, typer.Option(help="towers kept for the answer [default: tower 5, skyline 1, learned 3]")
-    ] = None,
     strategy: Annotated[
         str, typer.Option(help="last (finish kept towers) or any (answer where they stand)")
     ] = "last",
@@ -151,6 +161,30 @@ def eval_reader(
 ) -> None:
     """EM and F1 of a schedule over each question's retrieved passages, with the layers it spent
     (and, ``--live``, its measured latency)."""
+    run_eval_reader(
+        reader, dataset, method, given_settings(ctx), k, strategy, init_priority, group, live, passages,
+        limit, json_out, device, progress,
+    )  # fmt: skip
+
+
+def run_eval_reader(
+    reader: str,
+    dataset: str,
+    method: str,
+    shared: dict[str, Any],
+    k: int = 5,
+    strategy: str = "last",
+    init_priority: float = 0.0,
+    group: int = 1,
+    live: bool = False,
+    passages: int | None = None,
+    limit: int | None = None,
+    json_out: Path | None = None,
+    device: str = "auto",
+    progress: bool = True,
+) -> None:
+    """``eval-reader``'s work; ``shared``: the settings given of ``SHARED_READER_SETTINGS`` (the
+    others take the reader methods' defaults)."""
     from sieveqa.data.registry import load_open_dataset
     from sieveqa.evaluation.odqa import evaluate_schedule, load_policy, load_reader
     from sieveqa.evaluation.provenance import run_info
@@ -159,8 +193,13 @@ def eval_reader(
     check_device(device, "fp32")
     if json_out is not None:
         check_output_file(json_out, "--json")
+    shared = {name: s.default for name, s in reader_settings().items()} | {
+        k: v for k, v in shared.items() if v is not None
+    }
+    scheduler = shared["scheduler"]
+    budget = shared["budget"] if method in ("skyline", "learned") else None
     schedule = _schedule(
-        method=method, budget=budget, threshold=threshold, k=k, m=m, strategy=strategy,
+        method=method, budget=budget, threshold=shared["threshold"], k=k, m=shared["m"], strategy=strategy,
         init_priority=init_priority, group=group,
     )  # fmt: skip
     policy = load_policy(scheduler, method)

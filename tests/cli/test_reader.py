@@ -72,7 +72,6 @@ def test_calibrate_schedule_and_evaluate(
     [
         (["--method", "skyline", "--budget", "0"], "--budget must be a number of layers per passage above 0"),
         (["--method", "skyline", "--budget", "-2"], "above 0"),
-        (["--method", "skyline"], "above 0"),
         (["--method", "skyline", "--budget", "abc"], "Invalid value for '--budget'"),
         (["--method", "learned", "--budget", "1"], "needs --scheduler"),
         (["--method", "tower", "--scheduler", "x"], "--scheduler is for --method learned"),
