@@ -18,15 +18,21 @@ def _example(question: str) -> RankingExample:
     return RankingExample(Question(question, question), [Candidate("0", "text")])
 
 
-def test_a_job_cancelled_while_queued_is_dropped_and_the_worker_goes_on() -> None:
-    """The worker used to call set_result on the cancelled future, die of InvalidStateError, and
-    leave every later request hanging."""
+def _busy(max_queue: int = 512) -> tuple[RecordingRanker, MicroBatcher]:
+    """A started batcher whose worker holds a first request at the ranker's gate."""
     ranker = RecordingRanker()
-    batcher = MicroBatcher(max_wait=0.0)
+    batcher = MicroBatcher(max_wait=0.0, max_queue=max_queue)
     batcher.start()
     ranker.gate.clear()
     batcher.submit(_example("held"), 1, ranker)
     assert ranker.entered.wait(5)
+    return ranker, batcher
+
+
+def test_a_job_cancelled_while_queued_is_dropped_and_the_worker_goes_on() -> None:
+    """The worker used to call set_result on the cancelled future, die of InvalidStateError, and
+    leave every later request hanging."""
+    ranker, batcher = _busy()
     gone = batcher.submit(_example("gone"), 1, ranker)
     assert gone.cancel()  # the client went away while it waited
     kept = batcher.submit(_example("kept"), 1, ranker)
@@ -42,12 +48,7 @@ def test_a_job_cancelled_while_queued_is_dropped_and_the_worker_goes_on() -> Non
 
 def test_cancelling_the_awaiting_coroutine_cancels_the_queued_job() -> None:
     """What a client disconnect does in the service: the request's task is cancelled."""
-    ranker = RecordingRanker()
-    batcher = MicroBatcher(max_wait=0.0)
-    batcher.start()
-    ranker.gate.clear()
-    batcher.submit(_example("held"), 1, ranker)
-    assert ranker.entered.wait(5)
+    ranker, batcher = _busy()
 
     async def client() -> None:
         future = batcher.submit(_example("impatient"), 1, ranker)
@@ -116,12 +117,7 @@ def test_retry_after_comes_from_the_measured_rate() -> None:
 
 
 def test_cancelled_jobs_hold_no_place_in_the_queue() -> None:
-    ranker = RecordingRanker()
-    batcher = MicroBatcher(max_wait=0.0, max_queue=1)
-    batcher.start()
-    ranker.gate.clear()
-    batcher.submit(_example("held"), 1, ranker)
-    assert ranker.entered.wait(5)
+    ranker, batcher = _busy(max_queue=1)
     batcher.submit(_example("gone"), 1, ranker).cancel()
     assert batcher.depth == 0
     kept = batcher.submit(_example("kept"), 1, ranker)  # the place "gone" held is free again
