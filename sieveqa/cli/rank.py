@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -18,6 +19,7 @@ from sieveqa.cli._app import (
     console,
     float_list,
 )
+from sieveqa.cli._options import Setting, given_settings, merge, settings_command, settings_of
 from sieveqa.errors import ConfigError, shorten
 
 if TYPE_CHECKING:
@@ -27,8 +29,17 @@ if TYPE_CHECKING:
 SHOWN = 300
 
 
-@app.command()
+@functools.cache
+def search_settings() -> dict[str, Setting]:
+    """The store search's settings (``SearchSettings``' fields) as ``rank`` flags."""
+    from sieveqa.runtime.store.ranker import SearchSettings
+
+    return merge(settings_of(SearchSettings, "rank", panel="Store search (with --store, no candidates)"))
+
+
+@app.command(cls=settings_command(search_settings))
 def rank(
+    ctx: typer.Context,
     input_path: Annotated[Path, typer.Option("--input", "-i", help="JSONL of questions with candidates")],
     output: Annotated[
         Path | None, typer.Option("--output", "-o", help="ranked JSONL (adds score and rank)")
@@ -58,35 +69,6 @@ def rank(
         Path | None,
         typer.Option(help="answer store (sieveqa index build): candidates are answer ids, or none for all"),
     ] = None,
-    first_stage: Annotated[
-        str | None,
-        typer.Option(
-            help="--store without candidates: vector (pooled bits in FAISS; the default), bm25, rrf or mix "
-            "(both fused), or none (HAS scores every stored answer: exact, slow on large stores)",
-            rich_help_panel="Store search",
-        ),
-    ] = None,
-    k: Annotated[
-        int | None,
-        typer.Option(
-            help="answers the first stage passes to HAS (default: 50)", rich_help_panel="Store search"
-        ),
-    ] = None,
-    nprobe: Annotated[
-        int | None,
-        typer.Option(
-            help="IVF first stages: inverted lists searched (default: a quarter of them)",
-            rich_help_panel="Store search",
-        ),
-    ] = None,
-    mix_weight: Annotated[
-        float | None,
-        typer.Option(
-            help="--first-stage mix: weight of the vector scores (BM25's: 1 minus it; default 0.7, best "
-            "on dev)",
-            rich_help_panel="Store search",
-        ),
-    ] = None,
 ) -> None:
     """Rank the candidates of each question in a JSONL file; print the top answers with scores.
 
@@ -100,8 +82,7 @@ def rank(
     check_device(device, precision)
     if output is not None:
         check_output_file(output, "--output")
-    searching = {"first_stage": first_stage, "k": k, "mix_weight": mix_weight, "nprobe": nprobe}
-    searching = {name: value for name, value in searching.items() if value is not None}
+    searching = given_settings(ctx)  # SearchSettings' fields, declared (with their help) there only
     if searching and store is None:
         flags = ", ".join("--" + name.replace("_", "-") for name in searching)
         raise ConfigError(f"{flags}: for searching an answer store; add --store")

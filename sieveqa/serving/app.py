@@ -30,7 +30,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from sieveqa import __version__
 from sieveqa.errors import BusyError, ConfigError, DataFormatError, SieveQAError
 from sieveqa.serving.metrics import CONTENT_TYPE
-from sieveqa.serving.service import REQUEST_SETTINGS, RequestError, Service
+from sieveqa.serving.service import ANSWER_SETTINGS, REQUEST_SETTINGS, RequestError, Service
 from sieveqa.serving.wire import (
     AnswerRequest,
     AnswerResponse,
@@ -163,6 +163,10 @@ def _describe_limits(schema: dict[str, Any], service: Service) -> None:
     for name in REQUEST_SETTINGS:
         if name not in service.ranker.request_settings:
             del rerank[name]
+    method = service.answerer.method if service.answerer is not None else None
+    for name in ANSWER_SETTINGS:
+        if method is None or name not in method.request_settings:
+            del parts["AnswerRequest"]["properties"][name]
 
 
 #: How often a waiting request checks whether its client is still there.

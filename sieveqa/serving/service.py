@@ -34,6 +34,8 @@ from sieveqa.serving.worker import Job, QueueFullError, Worker
 
 #: The request fields that change the ranker (``Ranker.request_settings`` says which it takes).
 REQUEST_SETTINGS = ("alpha", "budget")
+#: The /answer fields that change the method (``AnswerMethod.request_settings`` says which it takes).
+ANSWER_SETTINGS = ("budget",)
 #: Rankers kept for per-request settings.
 _SETTINGS_CACHE = 32
 #: Texts whose tokens the model keeps, so that a checked request is not tokenized again.
@@ -53,6 +55,7 @@ class _Question(Job):
     answerer: Answerer
     question: str
     top: int
+    settings: dict[str, Any]
 
 
 class AnswerQueue(Worker[_Question]):
@@ -62,16 +65,27 @@ class AnswerQueue(Worker[_Question]):
     def __init__(self, max_queue: int) -> None:
         super().__init__(max_queue, "sieveqa-answers")
 
-    def submit(self, answerer: Answerer, question: str, top: int) -> Future[Answer]:
-        """Queue a question for its ``top`` answers; cancelling the future while it waits drops it."""
-        return self._enqueue(_Question(1, answerer, question, top))
+    def submit(
+        self, answerer: Answerer, question: str, top: int, settings: dict[str, Any] | None = None
+    ) -> Future[Answer]:
+        """Queue a question for its ``top`` answers, with the method's per-request ``settings``;
+        cancelling the future while it waits drops it."""
+        return self._enqueue(_Question(1, answerer, question, top, settings or {}))
 
     def _take(self) -> list[_Question]:
         return [self._pending.popleft()]
 
     def _work(self, jobs: list[_Question]) -> None:
         (job,) = jobs
-        job.future.set_result(job.answerer.answer(job.question, job.top))
+        answerer = job.answerer
+        if job.settings:  # this question's own method settings, through the method's hook
+            if answerer.index is not None:
+                answerer.index = answerer.index.latest()
+            method = answerer.method.with_settings(**job.settings)
+            answerer = Answerer(
+                method, answerer.index, answerer.retrieve, answerer.retriever, answerer.embedder
+            )
+        job.future.set_result(answerer.answer(job.question, job.top))
 
 
 def pair_model(ranker: Ranker) -> PairModel | None:
@@ -273,7 +287,16 @@ class Service:
                 "too_large",
                 f"question: {len(req.question)} characters, more than {self.limits.max_chars}",
             )
-        found: Answer = await self._await(self.answers.submit, self.answerer, req.question, req.top)
+        settings = {name: getattr(req, name) for name in ANSWER_SETTINGS if getattr(req, name) is not None}
+        refused = sorted(set(settings) - set(self.answerer.method.request_settings))
+        if refused:
+            takes = ", ".join(self.answerer.method.request_settings) or "no per-request settings"
+            raise RequestError(
+                400,
+                "validation",
+                f"{' and '.join(refused)}: --method {self.answerer.method.name} takes {takes}",
+            )
+        found: Answer = await self._await(self.answers.submit, self.answerer, req.question, req.top, settings)
         self.metrics.layer_units.labels("answer").inc(found.cost.layer_units)
         self.metrics.inferences.labels("answer").inc(found.inferences)
         return found

@@ -122,3 +122,37 @@ def test_a_cascades_schema_offers_alpha_and_budget(tiny_cascade) -> None:
     with TestClient(create_app(Service(CascadeRanker(tiny_cascade)))) as c:
         properties = c.get("/openapi.json").json()["components"]["schemas"]["RerankRequest"]["properties"]
     assert {"alpha", "budget"} <= set(properties)
+
+
+def test_a_question_brings_its_own_budget_through_the_methods_hook(keyword_answerer: Answerer) -> None:
+    """/answer's budget reaches a method that takes it (skyline does) and is refused by others."""
+    from sieveqa.runtime.answer.method import AnswerRun, Found
+
+    class Budgeted(type(keyword_answerer.method)):
+        name, request_settings = "budgeted", ("budget",)
+        budget = 2.0
+
+        def with_settings(self, budget=None, **other):
+            twin = Budgeted(self.reranker, self.selector)
+            twin.budget = budget if budget is not None else self.budget
+            return twin
+
+        def run(self, question, passages, top):
+            return AnswerRun([Found(passages[0], 0, self.budget)], None, None)
+
+    keyword_answerer.method = Budgeted(keyword_answerer.method.reranker, keyword_answerer.method.selector)
+    with TestClient(create_app(Service(KeywordRanker(), keyword_answerer))) as c:
+        assert c.post("/answer", json={"question": QUESTION}).json()["answers"][0]["score"] == 2.0
+        assert (
+            c.post("/answer", json={"question": QUESTION, "budget": 0.5}).json()["answers"][0]["score"] == 0.5
+        )
+        assert (
+            "budget" in c.get("/openapi.json").json()["components"]["schemas"]["AnswerRequest"]["properties"]
+        )
+
+
+def test_budget_is_refused_by_a_method_without_it(answering: TestClient) -> None:
+    r = answering.post("/answer", json={"question": QUESTION, "budget": 1.0})
+    assert (r.status_code, r.json()["error"]) == (400, "budget: --method peasi takes no per-request settings")
+    schema = answering.get("/openapi.json").json()["components"]["schemas"]["AnswerRequest"]
+    assert "budget" not in schema["properties"]
