@@ -26,7 +26,9 @@ _NUMBER = BeforeValidator(_no_bool)
 Int = Annotated[int, _NUMBER]
 Float = Annotated[float, _NUMBER]
 #: A text with something in it (an empty or blank one is a 400, as the schema says).
-Text = Annotated[str, Field(min_length=1, pattern=r"\S")]
+#: Some character that is not white space, by both regex dialects that read this pattern: the server's
+#: (Rust's, where U+0085 is white space) and the schema's readers' (ECMA-262, where U+FEFF is).
+Text = Annotated[str, Field(min_length=1, pattern=r"[^\s\x85\uFEFF]")]
 
 
 class _Wire(BaseModel):

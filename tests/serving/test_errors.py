@@ -21,6 +21,9 @@ OK = {"query": "q", "texts": ["a", "b"]}
         ({"query": "q"}, 400, "empty", "texts (or documents) is missing"),
         ({"query": "q", "documents": []}, 400, "empty", "documents is empty"),
         ({"query": "q", "texts": ["a", "  "]}, 400, "empty", "texts[1] is empty"),
+        # Blank by the server's regex (Rust) and by the schema's (ECMA), which differ on these two.
+        ({"query": "q", "texts": ["a", "\u0085"]}, 400, "empty", "texts[1] is empty"),
+        ({"query": "q", "texts": ["a", "\ufeff "]}, 400, "empty", "texts[1] is empty"),
         ({"query": "q", "documents": [{"text": ""}]}, 400, "empty", "documents[0].text is empty"),
         ({"query": "q", "texts": ["a"] * 6}, 413, "too_large", "6 texts, more than the 5"),
         ({"query": "q", "texts": ["a", "x" * 201]}, 413, "too_large", "texts[1]: 201 characters"),
