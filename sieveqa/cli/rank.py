@@ -84,7 +84,7 @@ def rank(
         check_output_file(output, "--output")
     searching = given_settings(ctx)  # SearchSettings' fields, declared (with their help) there only
     if searching and store is None:
-        flags = ", ".join("--" + name.replace("_", "-") for name in searching)
+        flags = ", ".join(s.flag for name, s in search_settings().items() if name in searching)
         raise ConfigError(f"{flags}: for searching an answer store; add --store")
     if store is not None:
         if alpha or policy:
