@@ -156,8 +156,17 @@ class ReadLease:
     reader holds one (:func:`remove_unleased`). Released by ``close`` or when garbage-collected."""
 
     def __init__(self, folder: str | os.PathLike[str]) -> None:
-        self._fd: int | None = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
-        fcntl.flock(self._fd, fcntl.LOCK_SH)
+        self._fd: int | None = None
+        fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH)
+            # A writer may have removed the folder between the open and the lock: then it is gone.
+            if os.fstat(fd).st_nlink == 0 or os.stat(folder).st_ino != os.fstat(fd).st_ino:
+                raise FileNotFoundError(f"{folder} was removed")
+        except BaseException:
+            os.close(fd)
+            raise
+        self._fd = fd
 
     def close(self) -> None:
         if self._fd is not None:
@@ -176,7 +185,7 @@ def remove_unleased(folder: str | os.PathLike[str]) -> bool:
         return True
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
+    except OSError:  # held by a reader (or, on NFS, not lockable this way): kept
         os.close(fd)
         return False
     try:

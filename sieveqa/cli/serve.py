@@ -101,6 +101,13 @@ def serve(
     console.print(f"sieveqa serving {model} ({service.kind}) at {where}  [dim]docs: {where}/docs[/dim]")
     if index is not None:
         console.print(f"answering over {index} with {method}: the page is {where}/")
-    uvicorn.run(
+    config = uvicorn.Config(
         create_app(service), host=host, port=port, timeout_graceful_shutdown=grace, log_level="warning"
     )
+
+    class Server(uvicorn.Server):
+        def handle_exit(self, sig: int, frame: object) -> None:
+            service.drain()  # /health says "draining" from the signal on, not only at the end
+            super().handle_exit(sig, frame)
+
+    Server(config).run()

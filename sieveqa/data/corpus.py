@@ -121,13 +121,19 @@ class CorpusIndex:
     """An opened corpus index (read-only; ``append`` writes a new generation and reopens). It holds a
     :class:`~sieveqa.io.ReadLease` on its generation until ``close`` or garbage collection."""
 
-    def __init__(self, path: Path, manifest: dict[str, Any], lease: ReadLease | None = None) -> None:
+    def __init__(
+        self,
+        path: Path,
+        manifest: dict[str, Any],
+        lease: ReadLease | None = None,
+        stamp: tuple[int, int] | None = None,
+    ) -> None:
         self.path = path
         self.manifest = manifest
         self.options = CorpusOptions(**typed(CorpusOptions, manifest["options"], f"{path}/{MANIFEST}"))
         gen = path / manifest["generation"]
         self._lease = lease or ReadLease(gen)
-        self._stamp = _stamp(path)
+        self._stamp = stamp if stamp is not None else _stamp(path)  # of the manifest read, not a later one
         self._db_path = gen / DB
         self._bm25 = BM25Index.load(gen / "bm25")
         self._dense = DenseIndex.load(gen / "dense") if (gen / "dense").is_dir() else None
@@ -139,6 +145,7 @@ class CorpusIndex:
         """Open an index; ``verify`` checks every file's sha256 against the manifest."""
         path = Path(path)
         for attempt in range(3):  # a writer may replace the generation between manifest and lease
+            stamp = _stamp(path) if (path / MANIFEST).is_file() else None
             manifest = read_manifest(path, FORMAT, VERSION, "a corpus index", "sieveqa index corpus")
             if manifest.get("tokenizer") != tokenizer_signature():
                 raise StoreError(f"{path}: built with another tokenizer than the installed one; rebuild it")
@@ -156,7 +163,7 @@ class CorpusIndex:
                 raise StoreError(f"{path}: {manifest['generation']}/{name} is missing")
             if verify and file_sha256(file) != sha:
                 raise StoreError(f"{path}: {manifest['generation']}/{name} is damaged (sha256 differs)")
-        return cls(path, manifest, lease)
+        return cls(path, manifest, lease, stamp)
 
     def latest(self) -> CorpusIndex:
         """This index, or the newer generation a writer has added since it was opened (cheap when
@@ -165,15 +172,19 @@ class CorpusIndex:
             return self
         fresh = CorpusIndex.open(self.path, verify=False)
         if fresh.manifest["generation"] == self.manifest["generation"]:
+            self._stamp = fresh._stamp
             fresh.close()
-            self._stamp = _stamp(self.path)
             return self
         return fresh
+
+    def sweep(self) -> None:
+        """Remove the generations older than the current one that no reader holds."""
+        _sweep(self.path)
 
     def close(self) -> None:
         """Release this generation, and remove the generations no reader holds any more."""
         self._lease.close()
-        _sweep(self.path)
+        self.sweep()
 
     # -- writing ---------------------------------------------------------------------------------
 

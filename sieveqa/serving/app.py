@@ -322,7 +322,7 @@ def create_app(service: Service) -> FastAPI:
         """Readiness, and what this server has loaded: 503 while it drains or if a worker is down."""
         method = service.answerer.method.name if service.answerer is not None else None
         depth = service.queue_depth
-        status = "ok" if service.ready else "draining" if service.batcher.stopping else "down"
+        status = "ok" if service.ready else "draining" if service.draining else "down"
         if status != "ok":
             response.status_code = 503
         return Health(

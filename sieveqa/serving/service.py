@@ -15,6 +15,7 @@ that waits or runs past ``Limits.timeout_s`` gets a 503 and is cancelled, and a 
 from __future__ import annotations
 
 import asyncio
+import threading
 from collections import OrderedDict
 from concurrent.futures import Future
 from dataclasses import dataclass
@@ -80,7 +81,7 @@ class AnswerQueue(Worker[_Question]):
         answerer = job.answerer
         if job.settings:  # this question's own method settings, through the method's hook
             if answerer.index is not None:
-                answerer.index = answerer.index.latest()
+                answerer.refresh()
             method = answerer.method.with_settings(**job.settings)
             answerer = Answerer(
                 method, answerer.index, answerer.retrieve, answerer.retriever, answerer.embedder
@@ -120,6 +121,8 @@ class Service:
         )
         self.answers = AnswerQueue(limits.max_queue)
         self._settings: OrderedDict[tuple[tuple[str, object], ...], Ranker] = OrderedDict()
+        self._settings_lock = threading.Lock()
+        self._draining = False
 
     @classmethod
     def load(
@@ -152,7 +155,16 @@ class Service:
     @property
     def ready(self) -> bool:
         """Whether both workers run and take requests (not dead, not draining)."""
-        return self.batcher.ready and self.answers.ready
+        return self.batcher.ready and self.answers.ready and not self.draining
+
+    @property
+    def draining(self) -> bool:
+        """Whether shutdown has begun (a signal came, or the workers are stopping)."""
+        return self._draining or self.batcher.stopping or self.answers.stopping
+
+    def drain(self) -> None:
+        """Say "draining" on /health from now on; the requests in flight still finish."""
+        self._draining = True
 
     def start(self) -> None:
         self.batcher.start()
@@ -244,6 +256,10 @@ class Service:
         if len(settings) > 1:
             raise RequestError(422, "validation", f"give {' or '.join(settings)}, not both")
         key = tuple((k, tuple(v) if isinstance(v, list) else v) for k, v in sorted(settings.items()))
+        with self._settings_lock:  # checks run on the loop's thread pool, several at once
+            return self._cached_ranker(key, settings)
+
+    def _cached_ranker(self, key: tuple[tuple[str, object], ...], settings: dict[str, Any]) -> Ranker:
         if key in self._settings:
             self._settings.move_to_end(key)
             return self._settings[key]

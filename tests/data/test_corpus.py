@@ -107,6 +107,42 @@ def test_a_reader_keeps_its_generation_through_an_append_and_then_moves_on(tmp_p
     assert [p.name for p in (tmp_path / "idx").glob("gen-*")] == [fresh.manifest["generation"]]
 
 
+def test_an_answerer_moves_on_and_the_old_generation_goes(tmp_path: Path) -> None:
+    """Moving to a new generation used to leave the old one on disk until the next append."""
+    from sieveqa.runtime.answer.answerer import Answerer
+    from sieveqa.runtime.answer.sentence import Pointwise
+    from tests.fakes import KeywordRanker
+
+    CorpusIndex.build(DOCS[:2], tmp_path / "idx")
+    answerer = Answerer(Pointwise(KeywordRanker(), "none"), CorpusIndex.open(tmp_path / "idx"))
+    old_gen = answerer.index.manifest["generation"]
+    CorpusIndex.open(tmp_path / "idx").append(DOCS[2:])
+    assert (tmp_path / "idx" / old_gen).is_dir()  # the answerer still holds it
+    assert answerer.answer("glaciers valleys").best.passage.doc_id == "ice"
+    assert not (tmp_path / "idx" / old_gen).exists()
+
+
+def test_a_generation_removed_between_open_and_lock_is_not_leased(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The lease used to hold a deleted folder, and the open failed on its missing files."""
+    import fcntl
+
+    from sieveqa.io import ReadLease
+
+    gen = tmp_path / "gen-00000"
+    gen.mkdir()
+    real = fcntl.flock
+
+    def writer_wins(fd: int, op: int) -> None:  # the writer's sweep removes it in between
+        gen.rmdir()
+        real(fd, op)
+
+    monkeypatch.setattr(fcntl, "flock", writer_wins)
+    with pytest.raises(FileNotFoundError):
+        ReadLease(gen)
+
+
 def test_a_killed_build_leaves_no_index_and_a_rerun_completes(tmp_path: Path) -> None:
     class Dies(WordEmbedder):
         def embed(self, texts, progress=False):

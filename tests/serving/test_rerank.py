@@ -149,3 +149,34 @@ def test_a_truncate_false_request_is_tokenized_once_and_off_the_event_loop(tiny_
     assert r.status_code == 200, r.text
     assert sorted(counting.texts) == sorted([QUERY, *TEXTS])  # each text once: check and scoring
     assert counting.on_loop and not any(counting.on_loop)
+
+
+def test_one_setting_asked_at_once_from_two_threads_builds_one_ranker(tiny_cascade) -> None:
+    """Checks run on the thread pool now: unguarded, two requests with the same alpha both missed
+    the cache and built two rankers (which the batcher, grouping by ranker, cannot batch together),
+    and eviction could raise KeyError between a lookup and its move_to_end."""
+    import threading
+    import time
+    from concurrent.futures import ThreadPoolExecutor
+
+    from sieveqa.serving.wire import RerankRequest
+
+    cascade = CascadeRanker(tiny_cascade, drop_ratios=0.0)
+    build = cascade.with_settings
+
+    def slow_build(**settings):  # building a ranker takes a while: both threads are inside
+        time.sleep(0.2)
+        return build(**settings)
+
+    cascade.with_settings = slow_build
+    service = Service(cascade)
+    request = RerankRequest(query="q", texts=["a"], alpha=0.3)
+    barrier = threading.Barrier(2)
+
+    def ask(_: int) -> object:
+        barrier.wait()
+        return service._ranker_for(request)
+
+    with ThreadPoolExecutor(2) as pool:
+        first, second = pool.map(ask, range(2))
+    assert first is second

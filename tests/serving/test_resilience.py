@@ -127,6 +127,11 @@ def test_health_is_503_when_the_workers_are_down_or_draining() -> None:
     service = Service(RecordingRanker())
     with TestClient(create_app(service)) as c:
         assert c.get("/health").status_code == 200
+        service.drain()  # what the server's signal handler calls: in-flight work still finishes
+        r = c.get("/health")
+        assert (r.status_code, r.json()["status"]) == (503, "draining")
+        assert c.post("/rerank", json=OK).status_code == 200
+        service._draining = False
         service.batcher.stop(5)  # as at shutdown: draining
         r = c.get("/health")
         assert (r.status_code, r.json()["status"]) == (503, "draining")

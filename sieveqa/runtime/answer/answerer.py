@@ -61,16 +61,25 @@ class Answerer:
 
     # -- over an index ---------------------------------------------------------------------------
 
+    def refresh(self) -> CorpusIndex:
+        """The index at its newest generation (a writer may have added one since the last question);
+        the old one is let go, and its generation removed once no thread or process holds it."""
+        if self.index is None:
+            raise ConfigError("this Answerer has no corpus index; give passages to run() instead")
+        index = self.index.latest()
+        if index is not self.index:
+            self.index = index
+            index.sweep()
+        return index
+
     def answer(self, question: str, top: int | None = None) -> Answer:
         return self.answer_many([question], top)[0]
 
     def answer_many(self, questions: Sequence[str], top: int | None = None) -> list[Answer]:
         """Retrieve, then ``run``, for each question (retrieval is batched); ``top`` answers each
         (default: this Answerer's)."""
-        if self.index is None:
-            raise ConfigError("this Answerer has no corpus index; give passages to run() instead")
         started = time.perf_counter()
-        index = self.index = self.index.latest()  # a writer may have added a generation
+        index = self.refresh()
         hits = index.search_many(questions, self.retrieve, self.retriever, self.embedder)
         retrieval = (time.perf_counter() - started) / max(len(questions), 1)
         out = []

@@ -6,7 +6,8 @@ folder, saved policy included, the shard boundaries) and one ``shard-NNNNN.jsonl
 format ``sieveqa rank --output`` writes. A shard file exists only when the whole shard is ranked; a
 second run over the same folder ranks only the shards that have none, and refuses to mix inputs,
 models (a retrained or re-tuned one included) or shard sizes; two runs into one folder at once are
-refused (``claim`` holds its lock). A Parquet input is read once per process, not once per shard.
+refused (``claim`` holds its lock). A Parquet input is read once per process, not once per shard
+(each process, a Ray actor included, holds its three columns in memory).
 The work of a shard is a plain function, so one process (``run_local``) or a Ray actor pool
 (``sieveqa.runtime.batch.ray_pool``) can do it.
 
@@ -125,15 +126,26 @@ class ShardPlan:
 
 
 def model_digest(model: str | Path) -> str:
-    """sha256 over every file of the model's folder (weights, config, saved policy; an ensemble's
-    members too): a retrained model or a re-tuned policy under the same name differs."""
-    from sieveqa.models.zoo import resolve_model
+    """sha256 over every file of the model's folder (weights, config, saved policy) and, for an
+    ensemble, of each member's folder: a retrained model or a re-tuned policy under the same name
+    differs. Names resolve as loading does (a shipped name before a folder of that name)."""
+    from sieveqa.models.zoo import SHIPPED, resolve_model
+    from sieveqa.runtime.ensemble import EnsembleSpec, is_ensemble
 
-    folder = Path(model) if Path(model).is_dir() else resolve_model(model)
+    name = str(model)
+    folder = Path(name) if name not in SHIPPED and is_ensemble(name) else resolve_model(name)
     digest = hashlib.sha256()
+    _hash_folder(digest, folder)
+    if is_ensemble(folder):
+        for member in EnsembleSpec.load(folder).members:
+            digest.update(f"member {member}\n".encode())
+            _hash_folder(digest, resolve_model(member))
+    return digest.hexdigest()
+
+
+def _hash_folder(digest: Any, folder: Path) -> None:
     for file in sorted(f for f in folder.rglob("*") if f.is_file() and not f.name.startswith(".")):
         digest.update(f"{file.relative_to(folder).as_posix()}\0{file_sha256(file)}\n".encode())
-    return digest.hexdigest()
 
 
 def _jsonl_starts(path: Path) -> list[int]:

@@ -182,3 +182,17 @@ def test_a_retrained_model_under_the_same_name_is_a_new_run(
     assert after != before
     with pytest.raises(ConfigError, match="another model_sha256"):
         ShardPlan.make(jsonl, 3, str(saved_tiny), after).open(tmp_path / "out")
+
+
+def test_an_ensembles_digest_covers_its_members(tmp_path: Path, saved_tiny: Path) -> None:
+    """Members live beside the ensemble folder, not in it: a retrained member must change the run."""
+    import shutil
+
+    from sieveqa.runtime.batch.sharded import model_digest
+    from sieveqa.runtime.ensemble import EnsembleSpec
+
+    other = shutil.copytree(saved_tiny, tmp_path / "other")
+    EnsembleSpec((str(saved_tiny), str(other)), (0.5, 0.5)).save(tmp_path / "ens")
+    before = model_digest(tmp_path / "ens")
+    (other / "policy.json").write_text("{}")  # a member changed, the ensemble folder did not
+    assert model_digest(tmp_path / "ens") != before
