@@ -22,7 +22,8 @@ The field's filtering conventions are part of the names:
 
 Open-domain QA data (a question, its gold answers, its retrieved passages: ``sieveqa.data.open_qa``)
 has its own names, read by :func:`load_open_dataset`: ``squad-open-mini:{train,dev0,dev1,dev-all,test,
-test-all}`` and ``jsonl:PATH`` in that format.
+test-all}``, ``squad-open-train:{train,dev,dev-all}`` (the same from SQuAD v1.1 train, for training
+the reader) and ``jsonl:PATH`` in that format.
 """
 
 from __future__ import annotations
@@ -155,6 +156,14 @@ def _build_squad_train_as2(top_k: int | None, force: bool) -> dict:
     return build_squad_train_as2(force=force, **({"train_top_k": top_k} if top_k is not None else {}))
 
 
+def _build_squad_open_train(top_k: int | None, force: bool) -> dict:
+    from sieveqa.data.squad_open import TRAIN_NAME, build_squad_open_train
+
+    if force:
+        shutil.rmtree(cache_root() / TRAIN_NAME, ignore_errors=True)
+    return build_squad_open_train(**({"top_k": top_k} if top_k is not None else {}))
+
+
 def _build_squad_train_passages(top_k: int | None, force: bool) -> dict:
     from sieveqa.data.passage_sets import build_squad_train_passages
 
@@ -169,6 +178,7 @@ BUILDERS: dict[str, Callable[[int | None, bool], dict]] = {
     "squad-as2": _build_squad_as2,
     "squad-train-as2": _build_squad_train_as2,
     "squad-train-passages": _build_squad_train_passages,
+    "squad-open-train": _build_squad_open_train,
 }
 
 
@@ -203,8 +213,9 @@ def load_datasets(names: str | list[str]) -> list[RankingExample]:
 
 
 def load_open_dataset(name: str) -> list[OpenExample]:
-    """``squad-open-mini:SPLIT`` or a JSONL file of this format (``jsonl:PATH`` or a bare .jsonl path)."""
-    from sieveqa.data.squad_open import SPLITS, squad_open
+    """``squad-open-mini:SPLIT``, ``squad-open-train:SPLIT`` or a JSONL file of this format
+    (``jsonl:PATH`` or a bare .jsonl path)."""
+    from sieveqa.data.squad_open import SPLITS, TRAIN_SPLITS, squad_open, squad_open_train
 
     if name.endswith((".jsonl", ".jsonl.gz")) and not name.startswith("jsonl:"):
         name = f"jsonl:{name}"
@@ -215,13 +226,19 @@ def load_open_dataset(name: str) -> list[OpenExample]:
                 f"squad-open-mini has no split {split!r}: use one of {', '.join(SPLITS)}"
             )
         return squad_open(split)
+    if family == "squad-open-train":
+        if split not in TRAIN_SPLITS:
+            raise DatasetNotFoundError(
+                f"squad-open-train has no split {split!r}: use one of {', '.join(TRAIN_SPLITS)}"
+            )
+        return squad_open_train(split)
     if family == "jsonl":
         if not Path(split).is_file():
             raise DatasetNotFoundError(f"jsonl:{split}: no such file")
         return read_open_jsonl(split)
     raise DatasetNotFoundError(
-        f"unknown open-domain dataset {name!r}: use squad-open-mini:SPLIT or jsonl:PATH "
-        "(questions with their passages)"
+        f"unknown open-domain dataset {name!r}: use squad-open-mini:SPLIT, squad-open-train:SPLIT "
+        "or jsonl:PATH (questions with their passages)"
     )
 
 

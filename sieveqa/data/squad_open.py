@@ -12,6 +12,13 @@ in two halves by ``random.Random(11)`` over sorted qids: the reader is chosen on
 the scheduler trained on dev1), ``dev-all``, ``test`` (SQuAD-AS2's fixed 500 test questions) and
 ``test-all``; ``manifest.json`` holds parameters, BM25 Hits@k per split and every file's sha256.
 Rebuilding gives byte-identical files.
+
+``squad-open-train`` is the same recipe on SQuAD v1.1 *train*, split by article as squad-train-as2 is
+(430 articles train, 12 dev): ``train`` holds every training question with the top ``top_k`` (5) chunks
+BM25 retrieves from the training articles, the first chunk of its own paragraph holding an answer
+appended when BM25 found none (so the reader sees its gold span and answerless chunks of the same
+articles); ``dev-all`` the dev articles' questions over their top 30, and ``dev`` 300 of them
+(``random.Random(7).sample`` over sorted qids). Files in ``cache_root()/squad-open-train/``.
 """
 
 from __future__ import annotations
@@ -26,14 +33,28 @@ from tqdm.auto import tqdm
 from sieveqa.data.corpus import CorpusIndex, CorpusOptions
 from sieveqa.data.documents import Document
 from sieveqa.data.jsonl import read_jsonl
-from sieveqa.data.open_qa import OpenExample, RetrievedPassage, read_open_jsonl, write_open_jsonl
+from sieveqa.data.open_qa import (
+    OpenExample,
+    RetrievedPassage,
+    answer_spans,
+    read_open_jsonl,
+    write_open_jsonl,
+)
 from sieveqa.data.passage_sets import passage_names
 from sieveqa.data.squad import SquadArticle, default_squad_path, read_squad
-from sieveqa.data.squad_as2 import cached_manifest, ensure_squad_as2, split_articles
+from sieveqa.data.squad_as2 import SUBSET_SEED, cached_manifest, ensure_squad_as2, split_articles
+from sieveqa.errors import ConfigError, DatasetNotFoundError
 from sieveqa.io import atomic_write_json, file_sha256
 from sieveqa.paths import cache_root
 
-__all__ = ["SPLITS", "build_squad_open", "squad_open"]
+__all__ = [
+    "SPLITS",
+    "TRAIN_SPLITS",
+    "build_squad_open",
+    "build_squad_open_train",
+    "squad_open",
+    "squad_open_train",
+]
 
 BUILDER_VERSION = 2  # 2: a chunk's #n counts every chunk of its paragraph, not the retrieved ones
 TOP_K = 30
@@ -43,22 +64,35 @@ HALF_SEED = 11
 HITS_AT = (1, 5, 10, 20, 30)
 MANIFEST = "manifest.json"
 SPLITS = ("train", "dev0", "dev1", "dev-all", "test", "test-all")
+TRAIN_NAME = "squad-open-train"
+TRAIN_TOP_K = 5
+TRAIN_SPLITS = ("train", "dev", "dev-all")
 
 
-def _retrieve(articles: list[SquadArticle], top_k: int) -> list[OpenExample]:
+def _retrieve(articles: list[SquadArticle], top_k: int, gold: bool = False) -> list[OpenExample]:
+    """Each question with the top ``top_k`` chunks of ``articles``; with ``gold``, the first chunk of
+    its own paragraph that holds an answer is appended when none retrieved does."""
     docs = [Document(p.pid, p.context, a.title.replace("_", " ")) for a in articles for p in a.paragraphs]
     questions = [q for a in articles for p in a.paragraphs for q in p.questions]
+    owners = [p.pid for a in articles for p in a.paragraphs for _ in p.questions]
     options = CorpusOptions(chunk_words=CHUNK_WORDS, chunk_stride=CHUNK_STRIDE)
     with tempfile.TemporaryDirectory(prefix="sieveqa-open-") as tmp:
         index = CorpusIndex.build(docs, Path(tmp) / "index", options)
         ranked = index.search_many([q.question for q in questions], top_k, matching_only=False)
         stored = {p.id: p for p in index.passages([str(i) for i in range(1, len(index) + 1)])}
     names = passage_names(list(stored.values()))  # "{paragraph id}#{n}": the n-th chunk of the paragraph
+    chunks: dict[str, list[str]] = {}
+    for pid in stored:  # each paragraph's chunks, in order
+        chunks.setdefault(names[pid].rsplit("#", 1)[0], []).append(pid)
     out = []
-    for q, hits in zip(questions, ranked, strict=True):
+    for q, owner, hits in zip(questions, owners, ranked, strict=True):
         passages = [
             RetrievedPassage(names[pid], stored[pid].text, stored[pid].title, score) for pid, score in hits
         ]
+        if gold and not any(answer_spans(p.text, q.answers) for p in passages):
+            own = next((c for c in chunks.get(owner, []) if answer_spans(stored[c].text, q.answers)), None)
+            if own is not None:
+                passages.append(RetrievedPassage(names[own], stored[own].text, stored[own].title, 0.0))
         out.append(OpenExample(q.qid, q.question, list(q.answers), passages))
     return out
 
@@ -108,9 +142,14 @@ def build_squad_open(
         "test": [ex for ex in built["test"] if ex.qid in test_subset],
         "test-all": built["test"],
     }
+    return _write(out_dir, "squad-open-mini", params, files)
+
+
+def _write(out_dir: Path, name: str, params: dict[str, Any], files: dict[str, list[OpenExample]]) -> dict:
+    """Write each split's file, then the manifest (counts, BM25 Hits@k, sha256); return it."""
     info: dict[str, dict[str, Any]] = {}
-    for name, examples in files.items():
-        path = out_dir / f"{name}.jsonl.gz"
+    for split, examples in files.items():
+        path = out_dir / f"{split}.jsonl.gz"
         write_open_jsonl(path, examples)
         info[path.name] = {
             "questions": len(examples),
@@ -119,9 +158,9 @@ def build_squad_open(
             "sha256": file_sha256(path),
         }
     manifest = {
-        "name": "squad-open-mini",
+        "name": name,
         "params": params,
-        "bm25_hits_at_k": {name: _hits(examples) for name, examples in files.items()},
+        "bm25_hits_at_k": {split: _hits(examples) for split, examples in files.items()},
         "files": dict(sorted(info.items())),
     }
     atomic_write_json(out_dir / MANIFEST, manifest)
@@ -132,4 +171,62 @@ def squad_open(split: str) -> list[OpenExample]:
     """The examples of one split (built on first use)."""
     out_dir = cache_root() / "squad-open-mini"
     build_squad_open(out_dir)
+    return read_open_jsonl(out_dir / f"{split}.jsonl.gz")
+
+
+def build_squad_open_train(
+    out_dir: Path | None = None,
+    top_k: int = TRAIN_TOP_K,
+    progress: bool = True,
+    *,
+    squad_path: Path | None = None,
+    max_articles: int | None = None,
+    dev_articles: int | None = None,
+    dev_size: int = 300,
+) -> dict[str, Any]:
+    """Build (or find cached) squad-open-train into ``out_dir``; returns its manifest.
+    ``max_articles``, ``dev_articles`` and ``dev_size`` make a slice (tests)."""
+    from sieveqa.data import squad_train_as2 as as2
+
+    out_dir = Path(out_dir) if out_dir is not None else cache_root() / TRAIN_NAME
+    squad_path = Path(squad_path) if squad_path is not None else as2.default_train_path()
+    if top_k < 1:
+        raise ConfigError(f"--top-k must be >= 1, got {top_k}")
+    if not squad_path.is_file():
+        raise DatasetNotFoundError(f"{squad_path}: no such SQuAD file (SIEVEQA_DATA names the data folder)")
+    dev_articles = dev_articles or as2.DEV_ARTICLES
+    params = {
+        "builder_version": BUILDER_VERSION,
+        "source": {"file": squad_path.name, "sha256": file_sha256(squad_path)},
+        "top_k": {"train": top_k, "dev": TOP_K},
+        "chunk_words": CHUNK_WORDS,
+        "chunk_stride": CHUNK_STRIDE,
+        "dev_articles": dev_articles,
+        "max_articles": max_articles,
+        "split_seed": as2.SPLIT_SEED,
+        "dev_size": dev_size,
+        "subset_seed": SUBSET_SEED,
+    }
+    names = {f"{s}.jsonl.gz" for s in TRAIN_SPLITS}
+    if (manifest := cached_manifest(out_dir, params, names)) is not None:
+        return manifest
+    articles = read_squad(squad_path)[:max_articles]
+    by_title = {a.title: a for a in articles}
+    splits = as2.split_train_articles(by_title, dev_articles)
+    bar = tqdm(total=2, desc=TRAIN_NAME, disable=not progress)
+    train = _retrieve([by_title[t] for t in splits["train"]], top_k, gold=True)
+    bar.update()
+    dev_all = _retrieve([by_title[t] for t in splits["dev"]], TOP_K)
+    bar.update()
+    bar.close()
+    qids = sorted(ex.qid for ex in dev_all)
+    subset = set(random.Random(SUBSET_SEED).sample(qids, min(dev_size, len(qids))))
+    files = {"train": train, "dev": [ex for ex in dev_all if ex.qid in subset], "dev-all": dev_all}
+    return _write(out_dir, TRAIN_NAME, params, files)
+
+
+def squad_open_train(split: str) -> list[OpenExample]:
+    """The examples of one squad-open-train split (built on first use)."""
+    out_dir = cache_root() / TRAIN_NAME
+    build_squad_open_train(out_dir)
     return read_open_jsonl(out_dir / f"{split}.jsonl.gz")

@@ -36,3 +36,25 @@ def test_chunks_overlap_by_half(squad_path: Path) -> None:
     assert len(chunks) >= 2
     first, second = chunks[0][1].split(), chunks[1][1].split()
     assert first[50:] == second[: len(first) - 50]
+
+
+OPEN_TRAIN_SLICE = {"max_articles": 4, "dev_articles": 1, "dev_size": 20, "top_k": 2}
+
+
+def test_squad_open_train_slice_gives_every_question_its_gold_chunk(real_data, tmp_path) -> None:
+    from sieveqa.data.open_qa import read_open_jsonl
+    from sieveqa.data.squad_open import build_squad_open_train
+
+    manifest = build_squad_open_train(tmp_path / "a", progress=False, **OPEN_TRAIN_SLICE)
+    train = read_open_jsonl(tmp_path / "a" / "train.jsonl.gz")
+    assert manifest["files"]["train.jsonl.gz"]["questions"] == len(train) > 100
+    assert all(2 <= len(ex.passages) <= 3 for ex in train)  # top 2, the gold chunk appended if missed
+    with_gold = sum(any(ex.has_answer()) for ex in train)
+    assert with_gold / len(train) > 0.98  # every answer found verbatim in its own paragraph, nearly
+    assert any(not all(ex.has_answer()) for ex in train)  # answerless chunks of the same articles
+    dev = read_open_jsonl(tmp_path / "a" / "dev.jsonl.gz")
+    assert len(dev) == 20 and len({len(ex.passages) for ex in dev}) == 1  # BM25's top only, no gold
+    again = build_squad_open_train(tmp_path / "b", progress=False, **OPEN_TRAIN_SLICE)
+    assert {k: v["sha256"] for k, v in again["files"].items()} == {
+        k: v["sha256"] for k, v in manifest["files"].items()
+    }  # byte-identical on rebuild
