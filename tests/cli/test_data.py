@@ -20,7 +20,7 @@ def test_backbones_lists_registered_names(sieveqa) -> None:
 def test_data_build_unknown_benchmark(sieveqa) -> None:
     assert (
         one_error_line(sieveqa("data", "build", "asnq"))
-        == "error: unknown benchmark 'asnq'; known: squad-as2, squad-train-as2, squad-train-passages"
+        == "error: unknown benchmark 'asnq'; known: squad-as2, squad-train-as2, squad-train-passages, squad-open-train"
     )
 
 
