@@ -32,10 +32,12 @@ def data_build(
         raise ConfigError(f"unknown benchmark {name!r}; known: {', '.join(BUILDERS)}")
     manifest = BUILDERS[name](top_k, force)
     for fname, info in manifest["files"].items():
-        typer.echo(
-            f"{fname}: {info['questions']} questions, {info['mean_candidates']:.1f} candidates/question, "
-            f"{info['positives']} positives"
-        )
+        if "passages" in info:  # open-domain QA: passages per question, how many hold an answer
+            per = info["passages"] / max(info["questions"], 1)
+            what = f"{per:.1f} passages/question, {info['with_answer']} with an answer"
+        else:
+            what = f"{info['mean_candidates']:.1f} candidates/question, {info['positives']} positives"
+        typer.echo(f"{fname}: {info['questions']} questions, {what}")
 
 
 @app.command()

@@ -20,8 +20,20 @@ def test_backbones_lists_registered_names(sieveqa) -> None:
 def test_data_build_unknown_benchmark(sieveqa) -> None:
     assert (
         one_error_line(sieveqa("data", "build", "asnq"))
-        == "error: unknown benchmark 'asnq'; known: squad-as2, squad-train-as2, squad-train-passages, squad-open-train"
+        == "error: unknown benchmark 'asnq'; known: squad-as2, squad-train-as2, squad-train-passages, "
+        "squad-open-train"
     )
+
+
+def test_an_open_domain_build_reports_its_passages(sieveqa, monkeypatch) -> None:
+    """Its manifest counts passages, not candidates: the summary used to end in a KeyError."""
+    import sieveqa.data.squad_open as module
+
+    info = {"questions": 4, "passages": 22, "with_answer": 5, "sha256": "0"}
+    monkeypatch.setattr(module, "build_squad_open_train", lambda **_: {"files": {"train.jsonl.gz": info}})
+    result = sieveqa("data", "build", "squad-open-train")
+    assert result.exit_code == 0, result.output
+    assert "train.jsonl.gz: 4 questions, 5.5 passages/question, 5 with an answer" in result.output
 
 
 def test_data_build_passes_top_k_to_the_named_builder(sieveqa, monkeypatch) -> None:
