@@ -2,6 +2,8 @@
 
 from pathlib import Path
 
+import pytest
+
 from sieveqa.data.squad import read_squad
 from sieveqa.data.squad_open import _retrieve
 
@@ -54,7 +56,14 @@ def test_squad_open_train_slice_gives_every_question_its_gold_chunk(real_data, t
     assert any(not all(ex.has_answer()) for ex in train)  # answerless chunks of the same articles
     dev = read_open_jsonl(tmp_path / "a" / "dev.jsonl.gz")
     assert len(dev) == 20 and len({len(ex.passages) for ex in dev}) == 1  # BM25's top only, no gold
+
+
+@pytest.mark.slow  # two builds of a slice: about 10 s
+def test_squad_open_train_rebuilds_byte_identical(real_data, tmp_path) -> None:
+    from sieveqa.data.squad_open import build_squad_open_train
+
+    first = build_squad_open_train(tmp_path / "a", progress=False, **OPEN_TRAIN_SLICE)
     again = build_squad_open_train(tmp_path / "b", progress=False, **OPEN_TRAIN_SLICE)
     assert {k: v["sha256"] for k, v in again["files"].items()} == {
-        k: v["sha256"] for k, v in manifest["files"].items()
-    }  # byte-identical on rebuild
+        k: v["sha256"] for k, v in first["files"].items()
+    }
