@@ -43,7 +43,7 @@ from sieveqa.data.open_qa import (
 from sieveqa.data.passage_sets import passage_names
 from sieveqa.data.squad import SquadArticle, default_squad_path, read_squad
 from sieveqa.data.squad_as2 import SUBSET_SEED, cached_manifest, ensure_squad_as2, split_articles
-from sieveqa.errors import ConfigError, DatasetNotFoundError
+from sieveqa.errors import ConfigError
 from sieveqa.io import atomic_write_json, file_sha256
 from sieveqa.paths import cache_root
 
@@ -189,15 +189,13 @@ def build_squad_open_train(
     from sieveqa.data import squad_train_as2 as as2
 
     out_dir = Path(out_dir) if out_dir is not None else cache_root() / TRAIN_NAME
-    squad_path = Path(squad_path) if squad_path is not None else as2.default_train_path()
     if top_k < 1:
         raise ConfigError(f"--top-k must be >= 1, got {top_k}")
-    if not squad_path.is_file():
-        raise DatasetNotFoundError(f"{squad_path}: no such SQuAD file (SIEVEQA_DATA names the data folder)")
+    squad_path, source = as2.train_source(squad_path)
     dev_articles = dev_articles or as2.DEV_ARTICLES
     params = {
         "builder_version": BUILDER_VERSION,
-        "source": {"file": squad_path.name, "sha256": file_sha256(squad_path)},
+        "source": source,
         "top_k": {"train": top_k, "dev": TOP_K},
         "chunk_words": CHUNK_WORDS,
         "chunk_stride": CHUNK_STRIDE,

@@ -64,6 +64,15 @@ def default_train_path() -> Path:
     return data_root() / "squad" / "train-v1.1.json.gz"
 
 
+def train_source(squad_path: Path | None) -> tuple[Path, dict[str, str]]:
+    """SQuAD v1.1 train's path (the default one unless given) and its identity for a manifest;
+    a missing file is one line naming it."""
+    path = Path(squad_path) if squad_path is not None else default_train_path()
+    if not path.is_file():
+        raise DatasetNotFoundError(f"{path}: no such SQuAD file (SIEVEQA_DATA names the data folder)")
+    return path, {"file": path.name, "sha256": file_sha256(path)}
+
+
 def split_train_articles(
     titles: Iterable[str], dev_articles: int, seed: int = SPLIT_SEED
 ) -> dict[str, list[str]]:
@@ -102,14 +111,12 @@ def build_squad_train_as2(
     manifest. Skips the work when the manifest there has the same parameters and every file still
     matches its sha256, unless ``force``. ``max_articles`` keeps the first articles only (tests)."""
     out_dir = Path(out_dir) if out_dir is not None else cache_root() / NAME
-    squad_path = Path(squad_path) if squad_path is not None else default_train_path()
     if min(train_top_k, dev_top_k) < 1:
         raise ConfigError(f"--top-k must be >= 1, got train {train_top_k} / dev {dev_top_k}")
-    if not squad_path.is_file():
-        raise DatasetNotFoundError(f"{squad_path}: no such SQuAD file (SIEVEQA_DATA names the data folder)")
+    squad_path, source = train_source(squad_path)
     params = {
         "builder_version": BUILDER_VERSION,
-        "source": {"file": squad_path.name, "sha256": file_sha256(squad_path)},
+        "source": source,
         "top_k": {"train": train_top_k, "dev": dev_top_k},
         "dev_articles": dev_articles,
         "max_articles": max_articles,
