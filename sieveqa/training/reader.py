@@ -40,11 +40,24 @@ class ReaderOptions:
         default=5, metadata={"help": "reader: top retrieved passages per training question"}
     )
     dev_passages: int = field(default=5, metadata={"help": "reader: top passages read per dev question"})
+    early_weight: float = field(
+        default=1.0,
+        metadata={"help": "reader: the first exit's loss weight against the last's (1: all equal)"},
+    )
+    exit_distill: float = field(
+        default=0.0,
+        metadata={"help": "reader: weight of each exit's distillation from the last exit (0: none)"},
+    )
 
     def __post_init__(self) -> None:
         if self.passages < 1 or self.dev_passages < 1:
             raise ConfigError(
                 f"passages and dev_passages must be >= 1, got {self.passages}, {self.dev_passages}"
+            )
+        if self.early_weight <= 0 or self.exit_distill < 0:
+            raise ConfigError(
+                f"early_weight must be > 0 and exit_distill >= 0, got {self.early_weight} "
+                f"and {self.exit_distill}"
             )
 
 
@@ -123,9 +136,17 @@ class ReaderTensors(FeatureRows):
         return {**batch, "starts": starts, "ends": ends}
 
 
+@dataclass(frozen=True)
 class ReaderLoss:
     """Per exit: binary cross-entropy of the has-answer head on every row, plus −log of the
-    probability of the answers' starts and of their ends on rows with an answer; mean over exits."""
+    probability of the answers' starts and of their ends on rows with an answer. The exits' losses
+    are averaged with weights falling linearly from ``early_weight`` (first exit) to 1 (last), as
+    early-exit training that favours early exits does; ``exit_distill`` adds, for every exit but the
+    last, its divergence from the last exit's predictions (has-answer probability, start and end
+    distributions; the last exit as a fixed teacher), on every row, answerless ones included."""
+
+    early_weight: float = 1.0
+    exit_distill: float = 0.0
 
     def __call__(self, model: nn.Module, batch: dict[str, Tensor]) -> Tensor:
         context = batch["segment_ids"] == 1
@@ -133,17 +154,45 @@ class ReaderLoss:
         inputs = {k: batch[k] for k in ("input_ids", "attention_mask", "token_type_ids")}
         has, start, end = model(**inputs)
         label = starts.any(dim=1)
-        loss = binary_cross_entropy_with_logits(has.float(), label.float().expand_as(has))
+        target = label.float().expand_as(has)
+        per_exit = binary_cross_entropy_with_logits(has.float(), target, reduction="none").mean(-1)
         if bool(label.any()):
-            loss = loss + _marginal_nll(start[:, label], starts[label], context[label])
-            loss = loss + _marginal_nll(end[:, label], ends[label], context[label])
+            per_exit = per_exit + _marginal_nll(start[:, label], starts[label], context[label])
+            per_exit = per_exit + _marginal_nll(end[:, label], ends[label], context[label])
+        weights = exit_weights(len(per_exit), self.early_weight, per_exit.device)
+        loss = (weights * per_exit).sum()
+        if self.exit_distill > 0 and len(per_exit) > 1:
+            loss = loss + self.exit_distill * _distill(has, start, end, context)
         return loss
 
 
+def exit_weights(exits: int, early_weight: float, device: torch.device | None = None) -> Tensor:
+    """Weights of the exits' losses, summing to 1: linear from ``early_weight`` (first) to 1 (last)."""
+    raw = (
+        torch.linspace(early_weight, 1.0, exits, device=device) if exits > 1 else torch.ones(1, device=device)
+    )
+    return raw / raw.sum()
+
+
 def _marginal_nll(logits: Tensor, targets: Tensor, context: Tensor) -> Tensor:
+    """Per exit: −log of the probability of the target positions, mean over rows."""
     logits = logits.float().masked_fill(~context, NEG)
     positive = logits.masked_fill(~targets, float("-inf"))
-    return (logits.logsumexp(-1) - positive.logsumexp(-1)).mean()
+    return (logits.logsumexp(-1) - positive.logsumexp(-1)).mean(-1)
+
+
+def _distill(has: Tensor, start: Tensor, end: Tensor, context: Tensor) -> Tensor:
+    """Mean over the exits but the last of: BCE of the has-answer logit against the last exit's
+    probability, and KL(last ‖ exit) of the start and of the end distributions over the passage."""
+    teacher_has = torch.sigmoid(has[-1].float()).detach()
+    loss = binary_cross_entropy_with_logits(has[:-1].float(), teacher_has.expand_as(has[:-1]))
+    for logits in (start, end):
+        masked = logits.float().masked_fill(~context, NEG)
+        teacher = masked[-1].log_softmax(-1).detach()
+        student = masked[:-1].log_softmax(-1)
+        kl = (teacher.exp() * (teacher - student)).masked_fill(~context, 0.0).sum(-1)
+        loss = loss + kl.mean()
+    return loss
 
 
 class ReaderRecipe(Recipe):
@@ -184,7 +233,7 @@ class ReaderRecipe(Recipe):
         return ReaderTensors(features, starts, ends, model.pad_id)
 
     def objective(self, model: EncoderModel) -> Objective:
-        return ReaderLoss()
+        return ReaderLoss(self.options.early_weight, self.options.exit_distill)
 
     def evaluate(self, model: EncoderModel, dev: Sequence[OpenExample]) -> dict[str, float]:
         assert isinstance(model, ReaderModel)

@@ -72,3 +72,87 @@ def test_training_without_any_answer_is_refused(tmp_path: Path) -> None:
     write_open_jsonl(tmp_path / "t.jsonl", [ex])
     with pytest.raises(DataFormatError, match="no retrieved passage holds a gold answer"):
         train_model("reader", str(tmp_path / "t.jsonl"), tmp_path / "o", init="tiny", dev=None)
+
+
+class FixedOutputs(torch.nn.Module):
+    """A 'model' that returns given (has, start, end) logits: exits × rows (× tokens)."""
+
+    def __init__(self, has: torch.Tensor, start: torch.Tensor, end: torch.Tensor) -> None:
+        super().__init__()
+        self.outputs = (has, start, end)
+
+    def forward(self, **_: torch.Tensor):
+        return self.outputs
+
+
+def _batch(rows: int = 3, width: int = 6) -> dict[str, torch.Tensor]:
+    segments = torch.tensor([[0, 0, 1, 1, 1, 1]] * rows)
+    starts = torch.zeros(rows, width, dtype=torch.bool)
+    ends = torch.zeros(rows, width, dtype=torch.bool)
+    starts[0, 2], ends[0, 3] = True, True  # row 0 has an answer; the others none
+    zeros = torch.zeros(rows, width, dtype=torch.long)
+    return {"input_ids": zeros, "attention_mask": zeros + 1, "token_type_ids": zeros, "segment_ids": segments,
+            "starts": starts, "ends": ends}  # fmt: skip
+
+
+def _outputs(exits: int, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    g = torch.Generator().manual_seed(seed)
+    return (
+        torch.randn(exits, 3, generator=g),
+        torch.randn(exits, 3, 6, generator=g),
+        torch.randn(exits, 3, 6, generator=g),
+    )
+
+
+def test_the_default_loss_is_the_mean_over_exits_as_before() -> None:
+    from torch.nn.functional import binary_cross_entropy_with_logits
+
+    from sieveqa.models.reader import NEG
+    from sieveqa.training.reader import ReaderLoss
+
+    has, start, end = _outputs(3)
+    batch = _batch()
+    context = batch["segment_ids"] == 1
+    expected = binary_cross_entropy_with_logits(has, torch.tensor([1.0, 0, 0]).expand_as(has))
+    for logits, target in ((start, batch["starts"]), (end, batch["ends"])):
+        masked = logits[:, :1].masked_fill(~context[:1], NEG)  # row 0, the one with an answer
+        expected = (
+            expected
+            + (masked.logsumexp(-1) - masked.masked_fill(~target[:1], float("-inf")).logsumexp(-1)).mean()
+        )
+    assert torch.allclose(ReaderLoss()(FixedOutputs(has, start, end), batch), expected)
+
+
+def test_early_exits_can_weigh_more() -> None:
+    from sieveqa.training.reader import ReaderLoss, exit_weights
+
+    assert torch.allclose(exit_weights(3, 3.0), torch.tensor([3.0, 2.0, 1.0]) / 6)
+    assert torch.allclose(exit_weights(1, 3.0), torch.ones(1))
+    has, start, end = _outputs(2, seed=1)
+    batch = _batch()
+    per_exit = [
+        ReaderLoss()(FixedOutputs(has[i : i + 1], start[i : i + 1], end[i : i + 1]), batch) for i in range(2)
+    ]
+    weighted = ReaderLoss(early_weight=3.0)(FixedOutputs(has, start, end), batch)
+    assert torch.allclose(weighted, 0.75 * per_exit[0] + 0.25 * per_exit[1])
+
+
+def test_distillation_pulls_early_exits_towards_the_last_and_leaves_the_last_alone() -> None:
+    from sieveqa.training.reader import ReaderLoss
+
+    batch = _batch()
+    has, start, end = _outputs(1, seed=2)
+    same = [t.repeat(2, *([1] * (t.dim() - 1))) for t in (has, start, end)]  # two identical exits
+    plain = ReaderLoss()(FixedOutputs(*same), batch)
+    extra = ReaderLoss(exit_distill=1.0)(FixedOutputs(*same), batch) - plain
+    # Identical exits: the KL terms vanish; the has-answer BCE against the teacher's own probability
+    # is its entropy, the floor of that term.
+    teacher = torch.sigmoid(has[0])
+    entropy = -(teacher * teacher.log() + (1 - teacher) * (1 - teacher).log()).mean()
+    assert torch.allclose(extra, entropy, atol=1e-5)
+    has, start, end = (t.clone().requires_grad_() for t in _outputs(2, seed=3))
+    ReaderLoss(exit_distill=1.0)(FixedOutputs(has, start, end), batch).backward()
+    has2, start2, end2 = (t.detach().clone().requires_grad_() for t in (has, start, end))
+    ReaderLoss()(FixedOutputs(has2, start2, end2), batch).backward()
+    assert torch.allclose(start.grad[-1], start2.grad[-1])  # the teacher gets no gradient from distillation
+    assert not torch.allclose(start.grad[0], start2.grad[0])
