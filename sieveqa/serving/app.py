@@ -317,7 +317,9 @@ def create_app(service: Service) -> FastAPI:
             retrieval_seconds=round(found.retrieval_seconds, 4),
         )
 
-    @app.get("/health", response_model=Health, responses={503: {"model": Health}})
+    @app.api_route(
+        "/health", methods=["GET", "HEAD"], response_model=Health, responses={503: {"model": Health}}
+    )
     async def health(response: Response) -> Health:
         """Readiness, and what this server has loaded: 503 while it drains or if a worker is down."""
         method = service.answerer.method.name if service.answerer is not None else None
@@ -339,7 +341,7 @@ def create_app(service: Service) -> FastAPI:
         """Prometheus metrics: requests, latency, batch sizes, queue depth, layer-units."""
         return Response(service.metrics.render(), media_type=CONTENT_TYPE)
 
-    @app.get("/", include_in_schema=False)
+    @app.api_route("/", methods=["GET", "HEAD"], include_in_schema=False)
     async def page() -> FileResponse:
         return FileResponse(str(STATIC / "index.html"))
 

@@ -70,7 +70,8 @@ def test_calibrate_schedule_and_evaluate(
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--method", "skyline", "--budget", "0"], "--budget must be a number of layers per passage above 0"),
+        (["--method", "skyline", "--budget", "0"], "--budget must be a finite number of layers per passage"),
+        (["--method", "skyline", "--budget", "inf"], "--budget must be a finite number"),
         (["--method", "skyline", "--budget", "-2"], "above 0"),
         (["--method", "skyline", "--budget", "abc"], "Invalid value for '--budget'"),
         (["--method", "learned", "--budget", "1"], "needs --scheduler"),

@@ -156,3 +156,9 @@ def test_budget_is_refused_by_a_method_without_it(answering: TestClient) -> None
     assert (r.status_code, r.json()["error"]) == (400, "budget: --method peasi takes no per-request settings")
     schema = answering.get("/openapi.json").json()["components"]["schemas"]["AnswerRequest"]
     assert "budget" not in schema["properties"]
+
+
+def test_head_requests_are_answered(client: TestClient) -> None:
+    """Load balancers probe with HEAD: it was a 405."""
+    assert client.head("/health").status_code == 200
+    assert client.head("/").status_code == 200

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sieveqa import registry
-from sieveqa.data.corpus import CorpusIndex, Embedder, IndexedPassage
+from sieveqa.data.corpus import RETRIEVERS, CorpusIndex, Embedder, IndexedPassage
 from sieveqa.encoder import Cost
 from sieveqa.errors import ConfigError
 from sieveqa.runtime.answer.fusion import Fusion
@@ -129,6 +129,8 @@ def load_answerer(
     """An Answerer with the registered ``method``, its ``options`` (its options dataclass's fields:
     ``reranker``, ``fusion``, ``budget``, ...; an option it does not take is refused) and the models
     they name loaded by name or folder, over the corpus index folder ``index``."""
+    if retriever not in RETRIEVERS:
+        raise ConfigError(f"--retriever must be one of {', '.join(RETRIEVERS)}, got {retriever!r}")
     cls, checked = method_options(method, options)
     corpus = CorpusIndex.open(index) if index is not None else None  # a bad index fails before models load
     if corpus is not None and retriever not in corpus.retrievers:

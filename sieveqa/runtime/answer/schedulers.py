@@ -20,6 +20,7 @@ costs fewer, larger steps on a CPU).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -55,13 +56,15 @@ class Schedule:
             raise ConfigError(f"--method must be one of {', '.join(METHODS)}, got {self.method!r}")
         if self.strategy not in STRATEGIES:
             raise ConfigError(f"--strategy must be 'last' or 'any', got {self.strategy!r}")
-        if self.method in ("skyline", "learned") and (self.budget is None or not self.budget > 0):
-            raise ConfigError(f"--budget must be a number of layers per passage above 0, got {self.budget}")
-        if min(self.k, self.keep, self.group) < 1 or not 0 < self.threshold <= 1:
+        if self.method in ("skyline", "learned") and (self.budget is None or not 0 < self.budget < math.inf):
             raise ConfigError(
-                f"k, m and group must be >= 1 and threshold in (0, 1], got {self.k}, {self.m}, "
-                f"{self.group}, {self.threshold}"
+                f"--budget must be a finite number of layers per passage above 0, got {self.budget}"
             )
+        if not 0 < self.threshold <= 1:
+            raise ConfigError(f"--threshold must be a probability in (0, 1], got {self.threshold}")
+        for flag, value in (("--k", self.k), ("--m", self.keep), ("--group", self.group)):
+            if value < 1:
+                raise ConfigError(f"{flag} must be >= 1, got {value}")
 
     @property
     def keep(self) -> int:

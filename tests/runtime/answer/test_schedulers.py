@@ -9,14 +9,20 @@ from sieveqa.runtime.answer.schedulers import Schedule
 @pytest.mark.parametrize(
     ("settings", "message"),
     [
-        ({"method": "skyline", "budget": 0}, "--budget must be a number of layers per passage above 0"),
+        (
+            {"method": "skyline", "budget": 0},
+            "--budget must be a finite number of layers per passage above 0",
+        ),
+        ({"method": "skyline", "budget": float("inf")}, "finite"),  # was an OverflowError later
+        ({"method": "skyline", "budget": 1e400}, "finite"),
         ({"method": "skyline", "budget": -1.0}, "above 0"),
         ({"method": "learned", "budget": None}, "above 0"),
         ({"method": "skyline", "budget": float("nan")}, "above 0"),
         ({"method": "nope"}, "--method must be one of"),
         ({"method": "tower", "strategy": "middle"}, "--strategy"),
-        ({"method": "tower", "m": 0}, "k, m and group"),
-        ({"method": "tower", "threshold": 1.5}, "threshold"),
+        ({"method": "tower", "m": 0}, "^--m must be >= 1, got 0$"),
+        ({"method": "top-k", "k": 0}, "^--k must be >= 1, got 0$"),
+        ({"method": "tower", "threshold": 1.5}, r"^--threshold must be a probability in \(0, 1\], got 1.5$"),
     ],
 )
 def test_bad_schedules_are_refused(settings: dict, message: str) -> None:
