@@ -124,8 +124,8 @@ def answer(
         Path, typer.Option("--index", "-i", help="a corpus index (sieveqa index corpus)")
     ] = Path("index"),
     method: MethodOpt = "peasi",
-    top: Annotated[int, typer.Option(help="answers to show (peasi: from the N best passages)")] = 1,
-    retrieve: Annotated[int, typer.Option(help="passages retrieved per question")] = 20,
+    top: Annotated[int, typer.Option(min=1, help="answers to show (peasi: from the N best passages)")] = 1,
+    retrieve: Annotated[int, typer.Option(min=1, help="passages retrieved per question")] = 20,
     retriever: Annotated[
         str, typer.Option(help="bm25, dense or hybrid (the last two need a dense index)")
     ] = "bm25",
@@ -193,8 +193,8 @@ def eval_answers(
         ),
     ] = "squad-passages:test-sentences",
     method: MethodOpt = "peasi",
-    top: Annotated[int, typer.Option(help="peasi: read the N best passages with EASI")] = 1,
-    limit: Annotated[int | None, typer.Option(help="only the first N questions")] = None,
+    top: Annotated[int, typer.Option(min=1, help="peasi: read the N best passages with EASI")] = 1,
+    limit: Annotated[int | None, typer.Option(min=1, help="only the first N questions")] = None,
     json_out: Annotated[Path | None, typer.Option("--json", help="write the report as JSON here")] = None,
     device: DeviceOpt = "auto",
     precision: PrecisionOpt = "auto",

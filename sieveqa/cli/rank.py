@@ -55,9 +55,10 @@ def rank(
     top: Annotated[
         int,
         typer.Option(
+            min=1,
             help="answers printed per question; with --store and no candidates, also the answers kept "
             "and written to --output: metrics such as recall@10 or MAP computed from that file need "
-            "--top at least their depth (10 for recall@10)"
+            "--top at least their depth (10 for recall@10)",
         ),
     ] = 3,
     device: DeviceOpt = "auto",

@@ -18,7 +18,7 @@ OpenDataOpt = Annotated[
     str, typer.Option("--dataset", "-d", help="open-domain data: squad-open-mini:dev1, jsonl:PATH, ...")
 ]
 PassagesOpt = Annotated[
-    int | None, typer.Option(help="read only each question's top N passages (default: all)")
+    int | None, typer.Option(min=1, help="read only each question's top N passages (default: all)")
 ]
 ProgressOpt = Annotated[bool, typer.Option(help="show progress bars")]
 
@@ -154,7 +154,7 @@ def eval_reader(
         bool, typer.Option(help="run the encoder layer by layer and time it (else replay)")
     ] = False,
     passages: PassagesOpt = None,
-    limit: Annotated[int | None, typer.Option(help="only the first N questions")] = None,
+    limit: Annotated[int | None, typer.Option(min=1, help="only the first N questions")] = None,
     json_out: Annotated[Path | None, typer.Option("--json", help="write the report as JSON here")] = None,
     device: DeviceOpt = "auto",
     progress: ProgressOpt = True,

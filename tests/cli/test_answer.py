@@ -180,3 +180,22 @@ def test_dense_vectors_of_another_model_are_refused(sieveqa, tmp_path: Path, sav
         )
     )
     assert "its dense vectors come from another model" in line
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["answer", "q?", "--top", "-1"],
+        ["answer", "q?", "--retrieve", "0"],
+        ["eval-answers", "--limit", "0"],
+        ["eval-answers", "--limit", "-1"],
+        ["rank", "--input", "x.jsonl", "--top", "-1"],
+        ["eval-reader", "--reader", "r", "--passages", "-1"],
+        ["eval-reader", "--reader", "r", "--limit", "0"],
+    ],
+)
+def test_counts_below_one_are_refused_naming_the_option(sieveqa, args: list[str]) -> None:
+    """They were used as list slices: -1 dropped the last item, 0 built a dataset to report on nothing."""
+    flag = next(a for a in args if a in ("--top", "--retrieve", "--limit", "--passages"))
+    line = one_error_line(sieveqa(*args))
+    assert line == f"error: Invalid value for '{flag}': Input should be greater than or equal to 1"
