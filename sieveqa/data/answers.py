@@ -59,6 +59,8 @@ def read_store_queries(path: str | Path) -> list[StoreQuery]:
     for where, obj in iter_json_lines(path):
         if not isinstance(obj, dict) or not isinstance(obj.get("question"), str):
             raise DataFormatError(f"{where}: expected an object with a string 'question'")
+        if not obj["question"].strip():
+            raise DataFormatError(f"{where}: field 'question' is empty")
         raw = obj.get("candidates")
         if raw is not None and not isinstance(raw, list):
             raise DataFormatError(f"{where}: 'candidates' must be a list of answer ids")

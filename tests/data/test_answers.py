@@ -41,3 +41,10 @@ def test_store_queries_take_ids_or_objects_or_nothing(tmp_path: Path) -> None:
     path.write_text(json.dumps({"question": "who?", "candidates": "a"}) + "\n")
     with pytest.raises(DataFormatError, match=r"q\.jsonl:1: 'candidates' must be a list"):
         read_store_queries(path)
+
+
+def test_an_empty_store_question_is_refused_as_rank_and_answer_refuse_it(tmp_path: Path) -> None:
+    path = tmp_path / "q.jsonl"
+    path.write_text(json.dumps({"question": "who?"}) + "\n" + json.dumps({"question": "   "}) + "\n")
+    with pytest.raises(DataFormatError, match=r"q\.jsonl:2: field 'question' is empty"):
+        read_store_queries(path)
