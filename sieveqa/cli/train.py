@@ -159,7 +159,7 @@ def train(
         typer.echo(f"paused at step {state.step}; the same command with a later or no --stop-after continues")
         return
     metric = train_values.get("metric") or registry.for_arch(chosen).recipe_class().default_metric
-    typer.echo(f"best {metric}={state.best_metric:.4f} at step {state.best_step}; model: {out / 'best'}")
+    typer.echo(f"{state.outcome(metric)}; model: {out / 'best'}")
 
 
 def _search_kd(
@@ -236,9 +236,7 @@ def retrofit(
     cfg = dataclasses.replace(_retrofit_defaults(), **values)
     layers = train_settings()["exits"].coerce(exits, "--exits") if exits else None
     state = retrofit_cascade(model, train_sets, out, layers, dev or None, cfg, tune_body, resume)
-    typer.echo(
-        f"best {cfg.metric}={state.best_metric:.4f} at step {state.best_step}; cascade: {out / 'best'}"
-    )
+    typer.echo(f"{state.outcome(cfg.metric)}; cascade: {out / 'best'}")
 
 
 @app.command("teacher-scores")

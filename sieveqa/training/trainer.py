@@ -98,6 +98,12 @@ class TrainState:
     paused: bool = False
     history: list[dict[str, Any]] = field(default_factory=list)
 
+    def outcome(self, metric: str) -> str:
+        """What the run chose, in words: the best dev checkpoint, or (no dev set) the last step's."""
+        if self.best_step < 0:
+            return f"no dev set: the model is the last step's ({self.step})"
+        return f"best {metric}={self.best_metric:.4f} at step {self.best_step}"
+
 
 def seed_everything(seed: int) -> None:
     random.seed(seed)
@@ -375,7 +381,7 @@ class Trainer:
         self.save_checkpoint()
         tqdm.write(
             f"trained {self.state.step} steps in {time.perf_counter() - started:.0f}s; "
-            f"best {self.config.metric}={self.state.best_metric:.4f} at step {self.state.best_step}"
+            + self.state.outcome(self.config.metric)
         )
         return self.state
 

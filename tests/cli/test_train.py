@@ -27,6 +27,16 @@ def test_train_then_rank_with_tiny_backbone(sieveqa, example_jsonl: Path, tmp_pa
     assert result.exit_code == 0, result.output
 
 
+def test_training_without_a_dev_set_says_so(sieveqa, example_jsonl: Path, tmp_path: Path) -> None:
+    """It ended with "best map=-inf at step -1"."""
+    out = tmp_path / "run"
+    args = ["train", "--train", f"jsonl:{example_jsonl}", "--init", "tiny", "--dev", "", "--out", out]
+    result = sieveqa(*args, "--no-progress", "--epochs", "1")
+    assert result.exit_code == 0, result.output
+    assert "-inf" not in result.output and "no dev set: the model is the last step's" in result.output
+    assert (out / "best" / "model.safetensors").is_file()
+
+
 def test_every_config_field_is_an_option_with_its_help(sieveqa) -> None:
     result = sieveqa("train", "--help")
     assert result.exit_code == 0
