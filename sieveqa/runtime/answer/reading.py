@@ -62,22 +62,25 @@ class Reader(AnswerMethod):
         return Schedule("standard")
 
     @classmethod
+    def policy_of(cls, options: Any) -> str | None:
+        """The learned scheduler's folder, where the method takes one."""
+        return None
+
+    @classmethod
     def load(cls, options: ReaderOptions, settings: ModelSettings) -> Self:
         if options.reader is None:
             raise ConfigError(
                 f"--method {cls.name} needs --reader (a reader model: sieveqa train --arch reader)"
             )
-        schedule = cls.schedule_of(options)
-        policy = None
-        if getattr(options, "scheduler", None) is not None:
-            policy = SkylinePolicy.from_pretrained(options.scheduler)  # type: ignore[attr-defined]
+        schedule, scheduler = cls.schedule_of(options), cls.policy_of(options)
+        policy = SkylinePolicy.from_pretrained(scheduler) if scheduler is not None else None
         model = settings.model(
             options.reader, ReaderModel, "--reader", "a reader model (sieveqa train --arch reader)"
         )
         method = cls(model, schedule, policy)
         method.model_names = {"reader": options.reader}
-        if policy is not None:
-            method.model_names["scheduler"] = options.scheduler  # type: ignore[attr-defined]
+        if scheduler is not None:
+            method.model_names["scheduler"] = scheduler
         return method
 
     def describe(self) -> dict[str, Any]:
@@ -111,6 +114,10 @@ class Skyline(Reader):
     def schedule_of(cls, options: SkylineOptions) -> Schedule:
         kind = "learned" if options.scheduler is not None else "skyline"
         return Schedule(kind, budget=options.budget, m=options.m)
+
+    @classmethod
+    def policy_of(cls, options: SkylineOptions) -> str | None:
+        return options.scheduler
 
     def with_settings(self, budget: float | None = None, **other: Any) -> Skyline:
         """This method spending ``budget`` layers per passage (one request's)."""
