@@ -315,7 +315,7 @@ def _prepared(
             recipe.check_dev(dev_examples, dev)
         sample = recipe.sample(recipe.load(train), config, source)
         if resume:
-            check_checkpoint(out_dir, config, len(sample))
+            check_checkpoint(out_dir, config, len(sample), unit="n_examples")
         tqdm.write(f"{verb} on {sample.summary}")
         yield sample, dev_examples
 

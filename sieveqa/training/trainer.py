@@ -143,9 +143,16 @@ def _comparable(config: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in config.items() if k not in ("progress", "device", "stop_after")}
 
 
-def check_checkpoint(out_dir: str | Path, config: TrainConfig, n_examples: int) -> bool:
+def check_checkpoint(
+    out_dir: str | Path, config: TrainConfig, n_examples: int, unit: str = "n_pairs"
+) -> bool:
     """Whether ``out_dir`` holds a checkpoint to resume; refuse one written with other settings or
-    data, naming what differs (before any model or data is prepared)."""
+    data, naming what differs (before any model or data is prepared).
+
+    ``unit`` says what ``n_examples`` counts: ``n_pairs`` the training rows (a reader's passage may
+    make several), ``n_examples`` the sampled examples a recipe counts before tokenizing; a
+    checkpoint that did not record the count is checked again by the trainer, by rows.
+    """
     path = Path(out_dir) / "checkpoint" / "trainer_state.json"
     if not path.is_file():
         return False
@@ -154,8 +161,8 @@ def check_checkpoint(out_dir: str | Path, config: TrainConfig, n_examples: int) 
     theirs = _comparable({**TrainConfig().to_dict(), **saved.get("config", {})})
     ours = _comparable(config.to_dict())
     diffs = [f"{k} {theirs.get(k)!r} -> {ours.get(k)!r}" for k in sorted(ours) if theirs.get(k) != ours[k]]
-    if saved.get("n_pairs") != n_examples:
-        diffs.append(f"training examples {saved.get('n_pairs')} -> {n_examples}")
+    if unit in saved and saved[unit] != n_examples:
+        diffs.append(f"training examples {saved[unit]} -> {n_examples}")
     if diffs:
         raise ConfigError(
             f"{path.parent}: the checkpoint was written with other settings ({'; '.join(diffs)}); "
@@ -241,6 +248,7 @@ class Trainer:
                 **self.state.__dict__,
                 "config": self.config.to_dict(),
                 "n_pairs": len(self.data),
+                "n_examples": self.meta.get("n_examples", len(self.data)),
                 "precision": self.precision,
                 "rng": _rng_state(),
             }

@@ -1,5 +1,6 @@
 """Reader training: token targets from character spans, sampled rows, a loss that teaches."""
 
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -156,3 +157,31 @@ def test_distillation_pulls_early_exits_towards_the_last_and_leaves_the_last_alo
     ReaderLoss()(FixedOutputs(has2, start2, end2), batch).backward()
     assert torch.allclose(start.grad[-1], start2.grad[-1])  # the teacher gets no gradient from distillation
     assert not torch.allclose(start.grad[0], start2.grad[0])
+
+
+def test_a_paused_reader_run_resumes_when_passages_span_several_windows(tmp_path: Path) -> None:
+    # A passage longer than the window becomes several training rows: the checkpoint must compare
+    # passages with passages (before tokenizing) and rows with rows, not one with the other.
+    long = " ".join(f"Filler sentence number {i} says little." for i in range(12))
+    examples = [
+        OpenExample(e.qid, e.question, e.answers, [RetrievedPassage("x", long), *e.passages])
+        for e in _examples(4)
+    ]
+    write_open_jsonl(tmp_path / "train.jsonl", examples)
+    run = {
+        "init": "tiny",
+        "dev": None,
+        "settings": {"max_length": 32},
+        "options": {"passages": 3},
+    }
+    config = TrainConfig(epochs=2, batch_size=4, progress=False, seed=1, checkpoint_every=1)
+    paused = train_model(
+        "reader",
+        str(tmp_path / "train.jsonl"),
+        tmp_path / "out",
+        config=dataclasses.replace(config, stop_after=1),
+        **run,
+    )
+    assert paused.paused and paused.step == 1
+    done = train_model("reader", str(tmp_path / "train.jsonl"), tmp_path / "out", config=config, **run)
+    assert not done.paused and done.step > 1
