@@ -125,7 +125,7 @@ def train_scheduler(
 
 #: The schedule settings ``eval-reader`` shares with the reader answering methods: declared once, in
 #: their options dataclasses (``sieveqa.runtime.answer.reading``), so the defaults cannot drift.
-SHARED_READER_SETTINGS = ("budget", "threshold", "m", "scheduler")
+SHARED_READER_SETTINGS = ("budget", "threshold", "m", "scheduler", "has_weight")
 
 
 @functools.cache
@@ -189,21 +189,27 @@ def run_eval_reader(
     from sieveqa.evaluation.odqa import evaluate_schedule, load_policy, load_reader
     from sieveqa.evaluation.provenance import run_info
     from sieveqa.io import atomic_write_json, check_output_file
+    from sieveqa.runtime.answer.reader_policy import ReaderPolicy
 
     check_device(device, "fp32")
     if json_out is not None:
         check_output_file(json_out, "--json")
-    shared = {name: s.default for name, s in reader_settings().items()} | {
-        k: v for k, v in shared.items() if v is not None
-    }
-    scheduler = shared["scheduler"]
-    budget = shared["budget"] if method in ("skyline", "learned") else None
-    schedule = _schedule(
-        method=method, budget=budget, threshold=shared["threshold"], k=k, m=shared["m"], strategy=strategy,
-        init_priority=init_priority, group=group,
-    )  # fmt: skip
-    policy = load_policy(scheduler, method)
     model = load_reader(reader).configure(device=device)
+    saved = ReaderPolicy.saved(model) or ReaderPolicy()
+    given = {k: v for k, v in shared.items() if v is not None}
+    scheduler = saved.resolve_scheduler(given.get("scheduler"), model.path) if method == "learned" else None
+    schedule = _schedule(
+        method=method,
+        budget=given.get("budget", saved.budget) if method in ("skyline", "learned") else None,
+        threshold=given.get("threshold", saved.threshold),
+        k=k,
+        m=given.get("m", saved.keep(method)),
+        strategy=strategy,
+        init_priority=init_priority,
+        group=group,
+        has_weight=given.get("has_weight", saved.has_weight),
+    )
+    policy = load_policy(given.get("scheduler") if method != "learned" else scheduler, method)
     examples = load_open_dataset(dataset)[:limit]
     report = evaluate_schedule(model, examples, schedule, policy, live, passages, progress)
     for key, value in report.items():

@@ -24,11 +24,11 @@ import torch
 from tqdm.auto import tqdm
 
 from sieveqa.data.open_qa import OpenExample, answer_spans
-from sieveqa.errors import ConfigError, ModelFormatError
+from sieveqa.errors import ConfigError
 from sieveqa.evaluation.extractive import exact_match, f1_score
 from sieveqa.io import atomic_open
 from sieveqa.models.reader import ReaderModel, SpanGuess
-from sieveqa.models.skyline_policy import SkylinePolicy
+from sieveqa.models.skyline_policy import SkylinePolicy, load_scheduler
 from sieveqa.models.zoo import load_model
 from sieveqa.paths import cache_root
 from sieveqa.runtime.answer.schedulers import Outcome, Schedule, run_schedule
@@ -104,10 +104,7 @@ def load_policy(path: str | None, method: str) -> SkylinePolicy | None:
         return None
     if path is None:
         raise ConfigError("--method learned needs --scheduler (a folder written by train-scheduler)")
-    try:
-        return SkylinePolicy.from_pretrained(path)
-    except ModelFormatError as err:
-        raise ConfigError(f"--scheduler {path}: {err}") from None
+    return load_scheduler(path)
 
 
 def _table_key(model: ReaderModel, examples: Sequence[OpenExample], passages: int | None) -> str:

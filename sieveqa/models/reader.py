@@ -87,6 +87,10 @@ class SpanGuess:
         """``log P(has) + log P(start) + log P(end)``: comparable across passages and windows."""
         return _logsigmoid(self.has_logit) + self.span
 
+    def weighted(self, has_weight: float) -> float:
+        """``has_weight * log P(has) + log P(start) + log P(end)`` (1: :attr:`score`)."""
+        return has_weight * _logsigmoid(self.has_logit) + self.span
+
     def scaled(self, temperature: float) -> SpanGuess:
         """The same reading with its has-answer logit divided by ``temperature`` (calibration)."""
         return replace(self, has_logit=self.has_logit / temperature)

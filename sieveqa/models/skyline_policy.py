@@ -82,3 +82,11 @@ class SkylinePolicy(nn.Module):
         load_into(path, policy, meta)
         policy.meta = meta
         return policy.eval()
+
+
+def load_scheduler(path: str | Path) -> SkylinePolicy:
+    """A saved learned scheduler; a folder that is not one is a ConfigError naming ``--scheduler``."""
+    try:
+        return SkylinePolicy.from_pretrained(path)
+    except ModelFormatError as err:
+        raise ConfigError(f"--scheduler {path}: {err}") from None

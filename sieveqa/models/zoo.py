@@ -24,6 +24,9 @@ SHIPPED = {
     "peasi-easi": RESOURCES / "peasi-easi",
     # HAS for answer stores (issue 15): sentences of WikiQA train and a slice of SQuAD-AS2 train.
     "has": RESOURCES / "has",
+    # The anytime reader (issue 29): span and has-answer heads after every layer, calibrated, with its
+    # dev-chosen schedule settings (policy.json) and learned SkylineBuilder scheduler (scheduler/).
+    "reader": RESOURCES / "reader",
     # The previous default (transfer on SQuAD-AS2 train, 69k pairs) and its cascade, for comparison.
     "default-v1": RESOURCES / "default-v1-ranker",
     "default-v1-cascade": RESOURCES / "default-v1-cascade",

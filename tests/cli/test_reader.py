@@ -133,7 +133,8 @@ def test_answer_extracts_a_span_over_an_index(sieveqa, saved_reader: Path, tmp_p
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--method", "skyline"], "needs --reader"),
+        (["--method", "skyline", "--reader", "nope"], "model 'nope' is neither a shipped model"),
+        (["--method", "tower", "--reader", "x", "--has-weight", "-1"], "--has-weight must be a finite"),
         (["--method", "skyline", "--reader", "x", "--budget", "0"], "--budget must be"),
         (
             ["--method", "tower", "--reader", "x", "--scheduler", "s"],

@@ -11,42 +11,77 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Self
+from pathlib import Path
+from typing import Any, Self, TypeVar
 
 from sieveqa.data.corpus import IndexedPassage
-from sieveqa.errors import ConfigError
 from sieveqa.models.reader import ReaderModel
-from sieveqa.models.skyline_policy import SkylinePolicy
+from sieveqa.models.skyline_policy import SkylinePolicy, load_scheduler
 from sieveqa.runtime.answer.method import AnswerMethod, AnswerRun, Found, MethodOptions, ModelSettings
+from sieveqa.runtime.answer.reader_policy import NO_SCHEDULER, ReaderPolicy
 from sieveqa.runtime.answer.schedulers import Schedule, run_schedule
 from sieveqa.runtime.answer.towers import LiveTowers
+
+T = TypeVar("T")
+
+
+def _given(flag: T | None, saved: T) -> T:
+    """A flag's value where given, else the reader's saved choice."""
+    return saved if flag is None else flag
 
 
 @dataclass(frozen=True)
 class ReaderOptions(MethodOptions):
-    reader: str | None = field(
-        default=None, metadata={"help": "the reader model (a folder: sieveqa train --arch reader)"}
+    reader: str = field(
+        default="reader",
+        metadata={"help": "the reader model: the shipped 'reader' or a folder (sieveqa train --arch reader)"},
     )
+    has_weight: float | None = field(
+        default=None,
+        metadata={
+            "help": "weight of log P(has answer) beside the span's log-probability when choosing among "
+            "passages (default: the reader's dev-chosen one, else 1)"
+        },
+    )
+
+    def __post_init__(self) -> None:
+        # Values given are checked as the schedule checks them, before any model loads.
+        Schedule(
+            "skyline",
+            budget=_given(getattr(self, "budget", None), 1.0),
+            threshold=_given(getattr(self, "threshold", None), 0.9),
+            m=getattr(self, "m", None),
+            has_weight=_given(self.has_weight, 1.0),
+        )
 
 
 @dataclass(frozen=True)
 class AdaptiveOptions(ReaderOptions):
     m: int | None = field(
         default=None,
-        metadata={"help": "passages kept for the answer (default: tower 5, skyline 1, learned 3)"},
+        metadata={"help": "passages kept for the answer (default: the reader's dev-chosen number)"},
     )
 
 
 @dataclass(frozen=True)
 class TowerOptions(AdaptiveOptions):
-    threshold: float = field(default=0.9, metadata={"help": "stop reading a passage at this P(no answer)"})
+    threshold: float | None = field(
+        default=None,
+        metadata={"help": "stop reading a passage at this P(no answer) (default: the reader's, else 0.9)"},
+    )
 
 
 @dataclass(frozen=True)
 class SkylineOptions(AdaptiveOptions):
-    budget: float = field(default=2.0, metadata={"help": "layers per passage to spend"})
+    budget: float | None = field(
+        default=None, metadata={"help": "layers per passage to spend (default: the reader's, else 2)"}
+    )
     scheduler: str | None = field(
-        default=None, metadata={"help": "a learned policy (sieveqa train-scheduler); else probabilities"}
+        default=None,
+        metadata={
+            "help": "a learned policy folder (sieveqa train-scheduler), or 'none' for calibrated "
+            "probabilities (default: the reader's own policy where it ships one)"
+        },
     )
 
 
@@ -58,25 +93,22 @@ class Reader(AnswerMethod):
         self.reader, self.schedule, self.policy = reader, schedule, policy
 
     @classmethod
-    def schedule_of(cls, options: Any) -> Schedule:
-        return Schedule("standard")
+    def schedule_of(cls, options: Any, saved: ReaderPolicy) -> Schedule:
+        return Schedule("standard", has_weight=_given(options.has_weight, saved.has_weight))
 
     @classmethod
-    def policy_of(cls, options: Any) -> str | None:
+    def policy_of(cls, options: Any, saved: ReaderPolicy, folder: Path | None) -> str | None:
         """The learned scheduler's folder, where the method takes one."""
         return None
 
     @classmethod
     def load(cls, options: ReaderOptions, settings: ModelSettings) -> Self:
-        if options.reader is None:
-            raise ConfigError(
-                f"--method {cls.name} needs --reader (a reader model: sieveqa train --arch reader)"
-            )
-        schedule, scheduler = cls.schedule_of(options), cls.policy_of(options)
-        policy = SkylinePolicy.from_pretrained(scheduler) if scheduler is not None else None
         model = settings.model(
             options.reader, ReaderModel, "--reader", "a reader model (sieveqa train --arch reader)"
         )
+        saved = ReaderPolicy.saved(model) or ReaderPolicy()
+        schedule, scheduler = cls.schedule_of(options, saved), cls.policy_of(options, saved, model.path)
+        policy = load_scheduler(scheduler) if scheduler is not None else None
         method = cls(model, schedule, policy)
         method.model_names = {"reader": options.reader}
         if scheduler is not None:
@@ -101,8 +133,13 @@ class Tower(Reader):
     options_class = TowerOptions
 
     @classmethod
-    def schedule_of(cls, options: TowerOptions) -> Schedule:
-        return Schedule("tower", threshold=options.threshold, m=options.m)
+    def schedule_of(cls, options: TowerOptions, saved: ReaderPolicy) -> Schedule:
+        return Schedule(
+            "tower",
+            threshold=_given(options.threshold, saved.threshold),
+            m=_given(options.m, saved.tower_m),
+            has_weight=_given(options.has_weight, saved.has_weight),
+        )
 
 
 class Skyline(Reader):
@@ -111,13 +148,19 @@ class Skyline(Reader):
     request_settings = ("budget",)
 
     @classmethod
-    def schedule_of(cls, options: SkylineOptions) -> Schedule:
-        kind = "learned" if options.scheduler is not None else "skyline"
-        return Schedule(kind, budget=options.budget, m=options.m)
+    def schedule_of(cls, options: SkylineOptions, saved: ReaderPolicy) -> Schedule:
+        learned = options.scheduler != NO_SCHEDULER and (options.scheduler or saved.scheduler) is not None
+        kind = "learned" if learned else "skyline"
+        return Schedule(
+            kind,
+            budget=_given(options.budget, saved.budget),
+            m=_given(options.m, saved.keep(kind)),
+            has_weight=_given(options.has_weight, saved.has_weight),
+        )
 
     @classmethod
-    def policy_of(cls, options: SkylineOptions) -> str | None:
-        return options.scheduler
+    def policy_of(cls, options: SkylineOptions, saved: ReaderPolicy, folder: Path | None) -> str | None:
+        return saved.resolve_scheduler(options.scheduler, folder)
 
     def with_settings(self, budget: float | None = None, **other: Any) -> Skyline:
         """This method spending ``budget`` layers per passage (one request's)."""

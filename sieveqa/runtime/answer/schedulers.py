@@ -12,10 +12,11 @@
 - ``learned`` (SkylineBuilder, section 3.3): the same loop, priorities from a trained
   :class:`~sieveqa.models.skyline_policy.SkylinePolicy`, greedy.
 
-The adaptive methods then keep the ``m`` highest towers (height, then has-answer probability), builds them to
-full height under the ``last`` strategy (or reads them where they stand: ``any``) and answers with the
-best-scoring span among them. ``group`` towers are built per step (1: the paper's one at a time; more
-costs fewer, larger steps on a CPU).
+The adaptive methods then keep the ``m`` highest towers (height, then has-answer probability), build
+them to full height under the ``last`` strategy (or read them where they stand: ``any``) and answer
+with the best span among them by ``has_weight * log P(has) + log P(start) + log P(end)`` (chosen on
+dev). ``group`` towers are built per step (1: the paper's one at a time; more costs fewer, larger steps
+on a CPU).
 """
 
 from __future__ import annotations
@@ -50,6 +51,7 @@ class Schedule:
     strategy: str = "last"
     init_priority: float = 0.0  # skyline: priority of a tower not read yet (chosen on dev0)
     group: int = 1  # towers built per step (skyline, learned)
+    has_weight: float = 1.0  # the answer across towers: weight of log P(has) beside the span's
 
     def __post_init__(self) -> None:
         if self.method not in METHODS:
@@ -62,6 +64,8 @@ class Schedule:
             )
         if not 0 < self.threshold <= 1:
             raise ConfigError(f"--threshold must be a probability in (0, 1], got {self.threshold}")
+        if not (self.has_weight >= 0 and math.isfinite(self.has_weight)):
+            raise ConfigError(f"--has-weight must be a finite number >= 0, got {self.has_weight}")
         for flag, value in (("--k", self.k), ("--m", self.keep), ("--group", self.group)):
             if value < 1:
                 raise ConfigError(f"{flag} must be >= 1, got {value}")
@@ -166,11 +170,11 @@ def answer(towers: Towers, schedule: Schedule) -> Outcome:
         kept = built
     if schedule.strategy == "last":
         towers.finish(kept)
-    best, best_t = None, -1
+    best, best_t, best_key = None, -1, -math.inf
     for t in kept:
         r = towers.reading[t]
-        if r is not None and r.start >= 0 and (best is None or r.score > best.score):
-            best, best_t = r, t
+        if r is not None and r.start >= 0 and (best is None or r.weighted(schedule.has_weight) > best_key):
+            best, best_t, best_key = r, t, r.weighted(schedule.has_weight)
     if best is None:
         return Outcome(-1, -1, -1, float("-inf"), towers.tower_layers, towers.layer_units)
     return Outcome(best_t, best.start, best.end, best.score, towers.tower_layers, towers.layer_units)

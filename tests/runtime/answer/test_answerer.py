@@ -64,7 +64,5 @@ def test_options_and_methods_are_checked_before_any_model_loads(index) -> None:
         ConfigError, match=r"--reranker is not an option of --method pointwise \(it is for peasi\)"
     ):
         load_answerer("pointwise", str(index.path), reranker="x")
-    with pytest.raises(ConfigError, match="--method skyline needs --reader"):
-        load_answerer("skyline", str(index.path))
     with pytest.raises(ConfigError, match="no corpus index"):
         Answerer(Pointwise(KeywordRanker())).answer("q")
