@@ -123,6 +123,48 @@ def train_scheduler(
     )
 
 
+@app.command("tune-reader")
+def tune_reader(
+    reader: ReaderOpt,
+    out: Annotated[Path, typer.Option("--out", "-o", help="folder for the reader with its chosen settings")],
+    dataset: Annotated[str, typer.Option("--dataset", "-d", help="dev questions")] = "squad-open-mini:dev0",
+    scheduler: Annotated[
+        str | None,
+        typer.Option(help="a learned scheduler (kept with the reader where dev says so)"),
+    ] = None,
+    passages: PassagesOpt = None,
+    device: DeviceOpt = "auto",
+    progress: ProgressOpt = True,
+) -> None:
+    """Choose the reader methods' settings on dev (replayed) and save them beside a copy of the
+    reader (policy.json, and the scheduler in scheduler/ where it beats calibrated probabilities)."""
+    from sieveqa.evaluation.odqa import load_policy
+    from sieveqa.evaluation.provenance import run_info
+    from sieveqa.io import atomic_write_json
+    from sieveqa.runtime.answer.reader_policy import SCHEDULER_FOLDER
+    from sieveqa.training.reader_tuning import tune_reader as choose
+
+    policy = load_policy(scheduler, "learned") if scheduler is not None else None
+    model, tables = _prepared(reader, out, device, [dataset], passages, progress)
+    examples, table = tables[dataset]
+    chosen, report = choose(examples, table, model.config.temperatures, policy)
+    tuning = {"dataset": dataset, "reader": reader, "scheduler": scheduler}
+    model.save_pretrained(
+        out, extra={"training": model.meta.get("training"), "calibration": model.meta.get("calibration")},
+        policy=chosen.to_dict(tuning),
+    )  # fmt: skip
+    if chosen.scheduler is not None and policy is not None:
+        policy.save_pretrained(out / SCHEDULER_FOLDER)
+    atomic_write_json(out / "tuning.json", {"settings": tuning, "report": report, "provenance": run_info()})
+    full = report["full"]
+    console.print(f"full reader: EM {full['em']:.2f} F1 {full['f1']:.2f} (has-weight {chosen.has_weight})")
+    for kind in ("tower", "skyline", "learned"):
+        if kind in report:
+            r = report[kind]
+            console.print(f"{kind:>8}: m {r['m']}, mean EM {r['mean_em']:.2f}, pick {r['pick']}")
+    console.print(f"learned scheduler ships: {report['scheduler_ships']}; reader with settings: {out}")
+
+
 #: The schedule settings ``eval-reader`` shares with the reader answering methods: declared once, in
 #: their options dataclasses (``sieveqa.runtime.answer.reading``), so the defaults cannot drift.
 SHARED_READER_SETTINGS = ("budget", "threshold", "m", "scheduler", "has_weight")

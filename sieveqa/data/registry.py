@@ -213,9 +213,17 @@ def load_datasets(names: str | list[str]) -> list[RankingExample]:
 
 
 def load_open_dataset(name: str) -> list[OpenExample]:
-    """``squad-open-mini:SPLIT``, ``squad-open-train:SPLIT`` or a JSONL file of this format
+    """``squad-open-mini:SPLIT``, ``squad-open-train:SPLIT``, ``squad-gold:SPLIT`` (SQuAD dev, gold
+    paragraphs) or a JSONL file of this format
     (``jsonl:PATH`` or a bare .jsonl path)."""
-    from sieveqa.data.squad_open import SPLITS, TRAIN_SPLITS, squad_open, squad_open_train
+    from sieveqa.data.squad_open import (
+        GOLD_SPLITS,
+        SPLITS,
+        TRAIN_SPLITS,
+        squad_gold,
+        squad_open,
+        squad_open_train,
+    )
 
     if name.endswith((".jsonl", ".jsonl.gz")) and not name.startswith("jsonl:"):
         name = f"jsonl:{name}"
@@ -232,13 +240,19 @@ def load_open_dataset(name: str) -> list[OpenExample]:
                 f"squad-open-train has no split {split!r}: use one of {', '.join(TRAIN_SPLITS)}"
             )
         return squad_open_train(split)
+    if family == "squad-gold":
+        if split not in GOLD_SPLITS:
+            raise DatasetNotFoundError(
+                f"squad-gold has no split {split!r}: use one of {', '.join(GOLD_SPLITS)}"
+            )
+        return squad_gold(split)
     if family == "jsonl":
         if not Path(split).is_file():
             raise DatasetNotFoundError(f"jsonl:{split}: no such file")
         return read_open_jsonl(split)
     raise DatasetNotFoundError(
-        f"unknown open-domain dataset {name!r}: use squad-open-mini:SPLIT, squad-open-train:SPLIT "
-        "or jsonl:PATH (questions with their passages)"
+        f"unknown open-domain dataset {name!r}: use squad-open-mini:SPLIT, squad-open-train:SPLIT, "
+        "squad-gold:SPLIT or jsonl:PATH (questions with their passages)"
     )
 
 

@@ -19,6 +19,9 @@ BM25 retrieves from the training articles, the first chunk of its own paragraph 
 appended when BM25 found none (so the reader sees its gold span and answerless chunks of the same
 articles); ``dev-all`` the dev articles' questions over their top 30, and ``dev`` 300 of them
 (``random.Random(7).sample`` over sorted qids). Files in ``cache_root()/squad-open-train/``.
+
+``squad-gold`` reads SQuAD v1.1 dev the closed way: each question with its own paragraph only (the
+reader's EM/F1 on gold paragraphs, comparable with published SQuAD readers).
 """
 
 from __future__ import annotations
@@ -52,6 +55,7 @@ __all__ = [
     "TRAIN_SPLITS",
     "build_squad_open",
     "build_squad_open_train",
+    "squad_gold",
     "squad_open",
     "squad_open_train",
 ]
@@ -67,6 +71,7 @@ SPLITS = ("train", "dev0", "dev1", "dev-all", "test", "test-all")
 TRAIN_NAME = "squad-open-train"
 TRAIN_TOP_K = 5
 TRAIN_SPLITS = ("train", "dev", "dev-all")
+GOLD_SPLITS = ("dev-all", "test-all", "test")
 
 
 def _retrieve(articles: list[SquadArticle], top_k: int, gold: bool = False) -> list[OpenExample]:
@@ -228,3 +233,22 @@ def squad_open_train(split: str) -> list[OpenExample]:
     out_dir = cache_root() / TRAIN_NAME
     build_squad_open_train(out_dir)
     return read_open_jsonl(out_dir / f"{split}.jsonl.gz")
+
+
+def squad_gold(split: str) -> list[OpenExample]:
+    """SQuAD v1.1 dev questions, each with its own (gold) paragraph as its one passage: ``dev-all``
+    (all of dev), ``test-all`` (SQuAD-AS2's held-out test articles) or ``test`` (its fixed 500)."""
+    if split not in GOLD_SPLITS:
+        raise ConfigError(f"squad-gold has no split {split!r}: use one of {', '.join(GOLD_SPLITS)}")
+    articles = read_squad(default_squad_path())
+    if split != "dev-all":
+        by_title = {a.title: a for a in articles}
+        articles = [by_title[t] for t in split_articles(by_title)["test"]]
+    keep = {ex.qid for ex in read_jsonl(ensure_squad_as2() / "test.jsonl.gz")} if split == "test" else None
+    return [
+        OpenExample(q.qid, q.question, list(q.answers), [RetrievedPassage(p.pid, p.context, a.title)])
+        for a in articles
+        for p in a.paragraphs
+        for q in p.questions
+        if keep is None or q.qid in keep
+    ]

@@ -8,6 +8,8 @@ import pytest
 
 from sieveqa.data.open_qa import OpenExample, RetrievedPassage, write_open_jsonl
 from sieveqa.models.reader import ReaderConfig, ReaderModel
+from sieveqa.runtime.answer.reader_policy import ReaderPolicy
+from sieveqa.training.reader_tuning import TuningGrid
 from tests.cli.conftest import one_error_line
 
 CITIES = [("Paris", "France"), ("Berlin", "Germany"), ("Rome", "Italy"), ("Madrid", "Spain")]
@@ -65,6 +67,21 @@ def test_calibrate_schedule_and_evaluate(
         assert live["ms_p50"] > 0 and "hap" in replayed
     assert reports["standard", "--live"]["layers_per_passage"] == 4.0
     assert reports["skyline", "--live"]["layers_per_passage"] < 4.0
+    # tune-reader: the settings chosen on dev travel with a copy of the reader.
+    tuned = tmp_path / "tuned"
+    result = sieveqa("tune-reader", "--reader", cal, *data, "--scheduler", tmp_path / "sched", "--out", tuned)
+    assert result.exit_code == 0, result.output
+    report = json.loads((tuned / "tuning.json").read_text())["report"]
+    saved = ReaderPolicy.saved(ReaderModel.from_pretrained(tuned))
+    assert saved is not None and saved.has_weight in TuningGrid().has_weights
+    assert report["full"]["em"] == max(p["em"] for p in report["has_weight"].values())
+    assert (saved.scheduler is not None) == report["scheduler_ships"] == (tuned / "scheduler").is_dir()
+    assert saved.skyline_m == report["skyline"]["m"] and saved.threshold == report["tower"]["knob"]
+    if saved.scheduler is not None:  # the learned method finds the reader's own scheduler
+        result = sieveqa(
+            "eval-reader", "--reader", tuned, *data, "--method", "learned", "--json", tmp_path / "l.json"
+        )
+        assert result.exit_code == 0, result.output
 
 
 @pytest.mark.parametrize(

@@ -67,3 +67,16 @@ def test_squad_open_train_rebuilds_byte_identical(real_data, tmp_path) -> None:
     assert {k: v["sha256"] for k, v in again["files"].items()} == {
         k: v["sha256"] for k, v in first["files"].items()
     }
+
+
+def test_squad_gold_gives_every_dev_question_its_own_paragraph(squad_path: Path) -> None:
+    from sieveqa.data.open_qa import answer_spans
+    from sieveqa.data.registry import load_open_dataset
+
+    every = load_open_dataset("squad-gold:dev-all")
+    held_out = load_open_dataset("squad-gold:test-all")
+    assert (len(every), len(held_out)) == (10_570, 2_085)  # SQuAD v1.1 dev; SQuAD-AS2's 9 test articles
+    assert {ex.qid for ex in held_out} < {ex.qid for ex in every}
+    assert all(len(ex.passages) == 1 and answer_spans(ex.passages[0].text, ex.answers) for ex in every)
+    with pytest.raises(Exception, match="squad-gold has no split 'dev0'"):
+        load_open_dataset("squad-gold:dev0")
