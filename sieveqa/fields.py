@@ -32,6 +32,8 @@ class FieldType:
             return dataclasses.replace(inner, optional=type(None) in args)
         if origin is list:
             return cls(list, item=args[0] if args else int)
+        if origin is dict:  # an object, taken as it is
+            return cls(dict)
         if origin is typing.Literal:
             return cls(type(args[0]), choices=args)
         return cls(annotation)

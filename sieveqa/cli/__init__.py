@@ -1,6 +1,19 @@
 """The ``sieveqa`` command line: one module per command group, all on one Typer app."""
 
-from sieveqa.cli import answer, batch, data, evaluate, index, rank, reader, serve, train
+from sieveqa.cli import answer, batch, confidence, data, evaluate, index, rank, reader, serve, train
 from sieveqa.cli._app import app, main
 
-__all__ = ["answer", "app", "batch", "data", "evaluate", "index", "main", "rank", "reader", "serve", "train"]
+__all__ = [
+    "answer",
+    "app",
+    "batch",
+    "confidence",
+    "data",
+    "evaluate",
+    "index",
+    "main",
+    "rank",
+    "reader",
+    "serve",
+    "train",
+]

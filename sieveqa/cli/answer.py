@@ -21,6 +21,19 @@ from sieveqa.errors import ConfigError, DataFormatError
 if TYPE_CHECKING:
     from sieveqa.runtime.answer.answerer import Answer
 
+MinConfidenceOpt = Annotated[
+    float | None,
+    typer.Option(
+        min=0.0,
+        max=1.0,
+        help="below this calibrated confidence say 'no answer found' and show the best guess as such "
+        "(default: the calibration's, chosen on dev; 0: always answer)",
+    ),
+]
+ConfidenceOpt = Annotated[
+    str | None,
+    typer.Option(help="a confidence file (sieveqa calibrate-confidence; default: the shipped one)"),
+]
 MethodOpt = Annotated[
     str,
     typer.Option(
@@ -85,6 +98,8 @@ def _answer_dict(qid: str | None, answer: Answer, method: str) -> dict[str, Any]
     return {
         **out,
         "method": method,
+        "answered": answer.answered,
+        "confidence": None if answer.confidence is None else round(answer.confidence, 6),
         "answers": [f.as_dict() for f in answer.answers],
         "inferences": answer.inferences,
         "layer_units": answer.cost.layer_units,
@@ -97,12 +112,19 @@ def _show(answer: Answer, method: str) -> None:
     console.print(f"[bold]Q:[/bold] {escape(answer.question)}")
     if not answer.answers:
         console.print("no answer: no passage of the index matches the question")
+    elif not answer.answered:
+        console.print(
+            f"[bold]no answer found[/bold] in your documents (confidence {answer.confidence:.2f}, below "
+            "--min-confidence); the best guess, shown as such:"
+        )
     for rank, found in enumerate(answer.answers, start=1):
         a, b = found.bounds
         text = found.passage.text
         # «» mark the answer where the terminal shows no colour.
         highlighted = f"{escape(text[:a])}[black on yellow]«{escape(text[a:b])}»[/]{escape(text[b:])}"
         scores = f"answer score {found.score:.3f}"
+        if found.confidence is not None:
+            scores = f"confidence {found.confidence:.2f}, {scores}"
         if found.passage_score is not None:
             scores += f", passage score {found.passage_score:.3f}"
         title = found.passage.title or found.passage.doc_id
@@ -136,6 +158,8 @@ def answer(
         Path | None, typer.Option(help="--questions: write one JSON answer per line here")
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="print JSON instead of text")] = False,
+    min_confidence: MinConfidenceOpt = None,
+    confidence: ConfidenceOpt = None,
     device: DeviceOpt = "auto",
     precision: PrecisionOpt = "auto",
     batch_size: BatchOpt = None,
@@ -160,8 +184,9 @@ def answer(
     if any(not q for _, q in asked):
         raise ConfigError("the question is empty")
     answerer = load_answerer(
-        method, str(index), retrieve, retriever, top, device, precision, batch_size, **given_settings(ctx)
-    )
+        method, str(index), retrieve, retriever, top, device, precision, batch_size,
+        confidence, min_confidence, **given_settings(ctx),
+    )  # fmt: skip
     if questions is None:
         result = answerer.answer(asked[0][1])
         if as_json:

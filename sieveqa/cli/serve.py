@@ -12,6 +12,7 @@ import typer
 
 from sieveqa.cli._app import BatchOpt, DeviceOpt, PrecisionOpt, app, check_device, console
 from sieveqa.cli._options import Setting, given_settings, merge, settings_command, settings_of
+from sieveqa.cli.answer import ConfidenceOpt, MinConfidenceOpt
 from sieveqa.errors import ConfigError, require_extra
 
 
@@ -62,6 +63,8 @@ def serve(
     grace: Annotated[
         float, typer.Option(help="seconds to finish requests in flight after SIGINT/SIGTERM")
     ] = 30.0,
+    min_confidence: MinConfidenceOpt = None,
+    confidence: ConfidenceOpt = None,
     device: DeviceOpt = "auto",
     precision: PrecisionOpt = "auto",
     batch_size: BatchOpt = None,
@@ -95,6 +98,8 @@ def serve(
         limits,
         batching,
         retrieve=retrieve,
+        confidence=confidence,
+        min_confidence=min_confidence,
         **answer_options,
     )
     where = f"http://{host}:{port}"

@@ -10,7 +10,9 @@ Files in ``cache_root()/squad-open-mini/`` (the :mod:`~sieveqa.data.open_qa` JSO
 ``train`` (the 34 training articles' questions), ``dev0`` / ``dev1`` (the dev articles' questions cut
 in two halves by ``random.Random(11)`` over sorted qids: the reader is chosen on dev0, calibrated and
 the scheduler trained on dev1), ``dev-all``, ``test`` (SQuAD-AS2's fixed 500 test questions) and
-``test-all``; ``manifest.json`` holds parameters, BM25 Hits@k per split and every file's sha256.
+``test-all``; ``dev0-unindexed``, ``dev1-unindexed`` and ``test-unindexed`` ask the same questions of
+the split's index without their own article (for abstention: nothing there answers them);
+``manifest.json`` holds parameters, BM25 Hits@k per split and every file's sha256.
 Rebuilding gives byte-identical files.
 
 ``squad-open-train`` is the same recipe on SQuAD v1.1 *train*, split by article as squad-train-as2 is
@@ -28,6 +30,7 @@ from __future__ import annotations
 
 import random
 import tempfile
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -67,24 +70,45 @@ CHUNK_STRIDE = 50
 HALF_SEED = 11
 HITS_AT = (1, 5, 10, 20, 30)
 MANIFEST = "manifest.json"
-SPLITS = ("train", "dev0", "dev1", "dev-all", "test", "test-all")
+SPLITS = (
+    "train",
+    "dev0",
+    "dev1",
+    "dev-all",
+    "test",
+    "test-all",
+    "dev0-unindexed",
+    "dev1-unindexed",
+    "test-unindexed",
+)
 TRAIN_NAME = "squad-open-train"
 TRAIN_TOP_K = 5
 TRAIN_SPLITS = ("train", "dev", "dev-all")
 GOLD_SPLITS = ("dev-all", "test-all", "test")
 
 
-def _retrieve(articles: list[SquadArticle], top_k: int, gold: bool = False) -> list[OpenExample]:
+def _retrieve(
+    articles: list[SquadArticle], top_k: int, gold: bool = False, unindexed: bool = False
+) -> list[OpenExample]:
     """Each question with the top ``top_k`` chunks of ``articles``; with ``gold``, the first chunk of
-    its own paragraph that holds an answer is appended when none retrieved does."""
+    its own paragraph that holds an answer is appended when none retrieved does; ``unindexed``
+    retrieves as if the question's own article were not in the index."""
     docs = [Document(p.pid, p.context, a.title.replace("_", " ")) for a in articles for p in a.paragraphs]
     questions = [q for a in articles for p in a.paragraphs for q in p.questions]
     owners = [p.pid for a in articles for p in a.paragraphs for _ in p.questions]
+    titles = [a.title.replace("_", " ") for a in articles for p in a.paragraphs for _ in p.questions]
     options = CorpusOptions(chunk_words=CHUNK_WORDS, chunk_stride=CHUNK_STRIDE)
     with tempfile.TemporaryDirectory(prefix="sieveqa-open-") as tmp:
         index = CorpusIndex.build(docs, Path(tmp) / "index", options)
-        ranked = index.search_many([q.question for q in questions], top_k, matching_only=False)
         stored = {p.id: p for p in index.passages([str(i) for i in range(1, len(index) + 1)])}
+        # Leaving an article out: retrieve deep enough that top_k of the others remain.
+        deepest = max(Counter(p.title for p in stored.values()).values()) if unindexed else 0
+        ranked = index.search_many([q.question for q in questions], top_k + deepest, matching_only=False)
+    if unindexed:
+        ranked = [
+            [(pid, score) for pid, score in hits if stored[pid].title != title][:top_k]
+            for hits, title in zip(ranked, titles, strict=True)
+        ]
     names = passage_names(list(stored.values()))  # "{paragraph id}#{n}": the n-th chunk of the paragraph
     chunks: dict[str, list[str]] = {}
     for pid in stored:  # each paragraph's chunks, in order
@@ -135,6 +159,10 @@ def build_squad_open(
         split: _retrieve([by_title[t] for t in splits[split]], top_k)
         for split in tqdm(("train", "dev", "test"), desc="squad-open-mini", disable=not progress)
     }
+    gone = {
+        split: _retrieve([by_title[t] for t in splits[split]], top_k, unindexed=True)
+        for split in ("dev", "test")
+    }
     qids = sorted(ex.qid for ex in built["dev"])
     random.Random(HALF_SEED).shuffle(qids)
     dev0 = set(qids[: len(qids) // 2])
@@ -146,6 +174,10 @@ def build_squad_open(
         "dev-all": built["dev"],
         "test": [ex for ex in built["test"] if ex.qid in test_subset],
         "test-all": built["test"],
+        # The same questions with their own article left out of the index (nothing there answers them).
+        "dev0-unindexed": [ex for ex in gone["dev"] if ex.qid in dev0],
+        "dev1-unindexed": [ex for ex in gone["dev"] if ex.qid not in dev0],
+        "test-unindexed": [ex for ex in gone["test"] if ex.qid in test_subset],
     }
     return _write(out_dir, "squad-open-mini", params, files)
 

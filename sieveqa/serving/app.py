@@ -302,10 +302,12 @@ def create_app(service: Service) -> FastAPI:
         ]
         c = found.cost
         _timing_headers(response, 0.0, c.seconds, found.inferences, c.layer_units)
-        method = service.answerer.method.name if service.answerer is not None else ""
+        assert service.answerer is not None  # service.answer refuses the request otherwise
         return AnswerResponse(
             question=found.question,
-            method=method,
+            method=service.answerer.method.name,
+            answered=service.answerer.answers(found, req.min_confidence),
+            confidence=found.confidence,
             answers=[FoundAnswer(**f.as_dict()) for f in found.answers],
             passages=passages,
             cost=Cost(

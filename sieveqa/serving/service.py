@@ -82,10 +82,7 @@ class AnswerQueue(Worker[_Question]):
         if job.settings:  # this question's own method settings, through the method's hook
             if answerer.index is not None:
                 answerer.refresh()
-            method = answerer.method.with_settings(**job.settings)
-            answerer = Answerer(
-                method, answerer.index, answerer.retrieve, answerer.retriever, answerer.embedder
-            )
+            answerer = answerer.with_method(answerer.method.with_settings(**job.settings))
         job.future.set_result(answerer.answer(job.question, job.top))
 
 
@@ -302,6 +299,13 @@ class Service:
                 413,
                 "too_large",
                 f"question: {len(req.question)} characters, more than {self.limits.max_chars}",
+            )
+        if req.min_confidence is not None and self.answerer.confidence is None:
+            raise RequestError(
+                400,
+                "validation",
+                f"min_confidence: --method {self.answerer.method.name} has no calibrated confidence "
+                "for its models here",
             )
         settings = {name: getattr(req, name) for name in ANSWER_SETTINGS if getattr(req, name) is not None}
         refused = sorted(set(settings) - set(self.answerer.method.request_settings))

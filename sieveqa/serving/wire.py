@@ -138,6 +138,11 @@ class AnswerRequest(_Request):
     budget: Annotated[float, Field(gt=0, le=100), _NUMBER] | None = Field(
         None, description="skyline: layers per passage to spend for this question (methods that take it)"
     )
+    min_confidence: Annotated[float, Field(ge=0, le=1), _NUMBER] | None = Field(
+        None,
+        description="below this calibrated confidence the answer is a best guess (answered: false); "
+        "default: the server's",
+    )
 
 
 class Passage(_Wire):
@@ -156,6 +161,7 @@ class FoundAnswer(_Wire):
     answer: str
     score: float
     passage_score: float | None = None
+    confidence: float | None = Field(None, description="calibrated P(right); null where not calibrated")
     document: str
     title: str
     passage_id: str
@@ -166,6 +172,10 @@ class FoundAnswer(_Wire):
 class AnswerResponse(_Wire):
     question: str
     method: str
+    answered: bool = Field(
+        description="false: no answer found in the index (the answers are best guesses, shown as such)"
+    )
+    confidence: float | None = Field(None, description="the best answer's calibrated confidence")
     answers: list[FoundAnswer]
     passages: list[Passage] = Field(description="retrieved passages, best reranked first")
     cost: Cost

@@ -162,3 +162,26 @@ def test_head_requests_are_answered(client: TestClient) -> None:
     """Load balancers probe with HEAD: it was a 405."""
     assert client.head("/health").status_code == 200
     assert client.head("/").status_code == 200
+
+
+def test_answer_says_when_it_found_nothing_with_confidence(keyword_answerer: Answerer) -> None:
+    """A calibrated method reports its confidence; below the server's min_confidence (or a request's)
+    the answer is a best guess with answered: false."""
+    from sieveqa.runtime.answer.confidence import Confidence
+
+    best = keyword_answerer.answer(QUESTION).best.score
+    keyword_answerer.confidence = Confidence(1.0, -best, min_confidence=0.6)  # P(right) 0.5 for it
+    keyword_answerer.min_confidence = 0.6
+    with TestClient(create_app(Service(KeywordRanker(), keyword_answerer))) as c:
+        body = c.post("/answer", json={"question": QUESTION}).json()
+        assert (body["answered"], body["confidence"]) == (False, 0.5)
+        assert body["answers"][0]["answer"] == "The answer is forty two."  # the best guess, shown as such
+        assert body["answers"][0]["confidence"] == 0.5
+        assert c.post("/answer", json={"question": QUESTION, "min_confidence": 0.4}).json()["answered"]
+
+
+def test_min_confidence_is_refused_where_nothing_is_calibrated(answering: TestClient) -> None:
+    body = answering.post("/answer", json={"question": QUESTION}).json()
+    assert body["answered"] and body["confidence"] is None
+    r = answering.post("/answer", json={"question": QUESTION, "min_confidence": 0.5})
+    assert r.status_code == 400 and r.json()["error"].startswith("min_confidence: --method peasi has no")

@@ -12,13 +12,14 @@ from __future__ import annotations
 import dataclasses
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from sieveqa import registry
 from sieveqa.data.corpus import RETRIEVERS, CorpusIndex, Embedder, IndexedPassage
 from sieveqa.encoder import Cost
 from sieveqa.errors import ConfigError
+from sieveqa.runtime.answer.confidence import Confidence, load_confidence
 from sieveqa.runtime.answer.fusion import Fusion
 from sieveqa.runtime.answer.method import AnswerMethod, AnswerRun, Found, ModelSettings, method_options
 
@@ -53,11 +54,32 @@ class Answerer:
         retriever: str = "bm25",
         embedder: Embedder | None = None,
         top: int = 1,
+        confidence: Confidence | None = None,
+        min_confidence: float | None = None,
     ) -> None:
         if retrieve < 1 or top < 1:
             raise ConfigError(f"--retrieve and --top must be >= 1, got {retrieve} and {top}")
         self.method, self.index = method, index
         self.retrieve, self.retriever, self.embedder, self.top = retrieve, retriever, embedder, top
+        self.confidence = confidence
+        if min_confidence is not None and confidence is None:
+            raise ConfigError(
+                f"--min-confidence: --method {method.name} has no confidence calibrated for its models "
+                f"({_models(method)}); fit one with sieveqa calibrate-confidence"
+            )
+        if min_confidence is not None and not 0 <= min_confidence <= 1:
+            raise ConfigError(f"--min-confidence must be a probability in [0, 1], got {min_confidence}")
+        #: Below this confidence the answer is a best guess ("no answer found"); 0 never abstains.
+        self.min_confidence = (
+            min_confidence if min_confidence is not None else confidence.min_confidence if confidence else 0.0
+        )
+
+    def with_method(self, method: AnswerMethod) -> Answerer:
+        """This answerer with another method (a request's settings), all else shared."""
+        return Answerer(
+            method, self.index, self.retrieve, self.retriever, self.embedder, self.top,
+            self.confidence, self.min_confidence if self.confidence is not None else None,
+        )  # fmt: skip
 
     # -- over an index ---------------------------------------------------------------------------
 
@@ -87,17 +109,9 @@ class Answerer:
             t0 = time.perf_counter()
             passages = index.passages([pid for pid, _ in found])
             run = self.run(question, passages, top)
-            out.append(
-                Answer(
-                    run.answers,
-                    run.passage_scores,
-                    run.ranking,
-                    run.cost,
-                    retrieval + time.perf_counter() - t0 - run.cost.seconds,
-                    question,
-                    passages,
-                )
-            )
+            fields_ = {f.name: getattr(run, f.name) for f in dataclasses.fields(run)}
+            fields_["retrieval_seconds"] = retrieval + time.perf_counter() - t0 - run.cost.seconds
+            out.append(Answer(**fields_, question=question, passages=passages))
         return out
 
     # -- over given passages ---------------------------------------------------------------------
@@ -112,7 +126,16 @@ class Answerer:
             raise ConfigError(f"top must be >= 1, got {wanted}")
         run = self.method.run(question, list(passages), wanted)
         run.cost.seconds = time.perf_counter() - started
+        if self.confidence is not None:
+            run.answers = [replace(f, confidence=self.confidence(f.score)) for f in run.answers]
+        run.answered = self.answers(run)
         return run
+
+    def answers(self, run: AnswerRun, min_confidence: float | None = None) -> bool:
+        """Whether ``run`` gives an answer rather than a best guess, at ``min_confidence`` (default:
+        this answerer's)."""
+        threshold = self.min_confidence if min_confidence is None else min_confidence
+        return bool(run.answers) and (run.confidence is None or run.confidence >= threshold)
 
 
 def load_answerer(
@@ -124,14 +147,27 @@ def load_answerer(
     device: str = "auto",
     precision: str = "auto",
     batch_size: int | None = None,
+    confidence: str | None = None,
+    min_confidence: float | None = None,
     **options: Any,
 ) -> Answerer:
     """An Answerer with the registered ``method``, its ``options`` (its options dataclass's fields:
     ``reranker``, ``fusion``, ``budget``, ...; an option it does not take is refused) and the models
-    they name loaded by name or folder, over the corpus index folder ``index``."""
+    they name loaded by name or folder, over the corpus index folder ``index``. ``confidence`` is a
+    confidence file (default: the shipped one); ``min_confidence`` where the answerer abstains
+    (default: the calibration's dev-chosen threshold)."""
     if retriever not in RETRIEVERS:
         raise ConfigError(f"--retriever must be one of {', '.join(RETRIEVERS)}, got {retriever!r}")
     cls, checked = method_options(method, options)
+    if min_confidence is not None and not 0 <= min_confidence <= 1:
+        raise ConfigError(f"--min-confidence must be a probability in [0, 1], got {min_confidence}")
+    calibration = load_confidence(confidence).get(method)
+    if min_confidence is not None and calibration is None:
+        where = confidence or "the shipped confidence file"
+        raise ConfigError(
+            f"--min-confidence: {where} has no calibration for --method {method} "
+            "(fit one with sieveqa calibrate-confidence)"
+        )
     corpus = CorpusIndex.open(index) if index is not None else None  # a bad index fails before models load
     if corpus is not None and retriever not in corpus.retrievers:
         raise ConfigError(
@@ -144,7 +180,19 @@ def load_answerer(
         from sieveqa.models.embedder import SentenceEmbedder
 
         embedder = SentenceEmbedder().configure(device=device)
-    return Answerer(chosen, corpus, retrieve, retriever, embedder, top)
+    if calibration is not None and not calibration.applies_to(chosen.model_names):
+        if confidence is not None or min_confidence is not None:
+            raise ConfigError(
+                f"--confidence: the calibration of --method {method} was fitted for "
+                f"{_models(calibration.models)}, not {_models(chosen.model_names)}"
+            )
+        calibration = None  # the shipped calibration is for the shipped models only
+    return Answerer(chosen, corpus, retrieve, retriever, embedder, top, calibration, min_confidence)
+
+
+def _models(models: dict[str, str] | AnswerMethod) -> str:
+    names = getattr(models, "model_names", {}) if isinstance(models, AnswerMethod) else models
+    return ", ".join(f"{role} {name}" for role, name in names.items()) or "no models"
 
 
 def default_fusion(method: str) -> Fusion:

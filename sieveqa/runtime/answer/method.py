@@ -36,6 +36,8 @@ class Found:
     score: float
     passage_score: float | None = None
     span: tuple[int, int] | None = None
+    #: P(the answer is right), where the method's confidence is calibrated for its models.
+    confidence: float | None = None
 
     @property
     def bounds(self) -> tuple[int, int]:
@@ -54,6 +56,7 @@ class Found:
             "answer": self.text,
             "score": round(self.score, 6),
             "passage_score": None if self.passage_score is None else round(self.passage_score, 6),
+            "confidence": None if self.confidence is None else round(self.confidence, 6),
             "document": self.passage.doc_id,
             "title": self.passage.title,
             "passage_id": self.passage.id,
@@ -72,6 +75,14 @@ class AnswerRun:
     ranking: list[Found] | None
     cost: Cost = field(default_factory=Cost)
     retrieval_seconds: float = 0.0
+    #: False when the best answer's confidence is below the answerer's ``min_confidence`` (the
+    #: answers are then best guesses, shown as such) or there is no answer.
+    answered: bool = True
+
+    @property
+    def confidence(self) -> float | None:
+        """The best answer's calibrated confidence (None: uncalibrated, or no answer)."""
+        return self.answers[0].confidence if self.answers else None
 
     @property
     def inferences(self) -> int:

@@ -1,0 +1,80 @@
+"""``sieveqa calibrate-confidence`` fits a method's confidence on questions asked with and without
+their article, and ``answer`` then reports it and abstains below it."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from sieveqa.data.open_qa import OpenExample, RetrievedPassage, write_open_jsonl
+from sieveqa.runtime.answer.confidence import load_confidence
+from tests.cli.conftest import one_error_line
+
+CITIES = [("Paris", "France"), ("Berlin", "Germany"), ("Rome", "Italy"), ("Madrid", "Spain")]
+
+
+@pytest.fixture
+def pair(tmp_path: Path) -> str:
+    indexed, unindexed = [], []
+    for i in range(16):
+        city, country = CITIES[i % 4]
+        question = f"What is the capital of {country}?"
+        gold = RetrievedPassage(f"g{i}", f"The capital of {country} is {city}. It is a large city.")
+        other = RetrievedPassage(f"o{i}", "Bananas are yellow fruit. They grow in warm places.")
+        indexed.append(OpenExample(f"q{i}", question, [city], [gold, other]))
+        unindexed.append(OpenExample(f"q{i}", question, [city], [other]))
+    write_open_jsonl(tmp_path / "in.jsonl", indexed)
+    write_open_jsonl(tmp_path / "out.jsonl", unindexed)
+    return f"{tmp_path / 'in.jsonl'},{tmp_path / 'out.jsonl'}"
+
+
+def test_calibrate_then_answer_with_confidence(sieveqa, saved_tiny: Path, pair: str, tmp_path: Path) -> None:
+    out, report = tmp_path / "confidence.json", tmp_path / "report.json"
+    args = ["--method", "pointwise", "--ranker", saved_tiny, "--dev", pair, "--check", pair]
+    result = sieveqa("calibrate-confidence", *args, "--out", out, "--json", report, "--no-progress")
+    assert result.exit_code == 0, result.output
+    fitted = load_confidence(out)["pointwise"]
+    assert fitted.models == {"ranker": str(saved_tiny)} and 0 <= fitted.min_confidence <= 1
+    body = json.loads(report.read_text())
+    at = body["dev"]["at_min_confidence"]
+    assert at["right_kept"] >= 90.0  # the threshold keeps the share asked for, on dev
+    assert body["check"]["curve"][0]["threshold"] == 0.0 and body["check"]["curve"][0]["answered"] == 100.0
+    index = tmp_path / "index"
+    assert sieveqa("index", "corpus", "--input", "demo", "--out", index).exit_code == 0
+    asked = [
+        "answer",
+        "How do bees make honey?",
+        "--index",
+        index,
+        "--method",
+        "pointwise",
+        "--ranker",
+        saved_tiny,
+    ]
+    answer = json.loads(sieveqa(*asked, "--confidence", out, "--json").output)
+    assert answer["confidence"] is not None and answer["answered"] == (
+        answer["confidence"] >= fitted.min_confidence
+    )
+    never = json.loads(sieveqa(*asked, "--confidence", out, "--min-confidence", "1", "--json").output)
+    assert never["answered"] is False and never["answers"]  # the best guess is still shown
+    text = sieveqa(*asked, "--confidence", out, "--min-confidence", "1").output
+    assert "no answer found" in text
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--dev", "a.jsonl"], "--dev: expected two datasets, INDEXED,UNINDEXED"),
+        (["--keep", "2"], "Invalid value for '--keep'"),
+    ],
+)
+def test_calibrate_confidence_refuses_bad_options(sieveqa, tmp_path: Path, args: list, message: str) -> None:
+    result = sieveqa("calibrate-confidence", "--method", "pointwise", *args, "--out", tmp_path / "c.json")
+    assert result.exit_code == 2 and message in one_error_line(result)
+
+
+def test_answer_refuses_min_confidence_without_a_calibration(sieveqa, tmp_path: Path) -> None:
+    index = tmp_path / "index"
+    assert sieveqa("index", "corpus", "--input", "demo", "--out", index).exit_code == 0
+    result = sieveqa("answer", "Why?", "--index", index, "--method", "cascade", "--min-confidence", "0.5")
+    assert result.exit_code == 2 and "has no calibration for --method cascade" in one_error_line(result)

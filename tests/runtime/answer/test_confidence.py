@@ -1,0 +1,79 @@
+"""Calibrated confidence: Platt scaling, the dev-chosen threshold, the answerer abstaining below it,
+and confidence files that apply only to the models they were fitted for."""
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+from sieveqa.data.corpus import CorpusIndex, CorpusOptions
+from sieveqa.errors import ConfigError
+from sieveqa.runtime.answer.answerer import Answerer, load_answerer
+from sieveqa.runtime.answer.confidence import (
+    Confidence,
+    choose_threshold,
+    fit_platt,
+    load_confidence,
+    save_confidence,
+)
+from sieveqa.runtime.answer.sentence import Pointwise
+from tests.fakes import DOCS, KeywordRanker
+
+
+@pytest.fixture
+def index(tmp_path):
+    return CorpusIndex.build(DOCS, tmp_path / "idx", CorpusOptions(passage_tokens=8))
+
+
+def test_platt_scaling_orders_and_calibrates() -> None:
+    # Right answers score high, wrong ones low, with overlap: the fit is increasing and calibrated.
+    scores = [float(s) for s in range(-10, 10)]
+    right = [s > 2 or s == -3 for s in range(-10, 10)]
+    scale, bias = fit_platt(scores, right)
+    conf = Confidence(scale, bias)
+    assert scale > 0 and conf(9.0) > 0.9 and conf(-9.0) < 0.1
+    assert sum(conf(s) for s in scores) == pytest.approx(sum(right), abs=0.5)  # mean matches the rate
+    assert conf(-math.inf) == 0.0 and conf(math.inf) == 1.0
+    with pytest.raises(ConfigError, match="needs right and wrong answers"):
+        fit_platt([1.0, 2.0], [True, True])
+
+
+def test_the_threshold_keeps_the_share_asked_for() -> None:
+    kept = [0.9, 0.8, 0.7, 0.6, 0.5, 0.4, 0.3, 0.2, 0.1, 0.05]
+    threshold = choose_threshold(kept, 0.9)
+    assert threshold == 0.1 and sum(c >= threshold for c in kept) == 9
+    assert choose_threshold(kept, 1.0) == 0.05 and choose_threshold([], 0.9) == 0.0
+
+
+def test_the_answerer_abstains_below_min_confidence_and_shows_its_guess(index) -> None:
+    method = Pointwise(KeywordRanker())
+    question = "the answer about cats, dogs, rain and snow?"
+    plain = Answerer(method, index).answer(question)
+    assert plain.answered and plain.confidence is None  # uncalibrated: always answers
+    best = plain.best.score
+    sure = Answerer(method, index, confidence=Confidence(1.0, -best, min_confidence=0.4)).answer(question)
+    assert sure.answered and sure.confidence == pytest.approx(0.5)
+    unsure = Answerer(method, index, confidence=Confidence(1.0, -best - 3, min_confidence=0.4))
+    guess = unsure.answer(question)
+    assert not guess.answered and guess.best.text == plain.best.text  # the best guess stays
+    assert guess.best.as_dict()["confidence"] == pytest.approx(1 / (1 + math.exp(3)), abs=1e-6)
+    assert unsure.answers(guess, min_confidence=0.01)  # a request's own threshold
+    with pytest.raises(ConfigError, match="--min-confidence: --method pointwise has no confidence"):
+        Answerer(method, index, min_confidence=0.5)
+
+
+def test_a_confidence_file_applies_only_to_its_models(index, tmp_path: Path) -> None:
+    file = tmp_path / "confidence.json"
+    save_confidence(file, "pointwise", Confidence(1.0, 0.0, 0.3, models={"ranker": "elsewhere"}))
+    save_confidence(file, "peasi", Confidence(2.0, 1.0, 0.2, models={"reranker": "default"}))
+    assert set(load_confidence(file)) == {"peasi", "pointwise"}
+    with pytest.raises(ConfigError, match="fitted for ranker elsewhere, not ranker default"):
+        load_answerer("pointwise", str(index.path), confidence=str(file), ranker="default")
+    with pytest.raises(ConfigError, match="has no calibration for --method cascade"):
+        load_answerer("cascade", str(index.path), confidence=str(file), min_confidence=0.5)
+    with pytest.raises(ConfigError, match="--min-confidence must be a probability"):
+        load_answerer("pointwise", str(index.path), min_confidence=1.5)
+    file.write_text(json.dumps({"format": 1, "methods": {"peasi": {"scale": "x", "bias": 0}}}))
+    with pytest.raises(ConfigError, match=r"methods.peasi: field 'scale': expected float"):
+        load_confidence(file)
