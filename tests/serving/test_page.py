@@ -85,3 +85,22 @@ def test_without_an_index_the_page_says_how_to_load_one(browser_page, tiny_model
         browser_page.wait_for_function("document.getElementById('loaded').textContent.includes('index')")
         assert "--index DIR" in (browser_page.text_content("#loaded") or "")
         assert browser_page.is_disabled("#submit")
+
+
+def test_an_answer_below_min_confidence_is_shown_as_a_best_guess(browser_page, keyword_answerer) -> None:
+    from sieveqa.runtime.answer.confidence import Confidence
+
+    question = "the answer about cats, dogs, rain and snow?"
+    best = keyword_answerer.answer(question).best.score
+    keyword_answerer.confidence = Confidence(1.0, -best - 1.0, min_confidence=0.5)  # P(right) 0.27
+    keyword_answerer.min_confidence = 0.5
+    for url in _serve(Service(KeywordRanker(), keyword_answerer, name="keyword", index="demo-index")):
+        page = browser_page
+        page.goto(url)
+        page.wait_for_function("document.getElementById('loaded').textContent.includes('demo-index')")
+        page.fill("#question", question)
+        page.click("#submit")
+        page.wait_for_selector("#result:not([hidden])")
+        text = page.text_content("#answer-text") or ""
+        assert text == "No answer found in your documents. Best guess: The answer is forty two."
+        assert page.text_content("#answer-confidence") == "confidence 0.27"

@@ -42,7 +42,12 @@ async function loadHealth() {
 
 function showAnswer(body, millis) {
   const best = body.answers[0];
-  $("answer-text").textContent = best ? best.answer : "No answer: nothing in the index matches.";
+  const guess = best && !body.answered;
+  $("answer-text").textContent = !best ? "No answer: nothing in the index matches." :
+    guess ? `No answer found in your documents. Best guess: ${best.answer}` : best.answer;
+  $("answer-text").classList.toggle("quiet", Boolean(guess));
+  $("answer-confidence").textContent = body.confidence === null || body.confidence === undefined ?
+    "" : `confidence ${body.confidence.toFixed(2)}`;
   $("answer-title").textContent = best ? best.title || best.document : "";
   $("answer-doc").textContent = best && best.title ? `(${best.document})` : "";
   $("answer-passage").replaceChildren(best ? marked(best.passage, best.answer_span) : "");
