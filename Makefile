@@ -6,7 +6,7 @@ SIEVEQA := $(BIN)/sieveqa
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: install demo test test-all test-shutdown test-fast lint install-mpnet default-model default-v1-model cascade-models retrofit-model mono-models default-cascade has-models has-sensitivity peasi-models peasi-v2-models peasi-ship peasi-wikiqa reader-models reader-v2-model mhs-teachers mhs-teacher-scores mhs-kd-search mhs-students mhs-tables default-kd has-store-model has-store-v2-model store-bench fusion-bench
+.PHONY: install demo test test-all test-shutdown test-fast lint install-mpnet default-model default-v1-model cascade-models retrofit-model mono-models default-cascade has-models has-sensitivity peasi-models peasi-v2-models peasi-ship peasi-wikiqa reader-models reader-v2-model reader-ship confidence-ship mhs-teachers mhs-teacher-scores mhs-kd-search mhs-students mhs-tables default-kd has-store-model has-store-v2-model store-bench fusion-bench
 
 $(VENV)/.installed: pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -238,6 +238,26 @@ READER_VARIANT ?=
 READER_TAG ?=
 reader-v2-model: install
 	$(SIEVEQA) train --init default $(READER_V2) $(READER_VARIANT) --out $(READER)/v2$(READER_TAG)
+
+# What ships as "reader": the v2 reader calibrated per exit on squad-open-mini dev1, its learned scheduler
+# trained on dev1 over budgets 0.5, 1 and 2, then every question-time setting chosen on dev0 by
+# tune-reader (policy.json; the scheduler is kept only where dev0 prefers it).
+READER_SHIP ?= $(READER)/v2/best
+reader-ship: install
+	$(SIEVEQA) calibrate --reader $(READER_SHIP) --out $(READER)/ship-cal
+	$(SIEVEQA) train-scheduler --reader $(READER)/ship-cal --budget 0.5,1,2 --out $(READER)/ship-sched
+	$(SIEVEQA) tune-reader --reader $(READER)/ship-cal --scheduler $(READER)/ship-sched --out $(READER)/ship
+	rm -rf sieveqa/resources/reader && cp -r $(READER)/ship sieveqa/resources/reader
+
+# The shipped confidence file: each method with its shipped models, fitted on squad-open-mini dev0 asked
+# with and without its article in the index; the abstention curve on test (reports in bench/results).
+CONFIDENCE_METHODS ?= skyline reader tower peasi pointwise cascade
+confidence-ship: install
+	mkdir -p bench/results/abstention
+	for m in $(CONFIDENCE_METHODS); do \
+		$(SIEVEQA) calibrate-confidence --method $$m --out sieveqa/resources/confidence.json --no-progress \
+			--check squad-open-mini:test,squad-open-mini:test-unindexed \
+			--json bench/results/abstention/$$m.json || exit 1; done
 
 # Multiple Heads Student (docs/RESULTS.md). Teachers, each with the TANDA recipe: MPNet-12 (on this CPU a
 # reduced transfer of 6,000 pairs, one adapt epoch; checkpoints every 50 steps, ~2.5 h), MiniLM-L3 (the

@@ -111,8 +111,10 @@ class Reader(AnswerMethod):
         policy = load_scheduler(scheduler) if scheduler is not None else None
         method = cls(model, schedule, policy)
         method.model_names = {"reader": options.reader}
-        if scheduler is not None:
-            method.model_names["scheduler"] = scheduler
+        if scheduler is not None:  # the reader's own is named after it, so a record travels between machines
+            given = getattr(options, "scheduler", None)
+            own = given in (None, NO_SCHEDULER)
+            method.model_names["scheduler"] = f"{options.reader}/{saved.scheduler}" if own else scheduler
         return method
 
     def describe(self) -> dict[str, Any]:

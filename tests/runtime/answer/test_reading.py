@@ -33,7 +33,11 @@ def reader_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_skyline_uses_the_readers_scheduler_and_settings(reader_folder: Path) -> None:
     method = Skyline.load(SkylineOptions(reader=str(reader_folder)), SETTINGS)
     assert method.schedule == Schedule("learned", budget=1.5, m=3, has_weight=0.5)
-    assert method.policy is not None and method.model_names["scheduler"].endswith(SCHEDULER_FOLDER)
+    assert method.policy is not None
+    assert method.model_names == {
+        "reader": str(reader_folder),
+        "scheduler": f"{reader_folder}/{SCHEDULER_FOLDER}",
+    }
 
 
 def test_flags_override_the_readers_policy(reader_folder: Path) -> None:
