@@ -232,8 +232,13 @@ class Featurizer:
             start += size
             q = q_enc[question]
             q_len = len(q.ids)
+            keep = max(budget // 4, 1)
             if q_len >= budget:  # the question alone fills the limit: cut it, keep a quarter
-                q_len = budget - min(len(side[0]), max(budget // 4, 1))
+                q_len = budget - min(len(side[0]), keep)
+            if stride is not None and len(side[0]) > budget - q_len:
+                # Windows must advance past their overlap: a long question is cut so that each
+                # window keeps ``stride`` tokens of overlap and a quarter of new passage.
+                q_len = min(q_len, max(budget - stride - keep, 1))
             room = budget - q_len
             if stride is not None and stride >= room and len(side[0]) > room:
                 raise ConfigError(f"stride {stride} must be below the {room} passage tokens per window")

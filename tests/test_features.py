@@ -91,6 +91,23 @@ def test_windows_overlap_by_the_stride_and_cover_the_passage(featurizer) -> None
         featurizer.pairs(["q?"], [passage], max_length=48, stride=60)
 
 
+def test_a_long_question_is_cut_so_windows_still_advance(featurizer) -> None:
+    # A question of 40 tokens left 5 passage tokens per window, fewer than the stride of 8: every
+    # answer over windowed passages failed (issue 30: /answer with a 1,000-character question gave 500).
+    passage = _words(100)
+    whole = featurizer._encode([passage])[0].ids
+    question = " ".join(["the"] * 40)  # 40 tokens
+    features = featurizer.pairs([question], [passage], max_length=48, stride=8, offsets=True)
+    budget = 48 - 3
+    covered = []
+    for ids, segs in zip(features.input_ids, features.segment_ids, strict=True):
+        assert len(ids) <= 48 and segs.count(0) == budget - 8 - budget // 4  # the question, cut
+        covered.append([t for t, s in zip(ids, segs, strict=True) if s == 1])
+    assert all(features.truncated) and covered[0] + [t for c in covered[1:] for t in c[8:]] == whole
+    short = featurizer.pairs([question], ["a b"], max_length=48, stride=8)
+    assert len(short) == 1 and not any(short.truncated)  # a passage that fits leaves the question whole
+
+
 def test_segments_get_their_ids_and_offsets_point_into_their_own_text(featurizer) -> None:
     sentences = ["Paris is big.", "It is in France.", "Rome is in Italy."]
     features = featurizer.segments(["where is paris?"], [sentences], max_length=128, offsets=True)

@@ -36,6 +36,15 @@ def test_answer_prints_the_sentence_in_its_passage(sieveqa, demo_index, saved_ti
     assert first["passage"][a:b] == first["answer"]
 
 
+def test_a_long_question_is_answered(sieveqa, demo_index, saved_tiny, saved_easi) -> None:
+    # Issue 30: a question of ~1,000 characters left no room for EASI's windows ("stride must be below").
+    question = "Who invented the Fresnel lens, " + "and who else worked on lighthouses, " * 35 + "?"
+    args = ["--index", demo_index, "--reranker", saved_tiny, "--selector", saved_easi, "--json"]
+    result = sieveqa("answer", question, *args)
+    assert result.exit_code == 0, result.output
+    assert len(question) > 1_000 and json.loads(result.output)["answers"]
+
+
 def test_a_question_file_gives_one_json_line_each(sieveqa, demo_index, saved_tiny, tmp_path: Path) -> None:
     questions = tmp_path / "q.jsonl"
     questions.write_text(
