@@ -279,9 +279,9 @@ def train_model(
     model = init_model(init, arch, settings).configure(device=config.device)
     recipe.prepare(model)
     recipe.check_metric(model, config.metric)
-    with _prepared(recipe, train, out_dir, dev, config, resume, "training") as (sample, dev_examples):
-        meta = {"train": train, "dev": dev, "init": init, "arch": arch, "n_examples": len(sample)}
-        meta |= asdict(recipe.options)
+    run = {"train": train, "dev": dev, "init": init, "arch": arch} | asdict(recipe.options)
+    with _prepared(recipe, train, out_dir, dev, config, resume, "training", run) as (sample, dev_examples):
+        meta = run | {"n_examples": len(sample)}
         return _run(
             model,
             recipe,
@@ -304,6 +304,7 @@ def _prepared(
     config: TrainConfig,
     resume: bool,
     verb: str,
+    run: dict[str, Any],
 ) -> Iterator[tuple[Any, list[RankingExample] | None]]:
     """The data side of a run, its output folder locked throughout: the training sample, labelled
     dev examples, and that a checkpoint to resume has our settings."""
@@ -315,7 +316,7 @@ def _prepared(
             recipe.check_dev(dev_examples, dev)
         sample = recipe.sample(recipe.load(train), config, source)
         if resume:
-            check_checkpoint(out_dir, config, len(sample), unit="n_examples")
+            check_checkpoint(out_dir, config, len(sample), unit="n_examples", run=run)
         tqdm.write(f"{verb} on {sample.summary}")
         yield sample, dev_examples
 
@@ -366,7 +367,8 @@ def retrofit_cascade(
     teacher.configure(device=config.device)
     model = CascadeTransformer.from_cross_encoder(teacher, exits)
     recipe.check_metric(model, config.metric)
-    with _prepared(recipe, train, out_dir, dev, config, resume, "retrofitting") as (pairs, dev_examples):
+    run = {"retrofit_of": base, "train": train, "dev": dev, "tune_body": tune_body}
+    with _prepared(recipe, train, out_dir, dev, config, resume, "retrofitting", run) as (pairs, dev_examples):
         if tune_body:
             teacher.configure(batch_size=128)
             labels = teacher.score_pairs(pairs.questions, pairs.texts, progress=config.progress)
@@ -374,13 +376,7 @@ def retrofit_cascade(
             model.freeze_body()
             model.share_body(base)  # saved as heads only, over the base model's body
             labels = [0.0] * len(pairs)
-        meta = {
-            "retrofit_of": base,
-            "train": train,
-            "dev": dev,
-            "tune_body": tune_body,
-            "n_examples": len(pairs),
-        }
+        meta = run | {"n_examples": len(pairs)}
         data = recipe.tensors(model, LabelledPairs(pairs.questions, pairs.texts, labels))
         objective = ExitDistillation("labels" if tune_body else "self")
         return _run(model, recipe, objective, data, config, out_dir, dev_examples, meta, resume)

@@ -144,14 +144,19 @@ def _comparable(config: dict[str, Any]) -> dict[str, Any]:
 
 
 def check_checkpoint(
-    out_dir: str | Path, config: TrainConfig, n_examples: int, unit: str = "n_pairs"
+    out_dir: str | Path,
+    config: TrainConfig,
+    n_examples: int,
+    unit: str = "n_pairs",
+    run: dict[str, Any] | None = None,
 ) -> bool:
     """Whether ``out_dir`` holds a checkpoint to resume; refuse one written with other settings or
     data, naming what differs (before any model or data is prepared).
 
     ``unit`` says what ``n_examples`` counts: ``n_pairs`` the training rows (a reader's passage may
     make several), ``n_examples`` the sampled examples a recipe counts before tokenizing; a
-    checkpoint that did not record the count is checked again by the trainer, by rows.
+    checkpoint that did not record the count is checked again by the trainer, by rows. ``run`` is
+    what the run was asked to do (``--arch``, ``--init``, data, recipe options), compared by option.
     """
     path = Path(out_dir) / "checkpoint" / "trainer_state.json"
     if not path.is_file():
@@ -161,6 +166,13 @@ def check_checkpoint(
     theirs = _comparable({**TrainConfig().to_dict(), **saved.get("config", {})})
     ours = _comparable(config.to_dict())
     diffs = [f"{k} {theirs.get(k)!r} -> {ours.get(k)!r}" for k in sorted(ours) if theirs.get(k) != ours[k]]
+    if run is not None and isinstance(saved.get("run"), dict):
+        theirs_run = saved["run"]
+        diffs += [
+            f"--{k.replace('_', '-')} {theirs_run.get(k)!r} -> {v!r}"
+            for k, v in sorted(run.items())
+            if k in theirs_run and theirs_run[k] != _jsonable(v)
+        ]
     if unit in saved and saved[unit] != n_examples:
         diffs.append(f"training examples {saved[unit]} -> {n_examples}")
     if diffs:
@@ -169,6 +181,11 @@ def check_checkpoint(
             "run with the same settings to resume, or use a new output folder (or --no-resume)"
         )
     return True
+
+
+def _jsonable(value: Any) -> Any:
+    """``value`` as a JSON round trip gives it back (tuples become lists)."""
+    return json.loads(json.dumps(value))
 
 
 def _param_groups(model: nn.Module, weight_decay: float) -> list[dict[str, Any]]:
@@ -249,6 +266,7 @@ class Trainer:
                 "config": self.config.to_dict(),
                 "n_pairs": len(self.data),
                 "n_examples": self.meta.get("n_examples", len(self.data)),
+                "run": {k: v for k, v in self.meta.items() if k != "n_examples"},
                 "precision": self.precision,
                 "rng": _rng_state(),
             }

@@ -116,6 +116,19 @@ def test_resuming_with_other_settings_names_them(sieveqa, example_jsonl: Path, t
     assert "checkpoint was written with other settings (lr 0.0001 -> 0.0002)" in line
 
 
+def test_resuming_another_arch_or_init_is_refused_naming_it(
+    sieveqa, example_jsonl: Path, tmp_path: Path
+) -> None:
+    # Issue 30: another --arch ended in a state_dict RuntimeError; another --init resumed silently.
+    out = tmp_path / "r"
+    assert _train(sieveqa, example_jsonl, out, "--epochs", "1").exit_code == 0
+    line = one_error_line(_train(sieveqa, example_jsonl, out, "--epochs", "1", "--arch", "cascade"))
+    assert "other settings (--arch 'cross-encoder' -> 'cascade')" in line
+    other = str(out / "best")
+    line = one_error_line(_train(sieveqa, example_jsonl, out, "--epochs", "1", "--init", other))
+    assert f"other settings (--init 'tiny' -> {other!r})" in line
+
+
 def test_a_second_run_into_the_same_folder_is_refused(sieveqa, example_jsonl: Path, tmp_path: Path) -> None:
     out = tmp_path / "r"
     out.mkdir()
