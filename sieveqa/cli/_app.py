@@ -30,7 +30,9 @@ class _Group(TyperGroup):
             _fail(str(err))
         except typer.TyperException as err:  # click's usage errors: bad or missing options
             _fail(err.format_message(), err.exit_code)
-        except (typer.Abort, KeyboardInterrupt):
+        except (typer.Abort, KeyboardInterrupt) as err:
+            if isinstance(err.__cause__, EOFError):  # click turns every EOFError into an Abort
+                _fail(f"an input ended early (a truncated file?): {err.__cause__}")
             _fail("interrupted", 130)
         if not standalone_mode:
             return code

@@ -62,10 +62,12 @@ class TeacherScores:
         """Read a file written by :meth:`save`; anything else is refused naming the file."""
         try:
             with gzip.open(path, "rt", encoding="utf-8") as handle:
-                raw: dict[str, Any] = json.load(handle)
+                raw: Any = json.load(handle)
+        except EOFError:  # click would take it for Ctrl-D and say "interrupted"
+            raise DataFormatError(f"{path}: the gzip stream ends early (a truncated file)") from None
         except (OSError, ValueError) as err:
             raise DataFormatError(f"{path}: not a teacher-scores file ({err})") from None
-        if raw.pop("format", None) != FORMAT:
+        if not isinstance(raw, dict) or raw.pop("format", None) != FORMAT:
             raise DataFormatError(f"{path}: not a teacher-scores file (format {FORMAT} expected)")
         try:
             return cls(**raw)

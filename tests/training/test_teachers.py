@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import gzip
+import json
 from pathlib import Path
 
 import pytest
@@ -53,6 +55,20 @@ def test_other_files_are_refused_naming_the_file(tmp_path: Path) -> None:
         TeacherScores.load(bad)
     with pytest.raises(DataFormatError, match="2 scores for 1 pairs"):
         TeacherScores("t", "d", "s", ["a"], [1.0, 2.0])
+
+
+def test_a_truncated_or_foreign_gzip_is_refused_naming_the_file(tmp_path: Path) -> None:
+    # Issue 30: a JSON list in valid gzip was a TypeError; a cut gzip read as Ctrl-D ("interrupted").
+    listed = tmp_path / "list.json.gz"
+    with gzip.open(listed, "wt", encoding="utf-8") as handle:
+        json.dump([1, 2, 3], handle)
+    with pytest.raises(DataFormatError, match=r"list\.json\.gz: not a teacher-scores file"):
+        TeacherScores.load(listed)
+    whole = _scores(["q0/c0", "q0/c1"]).save(tmp_path / "t.json.gz").read_bytes()
+    cut = tmp_path / "cut.json.gz"
+    cut.write_bytes(whole[: len(whole) // 2])
+    with pytest.raises(DataFormatError, match=r"cut\.json\.gz: the gzip stream ends early"):
+        TeacherScores.load(cut)
 
 
 def test_the_digest_follows_the_weights() -> None:
