@@ -37,7 +37,7 @@ from sieveqa.data.jsonl import read_jsonl
 from sieveqa.data.open_qa import OpenExample, read_open_jsonl
 from sieveqa.data.readers import read_trecqa, read_wikiqa
 from sieveqa.data.records import RankingExample
-from sieveqa.errors import DatasetNotFoundError
+from sieveqa.errors import DataFormatError, DatasetNotFoundError
 from sieveqa.paths import cache_root, data_root
 
 Loader = Callable[[str], list[RankingExample]]
@@ -249,7 +249,10 @@ def load_open_dataset(name: str) -> list[OpenExample]:
     if family == "jsonl":
         if not Path(split).is_file():
             raise DatasetNotFoundError(f"jsonl:{split}: no such file")
-        return read_open_jsonl(split)
+        examples = read_open_jsonl(split)
+        if not examples:  # every command reading questions needs at least one
+            raise DataFormatError(f"{split}: no questions")
+        return examples
     raise DatasetNotFoundError(
         f"unknown open-domain dataset {name!r}: use squad-open-mini:SPLIT, squad-open-train:SPLIT, "
         "squad-gold:SPLIT or jsonl:PATH (questions with their passages)"

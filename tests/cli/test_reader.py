@@ -179,3 +179,26 @@ def test_train_scheduler_refuses_bad_budgets_before_reading(
     args = ["--reader", saved_reader, "--train", open_data, "--dev", open_data, "--budget", budget]
     assert message in one_error_line(sieveqa("train-scheduler", *args, "--out", out))
     assert not out.exists()
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["calibrate", "--out", "OUT"],
+        ["train-scheduler", "--out", "OUT", "--dev", "DATA", "--train", "EMPTY"],
+        ["train-scheduler", "--out", "OUT", "--train", "DATA", "--dev", "EMPTY"],
+        ["eval-reader"],
+    ],
+)
+def test_an_empty_question_file_is_one_line(
+    sieveqa, saved_reader: Path, open_data: Path, tmp_path: Path, command: list[str]
+) -> None:
+    # Issue 30: an empty file gave IndexError (calibrate), ValueError (train-scheduler, eval-reader).
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("")
+    swap = {"OUT": str(tmp_path / "out"), "DATA": str(open_data), "EMPTY": str(empty)}
+    args = [swap.get(a, a) for a in command]
+    if "--train" not in args:
+        args += ["--dataset", str(empty)]
+    result = sieveqa(*args, "--reader", saved_reader)
+    assert one_error_line(result) == f"error: {empty}: no questions"
