@@ -145,7 +145,7 @@ def test_a_killed_build_resumes_with_the_same_command(
     assert "its build stopped after 5 of" in one_error_line(sieveqa("index", "info", store))
     monkeypatch.setattr(store_build, "add_segment", real)
     line = one_error_line(sieveqa(*build, "--segment-size", "6"))
-    assert "holds a build stopped after 5 of" in line and "of other options" in line
+    assert "holds a build stopped after 5 of" in line and "of other options (--segment-size 5 -> 6)" in line
     result = sieveqa(*build, "--segment-size", "5")
     assert result.exit_code == 0, result.output
     assert "first-stage-00000" in {p.name for p in store.iterdir()}

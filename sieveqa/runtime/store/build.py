@@ -117,7 +117,15 @@ def _resume_or_start(
         if "build" not in manifest:
             raise StoreError(f"{path} already holds an answer store; add to it with `sieveqa index add`")
         done, before = manifest["count"], manifest["build"]
-        differs = [k for k in ("answers_sha256", "total", "options") if before.get(k) != target[k]]
+        differs = [k for k in ("answers_sha256", "total") if before.get(k) != target[k]]
+        was, now = before.get("options") or {}, target["options"]
+        changed = [
+            f"--{k.replace('_', '-')} {was.get(k)!r} -> {now.get(k)!r}"
+            for k in sorted(set(was) | set(now))
+            if was.get(k) != now.get(k)
+        ]
+        if changed:
+            differs.append(f"options ({', '.join(changed)})")
         try:
             check_signature(path, manifest["model"], model_signature(model))
         except StoreError:
