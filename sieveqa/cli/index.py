@@ -177,11 +177,18 @@ def info(
 ) -> None:
     """Show what a corpus index or an answer store holds and what it takes on disk (and in memory)."""
     from sieveqa.data.corpus import FORMAT, CorpusIndex
+    from sieveqa.errors import ConfigError
     from sieveqa.io import read_json_object
     from sieveqa.runtime.store.answer_store import AnswerStore
 
     manifest = store_path / "manifest.json"
-    if manifest.is_file() and read_json_object(manifest).get("format") == FORMAT:
+    if not manifest.is_file():
+        what = "no such folder" if not store_path.is_dir() else "no manifest.json"
+        raise ConfigError(
+            f"{store_path}: neither a corpus index (sieveqa index corpus) nor an answer store "
+            f"(sieveqa index build): {what} (a stopped corpus build leaves none: rerun its command)"
+        )
+    if read_json_object(manifest).get("format") == FORMAT:
         _print_corpus(CorpusIndex.open(store_path, verify=verify))
     else:
         _print_info(AnswerStore.open(store_path, verify=verify))

@@ -174,3 +174,13 @@ def test_bad_build_options_are_one_line(
     )
     assert one_error_line(result) == message
     assert not (tmp_path / "s").exists()  # refused before any work
+
+
+def test_info_on_a_folder_that_is_no_index_says_what_it_reads(sieveqa, tmp_path: Path) -> None:
+    # Issue 30: it said "not an answer store ... use index build", though info reads corpus indexes too.
+    (tmp_path / "half").mkdir()
+    (tmp_path / "half" / "passages.tmp").write_text("")
+    line = one_error_line(sieveqa("index", "info", tmp_path / "half"))
+    assert "neither a corpus index (sieveqa index corpus) nor an answer store (sieveqa index build)" in line
+    assert "no manifest.json" in line
+    assert "no such folder" in one_error_line(sieveqa("index", "info", tmp_path / "nothing"))
