@@ -87,9 +87,13 @@ class PolicyOptions:
     seed: int = field(default=13, metadata={"help": "seed of the episodes' sampling"})
 
     def __post_init__(self) -> None:
-        positive = self.budgets and min(self.budgets) > 0 and self.lr > 0
-        if not (positive and self.epochs >= 1 and self.batch_size >= 1):
-            raise ConfigError(f"PolicyOptions: invalid {asdict(self)}")
+        if not self.budgets or not min(self.budgets) > 0:
+            raise ConfigError(f"--budget must be layers per passage above 0, got {self.budgets}")
+        if not self.lr > 0:
+            raise ConfigError(f"--lr must be above 0, got {self.lr}")
+        for flag, value in (("--epochs", self.epochs), ("--batch-size", self.batch_size)):
+            if value < 1:
+                raise ConfigError(f"{flag} must be >= 1, got {value}")
         if not (0 <= self.discount <= 1 and self.step_cost >= 0):
             raise ConfigError(
                 f"discount must be in [0, 1] and step_cost >= 0, got {self.discount}, {self.step_cost}"

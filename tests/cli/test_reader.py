@@ -170,13 +170,19 @@ def test_answer_refuses_bad_reader_settings(sieveqa, tmp_path: Path, args, messa
 
 
 @pytest.mark.parametrize(
-    ("budget", "message"), [("1,x", "--budget: expected comma-separated"), ("0", "above 0")]
+    ("flags", "message"),
+    [
+        (["--budget", "1,x"], "--budget: expected comma-separated"),
+        (["--budget", "0"], "above 0"),
+        (["--epochs", "0"], "error: --epochs must be >= 1, got 0"),  # issue 30: printed a settings dict
+        (["--lr", "-1"], "error: --lr must be above 0, got -1.0"),
+    ],
 )
-def test_train_scheduler_refuses_bad_budgets_before_reading(
-    sieveqa, saved_reader: Path, open_data: Path, tmp_path: Path, budget: str, message: str
+def test_train_scheduler_refuses_bad_settings_before_reading(
+    sieveqa, saved_reader: Path, open_data: Path, tmp_path: Path, flags: list[str], message: str
 ) -> None:
     out = tmp_path / "sched"
-    args = ["--reader", saved_reader, "--train", open_data, "--dev", open_data, "--budget", budget]
+    args = ["--reader", saved_reader, "--train", open_data, "--dev", open_data, *flags]
     assert message in one_error_line(sieveqa("train-scheduler", *args, "--out", out))
     assert not out.exists()
 
