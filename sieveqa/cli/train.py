@@ -270,7 +270,9 @@ def teacher_scores_command(
     config = TrainConfig(max_negatives=max_negatives, max_pairs=max_pairs, seed=seed)
     recipe = PointwiseRecipe()
     pairs = recipe.sample(recipe.load(train_sets), config, train_sets)
-    scores = teacher_scores(teacher, train_sets, pairs, device=device, batch_size=batch_size)
+    scores = teacher_scores(
+        teacher, train_sets, pairs, option="--teacher", device=device, batch_size=batch_size
+    )
     scores.teacher = name or scores.teacher
     scores.save(out)
     typer.echo(f"{len(scores.scores)} pairs scored by {scores.teacher}: {out}")

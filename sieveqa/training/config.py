@@ -80,7 +80,8 @@ class TrainConfig:
         }
         bad = [name for name, ok in checks.items() if not ok]
         if bad:
-            raise ConfigError(f"TrainConfig: invalid {', '.join(f'{b}={getattr(self, b)!r}' for b in bad)}")
+            flags = ", ".join(f"--{b.replace('_', '-')} {getattr(self, b)!r}" for b in bad)
+            raise ConfigError(f"invalid {flags} (see sieveqa train --help for the ranges)")
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

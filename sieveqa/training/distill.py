@@ -54,16 +54,21 @@ def _is_scores_file(spec: str) -> bool:
 
 
 def teacher_scores(
-    spec: str, dataset: str, pairs: LabelledPairs, progress: bool = True, **settings: Any
+    spec: str,
+    dataset: str,
+    pairs: LabelledPairs,
+    progress: bool = True,
+    option: str = "--teachers",
+    **settings: Any,
 ) -> TeacherScores:
     """Teacher ``spec``'s scores of ``pairs``: read from a scores file, or computed once by the model
     in fp32 (``settings``: other ``configure`` options, e.g. ``device``) and cached; refused unless they were
-    computed on exactly these pairs."""
+    computed on exactly these pairs. ``option`` names the flag that gave ``spec`` in errors."""
     if _is_scores_file(spec):
         scores = TeacherScores.load(spec)
         scores.check(dataset, pairs.ids)
         return scores
-    teacher = load_model(spec, PairModel, "--teachers", "a model that scores pairs")
+    teacher = load_model(spec, PairModel, option, "a model that scores pairs")
     digest = weights_digest(teacher)
     key = hashlib.sha256("\n".join([digest, dataset, *pairs.ids]).encode()).hexdigest()[:24]
     path = cache_root() / "teacher-scores" / f"{key}.json.gz"

@@ -22,7 +22,7 @@ def _train(sieveqa, data: Path, out: Path, *flags: str):
         (("--metric", "bogus"), "--metric must be one of map, mrr, p@1"),
         (("--metric", "map@mean"), "--metric must be one of"),  # a cascade's metric, not a cross-encoder's
         (("--dropout", "1.5"), "invalid dropout=1.5"),
-        (("--max-negatives", "-1"), "invalid max_negatives=-1"),
+        (("--max-negatives", "-1"), "invalid --max-negatives -1"),
         (("--max-length", "4000"), "max_length 4000 exceeds the 512 positions of tiny"),
         (("--arch", "cascade", "--exits", "2,9"), "exits must be increasing layer numbers in 1..4"),
         (("--init", "no-such-backbone"), "unknown backbone 'no-such-backbone'"),
@@ -94,7 +94,7 @@ def test_cascade_options_with_a_store_are_refused(sieveqa, example_jsonl: Path, 
 
 
 def test_a_folder_that_is_no_store_is_one_line(sieveqa, tmp_path: Path) -> None:
-    assert (
-        one_error_line(sieveqa("index", "info", tmp_path))
-        == f"error: {tmp_path}: not an answer store (no manifest.json); build one with `sieveqa index build`"
+    assert one_error_line(sieveqa("index", "info", tmp_path)) == (
+        f"error: {tmp_path}: neither a corpus index (sieveqa index corpus) nor an answer store "
+        "(sieveqa index build): no manifest.json (a stopped corpus build leaves none: rerun its command)"
     )

@@ -164,7 +164,7 @@ def test_kd_search_needs_mhs_teachers_and_dev_and_leaves_alpha_to_the_search(sie
     line = one_error_line(
         sieveqa("train", "--train", "wikiqa:train", "--precision", "fp16", "--out", tmp_path / "p")
     )
-    assert "precision='fp16'" in line
+    assert "invalid --precision 'fp16'" in line
 
 
 def test_teacher_scores_are_written_for_the_students_pairs_and_teach_them(
@@ -231,3 +231,14 @@ def test_student_configs_that_cannot_be_built_are_refused(
     args = ["train", "--arch", "mhs", "--init", "tiny", "--train", f"jsonl:{example_jsonl}", "--dev", ""]
     line = one_error_line(sieveqa(*args, *flags, "--teachers", "a.json.gz", "-o", tmp_path / "o"))
     assert message in line
+
+
+def test_teacher_scores_names_its_own_options(
+    sieveqa, saved_tiny: Path, example_jsonl: Path, tmp_path
+) -> None:
+    # Issue 30: it named --teachers (train's option) and TrainConfig.
+    base = ["teacher-scores", "--train", f"jsonl:{example_jsonl}", "--out", tmp_path / "t.json.gz"]
+    line = one_error_line(sieveqa(*base, "--teacher", saved_tiny, "--max-pairs", "0"))
+    assert line.startswith("error: invalid --max-pairs 0") and "TrainConfig" not in line
+    line = one_error_line(sieveqa(*base, "--teacher", tmp_path / "nothing"))
+    assert "nothing' is neither a shipped model" in line and "--teachers" not in line

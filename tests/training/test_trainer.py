@@ -167,7 +167,7 @@ def test_resume_on_another_kind_of_cpu_continues_and_says_so(tiny_model, tmp_pat
 
 
 def test_bad_precision_is_refused() -> None:
-    with pytest.raises(ConfigError, match="precision='fp16'"):
+    with pytest.raises(ConfigError, match="invalid --precision 'fp16'"):
         TrainConfig(precision="fp16")
 
 
@@ -185,7 +185,7 @@ def test_make_pairs_caps_negatives() -> None:
 
 
 def test_bad_config_names_the_field() -> None:
-    with pytest.raises(ValueError, match="batch_size=0"):
+    with pytest.raises(ValueError, match="invalid --batch-size 0"):
         TrainConfig(batch_size=0)
 
 
