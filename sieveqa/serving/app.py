@@ -100,6 +100,18 @@ class _Envelope:
                 message.setdefault("headers", []).append((b"x-total-time", total))
             await send(message)
 
+        headers = dict(scope["headers"])
+        declared = headers.get(b"content-type", b"").split(b";")[0].strip().lower()
+        if scope["method"] == "POST" and not (declared == b"application/json" or declared.endswith(b"+json")):
+            if declared.startswith(b"multipart/"):
+                await _error(
+                    415, "unsupported_media_type", f"send the body as JSON, not {declared.decode()}"
+                )(scope, receive, timed)
+                return
+            # curl -d sends JSON as a form, others as text/plain or with no type: every body is read
+            # as the JSON it should be (a body that is not JSON gets the usual 422 naming the problem).
+            rest = [(k, v) for k, v in scope["headers"] if k != b"content-type"]
+            scope = {**scope, "headers": [*rest, (b"content-type", b"application/json")]}
         try:
             if not length.isdigit() or int(length) > limit:
                 why = "is not a number" if not length.isdigit() else f"is over {limit} bytes"

@@ -203,5 +203,6 @@ class ErrorBody(_Wire):
         "unavailable",
         "not_found",
         "not_allowed",
+        "unsupported_media_type",
         "internal",
     ]

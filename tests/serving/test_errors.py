@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import threading
 
 import pytest
@@ -69,6 +70,24 @@ def test_bad_bodies(client: TestClient, content: bytes, headers: dict, status: i
     r = client.post("/rerank", content=content, headers={"content-type": "application/json", **headers})
     assert r.status_code == status, r.text
     assert says in r.json()["error"]
+
+
+@pytest.mark.parametrize("kind", ["text/plain", "application/x-www-form-urlencoded", None])
+def test_a_json_body_is_read_whatever_type_it_declares(client: TestClient, kind: str | None) -> None:
+    # Issue 30: curl -d sends a form type, others text/plain or none: all got 422 "a valid dictionary".
+    body = json.dumps({"query": "who?", "documents": ["a cat", "a dog"]}).encode()
+    r = client.post("/rerank", content=body, headers={"content-type": kind} if kind else {})
+    assert r.status_code == 200, r.text
+    assert len(r.json()["results"]) == 2
+
+
+def test_a_multipart_body_is_415(client: TestClient) -> None:
+    r = client.post("/rerank", files={"f": ("a.txt", b"x")})
+    assert r.status_code == 415
+    assert r.json() == {
+        "error": "send the body as JSON, not multipart/form-data",
+        "error_type": "unsupported_media_type",
+    }
 
 
 def test_a_streamed_body_is_cut_at_the_limit(client: TestClient) -> None:
