@@ -13,9 +13,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from sieveqa.data.jsonl import iter_json_lines
 from sieveqa.data.readers import read_wikiqa
+from sieveqa.data.sentences import sentence_spans
 from sieveqa.data.squad import default_squad_path, read_squad
 from sieveqa.errors import DataFormatError, DatasetNotFoundError, shorten
 from sieveqa.paths import data_root
@@ -105,7 +107,22 @@ def _jsonl(path: Path) -> Iterator[Document]:
         if doc_id in seen:
             raise DataFormatError(f"{where}: duplicate document id {doc_id!r} (first at {seen[doc_id]})")
         seen[doc_id] = where
-        yield Document(doc_id, text, title)
+        yield Document(doc_id, text, title, _given_sentences(obj, text, where))
+
+
+def _given_sentences(obj: dict[str, Any], text: str, where: str) -> tuple[str, ...] | None:
+    """A document's own ``sentences`` (verbatim pieces of its text, in order), checked here so a
+    bad one is named by its line."""
+    given = obj.get("sentences")
+    if given is None:
+        return None
+    if not isinstance(given, list) or not given or not all(isinstance(x, str) and x.strip() for x in given):
+        raise DataFormatError(f"{where}: field 'sentences' must be a list of non-empty strings")
+    try:
+        sentence_spans(text, given)
+    except ValueError as err:
+        raise DataFormatError(f"{where}: field 'sentences': {err}") from None
+    return tuple(given)
 
 
 DEMO_CORPUS = Path(__file__).resolve().parent.parent / "resources" / "demo-corpus"

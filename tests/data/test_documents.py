@@ -21,6 +21,19 @@ def test_jsonl_documents_with_optional_title(tmp_path: Path) -> None:
     assert [(d.id, d.title, d.text) for d in docs] == [("a", "", "One."), ("7", "T", "Two.")]
 
 
+def test_a_documents_own_sentences_are_used(tmp_path: Path) -> None:
+    # Issue 30: the JSONL reader dropped them, so the splitter cut "Dr. Who arrived." in two.
+    from sieveqa.data.corpus import CorpusIndex
+
+    text = "Dr. Who arrived at 5 p.m. on Monday. Then he left."
+    rows = [{"id": "a", "text": text, "sentences": ["Dr. Who arrived at 5 p.m. on Monday.", "Then he left."]}]
+    (doc,) = read_documents(_jsonl(tmp_path / "d.jsonl", rows))
+    assert doc.sentences == tuple(rows[0]["sentences"])
+    index = CorpusIndex.build([doc], tmp_path / "idx")
+    (passage,) = index.passages(["1"])
+    assert passage.sentences == rows[0]["sentences"]
+
+
 @pytest.mark.parametrize(
     ("rows", "message"),
     [
@@ -32,6 +45,11 @@ def test_jsonl_documents_with_optional_title(tmp_path: Path) -> None:
         ),
         ([{"id": "a", "text": "x", "title": 3}], "d.jsonl:1: field 'title' must be a string"),
         ([], "d.jsonl: no documents"),
+        ([{"id": "a", "text": "x", "sentences": "x"}], "d.jsonl:1: field 'sentences' must be a list"),
+        (
+            [{"id": "a", "text": "One. Two.", "sentences": ["Two.", "One."]}],
+            "d.jsonl:1: field 'sentences': sentence",
+        ),
     ],
 )
 def test_bad_jsonl_documents_are_named(tmp_path: Path, rows: list, message: str) -> None:
