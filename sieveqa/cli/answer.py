@@ -183,6 +183,11 @@ def answer(
     asked = _read_questions(questions) if questions is not None else [(None, question.strip())]
     if any(not q for _, q in asked):
         raise ConfigError("the question is empty")
+    for _, q in asked:
+        try:
+            q.encode("utf-8")
+        except UnicodeEncodeError as err:  # a non-UTF-8 byte on the command line, kept as a surrogate
+            raise ConfigError(f"the question is not UTF-8 text (at character {err.start + 1})") from None
     answerer = load_answerer(
         method, str(index), retrieve, retriever, top, device, precision, batch_size,
         confidence, min_confidence, **given_settings(ctx),

@@ -9,6 +9,7 @@ from __future__ import annotations
 import gzip
 import json
 import os
+import re
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import IO, Any
@@ -74,6 +75,19 @@ def parse_example(obj: Any, where: str) -> RankingExample:
     return RankingExample(Question(qid, question), candidates)
 
 
+_SURROGATE = re.compile(r"\\u[dD][89a-fA-F]")
+
+
+def _check_text(obj: Any, where: str) -> None:
+    """Refuse a decoded line holding a lone surrogate (an escape of half a UTF-16 pair)."""
+    try:
+        json.dumps(obj, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError as err:
+        bad = err.object[err.start : err.end].encode("utf-16", "surrogatepass")[2:]
+        code = int.from_bytes(bad[:2], "little")
+        raise DataFormatError(f"{where}: a lone surrogate escape \\u{code:04x} is not text") from None
+
+
 def iter_json_lines(path: str | os.PathLike[str]) -> Iterator[tuple[str, Any]]:
     """Yield ``("FILE:LINE", object)`` for each non-blank line of a JSONL(.gz) file; a missing file or
     a line that is not JSON raises DataFormatError naming it."""
@@ -96,6 +110,8 @@ def iter_json_lines(path: str | os.PathLike[str]) -> Iterator[tuple[str, Any]]:
                     obj = json.loads(line)
                 except json.JSONDecodeError as err:
                     raise DataFormatError(f"{where}: invalid JSON ({err.msg} at column {err.colno})") from err
+                if _SURROGATE.search(line):  # "\ud800" alone decodes to a str no tokenizer can encode
+                    _check_text(obj, where)
                 yield where, obj
         except (OSError, EOFError) as err:  # a corrupt or truncated .gz
             raise DataFormatError(f"{path}: cannot be read ({err})") from err

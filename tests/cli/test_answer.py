@@ -208,3 +208,9 @@ def test_counts_below_one_are_refused_naming_the_option(sieveqa, args: list[str]
     flag = next(a for a in args if a in ("--top", "--retrieve", "--limit", "--passages"))
     line = one_error_line(sieveqa(*args))
     assert line == f"error: Invalid value for '{flag}': Input should be greater than or equal to 1"
+
+
+def test_a_question_that_is_not_utf8_is_one_line(sieveqa, demo_index) -> None:
+    # Issue 30: a non-UTF-8 byte on the command line (kept by Python as a lone surrogate) was a traceback.
+    result = sieveqa("answer", "caf\udce9?", "--index", demo_index)
+    assert one_error_line(result) == "error: the question is not UTF-8 text (at character 4)"

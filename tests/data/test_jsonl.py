@@ -69,3 +69,16 @@ def test_malformed_line_names_file_line_and_field(tmp_path: Path, line: str, mes
     path.write_text(good + "\n" + line + "\n", encoding="utf-8")
     with pytest.raises(DataFormatError, match=message):
         read_jsonl(path)
+
+
+def test_a_lone_surrogate_escape_is_named_by_its_line(tmp_path) -> None:
+    # Issue 30: "\ud800" decoded into a str the tokenizer and SQLite cannot encode: a traceback
+    # after other work (batch ranked 8 of 9 shards first).
+    from sieveqa.data.jsonl import iter_json_lines
+
+    path = tmp_path / "s.jsonl"
+    path.write_text('{"text": "fine \\ud83d\\ude00"}\n{"text": "bad \\ud800 here"}\n', encoding="utf-8")
+    lines = iter_json_lines(path)
+    assert next(lines)[1]["text"] == "fine \U0001f600"  # a whole pair is an emoji
+    with pytest.raises(DataFormatError, match=r"s\.jsonl:2: a lone surrogate escape \\ud800 is not text"):
+        next(lines)
