@@ -32,6 +32,7 @@ from sieveqa.evaluation.odqa import (
 )
 from sieveqa.models.reader import ReaderModel
 from sieveqa.models.skyline_policy import SkylinePolicy
+from sieveqa.runtime.answer.reader_policy import ReaderPolicy
 from sieveqa.runtime.answer.schedulers import Schedule
 
 BUDGETS = (0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 2.0, 2.5, 3.0, 4.0, 5.0)
@@ -48,6 +49,11 @@ class Bench:
     def __init__(self, reader: ReaderModel, policy: SkylinePolicy | None, tables: dict[str, Any]) -> None:
         self.reader, self.policy, self.tables = reader, policy, tables
         self.temps = reader.config.temperatures
+        # How the answer across passages weighs P(has): the reader's dev-chosen value (tune-reader).
+        self.has_weight = (ReaderPolicy.saved(reader) or ReaderPolicy()).has_weight
+
+    def schedule(self, method: str, **settings: Any) -> Schedule:
+        return Schedule(method, has_weight=self.has_weight, **settings)
 
     def point(self, split: str, schedule: Schedule) -> dict[str, float]:
         examples, table = self.tables[split]
@@ -129,15 +135,17 @@ def main() -> None:
     tables = {k: (v, cached_table(reader, v, progress=True)) for k, v in splits.items()}
     bench = Bench(reader, load_policy(args.scheduler, "learned"), tables)
     depth = reader.encoder.num_layers
-    full = bench.point("test", Schedule("standard"))
+    full = bench.point("test", bench.schedule("standard"))
     picks = {
-        "skyline": bench.choose(Schedule("skyline", budget=1.0), ("m", "init_priority"), (0.5, 1.0, 2.0)),
-        "learned": bench.choose(Schedule("learned", budget=1.0), ("m",), (0.5, 1.0, 2.0)),
-        "tower": bench.choose(Schedule("tower"), ("m",), (0.8, 0.95, 0.99)),
+        "skyline": bench.choose(
+            bench.schedule("skyline", budget=1.0), ("m", "init_priority"), (0.5, 1.0, 2.0)
+        ),
+        "learned": bench.choose(bench.schedule("learned", budget=1.0), ("m",), (0.5, 1.0, 2.0)),
+        "tower": bench.choose(bench.schedule("tower"), ("m",), (0.8, 0.95, 0.99)),
     }
     n = len(tables["test"][1].guesses[0])
     curves = {
-        "top-k": bench.curve("test", [Schedule("top-k", k=k) for k in range(1, n + 1)]),
+        "top-k": bench.curve("test", [bench.schedule("top-k", k=k) for k in range(1, n + 1)]),
         "TowerBuilder": bench.curve("test", [replace(picks["tower"], threshold=t) for t in THRESHOLDS]),
         "SkylineBuilder(-RL)": bench.curve("test", [replace(picks["skyline"], budget=b) for b in BUDGETS]),
         "SkylineBuilder": bench.curve("test", [replace(picks["learned"], budget=b) for b in BUDGETS]),
@@ -214,7 +222,7 @@ def timed(
     efficient: dict[str, ReaderModel],
 ) -> list[dict[str, Any]]:
     """Every method at the cheapest point of its curve reaching ``target``, run live on ``questions``."""
-    standard = evaluate_schedule(bench.reader, questions, Schedule("standard"), live=True)
+    standard = evaluate_schedule(bench.reader, questions, bench.schedule("standard"), live=True)
     rows = [{"method": "standard reader", **standard, "speedup": 1.0}]
 
     def run(name: str, schedule: Schedule, model: ReaderModel | None = None) -> None:
@@ -223,7 +231,7 @@ def timed(
         rows.append({"method": name, **{k: round(v, 2) for k, v in report.items()}, "speedup": speedup})
 
     k = reaching(curves["top-k"], target)["k"]
-    run(f"top-k, k {k}", Schedule("top-k", k=k))
+    run(f"top-k, k {k}", bench.schedule("top-k", k=k))
     threshold = reaching(curves["TowerBuilder"], target)["threshold"]
     run(f"TowerBuilder, threshold {threshold}", replace(picks["tower"], threshold=threshold))
     for name, key in (("SkylineBuilder(-RL)", "skyline"), ("SkylineBuilder", "learned")):
