@@ -39,10 +39,17 @@ def load_answers(source: str) -> list[tuple[str, str]]:
         if not Path(source).is_file():
             raise DataFormatError(f"{source}: no such file (nor a dataset name such as wikiqa:test)")
         answers = []
+        first: dict[str, str] = {}
         for where, obj in iter_json_lines(source):
             if not isinstance(obj, dict) or not isinstance(obj.get("text"), str):
                 raise DataFormatError(f"{where}: expected an object with a string 'text'")
-            answers.append((_answer_id(obj.get("id"), where), obj["text"]))
+            answer_id = _answer_id(obj.get("id"), where)
+            if answer_id in first:
+                raise DataFormatError(
+                    f"{where}: duplicate answer id {answer_id!r} (first at {first[answer_id]})"
+                )
+            first[answer_id] = where
+            answers.append((answer_id, obj["text"]))
         if not answers:
             raise DataFormatError(f"{source}: no answers in the file")
         return answers

@@ -125,12 +125,14 @@ def iter_jsonl(path: str | os.PathLike[str]) -> Iterator[RankingExample]:
 
 def read_jsonl(path: str | os.PathLike[str]) -> list[RankingExample]:
     """Read a whole JSONL(.gz) file; question ids must be unique."""
-    examples = list(iter_jsonl(path))
-    seen: set[str] = set()
-    for ex in examples:
+    examples = []
+    seen: dict[str, str] = {}
+    for where, obj in iter_json_lines(path):
+        ex = parse_example(obj, where)
         if ex.qid in seen:
-            raise DataFormatError(f"{path}: duplicate qid {ex.qid!r}")
-        seen.add(ex.qid)
+            raise DataFormatError(f"{where}: duplicate qid {ex.qid!r} (first at {seen[ex.qid]})")
+        seen[ex.qid] = where
+        examples.append(ex)
     return examples
 
 

@@ -48,3 +48,12 @@ def test_an_empty_store_question_is_refused_as_rank_and_answer_refuse_it(tmp_pat
     path.write_text(json.dumps({"question": "who?"}) + "\n" + json.dumps({"question": "   "}) + "\n")
     with pytest.raises(DataFormatError, match=r"q\.jsonl:2: field 'question' is empty"):
         read_store_queries(path)
+
+
+def test_a_repeated_answer_id_is_named_by_its_line(tmp_path: Path) -> None:
+    # Issue 30: index build said "answer ids already stored or repeated" with no line.
+    path = tmp_path / "a.jsonl"
+    path.write_text('{"id": "x", "text": "one"}\n{"id": "y", "text": "two"}\n{"id": "x", "text": "3"}\n')
+    message = r"a\.jsonl:3: duplicate answer id 'x' \(first at .*a\.jsonl:1\)"
+    with pytest.raises(DataFormatError, match=message):
+        load_answers(str(path))

@@ -82,3 +82,12 @@ def test_a_lone_surrogate_escape_is_named_by_its_line(tmp_path) -> None:
     assert next(lines)[1]["text"] == "fine \U0001f600"  # a whole pair is an emoji
     with pytest.raises(DataFormatError, match=r"s\.jsonl:2: a lone surrogate escape \\ud800 is not text"):
         next(lines)
+
+
+def test_a_repeated_qid_is_named_by_its_line(tmp_path: Path) -> None:
+    # Issue 30: "duplicate qid" named no line, while batch named it.
+    line = '{"qid": "a", "question": "q", "candidates": [{"id": "c", "text": "t"}]}\n'
+    path = tmp_path / "x.jsonl"
+    path.write_text(line + line.replace('"a"', '"b"') + line, encoding="utf-8")
+    with pytest.raises(DataFormatError, match=r"x\.jsonl:3: duplicate qid 'a' \(first at .*x\.jsonl:1\)"):
+        read_jsonl(path)
