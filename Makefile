@@ -28,6 +28,7 @@ demo: install
 	$(SIEVEQA) rank --input sieveqa/resources/example.jsonl
 	rm -rf runs/demo-index && $(SIEVEQA) index corpus --input demo --out runs/demo-index
 	$(SIEVEQA) answer "What protein carries oxygen in octopus blood?" --index runs/demo-index
+	$(SIEVEQA) answer "What protein carries oxygen in octopus blood?" --index runs/demo-index --method skyline
 
 # Two workers of one thread each (the tiny test models gain nothing from a second thread); the tests
 # marked slow (full dataset builds, MPNet) run with test-all.

@@ -214,3 +214,16 @@ def test_a_question_that_is_not_utf8_is_one_line(sieveqa, demo_index) -> None:
     # Issue 30: a non-UTF-8 byte on the command line (kept by Python as a lone surrogate) was a traceback.
     result = sieveqa("answer", "caf\udce9?", "--index", demo_index)
     assert one_error_line(result) == "error: the question is not UTF-8 text (at character 4)"
+
+
+@pytest.mark.real
+@pytest.mark.parametrize("method", ["skyline", "reader"])
+def test_the_shipped_reader_answers_with_a_span_and_no_other_flag(sieveqa, demo_index, method: str) -> None:
+    # Issue 29: on a fresh clone `--method skyline` ended with "needs --reader".
+    result = sieveqa("answer", "What protein carries oxygen in octopus blood?", "--index", demo_index,
+                     "--method", method, "--retrieve", "5", "--json")  # fmt: skip
+    assert result.exit_code == 0, result.output
+    best = json.loads(result.output)["answers"][0]
+    a, b = best["answer_span"]
+    assert best["passage"][a:b] == best["answer"] and len(best["answer"].split()) <= 10  # a span
+    assert "haemocyanin" in best["answer"].lower()
