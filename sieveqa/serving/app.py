@@ -24,6 +24,7 @@ from fastapi import FastAPI, Request, Response
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse, JSONResponse
 from fastapi.staticfiles import StaticFiles
+from fastapi_offline import FastAPIOffline
 from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -226,7 +227,9 @@ def create_app(service: Service) -> FastAPI:
         yield
         await anyio.to_thread.run_sync(service.stop)
 
-    app = FastAPI(
+    # /docs and /redoc serve Swagger UI and ReDoc from the package (fastapi-offline), not a CDN, so
+    # they work on a machine without internet access.
+    app = FastAPIOffline(
         title="sieveqa",
         version=__version__,
         summary="Answer sentence selection and QA over your documents, with as little compute as needed.",

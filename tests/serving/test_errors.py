@@ -165,3 +165,12 @@ def test_errors_are_counted_by_endpoint_and_status(client: TestClient) -> None:
     assert 'sieveqa_requests_total{endpoint="/rerank",status="200"} 1.0' in metrics
     assert "sieveqa_queue_depth 0.0" in metrics
     assert 'sieveqa_inferences_total{endpoint="rerank"} 2.0' in metrics
+
+
+def test_the_docs_page_needs_no_internet(client: TestClient) -> None:
+    # Issue 30: /docs loaded Swagger UI from a CDN and was blank offline.
+    page = client.get("/docs").text
+    assert "cdn.jsdelivr.net" not in page and "/static-offline-docs/swagger-ui-bundle.js" in page
+    script = client.get("/static-offline-docs/swagger-ui-bundle.js")
+    assert script.status_code == 200 and len(script.content) > 100_000
+    assert client.get("/redoc").status_code == 200
