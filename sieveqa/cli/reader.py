@@ -153,7 +153,7 @@ def tune_reader(
         out, extra={"training": model.meta.get("training"), "calibration": model.meta.get("calibration")},
         policy=chosen.to_dict(tuning),
     )  # fmt: skip
-    if chosen.scheduler is not None and policy is not None:
+    if policy is not None:  # it ships either way; chosen.learned says whether skyline uses it by default
         policy.save_pretrained(out / SCHEDULER_FOLDER)
     atomic_write_json(out / "tuning.json", {"settings": tuning, "report": report, "provenance": run_info()})
     full = report["full"]
@@ -162,7 +162,7 @@ def tune_reader(
         if kind in report:
             r = report[kind]
             console.print(f"{kind:>8}: m {r['m']}, mean EM {r['mean_em']:.2f}, pick {r['pick']}")
-    console.print(f"learned scheduler ships: {report['scheduler_ships']}; reader with settings: {out}")
+    console.print(f"skyline uses the learned scheduler by default: {chosen.learned}; reader: {out}")
 
 
 #: The schedule settings ``eval-reader`` shares with the reader answering methods: declared once, in
@@ -231,7 +231,7 @@ def run_eval_reader(
     from sieveqa.evaluation.odqa import evaluate_schedule, load_policy, load_reader
     from sieveqa.evaluation.provenance import run_info
     from sieveqa.io import atomic_write_json, check_output_file
-    from sieveqa.runtime.answer.reader_policy import ReaderPolicy
+    from sieveqa.runtime.answer.reader_policy import OWN_SCHEDULER, ReaderPolicy
 
     check_device(device, "fp32")
     if json_out is not None:
@@ -239,7 +239,10 @@ def run_eval_reader(
     model = load_reader(reader).configure(device=device)
     saved = ReaderPolicy.saved(model) or ReaderPolicy()
     given = {k: v for k, v in shared.items() if v is not None}
-    scheduler = saved.resolve_scheduler(given.get("scheduler"), model.path) if method == "learned" else None
+    asked = given.get("scheduler")
+    if method == "learned" and asked is None and saved.scheduler is not None:
+        asked = OWN_SCHEDULER  # --method learned reads the reader's own scheduler where it ships one
+    scheduler = saved.resolve_scheduler(asked, model.path) if method == "learned" else None
     schedule = _schedule(
         method=method,
         budget=given.get("budget", saved.budget) if method in ("skyline", "learned") else None,

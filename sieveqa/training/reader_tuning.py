@@ -7,7 +7,8 @@ ones), so the whole grid costs one pass of the reader:
    log-probability, the full reader's best dev EM (ties: the value nearest 1, the joint probability);
 2. for each adaptive method, the towers kept (``m``) with the best mean dev EM over the budgets (or
    thresholds) of its grid;
-3. whether the learned scheduler ships: only where its mean dev EM is at least SkylineBuilder(-RL)'s;
+3. whether ``skyline`` uses the learned scheduler by default (it ships either way, for
+   ``--scheduler learned``): only where its mean dev EM is at least SkylineBuilder(-RL)'s;
 4. the default budget (and threshold): the cheapest grid point whose dev EM reaches ``share`` of the
    full reader's, else the best one.
 """
@@ -107,7 +108,8 @@ def tune_reader(
         tower_m=tower["m"],
         skyline_m=skyline["m"],
         learned_m=learned["m"] if learned else ReaderPolicy.learned_m,
-        scheduler=SCHEDULER_FOLDER if ships else None,
+        scheduler=SCHEDULER_FOLDER if scheduler is not None else None,
+        learned=ships,
     )
-    report["scheduler_ships"] = ships
+    report["scheduler_default"] = ships
     return policy, report

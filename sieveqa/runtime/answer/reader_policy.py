@@ -17,12 +17,14 @@ from typing import Any
 from sieveqa.errors import ConfigError
 from sieveqa.runtime.policy import Policy
 
-__all__ = ["NO_SCHEDULER", "SCHEDULER_FOLDER", "ReaderPolicy"]
+__all__ = ["NO_SCHEDULER", "OWN_SCHEDULER", "SCHEDULER_FOLDER", "ReaderPolicy"]
 
 #: The subfolder of a reader folder that holds its learned scheduler.
 SCHEDULER_FOLDER = "scheduler"
 #: ``--scheduler none``: SkylineBuilder(-RL), calibrated probabilities, even where the reader ships a policy.
 NO_SCHEDULER = "none"
+#: ``--scheduler learned``: the reader's own learned scheduler, even where dev preferred probabilities.
+OWN_SCHEDULER = "learned"
 
 
 @dataclass(frozen=True)
@@ -41,6 +43,8 @@ class ReaderPolicy(Policy):
     learned_m: int = 3
     #: The learned scheduler's folder relative to the reader's (None: the reader ships none).
     scheduler: str | None = None
+    #: Whether ``skyline`` uses that scheduler by default (dev preferred it to calibrated probabilities).
+    learned: bool = True
 
     def __post_init__(self) -> None:
         if not (self.has_weight >= 0 and math.isfinite(self.has_weight)):
@@ -69,13 +73,15 @@ class ReaderPolicy(Policy):
         return path
 
     def resolve_scheduler(self, given: str | None, reader_folder: Path | None) -> str | None:
-        """The scheduler a skyline run uses: ``--scheduler`` (``none``: probabilities), else the
-        reader's own."""
-        if given == NO_SCHEDULER:
+        """The scheduler a skyline run uses: ``--scheduler`` (``none``: probabilities; ``learned``:
+        the reader's own), else the reader's own where dev preferred it."""
+        if given == NO_SCHEDULER or (given is None and not self.learned):
             return None
-        if given is not None:
+        if given is not None and given != OWN_SCHEDULER:
             return given
         path = self.scheduler_path(reader_folder)
+        if path is None and given == OWN_SCHEDULER:
+            raise ConfigError(f"--scheduler learned: {reader_folder} ships no learned scheduler")
         return None if path is None else str(path)
 
     def settings(self) -> dict[str, Any]:

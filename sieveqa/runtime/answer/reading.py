@@ -18,7 +18,7 @@ from sieveqa.data.corpus import IndexedPassage
 from sieveqa.models.reader import ReaderModel
 from sieveqa.models.skyline_policy import SkylinePolicy, load_scheduler
 from sieveqa.runtime.answer.method import AnswerMethod, AnswerRun, Found, MethodOptions, ModelSettings
-from sieveqa.runtime.answer.reader_policy import NO_SCHEDULER, ReaderPolicy
+from sieveqa.runtime.answer.reader_policy import NO_SCHEDULER, OWN_SCHEDULER, ReaderPolicy
 from sieveqa.runtime.answer.schedulers import Schedule, run_schedule
 from sieveqa.runtime.answer.towers import LiveTowers
 
@@ -79,8 +79,8 @@ class SkylineOptions(AdaptiveOptions):
     scheduler: str | None = field(
         default=None,
         metadata={
-            "help": "a learned policy folder (sieveqa train-scheduler), or 'none' for calibrated "
-            "probabilities (default: the reader's own policy where it ships one)"
+            "help": "a learned policy folder (sieveqa train-scheduler), 'learned' for the reader's own, "
+            "'none' for calibrated probabilities (default: the reader's own where dev preferred it)"
         },
     )
 
@@ -113,7 +113,7 @@ class Reader(AnswerMethod):
         method.model_names = {"reader": options.reader}
         if scheduler is not None:  # the reader's own is named after it, so a record travels between machines
             given = getattr(options, "scheduler", None)
-            own = given in (None, NO_SCHEDULER)
+            own = given in (None, OWN_SCHEDULER)
             method.model_names["scheduler"] = f"{options.reader}/{saved.scheduler}" if own else scheduler
         return method
 
@@ -151,7 +151,9 @@ class Skyline(Reader):
 
     @classmethod
     def schedule_of(cls, options: SkylineOptions, saved: ReaderPolicy) -> Schedule:
-        learned = options.scheduler != NO_SCHEDULER and (options.scheduler or saved.scheduler) is not None
+        given = options.scheduler
+        own = saved.scheduler is not None and (given == OWN_SCHEDULER or (given is None and saved.learned))
+        learned = given not in (None, NO_SCHEDULER, OWN_SCHEDULER) or own
         kind = "learned" if learned else "skyline"
         return Schedule(
             kind,

@@ -40,6 +40,24 @@ def test_skyline_uses_the_readers_scheduler_and_settings(reader_folder: Path) ->
     }
 
 
+def test_the_readers_scheduler_is_used_only_where_dev_preferred_it(tmp_path: Path) -> None:
+    folder = tmp_path / "r"
+    ReaderModel(ReaderConfig(backbone="tiny", max_length=24)).save_pretrained(
+        folder,
+        policy=ReaderPolicy(
+            budget=0.5, skyline_m=1, learned_m=3, scheduler=SCHEDULER_FOLDER, learned=False
+        ).to_dict(),
+    )
+    SkylinePolicy(PolicyConfig(depth=4)).save_pretrained(folder / SCHEDULER_FOLDER)
+    plain = Skyline.load(SkylineOptions(reader=str(folder)), SETTINGS)
+    assert (
+        plain.schedule.method == "skyline" and plain.policy is None and "scheduler" not in plain.model_names
+    )
+    asked = Skyline.load(SkylineOptions(reader=str(folder), scheduler="learned"), SETTINGS)
+    assert asked.schedule == Schedule("learned", budget=0.5, m=3) and asked.policy is not None
+    assert asked.model_names["scheduler"] == f"{folder}/{SCHEDULER_FOLDER}"
+
+
 def test_flags_override_the_readers_policy(reader_folder: Path) -> None:
     options = SkylineOptions(reader=str(reader_folder), scheduler="none", budget=0.5, has_weight=2.0)
     method = Skyline.load(options, SETTINGS)
