@@ -119,7 +119,8 @@ def policy_inputs(towers: Towers, open_: Sequence[int]) -> tuple[torch.Tensor, t
 
 def build_by_priority(towers: Towers, budget: float, priority: Priority, group: int = 1) -> None:
     """Spend ``budget`` layers per passage on the highest-priority open towers, ``group`` a step."""
-    total = round(budget * len(towers))
+    # At least one layer: a small budget over few passages (0.25 x 2) must still read something.
+    total = max(1, round(budget * len(towers)))
     while (left := total - towers.tower_layers) > 0 and (open_ := towers.open()):
         scores = priority(towers, open_)
         order = sorted(range(len(open_)), key=lambda i: (-scores[i], open_[i]))

@@ -3,7 +3,9 @@
 import pytest
 
 from sieveqa.errors import ConfigError
-from sieveqa.runtime.answer.schedulers import Schedule
+from sieveqa.models.reader import SpanGuess
+from sieveqa.runtime.answer.schedulers import Schedule, run_schedule
+from sieveqa.runtime.answer.towers import ReplayTowers
 
 
 @pytest.mark.parametrize(
@@ -41,3 +43,12 @@ def test_each_method_keeps_its_dev_chosen_towers_unless_m_is_given() -> None:
     assert Schedule("tower").keep == 5
     assert Schedule("learned", budget=1.0, m=2).keep == 2
     assert Schedule("skyline", budget=1.0).init_priority == 0.0
+
+
+def test_a_small_budget_over_few_passages_still_reads_one() -> None:
+    # 0.25 layers per passage over 2 passages rounded to no layer at all: no answer (found by the
+    # shipped reader's default budget on the demo corpus).
+    table = [[SpanGuess(1.0, 0, 2, -1.0)] * 2, [SpanGuess(0.0, 0, 1, -2.0)] * 2]
+    towers = ReplayTowers(table, depth=2, exits=[1, 2])
+    outcome = run_schedule(towers, Schedule("skyline", budget=0.25, m=1))
+    assert outcome.tower == 0 and towers.tower_layers == 2  # one layer scheduled, then finished
