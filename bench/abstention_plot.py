@@ -29,7 +29,8 @@ def main() -> None:
         report = json.loads(path.read_text(encoding="utf-8"))
         part = report[args.split]
         curve = part["curve"]
-        line = left.plot([p["answered"] for p in curve], [p["accuracy_answered"] for p in curve],
+        answering = [p for p in curve if p["answered"] > 0]  # no accuracy where nothing is answered
+        line = left.plot([p["answered"] for p in answering], [p["accuracy_answered"] for p in answering],
                          marker="o", markersize=3, label=report["method"])[0]  # fmt: skip
         at = part["at_min_confidence"]
         left.plot(at["answered"], at["accuracy_answered"], marker="*", markersize=12, color=line.get_color())
