@@ -130,14 +130,15 @@ def tune_reader(
     dataset: Annotated[str, typer.Option("--dataset", "-d", help="dev questions")] = "squad-open-mini:dev0",
     scheduler: Annotated[
         str | None,
-        typer.Option(help="a learned scheduler (kept with the reader where dev says so)"),
+        typer.Option(help="a learned scheduler to ship with the reader (its default where dev says so)"),
     ] = None,
     passages: PassagesOpt = None,
     device: DeviceOpt = "auto",
     progress: ProgressOpt = True,
 ) -> None:
     """Choose the reader methods' settings on dev (replayed) and save them beside a copy of the
-    reader (policy.json, and the scheduler in scheduler/ where it beats calibrated probabilities)."""
+    reader (policy.json; the scheduler in scheduler/, skyline's default where it beats calibrated
+    probabilities on dev)."""
     from sieveqa.evaluation.odqa import load_policy
     from sieveqa.evaluation.provenance import run_info
     from sieveqa.io import atomic_write_json

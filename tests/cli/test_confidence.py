@@ -15,13 +15,15 @@ CITIES = [("Paris", "France"), ("Berlin", "Germany"), ("Rome", "Italy"), ("Madri
 
 @pytest.fixture
 def pair(tmp_path: Path) -> str:
+    # Right and wrong answers whatever the (random) model picks: half the indexed questions have only
+    # sentences holding their answer, the other half (and every unindexed one) none.
     indexed, unindexed = [], []
     for i in range(16):
         city, country = CITIES[i % 4]
         question = f"What is the capital of {country}?"
-        gold = RetrievedPassage(f"g{i}", f"The capital of {country} is {city}. It is a large city.")
+        gold = RetrievedPassage(f"g{i}", f"The capital of {country} is {city}. {city} is a large city.")
         other = RetrievedPassage(f"o{i}", "Bananas are yellow fruit. They grow in warm places.")
-        indexed.append(OpenExample(f"q{i}", question, [city], [gold, other]))
+        indexed.append(OpenExample(f"q{i}", question, [city], [gold] if i % 2 else [other]))
         unindexed.append(OpenExample(f"q{i}", question, [city], [other]))
     write_open_jsonl(tmp_path / "in.jsonl", indexed)
     write_open_jsonl(tmp_path / "out.jsonl", unindexed)

@@ -67,8 +67,7 @@ class Answerer:
                 f"--min-confidence: --method {method.name} has no confidence calibrated for its models "
                 f"({_models(method)}); fit one with sieveqa calibrate-confidence"
             )
-        if min_confidence is not None and not 0 <= min_confidence <= 1:
-            raise ConfigError(f"--min-confidence must be a probability in [0, 1], got {min_confidence}")
+        _check_probability(min_confidence)
         #: Below this confidence the answer is a best guess ("no answer found"); 0 never abstains.
         self.min_confidence = (
             min_confidence if min_confidence is not None else confidence.min_confidence if confidence else 0.0
@@ -159,8 +158,7 @@ def load_answerer(
     if retriever not in RETRIEVERS:
         raise ConfigError(f"--retriever must be one of {', '.join(RETRIEVERS)}, got {retriever!r}")
     cls, checked = method_options(method, options)
-    if min_confidence is not None and not 0 <= min_confidence <= 1:
-        raise ConfigError(f"--min-confidence must be a probability in [0, 1], got {min_confidence}")
+    _check_probability(min_confidence)  # before any model loads
     calibration = load_confidence(confidence).get(method)
     if min_confidence is not None and calibration is None:
         where = confidence or "the shipped confidence file"
@@ -188,6 +186,11 @@ def load_answerer(
             )
         calibration = None  # the shipped calibration is for the shipped models only
     return Answerer(chosen, corpus, retrieve, retriever, embedder, top, calibration, min_confidence)
+
+
+def _check_probability(min_confidence: float | None) -> None:
+    if min_confidence is not None and not 0 <= min_confidence <= 1:
+        raise ConfigError(f"--min-confidence must be a probability in [0, 1], got {min_confidence}")
 
 
 def _models(models: dict[str, str] | AnswerMethod) -> str:

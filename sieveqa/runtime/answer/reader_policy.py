@@ -12,9 +12,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from sieveqa.errors import ConfigError
+from sieveqa.runtime.answer.schedulers import KEEP
 from sieveqa.runtime.policy import Policy
 
 __all__ = ["NO_SCHEDULER", "OWN_SCHEDULER", "SCHEDULER_FOLDER", "ReaderPolicy"]
@@ -38,9 +38,9 @@ class ReaderPolicy(Policy):
     has_weight: float = 1.0
     threshold: float = 0.9  # tower: stop a passage at this calibrated P(no answer)
     budget: float = 2.0  # skyline: layers per passage
-    tower_m: int = 5  # towers kept for the answer
-    skyline_m: int = 1
-    learned_m: int = 3
+    tower_m: int = KEEP["tower"]  # towers kept for the answer
+    skyline_m: int = KEEP["skyline"]
+    learned_m: int = KEEP["learned"]
     #: The learned scheduler's folder relative to the reader's (None: the reader ships none).
     scheduler: str | None = None
     #: Whether ``skyline`` uses that scheduler by default (dev preferred it to calibrated probabilities).
@@ -83,7 +83,3 @@ class ReaderPolicy(Policy):
         if path is None and given == OWN_SCHEDULER:
             raise ConfigError(f"--scheduler learned: {reader_folder} ships no learned scheduler")
         return None if path is None else str(path)
-
-    def settings(self) -> dict[str, Any]:
-        """What a report records of the policy."""
-        return self.to_dict()

@@ -18,7 +18,7 @@ from sieveqa.data.corpus import IndexedPassage
 from sieveqa.models.reader import ReaderModel
 from sieveqa.models.skyline_policy import SkylinePolicy, load_scheduler
 from sieveqa.runtime.answer.method import AnswerMethod, AnswerRun, Found, MethodOptions, ModelSettings
-from sieveqa.runtime.answer.reader_policy import NO_SCHEDULER, OWN_SCHEDULER, ReaderPolicy
+from sieveqa.runtime.answer.reader_policy import OWN_SCHEDULER, ReaderPolicy
 from sieveqa.runtime.answer.schedulers import Schedule, run_schedule
 from sieveqa.runtime.answer.towers import LiveTowers
 
@@ -93,7 +93,9 @@ class Reader(AnswerMethod):
         self.reader, self.schedule, self.policy = reader, schedule, policy
 
     @classmethod
-    def schedule_of(cls, options: Any, saved: ReaderPolicy) -> Schedule:
+    def schedule_of(cls, options: Any, saved: ReaderPolicy, scheduler: str | None) -> Schedule:
+        """The schedule ``options`` ask for over the reader's ``saved`` settings (``scheduler``: the
+        learned scheduler ``policy_of`` resolved, if any)."""
         return Schedule("standard", has_weight=_given(options.has_weight, saved.has_weight))
 
     @classmethod
@@ -107,7 +109,8 @@ class Reader(AnswerMethod):
             options.reader, ReaderModel, "--reader", "a reader model (sieveqa train --arch reader)"
         )
         saved = ReaderPolicy.saved(model) or ReaderPolicy()
-        schedule, scheduler = cls.schedule_of(options, saved), cls.policy_of(options, saved, model.path)
+        scheduler = cls.policy_of(options, saved, model.path)
+        schedule = cls.schedule_of(options, saved, scheduler)
         policy = load_scheduler(scheduler) if scheduler is not None else None
         method = cls(model, schedule, policy)
         method.model_names = {"reader": options.reader}
@@ -135,7 +138,7 @@ class Tower(Reader):
     options_class = TowerOptions
 
     @classmethod
-    def schedule_of(cls, options: TowerOptions, saved: ReaderPolicy) -> Schedule:
+    def schedule_of(cls, options: TowerOptions, saved: ReaderPolicy, scheduler: str | None) -> Schedule:
         return Schedule(
             "tower",
             threshold=_given(options.threshold, saved.threshold),
@@ -150,11 +153,8 @@ class Skyline(Reader):
     request_settings = ("budget",)
 
     @classmethod
-    def schedule_of(cls, options: SkylineOptions, saved: ReaderPolicy) -> Schedule:
-        given = options.scheduler
-        own = saved.scheduler is not None and (given == OWN_SCHEDULER or (given is None and saved.learned))
-        learned = given not in (None, NO_SCHEDULER, OWN_SCHEDULER) or own
-        kind = "learned" if learned else "skyline"
+    def schedule_of(cls, options: SkylineOptions, saved: ReaderPolicy, scheduler: str | None) -> Schedule:
+        kind = "learned" if scheduler is not None else "skyline"
         return Schedule(
             kind,
             budget=_given(options.budget, saved.budget),
