@@ -98,3 +98,42 @@ def test_a_folder_that_is_no_store_is_one_line(sieveqa, tmp_path: Path) -> None:
         f"error: {tmp_path}: neither a corpus index (sieveqa index corpus) nor an answer store "
         "(sieveqa index build): no manifest.json (a stopped corpus build leaves none: rerun its command)"
     )
+
+
+def test_a_cut_teachers_file_is_one_line_not_an_interrupt(
+    sieveqa, tmp_path: Path, example_jsonl: Path
+) -> None:
+    # Issue 30: a truncated gzip read as Ctrl-D ("interrupted", exit 130).
+    import gzip
+
+    whole = gzip.compress(json.dumps({"format": 1, "scores": list(range(500))}).encode())
+    cut = tmp_path / "cut.json.gz"
+    cut.write_bytes(whole[: len(whole) // 2])
+    data = f"jsonl:{example_jsonl}"
+    args = ["train", "--arch", "mhs", "--heads", "1", "--init", "tiny", "--train", data, "--no-progress"]
+    line = one_error_line(sieveqa(*args, "--dev", data, "--teachers", cut, "--out", tmp_path / "o"))
+    assert line == f"error: {cut}: the gzip stream ends early (a truncated file)"
+
+
+def test_bad_text_and_repeated_ids_are_one_line_naming_the_line(sieveqa, tmp_path: Path) -> None:
+    # Issue 30: a lone surrogate was a traceback; repeated ids named no line.
+    item = {"qid": "a", "question": "q?", "candidates": [{"id": "c", "text": "t"}]}
+    surrogate = tmp_path / "s.jsonl"
+    surrogate.write_text(json.dumps(item) + "\n" + json.dumps(item).replace('"t"', '"\\ud800"') + "\n")
+    line = one_error_line(sieveqa("rank", "--model", "tiny", "--input", surrogate))
+    assert line == f"error: {surrogate}:2: a lone surrogate escape \\ud800 is not text"
+    twice = tmp_path / "twice.jsonl"
+    twice.write_text((json.dumps(item) + "\n") * 2)
+    line = one_error_line(sieveqa("rank", "--model", "tiny", "--input", twice))
+    assert line == f"error: {twice}:2: duplicate qid 'a' (first at {twice}:1)"
+    answers = tmp_path / "answers.jsonl"
+    answers.write_text('{"id": "x", "text": "one"}\n{"id": "x", "text": "two"}\n')
+    build = ["index", "build", "-m", "has", "-a", answers, "-o", tmp_path / "store"]
+    assert (
+        one_error_line(sieveqa(*build))
+        == f"error: {answers}:2: duplicate answer id 'x' (first at {answers}:1)"
+    )
+    docs = tmp_path / "docs.jsonl"
+    docs.write_text('{"id": "d", "text": "One. Two.", "sentences": ["Two.", "One."]}\n')
+    line = one_error_line(sieveqa("index", "corpus", "--input", docs, "--out", tmp_path / "idx"))
+    assert line.startswith(f"error: {docs}:1: field 'sentences': sentence not found")
