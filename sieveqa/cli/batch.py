@@ -44,6 +44,7 @@ def batch(
     missing shards are ranked. With --ray the shards go to a Ray Data actor pool (on a cluster, every
     node must see --input and --out at the same paths).
     """
+    from sieveqa.device import resolve_device, resolve_precision
     from sieveqa.io import check_output_dir
     from sieveqa.runtime.batch.sharded import ShardPlan, model_digest
 
@@ -55,7 +56,8 @@ def batch(
         raise ConfigError("--actors and --address are for --ray")
     if ray:
         require_extra("ray", "ray", "sieveqa batch --ray")
-    plan = ShardPlan.make(input_path, shard_size, model, model_digest(model))
+    concrete = resolve_precision(precision, resolve_device(device))
+    plan = ShardPlan.make(input_path, shard_size, model, model_digest(model), concrete)
     with plan.claim(out) as pending:
         _run(plan, pending, out, model, ray, actors, threads, address, device, precision, batch_size)
 

@@ -183,7 +183,7 @@ def tune_cascade(
     require_extra("matplotlib", "plot", "tune-cascade's Pareto plot")
     cascade = load_model(model, CascadeTransformer, want="a cascade")
     examples = load_dataset(dataset)
-    qrels_from_examples(examples, dataset)
+    qrels_from_examples(examples, dataset, to_tune=True)
     with exclusive(out, "tuning folder"):
         scores = cached_scores(model, dataset, examples, progress=True, batch_size=batch_size, loaded=cascade)
         points = grid_search(examples, scores, cascade.exits, values, progress=True)

@@ -26,7 +26,7 @@ from tqdm.auto import tqdm
 
 from sieveqa.data.documents import Document
 from sieveqa.data.passages import passage_spans, tokenizer_signature, word_chunks
-from sieveqa.data.sentences import sentence_spans
+from sieveqa.data.sentences import SPLITTER_VERSION, sentence_spans
 from sieveqa.errors import ConfigError, DataFormatError, StoreError
 from sieveqa.fields import typed
 from sieveqa.io import (
@@ -82,6 +82,11 @@ class CorpusOptions:
     chunk_stride: int | None = field(
         default=None, metadata={"help": "word chunks start every N words (default: no overlap)"}
     )
+    cut_sentences: bool = field(
+        default=True,
+        metadata={"help": "cut a sentence longer than passage_tokens into word windows (indexes built "
+                  "before this option kept it whole: one passage)"},
+    )  # fmt: skip
 
     def __post_init__(self) -> None:
         if self.passage_tokens < 8:
@@ -130,7 +135,9 @@ class CorpusIndex:
     ) -> None:
         self.path = path
         self.manifest = manifest
-        self.options = CorpusOptions(**typed(CorpusOptions, manifest["options"], f"{path}/{MANIFEST}"))
+        # An index from before cut_sentences kept long sentences whole; appends keep doing so.
+        options = {"cut_sentences": False, **manifest["options"]}
+        self.options = CorpusOptions(**typed(CorpusOptions, options, f"{path}/{MANIFEST}"))
         gen = path / manifest["generation"]
         self._lease = lease or ReadLease(gen)
         self._stamp = stamp if stamp is not None else _stamp(path)  # of the manifest read, not a later one
@@ -211,6 +218,7 @@ class CorpusIndex:
             "version": VERSION,
             "options": asdict(options or CorpusOptions()),
             "tokenizer": tokenizer_signature(),
+            "splitter": SPLITTER_VERSION,
             "embedder": embedder.signature() if embedder is not None else None,
             "generation": None,
         }
@@ -391,7 +399,7 @@ def _write_generation(
 ) -> None:
     number = 0 if current is None else int(current.manifest["generation"].split("-")[1]) + 1
     name = f"gen-{number:05d}"
-    options = CorpusOptions(**manifest["options"])
+    options = CorpusOptions(**{"cut_sentences": False, **manifest["options"]})
     with atomic_dir(path / name) as tmp:
         if current is not None:
             shutil.copyfile(current._db_path, tmp / DB)
@@ -444,7 +452,12 @@ def _insert(
             [(row, i, a, b) for i, (a, b) in enumerate(spans)],
         )
         for a, b in passage_spans(
-            doc.text, spans, options.passage_tokens, options.chunk_words, options.chunk_stride
+            doc.text,
+            spans,
+            options.passage_tokens,
+            options.chunk_words,
+            options.chunk_stride,
+            options.cut_sentences,
         ):
             new_rows.add(
                 int(

@@ -17,12 +17,12 @@ from typing import Any
 
 from sieveqa.data.jsonl import iter_json_lines
 from sieveqa.data.readers import read_wikiqa
-from sieveqa.data.sentences import sentence_spans
-from sieveqa.data.squad import default_squad_path, read_squad
+from sieveqa.data.sentences import sentence_spans, split_sentences
+from sieveqa.data.squad import SquadParagraph, default_squad_path, read_squad
 from sieveqa.errors import DataFormatError, DatasetNotFoundError, shorten
 from sieveqa.paths import data_root
 
-__all__ = ["DOCUMENT_SUFFIXES", "Document", "read_documents"]
+__all__ = ["DOCUMENT_SUFFIXES", "Document", "read_documents", "squad_document", "wikiqa_documents"]
 
 DOCUMENT_SUFFIXES = (".txt", ".md")
 _SPLITS = ("train", "dev", "test", "all")
@@ -138,7 +138,7 @@ def _dataset(name: str) -> list[Document]:
             f"--input {name}: not a file, a folder, nor a document dataset "
             f"(demo, squad:SPLIT or wikiqa:SPLIT, SPLIT one of {', '.join(_SPLITS)})"
         )
-    return _squad(split) if family == "squad" else _wikiqa(split)
+    return _squad(split) if family == "squad" else wikiqa_documents(split)
 
 
 def _squad(split: str) -> list[Document]:
@@ -147,14 +147,22 @@ def _squad(split: str) -> list[Document]:
     articles = read_squad(default_squad_path())
     keep = None if split == "all" else set(split_articles(a.title for a in articles)[split])
     return [
-        Document(par.pid, par.context, article.title.replace("_", " "))
+        squad_document(par, article.title)
         for article in articles
         if keep is None or article.title in keep
         for par in article.paragraphs
     ]
 
 
-def _wikiqa(split: str) -> list[Document]:
+def squad_document(paragraph: SquadParagraph, title: str) -> Document:
+    """A SQuAD paragraph as a document, with SQuAD-AS2's sentences (pysbd's split alone, unguarded)
+    so every dataset built from SQuAD keeps the sentences its published numbers were measured on."""
+    sentences = tuple(split_sentences(paragraph.context, guard=False))
+    return Document(paragraph.pid, paragraph.context, title.replace("_", " "), sentences)
+
+
+def wikiqa_documents(split: str) -> list[Document]:
+    """WikiQA's documents (``train``, ``dev``, ``test`` or ``all``), their sentences in order."""
     splits = ("train", "dev", "test") if split == "all" else (split,)
     sentences: dict[str, dict[int, str]] = {}
     titles: dict[str, str] = {}

@@ -31,8 +31,8 @@ from typing import Any
 
 from tqdm.auto import tqdm
 
-from sieveqa.data.corpus import CorpusIndex, IndexedPassage
-from sieveqa.data.documents import Document
+from sieveqa.data.corpus import CorpusIndex, CorpusOptions, IndexedPassage
+from sieveqa.data.documents import squad_document
 from sieveqa.data.jsonl import read_jsonl
 from sieveqa.data.passages import count_tokens, pack_windows
 from sieveqa.data.records import Candidate, Question, RankingExample
@@ -109,9 +109,10 @@ def passage_names(passages: Sequence[IndexedPassage]) -> dict[str, str]:
 def _split_examples(
     pars: list[tuple[str, SquadParagraph]], top_k: int, train: bool, hits: dict[int, int]
 ) -> Iterator[RankingExample]:
-    docs = [Document(par.pid, par.context, title.replace("_", " ")) for title, par in pars]
+    docs = [squad_document(par, title) for title, par in pars]
     with tempfile.TemporaryDirectory(prefix="sieveqa-passages-") as tmp:
-        index = CorpusIndex.build(docs, Path(tmp) / "index")
+        # The published passages: SQuAD-AS2's sentences, a longer sentence a passage of its own.
+        index = CorpusIndex.build(docs, Path(tmp) / "index", CorpusOptions(cut_sentences=False))
         passages = {p.id: p for p in index.passages([str(i) for i in range(1, len(index) + 1)])}
         questions = [(q, par.pid) for _, par in pars for q in par.questions]
         ranked = index.search_many([q.question for q, _ in questions], top_k, matching_only=False)

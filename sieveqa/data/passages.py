@@ -1,7 +1,8 @@
 """Passages cut from documents: sentence windows of at most N tokens (PEASI, section 3.3) or word chunks.
 
 A *sentence window* packs consecutive sentences while their token count stays within the limit (a
-sentence longer than the limit is a window of its own; models window it further). Windows either
+sentence longer than the limit is cut at word boundaries into pieces within it, or, for the published
+benchmark passages, stays a window of its own). Windows either
 tile the document (the index) or start at every ``step``-th sentence (training data, so a labelled
 sentence appears at several positions of a passage, as the paper's sliding window does).
 *Word chunks* are windows of N whitespace-separated words with a stride, as in DPR and the adaptive
@@ -104,10 +105,25 @@ def passage_spans(
     max_tokens: int,
     chunk_words: int | None = None,
     chunk_stride: int | None = None,
+    cut_sentences: bool = True,
 ) -> list[Span]:
     """Character spans of a text's passages: sentence windows of at most ``max_tokens`` tokens, or
-    word chunks when ``chunk_words`` is given."""
+    word chunks when ``chunk_words`` is given. Without ``cut_sentences`` a longer sentence is a
+    window of its own (models window it further), as the published benchmark passages have it."""
     if chunk_words is not None:
         return word_chunks(text, chunk_words, chunk_stride)
-    lengths = count_tokens([text[a:b] for a, b in sentences])
-    return [(sentences[lo][0], sentences[hi - 1][1]) for lo, hi in pack_windows(lengths, max_tokens)]
+    units: list[Span] = []
+    lengths: list[int] = []
+    for span, tokens in zip(sentences, count_tokens([text[a:b] for a, b in sentences]), strict=True):
+        pieces = [span] if tokens <= max_tokens or not cut_sentences else _cut_words(text, span, max_tokens)
+        units += pieces
+        lengths += [tokens] if len(pieces) == 1 else count_tokens([text[a:b] for a, b in pieces])
+    return [(units[lo][0], units[hi - 1][1]) for lo, hi in pack_windows(lengths, max_tokens)]
+
+
+def _cut_words(text: str, span: Span, max_tokens: int) -> list[Span]:
+    """A sentence longer than ``max_tokens`` tokens cut at word boundaries into pieces of at most
+    that many (a single word longer than the limit stays whole)."""
+    words = [m.span() for m in _WORD.finditer(text, *span)]
+    windows = pack_windows(count_tokens([text[a:b] for a, b in words]), max_tokens)
+    return [(words[lo][0], words[hi - 1][1]) for lo, hi in windows]

@@ -1,12 +1,41 @@
-"""Sentence splitting for building sentence-level candidates (pysbd, English, rule based)."""
+"""Sentence splitting for building sentence-level candidates: pysbd (English, rule based), guarded.
+
+pysbd never splits inside quotes, parentheses or brackets, and it pairs them greedily: one quote that
+never closes (``5" long``), an empty pair (``""``) or a stray parenthesis makes it treat everything up to
+the next such mark as one quotation, so whole paragraphs become one "sentence". The guard re-splits
+such a piece blind to those marks, unless every cut falls inside a properly paired quotation or bracket
+of at most ``QUOTED_SENTENCE_CHARS`` (sentences quoted within a sentence); gives a closing mark that
+pysbd left at the start of the next sentence back to the one it closes; and cuts what is still longer
+than ``MAX_SENTENCE_CHARS`` at a word boundary. Boundary precision and recall against WikiQA's and
+TrecQA's own sentences: docs/RESULTS.md. Datasets built from SQuAD keep pysbd's split alone
+(``guard=False``), the sentences their published numbers were measured on.
+"""
 
 from __future__ import annotations
 
 import functools
+import itertools
+import re
 
 import pysbd
 
-__all__ = ["sentence_spans", "split_sentences"]
+__all__ = [
+    "MAX_SENTENCE_CHARS",
+    "QUOTED_SENTENCE_CHARS",
+    "SPLITTER_VERSION",
+    "sentence_spans",
+    "split_sentences",
+]
+
+Span = tuple[int, int]
+
+SPLITTER_VERSION = 2  # 1: pysbd alone; 2: guarded. Recorded with what is built from split text.
+MAX_SENTENCE_CHARS = 1000
+QUOTED_SENTENCE_CHARS = 150  # chosen on WikiQA and TrecQA dev among 0, 150, 300, 600 (docs/RESULTS.md)
+# The marks pysbd pairs up; a single quote only where it cannot be an apostrophe.
+_PAIRED = re.compile(r"[\"“”„«»‘’()\[\]]|(?<!\S)'|'(?!\w)|--")
+_PAIRS = (("“", "”"), ("(", ")"), ("[", "]"), ("«", "»"))
+_CLOSER = re.compile(r"([\"”’)\]»]+)(?:\s+|$)")
 
 
 @functools.cache
@@ -16,26 +45,131 @@ def _segmenter() -> pysbd.Segmenter:
     return pysbd.Segmenter(language="en", clean=False)
 
 
-def split_sentences(text: str) -> list[str]:
-    """Split ``text`` into sentences, stripped of surrounding whitespace, empty pieces dropped."""
-    if not text or text.isspace():
-        return []
-    pieces = (piece.strip() for piece in _segmenter().segment(text))
-    return [piece for piece in pieces if piece]
+def split_sentences(text: str, guard: bool = True) -> list[str]:
+    """Split ``text`` into sentences, stripped of surrounding whitespace, empty pieces dropped.
+
+    ``guard=False`` gives pysbd's split alone (what SQuAD-AS2's sentences were built with).
+    """
+    return [text[a:b] for a, b in _split(text, guard)]
 
 
-def sentence_spans(text: str, sentences: list[str] | None = None) -> list[tuple[int, int]]:
+def sentence_spans(text: str, sentences: list[str] | None = None, guard: bool = True) -> list[Span]:
     """Character ``(start, end)`` of each sentence of ``text`` (``split_sentences``' by default).
 
-    Sentences are located in order, each after the previous one, so a sentence that occurs twice
-    maps to its own occurrence. A given sentence not found verbatim raises ValueError.
+    Given sentences are located in order, each after the previous one, so a sentence that occurs
+    twice maps to its own occurrence. A given sentence not found verbatim raises ValueError.
     """
-    spans: list[tuple[int, int]] = []
+    if sentences is None:
+        return _split(text, guard)
+    return _locate(text, sentences)
+
+
+def _locate(text: str, sentences: list[str]) -> list[Span]:
+    spans: list[Span] = []
     at = 0
-    for sentence in split_sentences(text) if sentences is None else sentences:
+    for sentence in sentences:
         start = text.find(sentence, at)
         if start < 0:
             raise ValueError(f"sentence not found in its text after character {at}: {sentence[:60]!r}")
         spans.append((start, start + len(sentence)))
         at = start + len(sentence)
     return spans
+
+
+def _pysbd(text: str) -> list[Span]:
+    if not text or text.isspace():
+        return []
+    pieces = (piece.strip() for piece in _segmenter().segment(text))
+    return _locate(text, [piece for piece in pieces if piece])
+
+
+def _split(text: str, guard: bool) -> list[Span]:
+    spans = _pysbd(text)
+    if not guard:
+        return spans
+    out: list[Span] = []
+    for a, b in spans:
+        piece = text[a:b]
+        inner = _quote_blind(piece) if _PAIRED.search(piece) else [(0, len(piece))]
+        if len(inner) > 1 and _quoted(piece, [start for start, _ in inner[1:]]):
+            inner = [(0, len(piece))]
+        for x, y in inner:
+            out += _cut_long(text, (a + x, a + y))
+    return _closers_back(text, out)
+
+
+def _closers_back(text: str, spans: list[Span]) -> list[Span]:
+    """A closing quote or bracket that pysbd left at the start of the next sentence (it does so when
+    the opening mark is in an earlier sentence) goes back to the end of the sentence it closes."""
+    out: list[Span] = []
+    for a, b in spans:
+        closer = _CLOSER.match(text, a, b)
+        if out and closer:
+            end = closer.end(1)
+            out[-1] = (out[-1][0], end)
+            a = closer.end()
+            if a >= b:
+                continue
+        out.append((a, b))
+    return out
+
+
+def _quoted(piece: str, cuts: list[int]) -> bool:
+    """Whether every cut falls inside one quotation or bracket of ``piece`` (marks paired in order, all
+    of them paired) no longer than QUOTED_SENTENCE_CHARS: sentences quoted within a sentence."""
+    pairs: list[Span] = []
+    quotes = [i for i, ch in enumerate(piece) if ch == '"']
+    if len(quotes) % 2:
+        return False
+    pairs += zip(quotes[::2], quotes[1::2], strict=True)
+    for opening, closing in _PAIRS:
+        stack: list[int] = []
+        for i, ch in enumerate(piece):
+            if ch == opening:
+                stack.append(i)
+            elif ch == closing:
+                if not stack:
+                    return False
+                pairs.append((stack.pop(), i))
+        if stack:
+            return False
+    short = [(o, c) for o, c in pairs if c - o <= QUOTED_SENTENCE_CHARS]
+    return all(any(o < cut < c for o, c in short) for cut in cuts)
+
+
+def _quote_blind(piece: str) -> list[Span]:
+    """pysbd's split of ``piece`` with the paired marks blanked out; a cut between two sentences goes
+    at the first whitespace after the first one's end, so a closing mark stays with its sentence."""
+    inner = _pysbd(_PAIRED.sub(lambda m: " " * len(m.group()), piece))
+    cuts = [
+        next((i for i in range(end, start) if piece[i].isspace()), end)
+        for (_, end), (start, _) in itertools.pairwise(inner)
+    ]
+    out: list[Span] = []
+    for lo, hi in zip([0, *cuts], [*cuts, len(piece)], strict=True):
+        segment = piece[lo:hi]
+        stripped = segment.strip()
+        if stripped:
+            start = lo + len(segment) - len(segment.lstrip())
+            out.append((start, start + len(stripped)))
+    return out
+
+
+def _cut_long(text: str, span: Span) -> list[Span]:
+    """``span`` cut into pieces of at most MAX_SENTENCE_CHARS, each at the last whitespace that fits
+    (mid-word only where a single word is longer)."""
+    out: list[Span] = []
+    a, b = span
+    while b - a > MAX_SENTENCE_CHARS:
+        limit = a + MAX_SENTENCE_CHARS
+        cut = next((i for i in range(limit, a, -1) if text[i].isspace()), limit)
+        end = cut
+        while text[end - 1].isspace():
+            end -= 1
+        out.append((a, end))
+        a = cut
+        while a < b and text[a].isspace():
+            a += 1
+    if a < b:
+        out.append((a, b))
+    return out

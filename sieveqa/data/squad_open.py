@@ -37,7 +37,7 @@ from typing import Any
 from tqdm.auto import tqdm
 
 from sieveqa.data.corpus import CorpusIndex, CorpusOptions
-from sieveqa.data.documents import Document
+from sieveqa.data.documents import squad_document
 from sieveqa.data.jsonl import read_jsonl
 from sieveqa.data.open_qa import (
     OpenExample,
@@ -93,7 +93,7 @@ def _retrieve(
     """Each question with the top ``top_k`` chunks of ``articles``; with ``gold``, the first chunk of
     its own paragraph that holds an answer is appended when none retrieved does; ``unindexed``
     retrieves as if the question's own article were not in the index."""
-    docs = [Document(p.pid, p.context, a.title.replace("_", " ")) for a in articles for p in a.paragraphs]
+    docs = [squad_document(p, a.title) for a in articles for p in a.paragraphs]
     questions = [q for a in articles for p in a.paragraphs for q in p.questions]
     owners = [p.pid for a in articles for p in a.paragraphs for _ in p.questions]
     titles = [a.title.replace("_", " ") for a in articles for p in a.paragraphs for _ in p.questions]

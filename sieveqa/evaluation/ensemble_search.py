@@ -63,7 +63,7 @@ def tune_ensemble(
         )
     for member in members:
         check_member(member)
-    qrels_from_examples(examples, dataset)
+    qrels_from_examples(examples, dataset, to_tune=True)
     columns = member_columns(members, dataset, examples)
     alone = {m: _metric(examples, c, metric) for m, c in zip(members, columns, strict=True)}
     names = [f"w{i}" for i in range(len(members))]

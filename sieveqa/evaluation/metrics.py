@@ -37,9 +37,12 @@ class MetricReport:
         return {k: round(v, digits) for k, v in self.mean.items()}
 
 
-def qrels_from_examples(examples: Sequence[RankingExample], source: str = "") -> dict[str, dict[str, int]]:
+def qrels_from_examples(
+    examples: Sequence[RankingExample], source: str = "", to_tune: bool = False
+) -> dict[str, dict[str, int]]:
     """Relevance judgements of labelled examples; an unlabelled candidate is a DataFormatError that
-    names ``source`` (the dataset), the question and the candidate."""
+    names ``source`` (the dataset), the question and the candidate. ``to_tune``: settings are chosen
+    on them, so a set with no correct candidate at all (every metric 0) is refused too."""
     qrels: dict[str, dict[str, int]] = {}
     for ex in examples:
         judged = {}
@@ -52,6 +55,11 @@ def qrels_from_examples(examples: Sequence[RankingExample], source: str = "") ->
                 )
             judged[cand.id] = int(cand.label)
         qrels[ex.qid] = judged
+    if to_tune and not any(label > 0 for judged in qrels.values() for label in judged.values()):
+        raise DataFormatError(
+            f"{source or 'the dev set'}: no question has a correct candidate (label 1), so every "
+            "metric is 0 and nothing can be tuned on it"
+        )
     return qrels
 
 

@@ -53,9 +53,35 @@ def test_a_resume_with_another_model_is_refused(
     assert sieveqa("batch", "-i", example_jsonl, "-o", out, "-m", saved_tiny).exit_code == 0
     other = shutil.copytree(saved_tiny, tmp_path / "other")
     line = one_error_line(sieveqa("batch", "-i", example_jsonl, "-o", out, "-m", other))
-    assert "holds a run with another model: give a new --out" in line  # same weights, other folder
+    assert "holds a run with another --model: give a new --out" in line  # same weights, other folder
     (saved_tiny / "policy.json").write_text('{"drop_ratios": [0.5]}')  # re-tuned in place
     line = one_error_line(sieveqa("batch", "-i", example_jsonl, "-o", out, "-m", saved_tiny))
-    assert "holds a run with another model_sha256" in line
+    assert "holds a run with another --model (its files changed)" in line
     line = one_error_line(sieveqa("batch", "-i", example_jsonl, "-o", out, "-m", "no-such-model"))
     assert "'no-such-model' is neither a shipped model" in line
+
+
+def test_a_resume_at_another_precision_is_refused(
+    sieveqa, example_jsonl: Path, saved_tiny: Path, tmp_path
+) -> None:
+    """It mixed fp32 and int8 shards in one output."""
+    out = tmp_path / "out"
+    first = sieveqa("batch", "-i", example_jsonl, "-o", out, "-m", saved_tiny, "--shard-size", 2)
+    assert first.exit_code == 0, first.output
+    (out / "shard-00001.jsonl").unlink()  # as if stopped before the last shard
+    line = one_error_line(
+        sieveqa(
+            "batch",
+            "-i",
+            example_jsonl,
+            "-o",
+            out,
+            "-m",
+            saved_tiny,
+            "--shard-size",
+            2,
+            "--precision",
+            "int8",
+        )
+    )
+    assert "holds a run with another --precision: give a new --out" in line

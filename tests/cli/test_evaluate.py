@@ -186,3 +186,32 @@ def test_tune_ensemble_writes_a_folder_eval_loads(
     assert "model 'nope' is neither a shipped model" in line
     line = one_error_line(sieveqa("tune-ensemble", "--members", members, "-o", saved_tiny))
     assert "holds a model; give the ensemble a folder of its own" in line
+
+
+def test_tuning_on_a_dev_set_without_a_correct_label_is_refused(
+    sieveqa, saved_cascade: Path, saved_tiny: Path, example_jsonl: Path, tmp_path: Path
+) -> None:
+    """tune-ensemble wrote an ensemble tuned on MAP 0.0, silently."""
+    rows = [json.loads(line) for line in example_jsonl.read_text().splitlines() if line.strip()]
+    for row in rows:
+        for cand in row["candidates"]:
+            cand["label"] = 0
+    dev = tmp_path / "wrong.jsonl"
+    dev.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    says = f"jsonl:{dev}: no question has a correct candidate (label 1)"
+    line = one_error_line(
+        sieveqa(
+            "tune-ensemble",
+            "--members",
+            f"{saved_tiny},{saved_tiny}",
+            "-o",
+            tmp_path / "e",
+            "--dataset",
+            f"jsonl:{dev}",
+        )
+    )
+    assert says in line and not (tmp_path / "e" / "ensemble.json").exists()
+    line = one_error_line(
+        sieveqa("tune-cascade", "-m", saved_cascade, "-o", tmp_path / "t", "-d", f"jsonl:{dev}")
+    )
+    assert says in line

@@ -62,14 +62,18 @@ def test_build_info_add_and_rank_against_a_store(
     assert result.exit_code == 0, result.output
     rows = [json.loads(line) for line in out.read_text().splitlines()]
     assert [r["qid"] for r in rows] == ["x", "2"]
-    assert sorted(r["id"] for r in rows[0]["ranked"]) == sorted(c.id for c in ex.candidates)
-    assert len(rows[1]["ranked"]) == 2  # the whole store searched, top 2 kept
-    scores = [r["score"] for r in rows[0]["ranked"]]
+    assert sorted(r["id"] for r in rows[0]["candidates"]) == sorted(c.id for c in ex.candidates)
+    assert len(rows[1]["candidates"]) == 2  # the whole store searched, top 2 kept
+    scores = [r["score"] for r in rows[0]["candidates"]]
     assert scores == sorted(scores, reverse=True)
     texts = {c.id: c.text for e in examples for c in e.candidates} | {
         "new-1": "The tower is 330 metres tall."
     }
-    assert all(hit["text"] == texts[hit["id"]] for row in rows for hit in row["ranked"])
+    assert all(hit["text"] == texts[hit["id"]] for row in rows for hit in row["candidates"])
+    # rank --output's shape: question fields, then candidates best first with score and rank.
+    assert all(set(row) == {"qid", "question", "candidates"} for row in rows)
+    assert all(set(hit) == {"id", "text", "score", "rank"} for row in rows for hit in row["candidates"])
+    assert [hit["rank"] for hit in rows[1]["candidates"]] == [1, 2]
     for stage in ("bm25", "rrf", "mix", "none"):
         result = sieveqa("rank", "--store", store, "--input", queries, "--first-stage", stage, "--k", "5")
         assert result.exit_code == 0, result.output

@@ -184,3 +184,29 @@ def test_other_versions_damage_and_empty_corpora_are_refused(tmp_path: Path) -> 
         CorpusIndex.open(index.path)
     with pytest.raises(StoreError, match="already holds an index"):
         CorpusIndex.build(DOCS, index.path)
+
+
+def test_a_document_without_sentence_breaks_is_cut_into_passages_within_the_limit(tmp_path: Path) -> None:
+    from sieveqa.data.passages import count_tokens
+    from sieveqa.data.sentences import split_sentences
+
+    words = " ".join(f"w{i}" for i in range(3000))  # one "sentence" of ~15,000 characters
+    docs = [Document("wall", words, "Wall"), *DOCS]
+    index = CorpusIndex.build(docs, tmp_path / "idx", CorpusOptions(passage_tokens=64))
+    manifest = json.loads((tmp_path / "idx" / "manifest.json").read_text())
+    assert manifest["options"]["cut_sentences"] is True and manifest["splitter"] == 2
+    wall = [p for p in index.passages([str(i) for i in range(1, len(index) + 1)]) if p.doc_id == "wall"]
+    assert len(wall) > 50 and max(count_tokens([p.text for p in wall])) <= 64
+    assert " ".join(p.text for p in wall) == words
+    whole = CorpusIndex.build(docs, tmp_path / "whole", CorpusOptions(passage_tokens=64, cut_sentences=False))
+    # Without cutting, each of the splitter's pieces (at most 1,000 characters) is a passage.
+    assert len(whole) == len(index) - len(wall) + len(split_sentences(words)) == 3 + 17
+
+
+def test_an_index_from_before_cut_sentences_keeps_long_sentences_whole(tmp_path: Path) -> None:
+    CorpusIndex.build(DOCS, tmp_path / "idx")
+    path = tmp_path / "idx" / "manifest.json"
+    manifest = json.loads(path.read_text())
+    del manifest["options"]["cut_sentences"]
+    path.write_text(json.dumps(manifest))
+    assert CorpusIndex.open(tmp_path / "idx").options.cut_sentences is False

@@ -50,3 +50,21 @@ def test_sentence_spans_point_at_each_occurrence() -> None:
 
 def test_tokens_are_counted_without_special_tokens() -> None:
     assert count_tokens(["hello world", ""]) == [2, 0]
+
+
+def test_a_sentence_longer_than_the_limit_is_cut_into_word_windows() -> None:
+    from sieveqa.data.passages import passage_spans
+
+    long = " ".join(f"w{i}" for i in range(100))  # ~200 tokens, no sentence break at all
+    text = f"A short opening. {long}. A short ending."
+    spans = sentence_spans(text)
+    assert len(spans) == 3
+    passages = passage_spans(text, spans, 50)
+    tokens = count_tokens([text[a:b] for a, b in passages])
+    assert len(passages) >= 4 and max(tokens) <= 50
+    # The pieces tile the text in order, each cut at a word boundary.
+    assert text[passages[0][0] :].startswith("A short opening.") and text[: passages[-1][1]].endswith(
+        "ending."
+    )
+    assert all(text[b] == " " for _, b in passages[:-1])
+    assert [w for a, b in passages for w in text[a:b].split()] == text.split()

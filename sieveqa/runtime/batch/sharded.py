@@ -59,6 +59,18 @@ class ShardDone:
     seconds: float
 
 
+# How a resumed run's differing identity is named: by the option that sets it.
+_NAMES = {
+    "input": "--input",
+    "bytes": "--input content",
+    "mtime_ns": "--input content",
+    "shard_size": "--shard-size",
+    "model": "--model",
+    "model_sha256": "--model (its files changed)",
+    "precision": "--precision",
+}
+
+
 @dataclass(frozen=True)
 class ShardPlan:
     """An input cut into shards; ``identity`` is what a resumed run must match."""
@@ -71,10 +83,16 @@ class ShardPlan:
 
     @classmethod
     def make(
-        cls, source: str | Path, shard_size: int, model: str, model_sha256: str | None = None
+        cls,
+        source: str | Path,
+        shard_size: int,
+        model: str,
+        model_sha256: str | None = None,
+        precision: str | None = None,
     ) -> ShardPlan:
         """Check every row (JSONL) or the schema (Parquet) and cut the input into shards; the run is
-        of ``model``, whose files hash to ``model_sha256`` (:func:`model_digest`)."""
+        of ``model``, whose files hash to ``model_sha256`` (:func:`model_digest`), at ``precision``
+        (resolved: ``auto`` may differ between machines)."""
         if shard_size < 1:
             raise ConfigError(f"--shard-size must be >= 1, got {shard_size}")
         path = Path(source)
@@ -97,6 +115,7 @@ class ShardPlan:
             "shard_size": shard_size,
             "model": model,
             "model_sha256": model_sha256,
+            "precision": precision,
         }
         return cls(str(path), kind, rows, shards, identity)
 
@@ -112,8 +131,12 @@ class ShardPlan:
         record = out / "run.json"
         if record.exists():
             before = read_json_object(record).get("identity")
+            # A run recorded before precision was part of the identity is not refused for it.
+            before = {"precision": self.identity["precision"], **(before or {})}
             if before != self.identity:
-                changed = sorted(k for k in self.identity if (before or {}).get(k) != self.identity[k])
+                changed = sorted(
+                    {_NAMES.get(k, k) for k in self.identity if before.get(k) != self.identity[k]}
+                )
                 raise ConfigError(
                     f"{out} holds a run with another {', '.join(changed) or 'setup'}: "
                     "give a new --out, or delete it to start over"

@@ -220,9 +220,10 @@ class StoreRanking:
     ranked: list[StoreHit]
 
     def as_dict(self) -> dict[str, Any]:
-        """The JSON line ``rank --store --output`` writes: each hit with its text, like ``rank``."""
+        """The JSON line ``rank --store --output`` writes, in ``rank --output``'s shape: the candidates
+        (each hit's id, text, score and rank) best first."""
         return {
             "qid": self.query.qid,
             "question": self.query.question,
-            "ranked": [{**hit._asdict(), "rank": r} for r, hit in enumerate(self.ranked, start=1)],
+            "candidates": [{**hit._asdict(), "rank": r} for r, hit in enumerate(self.ranked, start=1)],
         }

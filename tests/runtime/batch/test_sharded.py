@@ -84,7 +84,7 @@ def test_a_shard_that_fails_leaves_no_file(jsonl: Path, tmp_path: Path) -> None:
 
 def test_a_run_folder_refuses_another_setup(jsonl: Path, tmp_path: Path) -> None:
     ShardPlan.make(jsonl, 3, "m").open(tmp_path / "out")
-    with pytest.raises(ConfigError, match="another model, shard_size"):
+    with pytest.raises(ConfigError, match="another --model, --shard-size"):
         ShardPlan.make(jsonl, 2, "other").open(tmp_path / "out")
 
 
@@ -180,7 +180,7 @@ def test_a_retrained_model_under_the_same_name_is_a_new_run(
     (saved_tiny / "policy.json").write_text('{"drop_ratios": [0.5]}')  # re-tuned
     after = model_digest(saved_tiny)
     assert after != before
-    with pytest.raises(ConfigError, match="another model_sha256"):
+    with pytest.raises(ConfigError, match=r"another --model \(its files changed\)"):
         ShardPlan.make(jsonl, 3, str(saved_tiny), after).open(tmp_path / "out")
 
 
