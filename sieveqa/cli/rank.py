@@ -20,7 +20,7 @@ from sieveqa.cli._app import (
     float_list,
 )
 from sieveqa.cli._options import Setting, given_settings, merge, settings_command, settings_of
-from sieveqa.errors import ConfigError, shorten
+from sieveqa.errors import ConfigError, DataFormatError, shorten
 
 if TYPE_CHECKING:
     from sieveqa.runtime.store.ranker import SearchSettings
@@ -99,6 +99,8 @@ def rank(
             input_path, store, model, top, output, device, precision, batch_size, settings
         )
     examples = read_jsonl(input_path)
+    if not examples:
+        raise DataFormatError(f"{input_path}: no questions")
     ranker = load_ranker(
         model or "default",
         device=device,

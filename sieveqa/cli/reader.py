@@ -13,7 +13,9 @@ import typer
 from sieveqa.cli._app import DeviceOpt, app, check_device, console, float_list
 from sieveqa.cli._options import Setting, given_settings, settings_command
 
-ReaderOpt = Annotated[str, typer.Option("--reader", "-r", help="a reader model folder (train --arch reader)")]
+ReaderOpt = Annotated[
+    str, typer.Option("--reader", "-r", help="the shipped 'reader' or a reader folder (train --arch reader)")
+]
 OpenDataOpt = Annotated[
     str, typer.Option("--dataset", "-d", help="open-domain data: squad-open-mini:dev1, jsonl:PATH, ...")
 ]
@@ -47,8 +49,8 @@ def _schedule(**settings: Any) -> Any:
 
 @app.command()
 def calibrate(
-    reader: ReaderOpt,
     out: Annotated[Path, typer.Option("--out", "-o", help="folder for the calibrated reader")],
+    reader: ReaderOpt = "reader",
     dataset: OpenDataOpt = "squad-open-mini:dev1",
     check: Annotated[
         str | None, typer.Option(help="also report ECE on these questions (default: squad-open-mini:dev0)")
@@ -85,8 +87,8 @@ def calibrate(
 
 @app.command("train-scheduler")
 def train_scheduler(
-    reader: ReaderOpt,
     out: Annotated[Path, typer.Option("--out", "-o", help="output folder (the policy lands in OUT/best)")],
+    reader: ReaderOpt = "reader",
     train: Annotated[str, typer.Option("--train", help="questions to learn from")] = "squad-open-mini:dev1",
     dev: Annotated[str, typer.Option(help="questions that pick the best epoch")] = "squad-open-mini:dev0",
     budget: Annotated[
@@ -125,8 +127,8 @@ def train_scheduler(
 
 @app.command("tune-reader")
 def tune_reader(
-    reader: ReaderOpt,
     out: Annotated[Path, typer.Option("--out", "-o", help="folder for the reader with its chosen settings")],
+    reader: ReaderOpt = "reader",
     dataset: Annotated[str, typer.Option("--dataset", "-d", help="dev questions")] = "squad-open-mini:dev0",
     scheduler: Annotated[
         str | None,
@@ -181,7 +183,7 @@ def reader_settings() -> dict[str, Setting]:
 @app.command("eval-reader", cls=settings_command(reader_settings))
 def eval_reader(
     ctx: typer.Context,
-    reader: ReaderOpt,
+    reader: ReaderOpt = "reader",
     dataset: OpenDataOpt = "squad-open-mini:test",
     method: Annotated[
         str,

@@ -76,4 +76,6 @@ def read_store_queries(path: str | Path) -> list[StoreQuery]:
             ids = [_answer_id(c.get("id") if isinstance(c, dict) else c, where) for c in raw]
         qid = obj.get("qid", where.rsplit(":", 1)[-1])
         queries.append(StoreQuery(str(qid), obj["question"], ids))
+    if not queries:
+        raise DataFormatError(f"{path}: no questions")
     return queries

@@ -88,6 +88,24 @@ def _check_text(obj: Any, where: str) -> None:
         raise DataFormatError(f"{where}: a lone surrogate escape \\u{code:04x} is not text") from None
 
 
+def decode_line(raw: bytes, where: str) -> Any:
+    """One JSONL line's object; not UTF-8, not JSON or a lone surrogate escape is a DataFormatError
+    naming ``where`` (FILE:LINE)."""
+    try:
+        line = raw.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise DataFormatError(
+            f"{where}: not UTF-8 text (byte {raw[err.start]:#04x} at column {err.start + 1})"
+        ) from None
+    try:
+        obj = json.loads(line)
+    except json.JSONDecodeError as err:
+        raise DataFormatError(f"{where}: invalid JSON ({err.msg} at column {err.colno})") from err
+    if _SURROGATE.search(line):  # "\ud800" alone decodes to a str no tokenizer can encode
+        _check_text(obj, where)
+    return obj
+
+
 def iter_json_lines(path: str | os.PathLike[str]) -> Iterator[tuple[str, Any]]:
     """Yield ``("FILE:LINE", object)`` for each non-blank line of a JSONL(.gz) file; a missing file or
     a line that is not JSON raises DataFormatError naming it."""
@@ -97,22 +115,9 @@ def iter_json_lines(path: str | os.PathLike[str]) -> Iterator[tuple[str, Any]]:
     with _open_binary(path) as handle:
         try:
             for lineno, raw in enumerate(handle, start=1):
-                where = f"{path}:{lineno}"
-                try:
-                    line = raw.decode("utf-8")
-                except UnicodeDecodeError as err:
-                    raise DataFormatError(
-                        f"{where}: not UTF-8 text (byte {raw[err.start]:#04x} at column {err.start + 1})"
-                    ) from None
-                if not line.strip():
-                    continue
-                try:
-                    obj = json.loads(line)
-                except json.JSONDecodeError as err:
-                    raise DataFormatError(f"{where}: invalid JSON ({err.msg} at column {err.colno})") from err
-                if _SURROGATE.search(line):  # "\ud800" alone decodes to a str no tokenizer can encode
-                    _check_text(obj, where)
-                yield where, obj
+                if raw.strip():
+                    where = f"{path}:{lineno}"
+                    yield where, decode_line(raw, where)
         except (OSError, EOFError) as err:  # a corrupt or truncated .gz
             raise DataFormatError(f"{path}: cannot be read ({err})") from err
 

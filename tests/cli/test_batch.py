@@ -85,3 +85,17 @@ def test_a_resume_at_another_precision_is_refused(
         )
     )
     assert "holds a run with another --precision: give a new --out" in line
+
+
+def test_a_lone_surrogate_or_an_empty_file_is_one_line_before_any_ranking(
+    sieveqa, saved_tiny: Path, tmp_path: Path
+) -> None:
+    """A lone surrogate escape passed batch's line check and broke the tokenizer (a traceback)."""
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"qid": "a", "question": "Is \\ud800 it?", "candidates": [{"id": "x", "text": "yes"}]}\n')
+    line = one_error_line(sieveqa("batch", "-i", bad, "-o", tmp_path / "o1", "-m", saved_tiny))
+    assert f"{bad}:1: a lone surrogate escape \\ud800 is not text" in line
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("\n")
+    assert f"{empty}: no questions" in one_error_line(sieveqa("batch", "-i", empty, "-o", tmp_path / "o2"))
+    assert not list((tmp_path / "o1").glob("shard-*"))

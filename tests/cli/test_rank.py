@@ -111,3 +111,10 @@ def test_what_a_killed_run_left_beside_the_output_is_cleaned_up(
     result = sieveqa("rank", "--model", saved_tiny, "--input", example_jsonl, "--output", out)
     assert result.exit_code == 0, result.output
     assert out.is_file() and not stale.exists()
+
+
+def test_an_empty_input_is_one_line_not_silence(sieveqa, tmp_path: Path) -> None:
+    """rank on an empty file printed nothing and exited 0."""
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("")
+    assert f"{empty}: no questions" in one_error_line(sieveqa("rank", "--input", empty))

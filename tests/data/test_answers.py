@@ -57,3 +57,10 @@ def test_a_repeated_answer_id_is_named_by_its_line(tmp_path: Path) -> None:
     message = r"a\.jsonl:3: duplicate answer id 'x' \(first at .*a\.jsonl:1\)"
     with pytest.raises(DataFormatError, match=message):
         load_answers(str(path))
+
+
+def test_a_store_question_file_without_questions_is_refused(tmp_path) -> None:
+    empty = tmp_path / "q.jsonl"
+    empty.write_text("\n\n")
+    with pytest.raises(DataFormatError, match=r"q\.jsonl: no questions"):
+        read_store_queries(empty)

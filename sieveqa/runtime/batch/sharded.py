@@ -27,7 +27,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from sieveqa.data.jsonl import example_dict, parse_example, write_jsonl
+from sieveqa.data.jsonl import decode_line, example_dict, parse_example, write_jsonl
 from sieveqa.errors import ConfigError, DataFormatError
 from sieveqa.io import atomic_write_json, exclusive, file_sha256, read_json_object
 from sieveqa.models.base import Ranker
@@ -103,6 +103,8 @@ class ShardPlan:
             raise DataFormatError(f"{path}: shards need a seekable file; decompress it or use Parquet")
         starts = _jsonl_starts(path) if kind == "jsonl" else _parquet_rows(path)
         rows = len(starts) if kind == "jsonl" else starts[0]
+        if not rows:
+            raise DataFormatError(f"{path}: no questions")
         shards = tuple(
             Shard(i, lo, min(lo + shard_size, rows), starts[lo] if kind == "jsonl" else 0)
             for i, lo in enumerate(range(0, rows, shard_size))
@@ -178,10 +180,7 @@ def _jsonl_starts(path: Path) -> list[int]:
         for lineno, raw in enumerate(handle, start=1):
             where = f"{path}:{lineno}"
             if raw.strip():
-                try:
-                    example = parse_example(json.loads(raw), where)
-                except (json.JSONDecodeError, UnicodeDecodeError) as err:
-                    raise DataFormatError(f"{where}: invalid JSON ({err})") from None
+                example = parse_example(decode_line(raw, where), where)
                 if example.qid in seen:
                     raise DataFormatError(f"{where}: duplicate qid {example.qid!r}")
                 seen.add(example.qid)
