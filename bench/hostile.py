@@ -61,6 +61,7 @@ def _files(tmp: Path) -> dict[str, Path]:
 def _cli_cases(f: dict[str, Path], idx: Path, tmp: Path) -> list[tuple[str, list[str], int, list[str]]]:
     """(name, argv, exit code, words the error line must hold)."""
     q = "What protein carries oxygen in octopus blood?"
+    mhs = ["train", "--arch", "mhs", "--init", "default", "--train", f"jsonl:{f['ok.jsonl']}"]
     return [
         ("answer: a 1,600-character question", ["answer", LONG_Q, "--index", idx], 0, []),
         (
@@ -112,41 +113,17 @@ def _cli_cases(f: dict[str, Path], idx: Path, tmp: Path) -> list[tuple[str, list
             2,
             ["nonutf8.txt"],
         ),
-        (
-            "train --teachers: gzip of a list",
-            [
-                "train",
-                "--train",
-                f"jsonl:{f['ok.jsonl']}",
-                "--init",
-                "default",
-                "--arch",
-                "mhs",
-                "--teachers",
-                f["teachers-list.json.gz"],
-                "--out",
-                tmp / "t0",
-            ],
-            2,
-            ["teachers-list.json.gz"],
-        ),
-        (
-            "train --teachers: cut gzip",
-            [
-                "train",
-                "--train",
-                f"jsonl:{f['ok.jsonl']}",
-                "--init",
-                "default",
-                "--arch",
-                "mhs",
-                "--teachers",
-                f["teachers-cut.json.gz"],
-                "--out",
-                tmp / "t1",
-            ],
-            2,
-            ["teachers-cut.json.gz"],
+        *(
+            (
+                f"train --teachers: {what}",
+                [*mhs, "--teachers", ",".join([str(f[name])] * 3), "--out", tmp / f"out-{name}"],
+                2,
+                [name],
+            )
+            for what, name in (
+                ("gzip of a list", "teachers-list.json.gz"),
+                ("cut gzip", "teachers-cut.json.gz"),
+            )
         ),
         ("calibrate --passages 0", ["calibrate", "--passages", "0", "--out", tmp / "c0"], 2, ["--passages"]),
         (
