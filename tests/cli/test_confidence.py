@@ -78,5 +78,5 @@ def test_calibrate_confidence_refuses_bad_options(sieveqa, tmp_path: Path, args:
 def test_answer_refuses_min_confidence_without_a_calibration(sieveqa, tmp_path: Path) -> None:
     index = tmp_path / "index"
     assert sieveqa("index", "corpus", "--input", "demo", "--out", index).exit_code == 0
-    result = sieveqa("answer", "Why?", "--index", index, "--method", "cascade", "--min-confidence", "0.5")
-    assert result.exit_code == 2 and "has no calibration for --method cascade" in one_error_line(result)
+    result = sieveqa("answer", "Why?", "--index", index, "--method", "peasi-all", "--min-confidence", "0.5")
+    assert result.exit_code == 2 and "has no calibration for --method peasi-all" in one_error_line(result)
