@@ -33,9 +33,7 @@ def main() -> None:
         for splitter, guard in (("pysbd", False), ("guarded", True)):
             for boundaries, only in (("all", False), ("punctuated", True)):
                 scores = boundary_scores(docs, partial(_split, guard=guard), punctuated_only=only)
-                rows.append(
-                    {"data": name, "splitter": splitter, "counted": boundaries, **scores.as_dict()}
-                )
+                rows.append({"data": name, "splitter": splitter, "counted": boundaries, **scores.as_dict()})
                 print(rows[-1], flush=True)
     keys = [
         "data",

@@ -54,9 +54,14 @@ def test_calibrate_then_answer_with_confidence(sieveqa, saved_tiny: Path, pair: 
         saved_tiny,
     ]
     answer = json.loads(sieveqa(*asked, "--confidence", out, "--json").output)
-    assert answer["confidence"] is not None and answer["answered"] == (
-        answer["confidence"] >= fitted.min_confidence
-    )
+    confidence = answer["confidence"]
+    assert confidence is not None
+    # The threshold is a dev answer's confidence, maybe this very question's (recomputed, it may differ
+    # in the last float bits, and the JSON rounds to 6 decimals): only away from it is the side certain.
+    if abs(confidence - fitted.min_confidence) > 1e-5:
+        assert answer["answered"] == (confidence >= fitted.min_confidence)
+    always = json.loads(sieveqa(*asked, "--confidence", out, "--min-confidence", "0", "--json").output)
+    assert always["answered"] is True
     never = json.loads(sieveqa(*asked, "--confidence", out, "--min-confidence", "1", "--json").output)
     assert never["answered"] is False and never["answers"]  # the best guess is still shown
     text = sieveqa(*asked, "--confidence", out, "--min-confidence", "1").output
