@@ -49,6 +49,10 @@ def test_build_info_add_and_rank_against_a_store(
     result = sieveqa("index", "info", store)
     assert result.exit_code == 0 and "MiB in all" in result.output
 
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("\n")
+    assert f"{empty}: no questions" in one_error_line(sieveqa("rank", "--store", store, "--input", empty))
+
     queries = tmp_path / "q.jsonl"
     ex = examples[0]
     queries.write_text(

@@ -209,3 +209,9 @@ def test_an_empty_question_file_is_one_line(
         args += ["--dataset", str(empty)]
     result = sieveqa(*args, "--reader", saved_reader)
     assert one_error_line(result) == f"error: {empty}: no questions"
+
+
+def test_reader_commands_default_to_the_shipped_reader(sieveqa) -> None:
+    """They said "Missing option '--reader'" though a reader ships."""
+    line = one_error_line(sieveqa("eval-reader", "--method", "skyline", "--budget", "inf"))
+    assert "--budget must be a finite number" in line
