@@ -12,7 +12,7 @@ from pathlib import Path
 
 from _common import finish, markdown
 
-from sieveqa.data.sentences import _split
+from sieveqa.data.sentences import sentence_spans
 from sieveqa.evaluation.sentence_boundaries import boundary_scores, gold_sentences, stray_quote
 
 TRECQA = {"dev": "dev", "test": "test", "train": "train-all"}
@@ -32,7 +32,7 @@ def main() -> None:
     for name, docs in sets.items():
         for splitter, guard in (("pysbd", False), ("guarded", True)):
             for boundaries, only in (("all", False), ("punctuated", True)):
-                scores = boundary_scores(docs, partial(_split, guard=guard), punctuated_only=only)
+                scores = boundary_scores(docs, partial(sentence_spans, guard=guard), punctuated_only=only)
                 rows.append({"data": name, "splitter": splitter, "counted": boundaries, **scores.as_dict()})
                 print(rows[-1], flush=True)
     keys = [

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from sieveqa.data.sentences import _split
+from sieveqa.data.sentences import sentence_spans
 from sieveqa.evaluation.sentence_boundaries import boundary_scores, gold_sentences, stray_quote
 
 DOCS = [
@@ -36,10 +36,10 @@ def test_a_perfect_splitter_scores_100_and_none_at_all_scores_no_recall() -> Non
 
 
 def test_punctuated_only_leaves_out_boundaries_after_captions() -> None:
-    scores = boundary_scores(DOCS, partial(_split, guard=True), punctuated_only=True)
+    scores = boundary_scores(DOCS, partial(sentence_spans, guard=True), punctuated_only=True)
     # pysbd cannot see the caption's end once joined by a space; that boundary is not counted.
     assert scores.boundaries == 3 and scores.recall == 100.0
-    assert boundary_scores(DOCS, partial(_split, guard=True)).recall == 75.0
+    assert boundary_scores(DOCS, partial(sentence_spans, guard=True)).recall == 75.0
 
 
 def test_a_stray_quote_lowers_pysbd_recall_and_not_the_guarded_one() -> None:
@@ -51,8 +51,8 @@ def test_a_stray_quote_lowers_pysbd_recall_and_not_the_guarded_one() -> None:
     hostile = stray_quote(docs, seed=1)
     assert all(sum(s.count('"') for s in doc) == 3 for doc in hostile)
     assert hostile == stray_quote(docs, seed=1)
-    plain = boundary_scores(hostile, partial(_split, guard=False))
-    guarded = boundary_scores(hostile, partial(_split, guard=True))
+    plain = boundary_scores(hostile, partial(sentence_spans, guard=False))
+    guarded = boundary_scores(hostile, partial(sentence_spans, guard=True))
     assert guarded.recall == 100.0 and guarded.precision == 100.0
     assert plain.recall < 90.0
 
@@ -60,7 +60,7 @@ def test_a_stray_quote_lowers_pysbd_recall_and_not_the_guarded_one() -> None:
 def test_wikiqa_dev_boundaries_as_reported(real_data: Path) -> None:
     docs = gold_sentences("wikiqa:dev")
     assert len(docs) == 293
-    scores = boundary_scores(docs, partial(_split, guard=True), punctuated_only=True)
+    scores = boundary_scores(docs, partial(sentence_spans, guard=True), punctuated_only=True)
     assert scores.f1 >= 98.5 and scores.longest <= 1000  # 99.0 in docs/RESULTS.md
 
 
