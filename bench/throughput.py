@@ -6,6 +6,8 @@ is ``classifier(tanh(pooler(h_cls)))``; sieveqa's is ``linear(h_cls)``. The expo
 pooler to ``eps·I`` and the classifier to ``w/eps``: since tanh(z) = z - z³/3 + ..., the scores agree
 to about (eps·|h|)² relative error, and the ranking agreement is measured rather than assumed.
 sentence-transformers runs in fp32 and, with ``--st-precisions fp32,bf16``, with bf16 weights too.
+sieveqa's systems are ``BACKEND:PRECISION`` (a bare precision is torch's): ``onnx:int8`` and
+``openvino:int8`` need ``sieveqa export MODEL --format F --int8`` first; fp32 exports are made on use.
 
     python bench/throughput.py --model default --dataset wikiqa:test --out bench/results/throughput.json
 """
@@ -77,7 +79,11 @@ def main() -> None:
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--limit", type=int, default=None, help="only the first N questions")
-    parser.add_argument("--precisions", default="fp32,auto,int8", help="sieveqa precisions to time")
+    parser.add_argument(
+        "--precisions",
+        default="fp32,auto,int8",
+        help="sieveqa systems to time: PRECISION or BACKEND:PRECISION",
+    )
     parser.add_argument("--st-precisions", default="fp32", help="sentence-transformers: fp32 and/or bf16")
     parser.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's)")
     parser.add_argument("--out", type=Path, default=Path("bench/results/throughput.json"))
@@ -90,7 +96,11 @@ def main() -> None:
     texts = [c.text for ex in examples for c in ex.candidates]
     pairs = list(zip(questions, texts, strict=True))
     models = {
-        p: CrossEncoder.from_pretrained(args.model).configure(precision=p, batch_size=args.batch_size)
+        p: CrossEncoder.from_pretrained(args.model).configure(
+            precision=p.rpartition(":")[2],
+            backend=p.rpartition(":")[0] or "torch",
+            batch_size=args.batch_size,
+        )
         for p in args.precisions.split(",")
     }
     systems: dict[str, Callable[[], list[float]]] = {}
@@ -100,7 +110,7 @@ def main() -> None:
             float(s) for s in st.predict(pairs, batch_size=args.batch_size, show_progress_bar=False)
         ]
     for p, model in models.items():
-        name = f"sieveqa-{p}" + (f" ({model.precision})" if p == "auto" else "")
+        name = f"sieveqa-{p}" + (f" ({model.precision})" if p.endswith("auto") else "")
         systems[name] = lambda m=model: m.score_pairs(questions, texts)
 
     times: dict[str, list[float]] = {name: [] for name in systems}

@@ -19,9 +19,11 @@ multi-head student; its cost is keyed by the ``branch`` it belongs to.
 
 from __future__ import annotations
 
+import hashlib
 import inspect
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Protocol
 
 import torch
 from torch import Tensor, nn
@@ -77,6 +79,13 @@ class Cost:
             "sequences": self.sequences,
             "seconds": round(self.seconds, 4),
         }
+
+
+class LayerRunner(Protocol):
+    """Runs the body's layers somewhere other than torch (an exported ONNX Runtime or OpenVINO graph
+    per layer): ``run`` takes and returns what :meth:`SteppableEncoder.run_layer` does."""
+
+    def run(self, index: int, hidden: Tensor, mask: Tensor) -> Tensor: ...
 
 
 @dataclass
@@ -147,6 +156,17 @@ class SteppableEncoder(nn.Module):
         self._relative_bias = hasattr(backbone.encoder, "compute_position_bias")
         params = inspect.signature(backbone.embeddings.forward).parameters
         self._takes_token_types = "token_type_ids" in params
+        # Where the body's layers run when not in torch (set by EncoderModel.configure(backend=...));
+        # a branch's own layers (``module=``) always run in torch.
+        self.runner: LayerRunner | None = None
+
+    def fingerprint(self) -> str:
+        """sha256 over the tensors (in fp16, as models are saved): identifies the exact body."""
+        digest = hashlib.sha256()
+        for name, tensor in self.state_dict().items():
+            digest.update(name.encode())
+            digest.update(tensor.detach().to(torch.float16).cpu().contiguous().numpy().tobytes())
+        return digest.hexdigest()
 
     @property
     def layers(self) -> nn.ModuleList:
@@ -189,12 +209,10 @@ class SteppableEncoder(nn.Module):
         under the 2-D padding ``mask``; the cost is keyed by ``(branch, index)``."""
         if hidden.shape[0] == 0:
             return hidden
-        layer = self.layers[index] if module is None else module
-        attn_mask = create_bidirectional_mask(config=self.config, inputs_embeds=hidden, attention_mask=mask)
-        if self._relative_bias:
-            out = layer(hidden, attn_mask, self.backbone.encoder.compute_position_bias(hidden))
+        if module is None and self.runner is not None:
+            out = self.runner.run(index, hidden, mask)
         else:
-            out = layer(hidden, attn_mask)
+            out = self.torch_layer(self.layers[index] if module is None else module, hidden, mask)
         if cost is not None:
             cost.add_layer(
                 index,
@@ -204,6 +222,15 @@ class SteppableEncoder(nn.Module):
                 self.config.intermediate_size,
                 branch,
             )
+        return out
+
+    def torch_layer(self, layer: nn.Module, hidden: Tensor, mask: Tensor) -> Tensor:
+        """``layer`` (one of the body's, or a branch's copy) over ``hidden`` in torch."""
+        attn_mask = create_bidirectional_mask(config=self.config, inputs_embeds=hidden, attention_mask=mask)
+        if self._relative_bias:
+            out = layer(hidden, attn_mask, self.backbone.encoder.compute_position_bias(hidden))
+        else:
+            out = layer(hidden, attn_mask)
         return out[0] if isinstance(out, tuple) else out
 
     def through(

@@ -1,6 +1,6 @@
 """The ``sieveqa`` command line: one module per command group, all on one Typer app."""
 
-from sieveqa.cli import answer, batch, confidence, data, evaluate, index, rank, reader, serve, train
+from sieveqa.cli import answer, batch, confidence, data, evaluate, export, index, rank, reader, serve, train
 from sieveqa.cli._app import app, main
 
 __all__ = [
@@ -10,6 +10,7 @@ __all__ = [
     "confidence",
     "data",
     "evaluate",
+    "export",
     "index",
     "main",
     "rank",

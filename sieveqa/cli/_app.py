@@ -84,6 +84,13 @@ PrecisionOpt = Annotated[
         "fp32, bf16, fp16 (CUDA), int8 (CPU dynamic quantization)"
     ),
 ]
+BackendOpt = Annotated[
+    str,
+    typer.Option(
+        help="where the model's layers run: torch, onnx (ONNX Runtime) or openvino; fp32 exports are "
+        "made on first use, int8 ones by `sieveqa export MODEL --format F --int8`"
+    ),
+]
 BatchOpt = Annotated[int | None, typer.Option(help="inputs per forward pass (default: the model's)")]
 FusionOpt = Annotated[
     str | None,
@@ -117,11 +124,16 @@ def float_list(text: str | None, option: str) -> list[float] | None:
         ) from None
 
 
-def check_device(device: str, precision: str) -> None:
-    """Refuse an unknown or unavailable device or precision before any work starts."""
+def check_device(device: str, precision: str, backend: str = "torch") -> None:
+    """Refuse an unknown or unavailable device, precision or backend before any work starts."""
     from sieveqa.device import resolve_device, resolve_precision
 
-    resolve_precision(precision, resolve_device(device))
+    if backend == "torch":
+        resolve_precision(precision, resolve_device(device))
+    else:
+        from sieveqa.exported import backend_precision
+
+        backend_precision(backend, precision, resolve_device(device))
 
 
 def main() -> None:

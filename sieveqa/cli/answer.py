@@ -14,7 +14,7 @@ import typer
 from rich.markup import escape
 
 from sieveqa import registry
-from sieveqa.cli._app import BatchOpt, DeviceOpt, PrecisionOpt, app, check_device, console
+from sieveqa.cli._app import BackendOpt, BatchOpt, DeviceOpt, PrecisionOpt, app, check_device, console
 from sieveqa.cli._options import Setting, given_settings, merge, settings_command, settings_of
 from sieveqa.errors import ConfigError, DataFormatError
 
@@ -162,6 +162,7 @@ def answer(
     confidence: ConfidenceOpt = None,
     device: DeviceOpt = "auto",
     precision: PrecisionOpt = "auto",
+    backend: BackendOpt = "torch",
     batch_size: BatchOpt = None,
 ) -> None:
     """Answer a question over your documents: retrieve passages, rerank them, pick the sentence
@@ -179,7 +180,7 @@ def answer(
         if questions is None:
             raise ConfigError("--output goes with --questions")
         check_output_file(output, "--output")
-    check_device(device, precision)
+    check_device(device, precision, backend)
     asked = _read_questions(questions) if questions is not None else [(None, question.strip())]
     if any(not q for _, q in asked):
         raise ConfigError("the question is empty")
@@ -190,7 +191,7 @@ def answer(
             raise ConfigError(f"the question is not UTF-8 text (at character {err.start + 1})") from None
     answerer = load_answerer(
         method, str(index), retrieve, retriever, top, device, precision, batch_size,
-        confidence, min_confidence, **given_settings(ctx),
+        confidence, min_confidence, backend, **given_settings(ctx),
     )  # fmt: skip
     if questions is None:
         result = answerer.answer(asked[0][1])
@@ -228,6 +229,7 @@ def eval_answers(
     json_out: Annotated[Path | None, typer.Option("--json", help="write the report as JSON here")] = None,
     device: DeviceOpt = "auto",
     precision: PrecisionOpt = "auto",
+    backend: BackendOpt = "torch",
     batch_size: BatchOpt = None,
 ) -> None:
     """Answer a labelled benchmark's questions over their retrieved passages and report answer
@@ -239,7 +241,7 @@ def eval_answers(
     from sieveqa.io import atomic_write_json, check_output_file
     from sieveqa.runtime.answer.answerer import load_answerer
 
-    check_device(device, precision)
+    check_device(device, precision, backend)
     if json_out is not None:
         check_output_file(json_out, "--json")
     if not dataset.endswith("-sentences"):
@@ -252,6 +254,7 @@ def eval_answers(
         device=device,
         precision=precision,
         batch_size=batch_size,
+        backend=backend,
         **given_settings(ctx),
     )
     examples = load_dataset(dataset)[:limit]

@@ -9,7 +9,7 @@ from typing import Annotated, Any
 
 import typer
 
-from sieveqa.cli._app import BatchOpt, DeviceOpt, PrecisionOpt, app, check_device, console
+from sieveqa.cli._app import BackendOpt, BatchOpt, DeviceOpt, PrecisionOpt, app, check_device, console
 from sieveqa.cli._options import given_settings, settings_command
 from sieveqa.cli.answer import MethodOpt, method_settings
 from sieveqa.errors import ConfigError
@@ -54,6 +54,7 @@ def calibrate_confidence(
     progress: Annotated[bool, typer.Option(help="show progress bars")] = True,
     device: DeviceOpt = "auto",
     precision: PrecisionOpt = "auto",
+    backend: BackendOpt = "torch",
     batch_size: BatchOpt = None,
 ) -> None:
     """Fit the method's calibrated confidence (Platt scaling of its best answer's score) and its
@@ -64,7 +65,7 @@ def calibrate_confidence(
     from sieveqa.runtime.answer.answerer import load_answerer
     from sieveqa.runtime.answer.confidence import load_confidence, save_confidence
 
-    check_device(device, precision)
+    check_device(device, precision, backend)
     check_output_file(out, "--out")
     if out.exists():
         load_confidence(out)  # a file that is not a confidence file is refused before any work
@@ -72,7 +73,13 @@ def calibrate_confidence(
         check_output_file(json_out, "--json")
     pairs = {"dev": _pair(dev, "--dev")} | ({"check": _pair(check, "--check")} if check else {})
     answerer = load_answerer(
-        method, None, device=device, precision=precision, batch_size=batch_size, **given_settings(ctx)
+        method,
+        None,
+        device=device,
+        precision=precision,
+        batch_size=batch_size,
+        backend=backend,
+        **given_settings(ctx),
     )
     scored = {name: _scored(answerer, pair, passages, progress) for name, pair in pairs.items()}
     fitted_on = {"dev": dev, "passages": passages, "keep": keep}

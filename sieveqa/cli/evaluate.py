@@ -11,6 +11,7 @@ from rich.table import Table
 
 from sieveqa.cli._app import (
     AlphaOpt,
+    BackendOpt,
     BatchOpt,
     DatasetOpt,
     DeviceOpt,
@@ -49,6 +50,7 @@ def evaluate(
     json_out: Annotated[Path | None, typer.Option("--json", help="write the metrics as JSON here")] = None,
     device: DeviceOpt = "auto",
     precision: PrecisionOpt = "auto",
+    backend: BackendOpt = "torch",
     batch_size: BatchOpt = None,
     alpha: AlphaOpt = None,
     threshold: Annotated[
@@ -95,7 +97,7 @@ def evaluate(
     from sieveqa.io import atomic_write_json, check_output_file
     from sieveqa.runtime.policy import load_ranker
 
-    check_device(device, precision)
+    check_device(device, precision, backend)
     if json_out is not None:
         check_output_file(json_out, "--json")
     if alpha and threshold:
@@ -108,6 +110,7 @@ def evaluate(
         precision=precision,
         batch_size=batch_size,
         policy=policy,
+        backend=backend,
         drop_ratios=float_list(alpha, "--alpha"),
         thresholds=float_list(threshold, "--threshold"),
     )
@@ -119,6 +122,7 @@ def evaluate(
         "dataset": dataset,
         "device": str(used.device),
         "precision": used.precision,
+        "backend": getattr(used, "backend", "torch"),
         "fusion": str(fused),
         **metrics,
         "run": run_info(_command()),

@@ -10,6 +10,7 @@ import typer
 
 from sieveqa.cli._app import (
     AlphaOpt,
+    BackendOpt,
     BatchOpt,
     DeviceOpt,
     PolicyOpt,
@@ -63,6 +64,7 @@ def rank(
     ] = 3,
     device: DeviceOpt = "auto",
     precision: PrecisionOpt = "auto",
+    backend: BackendOpt = "torch",
     batch_size: BatchOpt = None,
     alpha: AlphaOpt = None,
     policy: PolicyOpt = None,
@@ -80,7 +82,7 @@ def rank(
     from sieveqa.io import check_output_file
     from sieveqa.runtime.policy import load_ranker
 
-    check_device(device, precision)
+    check_device(device, precision, backend)
     if output is not None:
         check_output_file(output, "--output")
     searching = given_settings(ctx)  # SearchSettings' fields, declared (with their help) there only
@@ -96,7 +98,7 @@ def rank(
 
         settings = SearchSettings(**searching)
         return _rank_with_store(
-            input_path, store, model, top, output, device, precision, batch_size, settings
+            input_path, store, model, top, output, device, precision, batch_size, settings, backend
         )
     examples = read_jsonl(input_path)
     if not examples:
@@ -107,6 +109,7 @@ def rank(
         precision=precision,
         batch_size=batch_size,
         policy=policy,
+        backend=backend,
         drop_ratios=float_list(alpha, "--alpha"),
     )
     # A bar only where scoring takes long enough to watch (a few seconds on this CPU).
@@ -130,6 +133,7 @@ def _rank_with_store(
     precision: str,
     batch_size: int | None,
     settings: SearchSettings,
+    backend: str,
 ) -> None:
     from sieveqa.data.answers import read_store_queries
     from sieveqa.data.jsonl import write_jsonl
@@ -137,7 +141,13 @@ def _rank_with_store(
 
     queries = read_store_queries(input_path)
     ranker = StoreRanker.open(
-        store_path, model, settings, device=device, precision=precision, batch_size=batch_size
+        store_path,
+        model,
+        settings,
+        device=device,
+        precision=precision,
+        batch_size=batch_size,
+        backend=backend,
     )
     results = ranker.rank_queries(queries, top)
     for result in results:

@@ -10,7 +10,7 @@ from typing import Annotated
 
 import typer
 
-from sieveqa.cli._app import BatchOpt, DeviceOpt, PrecisionOpt, app, check_device, console
+from sieveqa.cli._app import BackendOpt, BatchOpt, DeviceOpt, PrecisionOpt, app, check_device, console
 from sieveqa.cli._options import Setting, given_settings, merge, settings_command, settings_of
 from sieveqa.cli.answer import ConfidenceOpt, MinConfidenceOpt
 from sieveqa.errors import ConfigError, require_extra
@@ -67,6 +67,7 @@ def serve(
     confidence: ConfidenceOpt = None,
     device: DeviceOpt = "auto",
     precision: PrecisionOpt = "auto",
+    backend: BackendOpt = "torch",
     batch_size: BatchOpt = None,
 ) -> None:
     """Serve a ranker over HTTP: POST /rerank, POST /answer (with --index), GET /health, GET /metrics,
@@ -86,7 +87,7 @@ def serve(
     batching_values = {"max_tokens": values.pop("max_batch_tokens")} if "max_batch_tokens" in values else {}
     batching_values |= {k: values.pop(k) for k in ("max_wait_ms",) if k in values}
     limits, batching = Limits(**values), Batching(**batching_values)
-    check_device(device, precision)
+    check_device(device, precision, backend)
     check_port(host, port)
     service = Service.load(
         model,
@@ -97,6 +98,7 @@ def serve(
         batch_size,
         limits,
         batching,
+        backend=backend,
         retrieve=retrieve,
         confidence=confidence,
         min_confidence=min_confidence,

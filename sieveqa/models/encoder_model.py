@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import copy
-import hashlib
 import logging
 import threading
 import warnings
@@ -111,6 +110,7 @@ class EncoderModel(nn.Module):
         self.batch_size = 64
         self.precision = "fp32"
         self._precision_asked = "fp32"  # re-resolved when the device changes (auto → bf16/fp16/fp32)
+        self.backend = "torch"  # where the body's layers run: torch, or an export (sieveqa.exported)
         # What save_pretrained recorded (training provenance) and the folder, when loaded from one.
         self.meta: dict[str, Any] = {}
         self.path: Path | None = None
@@ -137,21 +137,55 @@ class EncoderModel(nn.Module):
         return self.featurizer.pad_id
 
     def configure(
-        self, device: str | None = None, precision: str | None = None, batch_size: int | None = None
+        self,
+        device: str | None = None,
+        precision: str | None = None,
+        batch_size: int | None = None,
+        backend: str | None = None,
     ) -> Self:
         """Move to ``device`` (auto, cpu, cuda), set the inference ``precision`` (auto, fp32, bf16,
-        fp16, int8) and ``batch_size``. Meant for set-up, before the model serves calls."""
+        fp16, int8), ``batch_size`` and the ``backend`` the body's layers run on (torch, or an ONNX
+        Runtime / OpenVINO export of them, see :mod:`sieveqa.exported`). Meant for set-up, before the
+        model serves calls."""
         if precision is not None:
             self._precision_asked = precision
         if device is not None:
             self.to(resolve_device(device))
-        if device is not None or precision is not None:
-            self.precision = resolve_precision(self._precision_asked, self.device)
+        if backend is not None and backend != self.backend:
+            self._set_backend(backend)
+        elif device is not None or precision is not None:
+            self._resolve_precision()
         if batch_size is not None:
             if batch_size < 1:
                 raise ConfigError(f"batch_size must be >= 1, got {batch_size}")
             self.batch_size = batch_size
         return self
+
+    def _set_backend(self, backend: str) -> None:
+        before = self.backend
+        self.backend = backend
+        try:
+            self._resolve_precision()
+        except BaseException:  # a failed switch leaves the model as it was
+            self.backend = before
+            self._resolve_precision()
+            raise
+
+    def _resolve_precision(self) -> None:
+        for encoder in self.modules():
+            if isinstance(encoder, SteppableEncoder):
+                encoder.runner = None
+        if self.backend == "torch":
+            self.precision = resolve_precision(self._precision_asked, self.device)
+            return
+        from sieveqa import exported
+
+        self.precision = exported.backend_precision(self.backend, self._precision_asked, self.device)
+        for encoder in self.modules():  # PEASI's two-body model has a second encoder for EASI
+            if isinstance(encoder, SteppableEncoder):
+                encoder.runner = exported.open_runner(
+                    encoder, encoder.fingerprint(), self.backend, self.precision, torch.get_num_threads()
+                )
 
     @contextlib.contextmanager
     def inference(self) -> Iterator[Self]:
@@ -161,6 +195,10 @@ class EncoderModel(nn.Module):
             raise RuntimeError(
                 f"{type(self).__name__} is in training mode (dropout on); call .eval() before scoring"
             )
+        if self.backend != "torch":  # the export runs the layers; embeddings and heads stay fp32
+            with torch.inference_mode():
+                yield self
+            return
         with torch.inference_mode(), autocast(self.device, self.precision):
             yield self._int8_copy() if self.precision == "int8" else self
 
@@ -215,11 +253,7 @@ class EncoderModel(nn.Module):
 
     def body_fingerprint(self) -> str:
         """sha256 over the body's tensors (fp16, as saved): identifies the exact body."""
-        digest = hashlib.sha256()
-        for name, tensor in self.encoder.state_dict().items():
-            digest.update(name.encode())
-            digest.update(tensor.detach().to(torch.float16).cpu().contiguous().numpy().tobytes())
-        return digest.hexdigest()
+        return self.encoder.fingerprint()
 
     def _shares_body(self) -> bool:
         return self.body_from is not None and self._body_fingerprint == self.body_fingerprint()

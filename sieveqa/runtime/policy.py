@@ -92,10 +92,12 @@ def load_ranker(
     precision: str = "auto",
     batch_size: int | None = None,
     policy: str | Path | None = None,
+    backend: str = "torch",
     **overrides: Any,
 ) -> Ranker:
     """Load a shipped model by name (``default``, ``default-cascade``) or a saved folder, on
-    ``device`` at ``precision`` (``auto``: CUDA if present; bf16 where the hardware has it natively).
+    ``device`` at ``precision`` (``auto``: CUDA if present; bf16 where the hardware has it natively),
+    its layers on ``backend`` (torch, onnx, openvino).
 
     A technique with a runtime policy (a cascade's drop ratios) applies the one saved beside the
     model, or the one in the ``policy`` file; ``overrides`` replace single settings of it
@@ -105,8 +107,12 @@ def load_ranker(
     if is_ensemble(model):
         if policy is not None or given:
             raise ConfigError(f"{model} is an ensemble, which takes no runtime policy")
-        return EnsembleRanker.load(model, device=device, precision=precision, batch_size=batch_size)
-    loaded = load_model(model).configure(device=device, precision=precision, batch_size=batch_size)
+        return EnsembleRanker.load(
+            model, device=device, precision=precision, batch_size=batch_size, backend=backend
+        )
+    loaded = load_model(model).configure(
+        device=device, precision=precision, batch_size=batch_size, backend=backend
+    )
     ranker_class = registry.technique(loaded.kind).ranker_class()
     if ranker_class is None:
         if not isinstance(loaded, Ranker):

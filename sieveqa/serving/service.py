@@ -132,11 +132,12 @@ class Service:
         batch_size: int | None = None,
         limits: Limits | None = None,
         batching: Batching | None = None,
+        backend: str = "torch",
         **answer_options: Any,
     ) -> Service:
         """The ranker ``model`` (a shipped name or folder; a cascade with its saved policy) and, given a
         corpus ``index``, an answerer with ``method`` (``answer_options`` as ``load_answerer`` takes)."""
-        settings = {"device": device, "precision": precision, "batch_size": batch_size}
+        settings = {"device": device, "precision": precision, "batch_size": batch_size, "backend": backend}
         answerer = None
         if index is not None:  # a bad index is refused before any model loads
             answerer = load_answerer(method, index, **answer_options, **settings)

@@ -148,6 +148,7 @@ def load_answerer(
     batch_size: int | None = None,
     confidence: str | None = None,
     min_confidence: float | None = None,
+    backend: str = "torch",
     **options: Any,
 ) -> Answerer:
     """An Answerer with the registered ``method``, its ``options`` (its options dataclass's fields:
@@ -172,7 +173,7 @@ def load_answerer(
             f"--retriever {retriever}: {index} has {', '.join(corpus.retrievers)} only "
             "(build it with --retriever hybrid for dense vectors)"
         )
-    chosen = cls.load(checked, ModelSettings(device, precision, batch_size))
+    chosen = cls.load(checked, ModelSettings(device, precision, batch_size, backend))
     embedder = None
     if retriever != "bm25" and corpus is not None:
         from sieveqa.models.embedder import SentenceEmbedder

@@ -102,6 +102,7 @@ class ModelSettings:
     device: str = "auto"
     precision: str = "auto"
     batch_size: int | None = None
+    backend: str = "torch"
 
     def model(self, name: str, expect: type | tuple[type, ...], option: str, want: str) -> Any:
         """The model ``name`` (shipped name or folder), of a kind in ``expect``, configured."""

@@ -1,0 +1,85 @@
+"""``sieveqa export``: a model's body as per-layer ONNX Runtime or OpenVINO graphs, fp32 or static int8
+calibrated on a dev slice, for ``--backend onnx|openvino``."""
+
+from __future__ import annotations
+
+import random
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from sieveqa.cli._app import app, console
+from sieveqa.errors import ConfigError
+
+if TYPE_CHECKING:
+    from sieveqa.models.encoder_model import EncoderModel
+
+#: Inputs longer than this are passages: calibrate them on passages, not sentences.
+_SENTENCE_TOKENS = 128
+
+
+@app.command()
+def export(
+    model: Annotated[
+        str, typer.Argument(help="a shipped model (default, peasi-pr, reader, ...) or a folder")
+    ],
+    fmt: Annotated[str, typer.Option("--format", "-f", help="onnx (ONNX Runtime) or openvino")] = "onnx",
+    int8: Annotated[
+        bool, typer.Option("--int8", help="static int8, activation ranges calibrated on --calibrate")
+    ] = False,
+    calibrate: Annotated[
+        str | None,
+        typer.Option(
+            help="dataset whose (question, candidate) pairs calibrate int8 (default: wikiqa:dev for "
+            f"sentence models, squad-passages:dev for models reading more than {_SENTENCE_TOKENS} tokens)"
+        ),
+    ] = None,
+    rows: Annotated[int, typer.Option(min=8, help="calibration pairs, sampled from --calibrate")] = 256,
+    seed: Annotated[int, typer.Option(help="seed of the calibration sample")] = 0,
+) -> None:
+    """Export MODEL's transformer layers, one graph per layer, so every exit and scheduler keeps working
+    (embeddings and heads stay in torch). The export goes to the cache, keyed by the body's
+    fingerprint, where `--backend onnx|openvino` finds it; an fp32 export is also made on first use."""
+    from sieveqa.exported import FORMATS, build_export
+    from sieveqa.models.zoo import load_model
+
+    if fmt not in FORMATS:
+        raise ConfigError(f"--format must be one of {', '.join(FORMATS)}, got {fmt!r}")
+    if calibrate is not None and not int8:
+        raise ConfigError("--calibrate goes with --int8 (an fp32 export needs no calibration)")
+    loaded = load_model(model)
+    batches, about = None, {"model": model}
+    if int8:
+        calibrate = calibrate or (
+            "squad-passages:dev" if loaded.config.max_length > _SENTENCE_TOKENS else "wikiqa:dev"
+        )
+        batches = _calibration(loaded, calibrate, rows, seed)
+        about |= {"calibration": calibrate, "calibration_seed": seed}
+    folder = build_export(
+        loaded.encoder,
+        loaded.body_fingerprint(),
+        fmt,
+        int8,
+        batches,
+        about,
+        progress=lambda step: console.print(f"[dim]{step}...[/dim]"),
+    )
+    kind = "int8" if int8 else "fp32"
+    console.print(f"exported {model} ({loaded.encoder.num_layers} layers, {fmt} {kind}) to {folder}")
+    precision = " --precision int8" if int8 else ""
+    console.print(f"use it with --backend {fmt}{precision}")
+
+
+def _calibration(loaded: EncoderModel, dataset: str, rows: int, seed: int) -> list[dict[str, Any]]:
+    """``rows`` (question, candidate) pairs of ``dataset``, sampled with ``seed``, collated in batches."""
+    from sieveqa.data.registry import load_dataset
+
+    examples = load_dataset(dataset)
+    pairs = [(ex.question.text, c.text) for ex in examples for c in ex.candidates]
+    if not pairs:
+        raise ConfigError(f"--calibrate {dataset}: no (question, candidate) pairs")
+    chosen = random.Random(seed).sample(pairs, min(rows, len(pairs)))
+    features = loaded.featurizer.pairs(
+        [q for q, _ in chosen], [t for _, t in chosen], loaded.config.max_length
+    )
+    return [batch for _, batch in loaded.batches(features)]

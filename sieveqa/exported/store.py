@@ -1,0 +1,198 @@
+"""Where exported bodies live and how a loaded model finds (or makes) its own.
+
+An export is keyed by the body's fingerprint (sha256 of its tensors), not by the model's name or
+folder: a retrofit cascade that shares the default's body uses the default's export, and a model
+retrained in place never picks up a stale one. Layout, under ``$SIEVEQA_CACHE/exports/``::
+
+    <fingerprint[:16]>/<format>-<precision>/export.json   what it is, from what, made how
+                                         /layer00.onnx …  one graph per layer (.xml/.bin for OpenVINO)
+
+A folder is written whole beside its final name and renamed into place, under a lock, so a killed
+export leaves nothing a reader would take for finished.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import json
+import time
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+import torch
+from filelock import FileLock
+from torch import Tensor
+
+from sieveqa.device import cpu_info, native_bf16
+from sieveqa.encoder import LayerRunner, SteppableEncoder
+from sieveqa.errors import ConfigError, DeviceError, ModelFormatError
+from sieveqa.exported import graphs, quantize, runners
+from sieveqa.io import atomic_dir, atomic_write_json
+from sieveqa.paths import cache_root
+
+BACKENDS: tuple[str, ...] = ("torch", "onnx", "openvino")
+FORMATS: tuple[str, ...] = ("onnx", "openvino")
+MANIFEST = "export.json"
+#: Layer inputs recorded to calibrate int8 (rows of the calibration slice).
+CALIBRATION_ROWS = 256
+
+
+def backend_precision(backend: str, precision: str, device: torch.device) -> str:
+    """The concrete precision an exported ``backend`` runs at; impossible pairs are refused.
+
+    ONNX Runtime: fp32 (``auto``) or int8. OpenVINO: ``auto`` is bf16 where the CPU multiplies it
+    natively, else fp32; int8 as exported. Neither runs here on CUDA.
+    """
+    if backend not in BACKENDS:
+        raise ConfigError(f"backend must be one of {', '.join(BACKENDS)}, got {backend!r}")
+    if device.type != "cpu":
+        raise DeviceError(f"--backend {backend} runs on the CPU; use --backend torch on {device.type}")
+    allowed = {"onnx": ("fp32", "int8"), "openvino": ("fp32", "bf16", "int8")}[backend]
+    if precision == "auto":
+        return "bf16" if backend == "openvino" and native_bf16() else "fp32"
+    if precision not in allowed:
+        raise DeviceError(f"--backend {backend} runs at {' or '.join(allowed)}, not {precision}")
+    if precision == "bf16" and not native_bf16():
+        raise DeviceError("bf16 needs a CPU that multiplies it natively (AVX512-BF16 or AMX); use fp32")
+    return precision
+
+
+def export_folder(fingerprint: str, fmt: str, precision: str) -> Path:
+    """Where the ``fmt`` export at ``precision`` (fp32 or int8) of the body ``fingerprint`` lives."""
+    return cache_root() / "exports" / fingerprint[:16] / f"{fmt}-{precision}"
+
+
+def read_manifest(folder: Path, fingerprint: str) -> dict[str, Any] | None:
+    """The manifest of a finished export of body ``fingerprint`` in ``folder``, or None if there is none;
+    an export of another body, or with files missing, is an error naming the folder."""
+    path = folder / MANIFEST
+    if not path.is_file():
+        return None
+    try:
+        manifest = json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError) as err:
+        raise ModelFormatError(
+            f"{path}: unreadable export manifest ({err}); delete {folder} and export again"
+        ) from err
+    if manifest.get("body_fingerprint") != fingerprint:
+        raise ModelFormatError(f"{path}: an export of another body; delete {folder} and export again")
+    missing = [name for name in manifest.get("files", []) if not (folder / name).is_file()]
+    if missing or not manifest.get("files"):
+        raise ModelFormatError(
+            f"{folder}: export files missing ({', '.join(missing[:3]) or 'all'}); export again"
+        )
+    return manifest
+
+
+def _versions(fmt: str) -> dict[str, str]:
+    names = ["torch", "onnx", "onnxruntime"] + (["openvino", "nncf"] if fmt == "openvino" else [])
+    found = {}
+    for name in names:
+        try:
+            found[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            continue
+    return found
+
+
+def build_export(
+    encoder: SteppableEncoder,
+    fingerprint: str,
+    fmt: str,
+    int8: bool = False,
+    calibration: Iterable[Mapping[str, Tensor]] | None = None,
+    about: Mapping[str, Any] | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> Path:
+    """Export ``encoder``'s body (fingerprint ``fingerprint``) to ``fmt``, int8 calibrated on the
+    collated ``calibration`` batches when ``int8``; ``about`` (model, calibration set) goes into the
+    manifest. Replaces an earlier export of the same kind; returns its folder."""
+    if fmt not in FORMATS:
+        raise ConfigError(f"format must be one of {', '.join(FORMATS)}, got {fmt!r}")
+    if int8 and calibration is None:
+        raise ConfigError("an int8 export needs calibration batches")
+    say = progress or (lambda _: None)
+    folder = export_folder(fingerprint, fmt, "int8" if int8 else "fp32")
+    started = time.perf_counter()
+    with _lock(folder), atomic_dir(folder) as tmp:
+        onnx_dir = tmp / "fp32" if fmt == "openvino" or int8 else tmp
+        onnx_dir.mkdir(exist_ok=True)
+        say(f"exporting {encoder.num_layers} layers to ONNX")
+        files = graphs.export_onnx(encoder, onnx_dir)
+        samples = None
+        if int8:
+            say("recording layer inputs for calibration")
+            samples = graphs.record_inputs(encoder, calibration or [], CALIBRATION_ROWS)
+            if not samples[0]:
+                raise ConfigError("the calibration set has no rows")
+        if fmt == "openvino":
+            say("converting to OpenVINO" + (" int8 (NNCF)" if int8 else ""))
+            files = [
+                quantize.convert_openvino(onnx_dir, tmp, i, samples[i] if samples else None)
+                for i in range(encoder.num_layers)
+            ]
+        elif int8:
+            say("quantizing to int8 (ONNX Runtime, static)")
+            files = [quantize.quantize_onnx(onnx_dir, tmp, i, samples[i]) for i in range(encoder.num_layers)]
+        if onnx_dir != tmp:
+            for path in onnx_dir.iterdir():
+                path.unlink()
+            onnx_dir.rmdir()
+        rows = sum(batch["mask"].shape[0] for batch in samples[0]) if samples else 0
+        model = cpu_info()[0]
+        atomic_write_json(
+            tmp / MANIFEST,
+            {
+                "format": fmt,
+                "precision": "int8" if int8 else "fp32",
+                "files": files,
+                "layers": encoder.num_layers,
+                "hidden_size": encoder.hidden_size,
+                "body_fingerprint": fingerprint,
+                "opset": graphs.OPSET,
+                "calibration_rows": rows,
+                "versions": _versions(fmt),
+                "cpu": model,
+                "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                "seconds": round(time.perf_counter() - started, 1),
+                **(about or {}),
+            },
+        )
+    return folder
+
+
+def _lock(folder: Path) -> FileLock:
+    """One writer of an export at a time, across processes; a second waits for the first."""
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    return FileLock(str(folder.parent / f".{folder.name}.lock"))
+
+
+def open_runner(
+    encoder: SteppableEncoder, fingerprint: str, backend: str, precision: str, threads: int
+) -> LayerRunner:
+    """The layer runner of ``encoder``'s export for ``backend`` at ``precision``. An fp32 export that
+    does not exist yet is made now (seconds); an int8 one must have been made by ``sieveqa export``."""
+    stored = "int8" if precision == "int8" else "fp32"
+    folder = export_folder(fingerprint, backend, stored)
+    manifest = read_manifest(folder, fingerprint)
+    if manifest is None and stored == "int8":
+        raise ModelFormatError(
+            f"no int8 {backend} export of this model yet: run `sieveqa export MODEL --format {backend} "
+            "--int8` (it calibrates on a dev slice)"
+        )
+    if manifest is None:
+        with _lock(folder):  # another process may be making it: wait, then use theirs
+            manifest = read_manifest(folder, fingerprint)
+        if manifest is None:
+            build_export(encoder, fingerprint, backend)
+            manifest = read_manifest(folder, fingerprint)
+    if manifest is None:
+        raise ModelFormatError(f"{folder}: the export left no manifest")
+    if manifest["layers"] != encoder.num_layers:
+        raise ModelFormatError(
+            f"{folder}: {manifest['layers']} layers exported, the model has {encoder.num_layers}"
+        )
+    if backend == "onnx":
+        return runners.OnnxRuntimeLayers(folder, manifest["files"], threads)
+    return runners.OpenVinoLayers(folder, manifest["files"], threads, precision)
