@@ -13,7 +13,7 @@ $(VENV)/.installed: pyproject.toml
 	$(BIN)/pip install -q --upgrade pip
 	# torch is pinned to the CPU wheel; any other torch requirement would pull GBs of CUDA packages.
 	$(BIN)/pip install -q torch==2.13.0
-	$(BIN)/pip install -q -e '.[dev,bench,onnx,plot,dense,serve,ray]'
+	$(BIN)/pip install -q -e '.[dev,bench,onnx,openvino,plot,dense,serve,ray]'
 	touch $@
 
 # The web page's browser test drives Debian's Chromium (Playwright cannot download its own here).

@@ -87,6 +87,12 @@ def main() -> None:
     parser.add_argument("--st-precisions", default="fp32", help="sentence-transformers: fp32 and/or bf16")
     parser.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's)")
     parser.add_argument("--out", type=Path, default=Path("bench/results/throughput.json"))
+    parser.add_argument(
+        "--choose",
+        action="store_true",
+        help="record the systems at no loss against torch:fp32, fastest first, as --backend auto's choice "
+        "for this CPU kind (sieveqa/resources/backends.json); run it on a dev set",
+    )
     args = parser.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -146,6 +152,34 @@ def main() -> None:
     )
     for name, row in rows.items():
         print(f"{name:32s} {row}")
+    if args.choose:
+        record_choice(rows, args.dataset)
+
+
+def record_choice(rows: dict[str, dict[str, Any]], dataset: str) -> None:
+    """Write this CPU kind's ``--backend auto`` choice from sieveqa's rows (``sieveqa-BACKEND:PRECISION``)."""
+    from sieveqa.device import cpu_info
+    from sieveqa.exported.choice import CHOICES, cpu_kind, load_choices, rank_systems
+    from sieveqa.io import atomic_write_json
+
+    ours = {
+        (name.removeprefix("sieveqa-") if ":" in name else f"torch:{name.removeprefix('sieveqa-')}"): row
+        for name, row in rows.items()
+        if name.startswith("sieveqa-") and "auto" not in name
+    }
+    if "torch:fp32" not in ours:
+        raise SystemExit("--choose needs torch:fp32 (or fp32) among --precisions, as the reference")
+    chosen = rank_systems(ours, "torch:fp32")
+    choices = load_choices()
+    choices[cpu_kind()] = {
+        "fastest_at_no_loss": chosen,
+        "measured_on": dataset,
+        "cpu": cpu_info()[0],
+        "date": time.strftime("%Y-%m-%d"),
+        "rows": {name: {k: row[k] for k in ("pairs_per_second", "p@1", "map")} for name, row in ours.items()},
+    }
+    atomic_write_json(CHOICES, choices)
+    print(f"--backend auto on {cpu_kind()}: {', '.join(chosen)} (written to {CHOICES})")
 
 
 if __name__ == "__main__":

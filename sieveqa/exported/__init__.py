@@ -7,10 +7,19 @@ body and runs every body layer there; ``sieveqa export`` makes int8 exports, cal
 from sieveqa.exported.store import (
     BACKENDS,
     FORMATS,
+    attach,
     backend_precision,
     build_export,
     export_folder,
     open_runner,
 )
 
-__all__ = ["BACKENDS", "FORMATS", "backend_precision", "build_export", "export_folder", "open_runner"]
+__all__ = [
+    "BACKENDS",
+    "FORMATS",
+    "attach",
+    "backend_precision",
+    "build_export",
+    "export_folder",
+    "open_runner",
+]

@@ -16,7 +16,7 @@ from __future__ import annotations
 import importlib.metadata
 import json
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -24,14 +24,14 @@ import torch
 from filelock import FileLock
 from torch import Tensor
 
-from sieveqa.device import cpu_info, native_bf16
+from sieveqa.device import cpu_info, native_bf16, resolve_precision
 from sieveqa.encoder import LayerRunner, SteppableEncoder
-from sieveqa.errors import ConfigError, DeviceError, ModelFormatError
+from sieveqa.errors import ConfigError, DeviceError, MissingExtraError, ModelFormatError
 from sieveqa.exported import graphs, quantize, runners
 from sieveqa.io import atomic_dir, atomic_write_json
 from sieveqa.paths import cache_root
 
-BACKENDS: tuple[str, ...] = ("torch", "onnx", "openvino")
+BACKENDS: tuple[str, ...] = ("auto", "torch", "onnx", "openvino")
 FORMATS: tuple[str, ...] = ("onnx", "openvino")
 MANIFEST = "export.json"
 #: Layer inputs recorded to calibrate int8 (rows of the calibration slice).
@@ -46,6 +46,8 @@ def backend_precision(backend: str, precision: str, device: torch.device) -> str
     """
     if backend not in BACKENDS:
         raise ConfigError(f"backend must be one of {', '.join(BACKENDS)}, got {backend!r}")
+    if backend in ("auto", "torch"):
+        return resolve_precision(precision, device) if backend == "torch" else precision
     if device.type != "cpu":
         raise DeviceError(f"--backend {backend} runs on the CPU; use --backend torch on {device.type}")
     allowed = {"onnx": ("fp32", "int8"), "openvino": ("fp32", "bf16", "int8")}[backend]
@@ -196,3 +198,34 @@ def open_runner(
     if backend == "onnx":
         return runners.OnnxRuntimeLayers(folder, manifest["files"], threads)
     return runners.OpenVinoLayers(folder, manifest["files"], threads, precision)
+
+
+def attach(
+    encoders: Sequence[SteppableEncoder], device: torch.device, backend: str, precision: str
+) -> tuple[str, str]:
+    """Run ``encoders``' layers on ``backend`` at ``precision`` and return the concrete pair used.
+
+    ``auto`` tries the measured choices of this CPU kind (:func:`~sieveqa.exported.choice.auto_choices`)
+    in order, skipping one whose export or library is missing, and ends with torch. The runners are all
+    opened before any is set, so a failure leaves the encoders as they were.
+    """
+    from sieveqa.exported.choice import auto_choices
+
+    candidates = auto_choices(precision) if backend == "auto" else [(backend, precision)]
+    for tried, (name, asked) in enumerate(candidates, start=1):
+        try:
+            concrete = backend_precision(name, asked, device)
+            found = [
+                None
+                if name == "torch"
+                else open_runner(enc, enc.fingerprint(), name, concrete, torch.get_num_threads())
+                for enc in encoders
+            ]
+        except (ModelFormatError, DeviceError, MissingExtraError):
+            if tried == len(candidates):
+                raise
+            continue
+        for enc, runner in zip(encoders, found, strict=True):
+            enc.runner = runner
+        return name, concrete
+    raise AssertionError("auto_choices always ends with torch")

@@ -23,7 +23,7 @@ from torch import Tensor, nn
 from tqdm.auto import tqdm
 
 from sieveqa.backbones import Backbone, load_backbone
-from sieveqa.device import autocast, resolve_device, resolve_precision
+from sieveqa.device import autocast, resolve_device
 from sieveqa.encoder import SteppableEncoder
 from sieveqa.errors import ConfigError, ModelFormatError
 from sieveqa.features import Features, Featurizer, collate, length_batches
@@ -111,6 +111,7 @@ class EncoderModel(nn.Module):
         self.precision = "fp32"
         self._precision_asked = "fp32"  # re-resolved when the device changes (auto → bf16/fp16/fp32)
         self.backend = "torch"  # where the body's layers run: torch, or an export (sieveqa.exported)
+        self._backend_asked = "torch"  # re-resolved with the precision (auto → the measured choice)
         # What save_pretrained recorded (training provenance) and the folder, when loaded from one.
         self.meta: dict[str, Any] = {}
         self.path: Path | None = None
@@ -144,48 +145,24 @@ class EncoderModel(nn.Module):
         backend: str | None = None,
     ) -> Self:
         """Move to ``device`` (auto, cpu, cuda), set the inference ``precision`` (auto, fp32, bf16,
-        fp16, int8), ``batch_size`` and the ``backend`` the body's layers run on (torch, or an ONNX
-        Runtime / OpenVINO export of them, see :mod:`sieveqa.exported`). Meant for set-up, before the
-        model serves calls."""
-        if precision is not None:
-            self._precision_asked = precision
+        fp16, int8), ``batch_size`` and the ``backend`` the body's layers run on (torch, onnx, openvino:
+        an export of them, see :mod:`sieveqa.exported`; auto: the fastest measured at no loss here).
+        Meant for set-up, before the model serves calls."""
         if device is not None:
             self.to(resolve_device(device))
-        if backend is not None and backend != self.backend:
-            self._set_backend(backend)
-        elif device is not None or precision is not None:
-            self._resolve_precision()
+        if device is not None or precision is not None or backend is not None:
+            from sieveqa.exported import attach
+
+            encoders = [m for m in self.modules() if isinstance(m, SteppableEncoder)]
+            asked = (backend or self._backend_asked, precision or self._precision_asked)
+            # Only a placement that worked is kept: a failed one leaves the model as it was.
+            self.backend, self.precision = attach(encoders, self.device, *asked)
+            self._backend_asked, self._precision_asked = asked
         if batch_size is not None:
             if batch_size < 1:
                 raise ConfigError(f"batch_size must be >= 1, got {batch_size}")
             self.batch_size = batch_size
         return self
-
-    def _set_backend(self, backend: str) -> None:
-        before = self.backend
-        self.backend = backend
-        try:
-            self._resolve_precision()
-        except BaseException:  # a failed switch leaves the model as it was
-            self.backend = before
-            self._resolve_precision()
-            raise
-
-    def _resolve_precision(self) -> None:
-        for encoder in self.modules():
-            if isinstance(encoder, SteppableEncoder):
-                encoder.runner = None
-        if self.backend == "torch":
-            self.precision = resolve_precision(self._precision_asked, self.device)
-            return
-        from sieveqa import exported
-
-        self.precision = exported.backend_precision(self.backend, self._precision_asked, self.device)
-        for encoder in self.modules():  # PEASI's two-body model has a second encoder for EASI
-            if isinstance(encoder, SteppableEncoder):
-                encoder.runner = exported.open_runner(
-                    encoder, encoder.fingerprint(), self.backend, self.precision, torch.get_num_threads()
-                )
 
     @contextlib.contextmanager
     def inference(self) -> Iterator[Self]:

@@ -81,7 +81,7 @@ def test_onnx_ranks_as_torch(sieveqa, saved_tiny: Path, example_jsonl: Path, tmp
         ),
         (
             ("rank", "--input", "x.jsonl", "--backend", "tvm"),
-            "error: backend must be one of torch, onnx, openvino",
+            "error: backend must be one of auto, torch, onnx, openvino",
         ),
     ],
 )

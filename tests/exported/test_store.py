@@ -158,5 +158,5 @@ def test_impossible_pairings_are_refused() -> None:
         backend_precision("onnx", "bf16", cpu)
     with pytest.raises(DeviceError, match="runs on the CPU"):
         backend_precision("openvino", "fp32", torch.device("cuda"))
-    with pytest.raises(ConfigError, match="backend must be one of torch, onnx, openvino"):
+    with pytest.raises(ConfigError, match="backend must be one of auto, torch, onnx, openvino"):
         backend_precision("tensorrt", "fp32", cpu)

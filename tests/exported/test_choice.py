@@ -1,0 +1,56 @@
+"""``--backend auto``: the measured choice of this CPU kind, skipping what is not there, torch last."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from sieveqa.exported import choice
+
+pytest.importorskip("onnxruntime")
+
+
+def test_cpu_kinds_by_flags() -> None:
+    assert choice.cpu_kind(frozenset({"avx2", "avx512_bf16", "amx_bf16"})) == "amx"
+    assert choice.cpu_kind(frozenset({"avx2", "avx512f", "avx512_bf16"})) == "avx512_bf16"
+    assert choice.cpu_kind(frozenset({"avx2", "fma"})) == "avx2"
+    assert choice.cpu_kind(frozenset()) == "other"
+
+
+def test_systems_at_no_loss_fastest_first() -> None:
+    rows = {
+        "torch:fp32": {"p@1": 80.0, "map": 85.0, "pairs_per_second": 100},
+        "onnx:int8": {"p@1": 79.6, "map": 84.6, "pairs_per_second": 300},  # within 0.5: kept
+        "torch:int8": {"p@1": 77.5, "map": 84.9, "pairs_per_second": 400},  # loses 2.5 P@1: dropped
+        "openvino:bf16": {"p@1": 80.2, "map": 85.1, "pairs_per_second": 250},
+    }
+    assert choice.rank_systems(rows, "torch:fp32") == ["onnx:int8", "openvino:bf16", "torch:fp32"]
+
+
+@pytest.fixture
+def measured(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("SIEVEQA_CACHE", str(tmp_path / "cache"))
+    path = tmp_path / "backends.json"
+    path.write_text(
+        json.dumps({choice.cpu_kind(): {"fastest_at_no_loss": ["onnx:int8", "onnx:fp32", "torch:fp32"]}})
+    )
+    monkeypatch.setattr(choice, "CHOICES", path)
+    return path
+
+
+def test_auto_skips_a_missing_int8_export_and_takes_the_next(tiny_model, measured: Path) -> None:
+    tiny_model.configure(device="cpu", backend="auto", precision="auto")
+    assert (tiny_model.backend, tiny_model.precision) == ("onnx", "fp32")
+    assert tiny_model.encoder.runner is not None
+    # Asked for a precision no measured system has here: torch at that precision.
+    tiny_model.configure(precision="int8")
+    assert (tiny_model.backend, tiny_model.precision) == ("torch", "int8")
+    assert tiny_model.encoder.runner is None
+
+
+def test_auto_on_an_unmeasured_cpu_is_torch(tiny_model, measured: Path) -> None:
+    measured.write_text(json.dumps({"some-other-cpu": {"fastest_at_no_loss": ["onnx:fp32"]}}))
+    tiny_model.configure(device="cpu", backend="auto", precision="fp32")
+    assert (tiny_model.backend, tiny_model.precision) == ("torch", "fp32")
