@@ -6,7 +6,7 @@ SIEVEQA := $(BIN)/sieveqa
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: install demo test test-all test-shutdown test-fast lint install-mpnet default-model default-v1-model cascade-models retrofit-model mono-models default-cascade has-models has-sensitivity peasi-models peasi-v2-models peasi-ship peasi-wikiqa reader-models reader-v2-model reader-ship confidence-ship mhs-teachers mhs-teacher-scores mhs-kd-search mhs-students mhs-tables default-kd has-store-model has-store-v2-model store-bench fusion-bench
+.PHONY: race-env install demo test test-all test-shutdown test-fast lint install-mpnet default-model default-v1-model cascade-models retrofit-model mono-models default-cascade has-models has-sensitivity peasi-models peasi-v2-models peasi-ship peasi-wikiqa reader-models reader-v2-model reader-ship confidence-ship mhs-teachers mhs-teacher-scores mhs-kd-search mhs-students mhs-tables default-kd has-store-model has-store-v2-model store-bench fusion-bench
 
 $(VENV)/.installed: pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -239,6 +239,16 @@ READER_VARIANT ?=
 READER_TAG ?=
 reader-v2-model: install
 	$(SIEVEQA) train --init default $(READER_V2) $(READER_VARIANT) --out $(READER)/v2$(READER_TAG)
+
+# The race's other side (bench/throughput.py --st-backends): sentence-transformers with its onnx and
+# openvino extras, which pin transformers 4.x (sieveqa runs on 5.x), so in a virtualenv of its own.
+RACE_VENV := .venv-race
+race-env: $(RACE_VENV)/.installed
+$(RACE_VENV)/.installed:
+	$(PY) -m venv $(RACE_VENV)
+	$(RACE_VENV)/bin/pip install -q --upgrade pip
+	$(RACE_VENV)/bin/pip install -q torch==2.13.0 'sentence-transformers[onnx,openvino]' datasets
+	touch $@
 
 # What ships as "reader": the v2 reader calibrated per exit on squad-open-mini dev1, its learned scheduler
 # trained on dev1 over budgets 0.5, 1 and 2, then every question-time setting chosen on dev0 by

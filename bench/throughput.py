@@ -72,6 +72,44 @@ def agreement(a: list[list[float]], b: list[list[float]]) -> float:
     return same / len(a)
 
 
+def timed(fn: Callable[[], list[float]]) -> Callable[[], tuple[list[float] | None, float]]:
+    """An in-process system as the race calls it: ``(scores, seconds)``."""
+
+    def run() -> tuple[list[float] | None, float]:
+        start = time.perf_counter()
+        scores = fn()
+        return scores, time.perf_counter() - start
+
+    return run
+
+
+def st_workers(args: argparse.Namespace, model: CrossEncoder, pairs: list[tuple[str, str]]) -> list[Any]:
+    """One sentence-transformers worker per ``--st-backends`` system, over the same weights."""
+    from _st_race import StWorker, calibration_folder
+
+    if not Path(args.st_python).is_file():
+        raise SystemExit(f"--st-python {args.st_python}: not found (make race-env builds it)")
+    root = Path(tempfile.mkdtemp(prefix="st-race-"))
+    folder = export_for_sentence_transformers(model, root / "st")
+    sentences = [c.text for ex in load_dataset(args.calibrate) for c in ex.candidates][:300]
+    calibration = calibration_folder(sentences, root)
+    workers = []
+    for system in args.st_backends.split(","):
+        print(f"starting sentence-transformers {system} ...", flush=True)
+        worker = StWorker(
+            args.st_python,
+            folder,
+            system,
+            pairs,
+            max_length=model.config.max_length,
+            batch_size=args.batch_size,
+            threads=args.threads or torch.get_num_threads(),
+            calibration=calibration if system == "openvino:int8" else None,
+        )
+        workers.append(worker)
+    return workers
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", default="default")
@@ -85,6 +123,14 @@ def main() -> None:
         help="sieveqa systems to time: PRECISION or BACKEND:PRECISION",
     )
     parser.add_argument("--st-precisions", default="fp32", help="sentence-transformers: fp32 and/or bf16")
+    parser.add_argument(
+        "--st-backends",
+        default=None,
+        help="sentence-transformers systems run by --st-python instead (BACKEND:PRECISION, e.g. "
+        "torch:fp32,torch:bf16,onnx:fp32,onnx:int8,openvino:fp32,openvino:int8)",
+    )
+    parser.add_argument("--st-python", default=".venv-race/bin/python", help="python of make race-env")
+    parser.add_argument("--calibrate", default="wikiqa:dev", help="sentences calibrating ST's OpenVINO int8")
     parser.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's)")
     parser.add_argument("--out", type=Path, default=Path("bench/results/throughput.json"))
     parser.add_argument(
@@ -109,23 +155,31 @@ def main() -> None:
         )
         for p in args.precisions.split(",")
     }
-    systems: dict[str, Callable[[], list[float]]] = {}
-    for p in args.st_precisions.split(","):
-        st = as_sentence_transformers(models[next(iter(models))], p)
-        systems[f"sentence-transformers-{p}"] = lambda st=st: [
-            float(s) for s in st.predict(pairs, batch_size=args.batch_size, show_progress_bar=False)
-        ]
+    systems: dict[str, Callable[[], tuple[list[float] | None, float]]] = {}
+    workers = []
+    first = models[next(iter(models))]
+    if args.st_backends:
+        workers = st_workers(args, first, pairs)
+        systems |= {f"sentence-transformers-{w.system}": w for w in workers}
+    else:
+        for p in args.st_precisions.split(","):
+            st = as_sentence_transformers(first, p)
+            systems[f"sentence-transformers-{p}"] = timed(
+                lambda st=st: [
+                    float(s) for s in st.predict(pairs, batch_size=args.batch_size, show_progress_bar=False)
+                ]
+            )
     for p, model in models.items():
         name = f"sieveqa-{p}" + (f" ({model.precision})" if p.endswith("auto") else "")
-        systems[name] = lambda m=model: m.score_pairs(questions, texts)
+        systems[name] = timed(lambda m=model: m.score_pairs(questions, texts))
 
     times: dict[str, list[float]] = {name: [] for name in systems}
-    scores = {name: fn() for name, fn in systems.items()}  # warm-up (and the scores compared below)
+    scores = {name: fn()[0] for name, fn in systems.items()}  # warm-up (and the scores compared below)
     for _ in range(args.repeats):
         for name, fn in systems.items():
-            start = time.perf_counter()
-            fn()
-            times[name].append(time.perf_counter() - start)
+            times[name].append(fn()[1])
+    for worker in workers:
+        worker.close()
 
     reference_name = next(iter(systems))
     reference = regroup(examples, scores[reference_name])
