@@ -5,11 +5,11 @@ from __future__ import annotations
 import os
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from sieveqa.cli._app import BatchOpt, DeviceOpt, PrecisionOpt, app, check_device, console
+from sieveqa.cli._app import BackendOpt, BatchOpt, DeviceOpt, PrecisionOpt, app, check_device, console
 from sieveqa.errors import ConfigError, require_extra
 
 if TYPE_CHECKING:
@@ -36,6 +36,7 @@ def batch(
     ] = None,
     device: DeviceOpt = "auto",
     precision: PrecisionOpt = "auto",
+    backend: BackendOpt = "torch",
     batch_size: BatchOpt = None,
 ) -> None:
     """Rank every question of a large file into OUT/shard-NNNNN.jsonl (the rank --output format).
@@ -48,7 +49,7 @@ def batch(
     from sieveqa.io import check_output_dir
     from sieveqa.runtime.batch.sharded import ShardPlan, model_digest
 
-    check_device(device, precision)
+    check_device(device, precision, backend)
     check_output_dir(out, "--out")
     if threads < 1 or (actors is not None and actors < 1):
         raise ConfigError("--actors and --threads must be >= 1")
@@ -57,9 +58,10 @@ def batch(
     if ray:
         require_extra("ray", "ray", "sieveqa batch --ray")
     concrete = resolve_precision(precision, resolve_device(device))
-    plan = ShardPlan.make(input_path, shard_size, model, model_digest(model), concrete)
+    plan = ShardPlan.make(input_path, shard_size, model, model_digest(model), concrete, backend)
     with plan.claim(out) as pending:
-        _run(plan, pending, out, model, ray, actors, threads, address, device, precision, batch_size)
+        options = {"device": device, "precision": precision, "batch_size": batch_size, "backend": backend}
+        _run(plan, pending, out, model, ray, actors, threads, address, options)
 
 
 def _run(
@@ -71,9 +73,7 @@ def _run(
     actors: int | None,
     threads: int,
     address: str | None,
-    device: str,
-    precision: str,
-    batch_size: int | None,
+    options: dict[str, Any],
 ) -> None:
     """Rank the pending shards of ``plan`` into ``out``, with a progress bar."""
     console.print(
@@ -82,7 +82,6 @@ def _run(
     )
     if not pending:
         return
-    options = {"device": device, "precision": precision, "batch_size": batch_size}
     started = time.perf_counter()
     from rich.progress import Progress
 

@@ -61,10 +61,12 @@ def test_a_resume_with_another_model_is_refused(
     assert "'no-such-model' is neither a shipped model" in line
 
 
-def test_a_resume_at_another_precision_is_refused(
-    sieveqa, example_jsonl: Path, saved_tiny: Path, tmp_path
+@pytest.mark.parametrize(("flag", "value"), [("--precision", "int8"), ("--backend", "onnx")])
+def test_a_resume_at_another_precision_or_backend_is_refused(
+    sieveqa, example_jsonl: Path, saved_tiny: Path, tmp_path, flag: str, value: str, monkeypatch
 ) -> None:
-    """It mixed fp32 and int8 shards in one output."""
+    """It mixed fp32 and int8 (or torch and ONNX Runtime) shards in one output."""
+    monkeypatch.setenv("SIEVEQA_CACHE", str(tmp_path / "cache"))
     out = tmp_path / "out"
     first = sieveqa("batch", "-i", example_jsonl, "-o", out, "-m", saved_tiny, "--shard-size", 2)
     assert first.exit_code == 0, first.output
@@ -80,11 +82,11 @@ def test_a_resume_at_another_precision_is_refused(
             saved_tiny,
             "--shard-size",
             2,
-            "--precision",
-            "int8",
+            flag,
+            value,
         )
     )
-    assert "holds a run with another --precision: give a new --out" in line
+    assert f"holds a run with another {flag}: give a new --out" in line
 
 
 def test_a_lone_surrogate_or_an_empty_file_is_one_line_before_any_ranking(

@@ -50,7 +50,7 @@ def run_ray(
     **options: Any,
 ) -> list[ShardDone]:
     """Rank ``shards`` with ``actors`` Ray actors of ``threads`` CPUs each; ``options`` go to
-    ``load_ranker`` (device, precision, batch_size)."""
+    ``load_ranker`` (device, precision, batch_size, backend)."""
     import ray
     import ray.data
 

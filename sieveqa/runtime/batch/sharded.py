@@ -68,6 +68,7 @@ _NAMES = {
     "model": "--model",
     "model_sha256": "--model (its files changed)",
     "precision": "--precision",
+    "backend": "--backend",
 }
 
 
@@ -89,10 +90,11 @@ class ShardPlan:
         model: str,
         model_sha256: str | None = None,
         precision: str | None = None,
+        backend: str = "torch",
     ) -> ShardPlan:
         """Check every row (JSONL) or the schema (Parquet) and cut the input into shards; the run is
         of ``model``, whose files hash to ``model_sha256`` (:func:`model_digest`), at ``precision``
-        (resolved: ``auto`` may differ between machines)."""
+        (resolved: ``auto`` may differ between machines) on ``backend``."""
         if shard_size < 1:
             raise ConfigError(f"--shard-size must be >= 1, got {shard_size}")
         path = Path(source)
@@ -118,6 +120,7 @@ class ShardPlan:
             "model": model,
             "model_sha256": model_sha256,
             "precision": precision,
+            "backend": backend,
         }
         return cls(str(path), kind, rows, shards, identity)
 
@@ -133,8 +136,8 @@ class ShardPlan:
         record = out / "run.json"
         if record.exists():
             before = read_json_object(record).get("identity")
-            # A run recorded before precision was part of the identity is not refused for it.
-            before = {"precision": self.identity["precision"], **(before or {})}
+            # A run recorded before precision or backend were part of the identity is not refused for them.
+            before = {"precision": self.identity["precision"], "backend": "torch", **(before or {})}
             if before != self.identity:
                 changed = sorted(
                     {_NAMES.get(k, k) for k in self.identity if before.get(k) != self.identity[k]}
