@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from sieveqa.data.open_qa import OpenExample, RetrievedPassage, write_open_jsonl
+from sieveqa.models.zoo import RESOURCES
 from sieveqa.runtime.answer.confidence import load_confidence
 from tests.cli.conftest import one_error_line
 
@@ -83,5 +84,9 @@ def test_calibrate_confidence_refuses_bad_options(sieveqa, tmp_path: Path, args:
 def test_answer_refuses_min_confidence_without_a_calibration(sieveqa, tmp_path: Path) -> None:
     index = tmp_path / "index"
     assert sieveqa("index", "corpus", "--input", "demo", "--out", index).exit_code == 0
-    result = sieveqa("answer", "Why?", "--index", index, "--method", "peasi-all", "--min-confidence", "0.5")
+    shipped = json.loads((RESOURCES / "confidence.json").read_text())
+    only_skyline = tmp_path / "confidence.json"
+    only_skyline.write_text(json.dumps(shipped | {"methods": {"skyline": shipped["methods"]["skyline"]}}))
+    asked = ["answer", "Why?", "--index", index, "--method", "peasi-all", "--min-confidence", "0.5"]
+    result = sieveqa(*asked, "--confidence", only_skyline)
     assert result.exit_code == 2 and "has no calibration for --method peasi-all" in one_error_line(result)
