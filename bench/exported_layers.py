@@ -32,7 +32,7 @@ class Body(nn.Module):
 
     def __init__(self, encoder: nn.Module) -> None:
         super().__init__()
-        self.layers = [LayerGraph(encoder, i) for i in range(encoder.num_layers)]
+        self.layers = nn.ModuleList(LayerGraph(encoder, i) for i in range(encoder.num_layers))
 
     def forward(self, hidden: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         for layer in self.layers:
@@ -47,7 +47,7 @@ def export_whole(encoder: nn.Module, path: Path) -> None:
         "mask": {0: "rows", 1: "tokens"},
         "out": {0: "rows", 1: "tokens"},
     }
-    with warnings.catch_warnings():
+    with torch.no_grad(), warnings.catch_warnings():
         warnings.simplefilter("ignore")
         torch.onnx.export(
             Body(encoder).eval(), sample, str(path), input_names=["hidden", "mask"], output_names=["out"],
