@@ -54,6 +54,12 @@ class RankResult:
     def orders(self) -> list[list[int]]:
         return [score_order(s) for s in self.scores]
 
+    def own_scores(self) -> list[list[float]]:
+        """Each candidate's score from the model that last scored it, on that model's scale (a logit
+        for a cross-encoder): what a confidence calibrates. The same as ``scores`` unless those were
+        made only to sort (a cascade's)."""
+        return self.scores
+
     def variants(self) -> dict[str, list[list[int]]]:
         return {}
 

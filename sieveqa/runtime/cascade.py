@@ -95,6 +95,16 @@ class CascadeResult(RankResult):
     def orders(self) -> list[list[int]]:
         return self.trace.orders()
 
+    def own_scores(self) -> list[list[float]]:
+        """The logit of the last exit each candidate reached (``scores`` add the exit's index to its
+        sigmoid, which sorts right but squeezes the best answers into the last 0.01 below an integer)."""
+        flat = self.trace.stopped_at(self.trace.scores.shape[1] - 1)[1].tolist()
+        out, start = [], 0
+        for group in self.scores:
+            out.append(flat[start : start + len(group)])
+            start += len(group)
+        return out
+
     def variants(self) -> dict[str, list[list[int]]]:
         """The ranking of the cascade stopped at each exit (at α = 0: each exit alone)."""
         return {f"L{layer}": self.trace.orders(i) for i, layer in enumerate(self.exits)}

@@ -182,3 +182,17 @@ def test_scores_sort_like_the_cascade_ranking(tiny_cascade) -> None:
     for ex, scores, ranked in zip(examples, ranker.score(examples), ranker.rank(examples), strict=True):
         by_score = sorted(range(len(scores)), key=lambda i: -scores[i])
         assert [ex.candidates[i].id for i in by_score] == [s.candidate.id for s in ranked]
+
+
+def test_own_scores_are_each_candidates_last_exit_logit(tiny_cascade) -> None:
+    """What a confidence calibrates: the cascade's sorting scores (exit index + sigmoid) squeezed every
+    best answer into [3.99, 4), so its fitted confidence came out flat; its own scores are the logits."""
+    examples = _examples([7, 12])
+    questions = [e.question.text for e in examples for _ in e.candidates]
+    texts = [c.text for e in examples for c in e.candidates]
+    full = tiny_cascade.exit_scores(questions, texts)
+    result = CascadeRanker(tiny_cascade, [0.3, 0.3, 0.3]).run(examples)
+    own = [score for group in result.own_scores() for score in group]
+    last = result.trace.last_exit.tolist()
+    assert own == pytest.approx([full[r, e].item() for r, e in enumerate(last)], abs=1e-5)
+    assert [len(g) for g in result.own_scores()] == [7, 12]

@@ -92,7 +92,7 @@ def rank_found(ranker: Ranker, question: str, found: list[Found]) -> tuple[list[
         Question("q", question), [Candidate(str(i), f.text) for i, f in enumerate(found)]
     )
     result = ranker.run([example])
-    scores, order = result.scores[0], result.orders()[0]
+    scores, order = result.own_scores()[0], result.orders()[0]
     return [Found(found[i].passage, found[i].sentence, float(scores[i])) for i in order], result.cost
 
 
