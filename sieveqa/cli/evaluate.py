@@ -132,7 +132,9 @@ def evaluate(
     columns = [c for c in SUMMARY if c in result]
     if "relative_cost" in result:
         columns.insert(4, "relative_cost")
-    table = Table(title=f"{model} on {dataset} ({report.n_questions} questions, {used.precision})")
+    where = getattr(used, "backend", "torch")
+    ran = used.precision if where == "torch" else f"{used.precision} on {where}"
+    table = Table(title=f"{model} on {dataset} ({report.n_questions} questions, {ran})")
     for key in columns:
         table.add_column(key)
     table.add_row(*(str(result[k]) for k in columns))
