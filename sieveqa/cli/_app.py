@@ -131,6 +131,8 @@ def check_device(device: str, precision: str, backend: str = "torch") -> None:
     if backend == "torch":
         resolve_precision(precision, resolve_device(device))
     else:
+        if device == "auto" and backend in ("onnx", "openvino"):
+            device = "cpu"  # as EncoderModel.configure does: exported graphs run on the CPU
         from sieveqa.exported import backend_precision
 
         backend_precision(backend, precision, resolve_device(device))

@@ -40,6 +40,7 @@ def export(
     """Export MODEL's transformer layers, one graph per layer, so every exit and scheduler keeps working
     (embeddings and heads stay in torch). The export goes to the cache, keyed by the body's
     fingerprint, where `--backend onnx|openvino` finds it; an fp32 export is also made on first use."""
+    from sieveqa.encoder import SteppableEncoder
     from sieveqa.exported import FORMATS, build_export
     from sieveqa.models.zoo import load_model
 
@@ -55,17 +56,19 @@ def export(
         )
         batches = _calibration(loaded, calibrate, rows, seed)
         about |= {"calibration": calibrate, "calibration_seed": seed}
-    folder = build_export(
-        loaded.encoder,
-        loaded.body_fingerprint(),
-        fmt,
-        int8,
-        batches,
-        about,
-        progress=lambda step: console.print(f"[dim]{step}...[/dim]"),
-    )
     kind = "int8" if int8 else "fp32"
-    console.print(f"exported {model} ({loaded.encoder.num_layers} layers, {fmt} {kind}) to {folder}")
+    # Every body the model has (PEASI's two-body model reads EASI with a second one).
+    for encoder in (m for m in loaded.modules() if isinstance(m, SteppableEncoder)):
+        folder = build_export(
+            encoder,
+            encoder.fingerprint(),
+            fmt,
+            int8,
+            batches,
+            about,
+            progress=lambda step: console.print(f"[dim]{step}...[/dim]"),
+        )
+        console.print(f"exported {model} ({encoder.num_layers} layers, {fmt} {kind}) to {folder}")
     precision = " --precision int8" if int8 else ""
     console.print(f"use it with --backend {fmt}{precision}")
 

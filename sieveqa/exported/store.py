@@ -106,18 +106,41 @@ def build_export(
     calibration: Iterable[Mapping[str, Tensor]] | None = None,
     about: Mapping[str, Any] | None = None,
     progress: Callable[[str], None] | None = None,
+    replace: bool = True,
 ) -> Path:
     """Export ``encoder``'s body (fingerprint ``fingerprint``) to ``fmt``, int8 calibrated on the
     collated ``calibration`` batches when ``int8``; ``about`` (model, calibration set) goes into the
-    manifest. Replaces an earlier export of the same kind; returns its folder."""
+    manifest. Replaces an earlier export of the same kind (unless ``replace`` is False and one
+    exists); returns its folder."""
     if fmt not in FORMATS:
         raise ConfigError(f"format must be one of {', '.join(FORMATS)}, got {fmt!r}")
     if int8 and calibration is None:
         raise ConfigError("an int8 export needs calibration batches")
     say = progress or (lambda _: None)
     folder = export_folder(fingerprint, fmt, "int8" if int8 else "fp32")
+    with _lock(folder):
+        if not replace and read_manifest(folder, fingerprint) is not None:
+            return folder  # another process made it while this one waited for the lock
+        try:
+            _write_export(encoder, fingerprint, fmt, int8, calibration, about, say, folder)
+        except (OSError, RuntimeError, ValueError) as err:
+            # The exporters' and quantizers' own failures (and a full disk) as one line.
+            raise ModelFormatError(f"{folder}: export to {fmt} failed: {err}") from err
+    return folder
+
+
+def _write_export(
+    encoder: SteppableEncoder,
+    fingerprint: str,
+    fmt: str,
+    int8: bool,
+    calibration: Iterable[Mapping[str, Tensor]] | None,
+    about: Mapping[str, Any] | None,
+    say: Callable[[str], None],
+    folder: Path,
+) -> None:
     started = time.perf_counter()
-    with _lock(folder), atomic_dir(folder) as tmp:
+    with atomic_dir(folder) as tmp:
         onnx_dir = tmp / "fp32" if fmt == "openvino" or int8 else tmp
         onnx_dir.mkdir(exist_ok=True)
         say(f"exporting {encoder.num_layers} layers to ONNX")
@@ -161,7 +184,6 @@ def build_export(
                 **(about or {}),
             },
         )
-    return folder
 
 
 def _lock(folder: Path) -> FileLock:
@@ -183,12 +205,9 @@ def open_runner(
             f"no int8 {backend} export of this model yet: run `sieveqa export MODEL --format {backend} "
             "--int8` (it calibrates on a dev slice)"
         )
-    if manifest is None:
-        with _lock(folder):  # another process may be making it: wait, then use theirs
-            manifest = read_manifest(folder, fingerprint)
-        if manifest is None:
-            build_export(encoder, fingerprint, backend)
-            manifest = read_manifest(folder, fingerprint)
+    if manifest is None:  # made now, unless another process makes it first (then theirs is used)
+        build_export(encoder, fingerprint, backend, replace=False)
+        manifest = read_manifest(folder, fingerprint)
     if manifest is None:
         raise ModelFormatError(f"{folder}: the export left no manifest")
     if manifest["layers"] != encoder.num_layers:

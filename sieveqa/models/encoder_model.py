@@ -148,15 +148,21 @@ class EncoderModel(nn.Module):
         fp16, int8), ``batch_size`` and the ``backend`` the body's layers run on (torch, onnx, openvino:
         an export of them, see :mod:`sieveqa.exported`; auto: the fastest measured at no loss here).
         Meant for set-up, before the model serves calls."""
+        asked = (backend or self._backend_asked, precision or self._precision_asked)
+        if device == "auto" and asked[0] in ("onnx", "openvino"):
+            device = "cpu"  # exported graphs run on the CPU, GPU or not
+        before = self.device
         if device is not None:
             self.to(resolve_device(device))
         if device is not None or precision is not None or backend is not None:
             from sieveqa.exported import attach
 
             encoders = [m for m in self.modules() if isinstance(m, SteppableEncoder)]
-            asked = (backend or self._backend_asked, precision or self._precision_asked)
-            # Only a placement that worked is kept: a failed one leaves the model as it was.
-            self.backend, self.precision = attach(encoders, self.device, *asked)
+            try:
+                self.backend, self.precision = attach(encoders, self.device, *asked)
+            except BaseException:  # a failed placement leaves the model where and as it was
+                self.to(before)
+                raise
             self._backend_asked, self._precision_asked = asked
         if batch_size is not None:
             if batch_size < 1:

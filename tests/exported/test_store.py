@@ -170,3 +170,24 @@ def test_onnx_sessions_do_not_spin_between_calls(tiny_model) -> None:
         assert (
             session.get_session_options().get_session_config_entry("session.intra_op.allow_spinning") == "0"
         )
+
+
+def test_an_exporter_failure_is_one_clear_error_and_the_model_stays_as_it_was(
+    tiny_model, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def fails(encoder, folder: Path) -> list[str]:
+        raise RuntimeError("unsupported operator")
+
+    monkeypatch.setattr(graphs, "export_onnx", fails)
+    with pytest.raises(ModelFormatError, match="export to onnx failed: unsupported operator"):
+        tiny_model.configure(device="cpu", backend="onnx")
+    assert tiny_model.backend == "torch" and tiny_model.encoder.runner is None
+
+
+def test_a_finished_export_is_reused_when_not_replacing(tiny_model) -> None:
+    """Two processes that both found no export: the one that waited for the lock uses the other's."""
+    fingerprint = tiny_model.body_fingerprint()
+    folder = build_export(tiny_model.encoder, fingerprint, "onnx")
+    made = (folder / "export.json").stat().st_mtime_ns
+    assert build_export(tiny_model.encoder, fingerprint, "onnx", replace=False) == folder
+    assert (folder / "export.json").stat().st_mtime_ns == made

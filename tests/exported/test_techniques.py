@@ -78,3 +78,21 @@ def test_peasi_with_two_bodies_runs_both_exported() -> None:
     assert model.score_passages(questions, passages)[0] == pytest.approx(ranked, abs=1e-4)
     for got, want in zip(model.select(questions, passages)[0], selected, strict=True):
         assert got == pytest.approx(want, abs=1e-4)
+
+
+def test_export_command_covers_both_bodies_of_peasi(tmp_path: Path) -> None:
+    """`sieveqa export --int8` exported only the first body; the second's int8 was then always missing."""
+    from tests.cli.conftest import Runner
+
+    model = _tiny("peasi", sharing="mtl1")
+    saved = model.save_pretrained(tmp_path / "peasi")
+    data = tmp_path / "cal.jsonl"
+    data.write_text(
+        '{"qid": "a", "question": "who wrote hamlet", "candidates": [{"id": "x", "text": "Shakespeare."}, '
+        '{"id": "y", "text": "Paris is in France."}]}\n'
+    )
+    result = Runner()("export", saved, "--int8", "--calibrate", data, "--rows", "8")
+    assert result.exit_code == 0, result.output
+    assert result.output.count("onnx int8) to") == 2
+    model.configure(backend="onnx", precision="int8")
+    assert model.encoder.runner is not None and model.easi_body.runner is not None
