@@ -57,7 +57,12 @@ def batch(
         raise ConfigError("--actors and --address are for --ray")
     if ray:
         require_extra("ray", "ray", "sieveqa batch --ray")
-    concrete = resolve_precision(precision, resolve_device(device))
+    if backend in ("onnx", "openvino"):
+        from sieveqa.exported import backend_precision
+
+        concrete = backend_precision(backend, precision, resolve_device("cpu"))
+    else:  # torch's rules (auto is recorded as asked: where it lands depends on the exports present)
+        concrete = resolve_precision(precision, resolve_device(device))
     plan = ShardPlan.make(input_path, shard_size, model, model_digest(model), concrete, backend)
     with plan.claim(out) as pending:
         options = {"device": device, "precision": precision, "batch_size": batch_size, "backend": backend}

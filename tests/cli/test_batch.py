@@ -86,7 +86,8 @@ def test_a_resume_at_another_precision_or_backend_is_refused(
             value,
         )
     )
-    assert f"holds a run with another {flag}: give a new --out" in line
+    # (onnx runs fp32 where torch's auto is bf16: then --precision differs too, and is named)
+    assert "holds a run with another " in line and flag in line.split(": give")[0]
 
 
 def test_a_lone_surrogate_or_an_empty_file_is_one_line_before_any_ranking(
