@@ -131,11 +131,9 @@ def check_device(device: str, precision: str, backend: str = "torch") -> None:
     if backend == "torch":
         resolve_precision(precision, resolve_device(device))
     else:
-        if device == "auto" and backend in ("onnx", "openvino"):
-            device = "cpu"  # as EncoderModel.configure does: exported graphs run on the CPU
-        from sieveqa.exported import backend_precision
+        from sieveqa.exported import backend_precision, device_for
 
-        backend_precision(backend, precision, resolve_device(device))
+        backend_precision(backend, precision, resolve_device(device_for(backend, device)))
 
 
 def main() -> None:

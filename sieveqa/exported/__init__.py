@@ -10,6 +10,7 @@ from sieveqa.exported.store import (
     attach,
     backend_precision,
     build_export,
+    device_for,
     export_folder,
     open_runner,
 )
@@ -20,6 +21,7 @@ __all__ = [
     "attach",
     "backend_precision",
     "build_export",
+    "device_for",
     "export_folder",
     "open_runner",
 ]

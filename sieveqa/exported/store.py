@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import importlib.metadata
 import json
+import shutil
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
@@ -58,6 +59,12 @@ def backend_precision(backend: str, precision: str, device: torch.device) -> str
     if precision == "bf16" and not native_bf16():
         raise DeviceError("bf16 needs a CPU that multiplies it natively (AVX512-BF16 or AMX); use fp32")
     return precision
+
+
+def device_for(backend: str, device: str) -> str:
+    """The device a model runs on with ``backend``: exported graphs run on the CPU, so ``auto`` means
+    the CPU for them even where a GPU is."""
+    return "cpu" if device == "auto" and backend in FORMATS else device
 
 
 def export_folder(fingerprint: str, fmt: str, precision: str) -> Path:
@@ -161,9 +168,7 @@ def _write_export(
             say("quantizing to int8 (ONNX Runtime, static)")
             files = [quantize.quantize_onnx(onnx_dir, tmp, i, samples[i]) for i in range(encoder.num_layers)]
         if onnx_dir != tmp:
-            for path in onnx_dir.iterdir():
-                path.unlink()
-            onnx_dir.rmdir()
+            shutil.rmtree(onnx_dir)
         rows = sum(batch["mask"].shape[0] for batch in samples[0]) if samples else 0
         model = cpu_info()[0]
         atomic_write_json(

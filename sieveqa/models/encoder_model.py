@@ -149,8 +149,10 @@ class EncoderModel(nn.Module):
         an export of them, see :mod:`sieveqa.exported`; auto: the fastest measured at no loss here).
         Meant for set-up, before the model serves calls."""
         asked = (backend or self._backend_asked, precision or self._precision_asked)
-        if device == "auto" and asked[0] in ("onnx", "openvino"):
-            device = "cpu"  # exported graphs run on the CPU, GPU or not
+        if device is not None:
+            from sieveqa.exported import device_for
+
+            device = device_for(asked[0], device)
         before = self.device
         if device is not None:
             self.to(resolve_device(device))
