@@ -127,6 +127,11 @@ class FusedResult(RankResult):
         super().__init__(scores, inner.cost)
         self.inner, self.fusion = inner, fusion
 
+    def own_scores(self) -> list[list[float]]:
+        """The model's scores, not the fused ones: a fused score says where an answer ranks, not how
+        sure the model is of it (under RRF every question's top answer scores about 1/61)."""
+        return self.inner.own_scores()
+
     def variants(self) -> dict[str, list[list[int]]]:
         return self.inner.variants()
 

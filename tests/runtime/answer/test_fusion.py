@@ -93,6 +93,20 @@ def test_fused_ranker_moves_the_lexical_match_up() -> None:
     assert with_fusion(KeywordRanker(), "interp:0").__class__ is KeywordRanker  # inactive: unwrapped
 
 
+def test_a_fused_answer_keeps_the_models_own_score(tmp_path) -> None:
+    # The confidence calibrates the model's score of the answer it chose: under RRF the fused score of
+    # every question's top answer is about the same (~1/61) and carries no level at all.
+    index = CorpusIndex.build(DOCS, tmp_path / "idx", CorpusOptions(passage_tokens=8))
+    fused = Answerer(Pointwise(KeywordRanker(), "rrf:0.9"), index, retrieve=10)
+    best = fused.answer("the answer about rain?").best
+    assert best.text == "Rain falls."  # ordered by the fusion
+    assert best.score == 0.0  # but scored by the model: 'Rain falls.' says 'answer' no times
+    ranked = fused.answer("is the answer here?").answers
+    assert all(f.score == float(f.text.count("answer")) for f in ranked)
+    result = with_fusion(KeywordRanker(), "rrf:0.5").run([_example()])
+    assert result.own_scores() == [[1.0, 0.0, 0.0]] and result.scores != result.own_scores()
+
+
 def test_answerer_fuses_passages_and_sentences(tmp_path) -> None:
     index = CorpusIndex.build(DOCS, tmp_path / "idx", CorpusOptions(passage_tokens=8))
     question = "the answer about rain?"
