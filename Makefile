@@ -6,7 +6,7 @@ SIEVEQA := $(BIN)/sieveqa
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: race-env install demo test test-all test-shutdown test-fast lint install-mpnet default-model default-v1-model cascade-models retrofit-model mono-models default-cascade has-models has-sensitivity peasi-models peasi-v2-models peasi-ship peasi-wikiqa reader-models reader-v2-model reader-ship confidence-ship mhs-teachers mhs-teacher-scores mhs-kd-search mhs-students mhs-tables default-kd has-store-model has-store-v2-model store-bench fusion-bench
+.PHONY: race-env install demo test test-all test-shutdown test-fast lint install-mpnet default-model default-v1-model cascade-models retrofit-model mono-models default-cascade peasi-cascade has-models has-sensitivity peasi-models peasi-v2-models peasi-ship peasi-wikiqa reader-models reader-v2-model reader-ship confidence-ship mhs-teachers mhs-teacher-scores mhs-kd-search mhs-students mhs-tables default-kd has-store-model has-store-v2-model store-bench fusion-bench
 
 $(VENV)/.installed: pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -105,6 +105,15 @@ default-cascade: install
 	$(SIEVEQA) retrofit --model default --train squad-as2:train --out runs/retrofit-default --eval-every 100
 	$(SIEVEQA) tune-cascade --model runs/retrofit-default/best --dataset squad-as2:dev --out runs/retrofit-default/tuning
 	rm -rf sieveqa/resources/default-cascade && cp -r runs/retrofit-default/best sieveqa/resources/default-cascade
+
+# PEASI's passage reranker retrofitted with exits the same way (issue 31's budget: its exits drop
+# passages), on passages of SQuAD train, drop ratios tuned on SQuAD passages dev; ships as peasi-cascade.
+peasi-cascade: install
+	$(SIEVEQA) retrofit --model peasi-pr --train squad-train-passages:train --dev squad-passages:dev \
+		--max-pairs 12000 --eval-every 60 --out runs/retrofit-peasi-pr
+	$(SIEVEQA) tune-cascade --model runs/retrofit-peasi-pr/best --dataset squad-passages:dev \
+		--out runs/retrofit-peasi-pr/tuning
+	rm -rf sieveqa/resources/peasi-cascade && cp -r runs/retrofit-peasi-pr/best sieveqa/resources/peasi-cascade
 
 # HAS and its BERT baselines (docs/RESULTS.md), each trained on WikiQA and on TrecQA with the
 # triplet hinge loss; then the beta / delta sensitivity runs on WikiQA.

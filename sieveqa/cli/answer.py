@@ -43,6 +43,27 @@ MethodOpt = Annotated[
 ]
 
 
+BudgetMsOpt = Annotated[
+    float | None,
+    typer.Option(
+        min=1.0,
+        help="answer within about N ms at p50: chooses --retrieve, --backend, --precision and the "
+        "drop ratios from settings measured on dev on this kind of CPU (the best dev P@1 within N)",
+    ),
+]
+
+
+def budget_line(choice: Any) -> str:
+    s = choice.setting
+    alpha = "" if s.alpha is None else f", drop ratio {s.alpha:g}"
+    models = "".join(f", {k} {v}" for k, v in s.options)
+    line = (
+        f"--budget-ms {choice.budget_ms:g}: {s.retrieve} passages, {s.system}{alpha}{models} "
+        f"(dev: P@1 {100 * s.p_at_1:.1f}, p50 {s.p50_ms:.0f} ms)"
+    )
+    return line + (f"; {choice.note}" if choice.note else "")
+
+
 @functools.cache
 def method_settings() -> dict[str, Setting]:
     """Every registered method's options as flags, each saying which methods take it (the options
@@ -164,6 +185,7 @@ def answer(
     precision: PrecisionOpt = "auto",
     backend: BackendOpt = "torch",
     batch_size: BatchOpt = None,
+    budget_ms: BudgetMsOpt = None,
 ) -> None:
     """Answer a question over your documents: retrieve passages, rerank them, pick the sentence
     (or, with a reader method, extract the answer span).
@@ -191,12 +213,17 @@ def answer(
             raise ConfigError(f"the question is not UTF-8 text (at character {err.start + 1})") from None
     answerer = load_answerer(
         method, str(index), retrieve, retriever, top, device, precision, batch_size,
-        confidence, min_confidence, backend, **given_settings(ctx),
+        confidence, min_confidence, backend, budget_ms=budget_ms, **given_settings(ctx),
     )  # fmt: skip
+    if answerer.budget is not None and not as_json:
+        console.print(f"[dim]{budget_line(answerer.budget)}[/dim]")
     if questions is None:
         result = answerer.answer(asked[0][1])
         if as_json:
-            typer.echo(json.dumps(_answer_dict(None, result, method), ensure_ascii=False, indent=2))
+            row = _answer_dict(None, result, method)
+            if answerer.budget is not None:
+                row["budget"] = answerer.budget.as_dict()
+            typer.echo(json.dumps(row, ensure_ascii=False, indent=2))
         else:
             _show(result, method)
         return

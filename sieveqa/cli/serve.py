@@ -12,7 +12,7 @@ import typer
 
 from sieveqa.cli._app import BackendOpt, BatchOpt, DeviceOpt, PrecisionOpt, app, check_device, console
 from sieveqa.cli._options import Setting, given_settings, merge, settings_command, settings_of
-from sieveqa.cli.answer import ConfidenceOpt, MinConfidenceOpt
+from sieveqa.cli.answer import BudgetMsOpt, ConfidenceOpt, MinConfidenceOpt, budget_line
 from sieveqa.errors import ConfigError, require_extra
 
 
@@ -69,6 +69,7 @@ def serve(
     precision: PrecisionOpt = "auto",
     backend: BackendOpt = "torch",
     batch_size: BatchOpt = None,
+    budget_ms: BudgetMsOpt = None,
 ) -> None:
     """Serve a ranker over HTTP: POST /rerank, POST /answer (with --index), GET /health, GET /metrics,
     and a question page at / . Concurrent /rerank requests share forward passes (micro-batching).
@@ -102,12 +103,15 @@ def serve(
         retrieve=retrieve,
         confidence=confidence,
         min_confidence=min_confidence,
+        budget_ms=budget_ms,
         **answer_options,
     )
     where = f"http://{host}:{port}"
     console.print(f"sieveqa serving {model} ({service.kind}) at {where}  [dim]docs: {where}/docs[/dim]")
     if index is not None:
         console.print(f"answering over {index} with {method}: the page is {where}/")
+        if service.answerer is not None and service.answerer.budget is not None:
+            console.print(f"[dim]{budget_line(service.answerer.budget)}[/dim]")
     config = uvicorn.Config(
         create_app(service), host=host, port=port, timeout_graceful_shutdown=grace, log_level="warning"
     )

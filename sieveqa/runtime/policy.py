@@ -113,14 +113,22 @@ def load_ranker(
     loaded = load_model(model).configure(
         device=device, precision=precision, batch_size=batch_size, backend=backend
     )
+    return ranker_of(loaded, policy, name=str(model), **overrides)
+
+
+def ranker_of(
+    loaded: EncoderModel, policy: str | Path | None = None, name: str = "", **overrides: Any
+) -> Ranker:
+    """A loaded model as a ranker: wrapped by its technique's runtime (a cascade with its saved drop
+    ratios, or ``overrides`` of them) where it has one, else itself."""
+    given = sorted(k for k, v in overrides.items() if v is not None)
+    name = name or str(loaded.path or loaded.kind)
     ranker_class = registry.technique(loaded.kind).ranker_class()
     if ranker_class is None:
         if not isinstance(loaded, Ranker):
-            raise ConfigError(
-                f"{model} is a {loaded.kind} model, not a ranker of (question, candidate) pairs"
-            )
+            raise ConfigError(f"{name} is a {loaded.kind} model, not a ranker of (question, candidate) pairs")
         if policy is not None or given:
             what = ", ".join(given) or "a policy"
-            raise ConfigError(f"{model} is a {loaded.kind} model, which takes no runtime policy ({what})")
+            raise ConfigError(f"{name} is a {loaded.kind} model, which takes no runtime policy ({what})")
         return loaded
     return ranker_class.from_model(loaded, policy=policy, **overrides)

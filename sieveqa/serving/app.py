@@ -332,6 +332,7 @@ def create_app(service: Service) -> FastAPI:
                 compute_seconds=round(c.seconds, 4),
             ),
             retrieval_seconds=round(found.retrieval_seconds, 4),
+            budget=None if found.budget is None else found.budget.as_dict(),
         )
 
     @app.api_route(

@@ -317,7 +317,13 @@ class Service:
                 "validation",
                 f"{' and '.join(refused)}: --method {self.answerer.method.name} takes {takes}",
             )
-        found: Answer = await self._await(self.answers.submit, self.answerer, req.question, req.top, settings)
+        answerer = self.answerer
+        if req.budget_ms is not None:  # the measured setting within it, on the models as loaded
+            try:
+                answerer = answerer.within(req.budget_ms)
+            except ConfigError as err:
+                raise RequestError(400, "validation", f"budget_ms: {err}") from None
+        found: Answer = await self._await(self.answers.submit, answerer, req.question, req.top, settings)
         self.metrics.layer_units.labels("answer").inc(found.cost.layer_units)
         self.metrics.inferences.labels("answer").inc(found.inferences)
         return found

@@ -143,6 +143,11 @@ class AnswerRequest(_Request):
         description="below this calibrated confidence the answer is a best guess (answered: false); "
         "default: the server's",
     )
+    budget_ms: Annotated[float, Field(gt=0, le=600_000), _NUMBER] | None = Field(
+        None,
+        description="answer within about this many ms at p50: the passages retrieved and the drop ratio "
+        "that gave the best dev P@1 within it on this kind of CPU, on the server's models and backend",
+    )
 
 
 class Passage(_Wire):
@@ -180,6 +185,9 @@ class AnswerResponse(_Wire):
     passages: list[Passage] = Field(description="retrieved passages, best reranked first")
     cost: Cost
     retrieval_seconds: float
+    budget: dict[str, Any] | None = Field(
+        None, description="what budget_ms (or the server's --budget-ms) chose, with its dev P@1 and p50"
+    )
 
 
 class Health(_Wire):

@@ -185,3 +185,39 @@ def test_min_confidence_is_refused_where_nothing_is_calibrated(answering: TestCl
     assert body["answered"] and body["confidence"] is None
     r = answering.post("/answer", json={"question": QUESTION, "min_confidence": 0.5})
     assert r.status_code == 400 and r.json()["error"].startswith("min_confidence: --method peasi has no")
+
+
+def test_budget_ms_moves_a_served_cascades_passages_and_drop_ratio(
+    tmp_path, monkeypatch, tiny_cascade
+) -> None:
+    import json
+
+    from sieveqa.exported.choice import cpu_kind
+    from sieveqa.runtime.answer import budget
+    from sieveqa.runtime.answer.budget import Setting
+    from sieveqa.runtime.answer.sentence import Cascade
+    from sieveqa.runtime.cascade import CascadeRanker
+
+    index = CorpusIndex.build(
+        [Document("a", "The answer is forty two. Cats purr."), Document("b", "Rain falls. Snow melts.")],
+        tmp_path / "idx",
+    )
+    row = Setting("cascade", 1, "torch:fp32", 0.5, 30.0, 0.6)
+    path = tmp_path / "budgets.json"
+    path.write_text(json.dumps({cpu_kind(): {"settings": [row.as_dict()]}}))
+    monkeypatch.setattr(budget, "BUDGETS", path)
+    answerer = Answerer(Cascade(CascadeRanker(tiny_cascade, drop_ratios=0.0)), index, retrieve=10)
+    with TestClient(create_app(Service(KeywordRanker(), answerer))) as c:
+        plain = c.post("/answer", json={"question": QUESTION}).json()
+        assert plain["budget"] is None and len(plain["passages"]) == 2
+        got = c.post("/answer", json={"question": QUESTION, "budget_ms": 50}).json()
+        assert len(got["passages"]) == 1 and got["budget"]["retrieve"] == 1 and got["budget"]["alpha"] == 0.5
+        assert got["budget"]["note"] == ""
+        r = c.post("/answer", json={"question": QUESTION, "budget_ms": -1})
+        assert r.status_code == 422 and "budget_ms" in r.json()["error"]
+    monkeypatch.setattr(budget, "BUDGETS", tmp_path / "missing.json")
+    with TestClient(create_app(Service(KeywordRanker(), answerer))) as c:
+        r = c.post("/answer", json={"question": QUESTION, "budget_ms": 50})
+        assert r.status_code == 400 and r.json()["error"].startswith(
+            "budget_ms: --budget-ms: no settings measured"
+        )

@@ -10,6 +10,7 @@ per-call state, so one Answerer can serve several threads.
 from __future__ import annotations
 
 import dataclasses
+import logging
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
@@ -18,10 +19,13 @@ from typing import Any
 from sieveqa import registry
 from sieveqa.data.corpus import RETRIEVERS, CorpusIndex, Embedder, IndexedPassage
 from sieveqa.encoder import Cost
-from sieveqa.errors import ConfigError
+from sieveqa.errors import ConfigError, MissingExtraError, ModelFormatError
+from sieveqa.runtime.answer.budget import Choice, choose, load_settings
 from sieveqa.runtime.answer.confidence import Confidence, load_confidence
 from sieveqa.runtime.answer.fusion import Fusion
 from sieveqa.runtime.answer.method import AnswerMethod, AnswerRun, Found, ModelSettings, method_options
+
+log = logging.getLogger(__name__)
 
 __all__ = ["Answer", "AnswerRun", "Answerer", "Found", "default_fusion", "load_answerer", "method_names"]
 
@@ -37,6 +41,8 @@ class Answer(AnswerRun):
 
     question: str = ""
     passages: list[IndexedPassage] = field(default_factory=list)
+    #: The setting ``--budget-ms`` (or a request's ``budget_ms``) chose, if one did.
+    budget: Choice | None = None
 
     @property
     def best(self) -> Found | None:
@@ -72,13 +78,33 @@ class Answerer:
         self.min_confidence = (
             min_confidence if min_confidence is not None else confidence.min_confidence if confidence else 0.0
         )
+        #: The setting ``--budget-ms`` chose (None: the settings were given).
+        self.budget: Choice | None = None
 
-    def with_method(self, method: AnswerMethod) -> Answerer:
-        """This answerer with another method (a request's settings), all else shared."""
-        return Answerer(
-            method, self.index, self.retrieve, self.retriever, self.embedder, self.top,
+    def with_method(self, method: AnswerMethod, retrieve: int | None = None) -> Answerer:
+        """This answerer with another method (a request's settings) or number of passages to
+        retrieve, all else shared."""
+        out = Answerer(
+            method, self.index, retrieve or self.retrieve, self.retriever, self.embedder, self.top,
             self.confidence, self.min_confidence if self.confidence is not None else None,
         )  # fmt: skip
+        out.budget = self.budget
+        return out
+
+    def within(self, budget_ms: float) -> Answerer:
+        """This answerer at the measured setting of its method and backend that answers best within
+        ``budget_ms`` at p50: passages retrieved and drop ratio move, the models stay as loaded."""
+        settings, note = load_settings()
+        system = self.method.system
+        named = tuple(sorted(getattr(self.method, "model_names", {}).items()))
+        usable = [s for s in settings if s.models == named]
+        choice = choose(budget_ms, self.method.name, usable, system, note)[0]
+        method = self.method
+        if choice.setting.alpha is not None:
+            method = method.with_settings(alpha=choice.setting.alpha)
+        out = self.with_method(method, choice.setting.retrieve)
+        out.budget = choice
+        return out
 
     # -- over an index ---------------------------------------------------------------------------
 
@@ -110,7 +136,7 @@ class Answerer:
             run = self.run(question, passages, top)
             fields_ = {f.name: getattr(run, f.name) for f in dataclasses.fields(run)}
             fields_["retrieval_seconds"] = retrieval + time.perf_counter() - t0 - run.cost.seconds
-            out.append(Answer(**fields_, question=question, passages=passages))
+            out.append(Answer(**fields_, question=question, passages=passages, budget=self.budget))
         return out
 
     # -- over given passages ---------------------------------------------------------------------
@@ -149,13 +175,19 @@ def load_answerer(
     confidence: str | None = None,
     min_confidence: float | None = None,
     backend: str = "torch",
+    budget_ms: float | None = None,
     **options: Any,
 ) -> Answerer:
     """An Answerer with the registered ``method``, its ``options`` (its options dataclass's fields:
     ``reranker``, ``fusion``, ``budget``, ...; an option it does not take is refused) and the models
     they name loaded by name or folder, over the corpus index folder ``index``. ``confidence`` is a
     confidence file (default: the shipped one); ``min_confidence`` where the answerer abstains
-    (default: the calibration's dev-chosen threshold)."""
+    (default: the calibration's dev-chosen threshold). ``budget_ms`` chooses ``retrieve``, the backend
+    and precision, and the drop ratios from the settings measured on dev (``runtime.answer.budget``)."""
+    if budget_ms is not None:
+        return _within_budget(
+            budget_ms, method, index, retriever, top, device, batch_size, confidence, min_confidence, options
+        )
     if retriever not in RETRIEVERS:
         raise ConfigError(f"--retriever must be one of {', '.join(RETRIEVERS)}, got {retriever!r}")
     cls, checked = method_options(method, options)
@@ -187,6 +219,45 @@ def load_answerer(
             )
         calibration = None  # the shipped calibration is for the shipped models only
     return Answerer(chosen, corpus, retrieve, retriever, embedder, top, calibration, min_confidence)
+
+
+def _within_budget(
+    budget_ms: float,
+    method: str,
+    index: str | None,
+    retriever: str,
+    top: int,
+    device: str,
+    batch_size: int | None,
+    confidence: str | None,
+    min_confidence: float | None,
+    options: dict[str, Any],
+) -> Answerer:
+    """``load_answerer`` at the best measured setting within ``budget_ms``; one whose export is not
+    made here (int8) or whose library is missing gives way to the next."""
+    chosen = sorted(k for k in ("drop_ratios", "reranker", "ranker") if options.get(k) is not None)
+    if chosen:
+        raise ConfigError(f"--budget-ms chooses the models' settings itself; drop {', '.join(chosen)}")
+    method_options(method, options)  # a bad option fails before the table is read
+    settings, note = load_settings()
+    skipped = []
+    for choice in choose(budget_ms, method, settings, note=note):
+        try:
+            answerer = load_answerer(
+                method, index, retriever=retriever, top=top, device=device, batch_size=batch_size,
+                confidence=confidence, min_confidence=min_confidence,
+                **options, **choice.setting.load_options(),
+            )  # fmt: skip
+        except (ModelFormatError, MissingExtraError) as err:
+            skipped.append(f"{choice.setting.system}: {err}")
+            continue
+        answerer.budget = choice
+        if skipped:
+            log.info("--budget-ms skipped %s", "; ".join(skipped))
+        if choice.note:
+            log.warning("--budget-ms %g: %s", budget_ms, choice.note)
+        return answerer
+    raise ConfigError(f"--budget-ms: no measured setting could load ({'; '.join(skipped)})")
 
 
 def _check_probability(min_confidence: float | None) -> None:

@@ -110,11 +110,12 @@ class ModelSettings:
 
         return load_model(name, expect, option, want).configure(**dataclasses.asdict(self))
 
-    def ranker(self, name: str) -> Any:
-        """The ranker ``name`` with its saved policy (a cascade's drop ratios), configured."""
+    def ranker(self, name: str, **overrides: Any) -> Any:
+        """The ranker ``name`` with its saved policy (a cascade's drop ratios) or ``overrides`` of
+        it, configured."""
         from sieveqa.runtime.policy import load_ranker
 
-        return load_ranker(name, **dataclasses.asdict(self))
+        return load_ranker(name, **dataclasses.asdict(self), **overrides)
 
 
 class AnswerMethod(ABC):
@@ -145,6 +146,17 @@ class AnswerMethod(ABC):
         if given:
             raise ConfigError(f"{', '.join(given)}: --method {self.name} takes no per-request settings")
         return self
+
+    @property
+    def system(self) -> str:
+        """``BACKEND:PRECISION`` its (first) model's layers run at, as configured."""
+        from sieveqa.models.encoder_model import EncoderModel
+
+        for value in vars(self).values():
+            for found in (value, getattr(value, "model", None)):
+                if isinstance(found, EncoderModel):
+                    return f"{found.backend}:{found.precision}"
+        return "none:none"
 
     def describe(self) -> dict[str, Any]:
         """What a report records about the method beyond its name (models, fusion, ...)."""

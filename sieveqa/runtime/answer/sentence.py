@@ -15,6 +15,7 @@ SQuAD train gains nothing from BM25 on dev (``bench/results/fusion/peasi-v2-dev.
 
 from __future__ import annotations
 
+import copy
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -23,12 +24,14 @@ from typing import Any, Self
 from sieveqa.data.corpus import IndexedPassage
 from sieveqa.data.records import Candidate, Question, RankingExample
 from sieveqa.encoder import Cost
+from sieveqa.errors import ConfigError
 from sieveqa.models.base import Ranker
 from sieveqa.models.easi import EasiModel
 from sieveqa.models.pair_model import PairModel
 from sieveqa.models.peasi import PeasiModel
 from sieveqa.runtime.answer.fusion import Fusion, lexical_scores, with_fusion
 from sieveqa.runtime.answer.method import AnswerMethod, AnswerRun, Found, MethodOptions, ModelSettings
+from sieveqa.runtime.policy import ranker_of
 
 _FUSION_HELP = "BM25 fused into the scores: none, interp:W or rrf:W"
 
@@ -39,6 +42,28 @@ def _fusion(default: str) -> Any:
 
 def _ranker(default: str) -> Any:
     return field(default=default, metadata={"help": "the sentence ranker (shipped name or folder)"})
+
+
+def _drop_ratios() -> Any:
+    return field(
+        default=None,
+        metadata={
+            "help": "when the ranker is a cascade: the share of candidates its exits drop, one α or one "
+            "per exit but the last, e.g. 0.3 or 0.5,0.3,0,0 (default: its tuned ones)"
+        },
+    )
+
+
+def parse_ratios(text: str | float | Sequence[float] | None) -> tuple[float, ...] | None:
+    """``--drop-ratios``: ``0.3`` or ``0.5,0.3,0,0`` (numbers pass through; None: the saved ones)."""
+    if text is None or isinstance(text, int | float):
+        return None if text is None else (float(text),)
+    if not isinstance(text, str):
+        return tuple(float(x) for x in text)
+    try:
+        return tuple(float(x) for x in text.split(","))
+    except ValueError:
+        raise ConfigError(f"--drop-ratios must be numbers separated by commas, got {text!r}") from None
 
 
 def _selector_option() -> Any:
@@ -54,6 +79,7 @@ class PeasiOptions(MethodOptions):
     )
     selector: str | None = _selector_option()
     fusion: str = _fusion("none")
+    drop_ratios: str | None = _drop_ratios()
 
 
 @dataclass(frozen=True)
@@ -73,6 +99,7 @@ class PointwiseOptions(MethodOptions):
 class CascadeOptions(PointwiseOptions):
     ranker: str = _ranker("default-cascade")
     fusion: str = _fusion("rrf:0.05")
+    drop_ratios: str | None = _drop_ratios()
 
 
 def _selector(name: str | None, reranker: Any, settings: ModelSettings) -> tuple[Any, str]:
@@ -80,6 +107,12 @@ def _selector(name: str | None, reranker: Any, settings: ModelSettings) -> tuple
         return reranker, "(the reranker's own)"
     name = name or "peasi-easi"
     return settings.model(name, (EasiModel, PeasiModel), "--selector", "an EASI model"), name
+
+
+def _with_alpha(ranker: Any, alpha: float, role: str = "ranker") -> Ranker:
+    if "alpha" not in getattr(ranker, "request_settings", ()):
+        raise ConfigError(f"alpha: the {role} is not a cascade (it has no exits to drop candidates at)")
+    return ranker.with_settings(alpha=alpha)
 
 
 def _best(probs: Sequence[float]) -> int:
@@ -102,7 +135,7 @@ class Peasi(AnswerMethod):
 
     def __init__(
         self,
-        reranker: PairModel | PeasiModel,
+        reranker: PairModel | PeasiModel | Ranker,
         selector: EasiModel | PeasiModel,
         fusion: Fusion | str = "none",
     ) -> None:
@@ -112,6 +145,11 @@ class Peasi(AnswerMethod):
     def load(cls, options: PeasiOptions, settings: ModelSettings) -> Self:
         reranker = settings.model(options.reranker, (PairModel, PeasiModel), "--reranker", "a ranker")
         selector, selector_name = _selector(options.selector, reranker, settings)
+        ratios = parse_ratios(options.drop_ratios)
+        if isinstance(reranker, PairModel):  # a cascade's exits drop passages as its policy says
+            reranker = ranker_of(reranker, name=options.reranker, drop_ratios=ratios)
+        elif ratios is not None:
+            raise ConfigError(f"--drop-ratios: the reranker {options.reranker} is not a cascade")
         method = cls(reranker, selector, options.fusion)
         method.model_names = {"reranker": options.reranker, "selector": selector_name}
         return method
@@ -119,12 +157,21 @@ class Peasi(AnswerMethod):
     def describe(self) -> dict[str, Any]:
         return {**super().describe(), "fusion": str(self.fusion)}
 
+    def with_settings(self, alpha: float | None = None, **other: Any) -> Peasi:
+        """This method with its cascade reranker dropping ``alpha`` of the passages at each exit."""
+        super().with_settings(**other)
+        if alpha is None:
+            return self
+        method = type(self)(_with_alpha(self.reranker, alpha, "reranker"), self.selector, self.fusion)
+        method.model_names = self.model_names
+        return method
+
     def run(self, question: str, passages: Sequence[IndexedPassage], top: int) -> AnswerRun:
         cost = Cost()
-        logits, pr_cost = self._passage_scores(question, passages)
+        logits, sorting, pr_cost = self._passage_scores(question, passages)
         cost.add(pr_cost)
         lexical = lexical_scores(question, [p.text for p in passages]) if self.fusion.active else []
-        scores = self.fusion.combine(logits, lexical or [0.0] * len(passages))
+        scores = self.fusion.combine(sorting, lexical or [0.0] * len(passages))
         order = sorted(range(len(passages)), key=lambda i: (-scores[i], i))[:top]
         chosen = [passages[i] for i in order]
         probs, easi_cost = self.selector.select([question] * len(chosen), [p.sentences for p in chosen])
@@ -139,14 +186,29 @@ class Peasi(AnswerMethod):
         answers.sort(key=lambda f: -(1 / (1 + math.exp(-(f.passage_score or 0.0)))) * f.score)
         return AnswerRun(answers, scores, answers, cost)
 
-    def _passage_scores(self, question: str, passages: Sequence[IndexedPassage]) -> tuple[list[float], Cost]:
+    def _passage_scores(
+        self, question: str, passages: Sequence[IndexedPassage]
+    ) -> tuple[list[float], list[float], Cost]:
+        """Each passage's score on the reranker's own scale (a logit), the scores that sort them, and
+        the cost."""
         # A multi-task model's PR may read the sentences too (PR ⊕ EASI); a ranker reads the text.
         if isinstance(self.reranker, PeasiModel):
-            return self.reranker.score_passages([question] * len(passages), [p.sentences for p in passages])
-        matrix, cost = self.reranker.score_matrix(
-            [question] * len(passages), [p.text for p in passages], windows=True
+            logits, cost = self.reranker.score_passages(
+                [question] * len(passages), [p.sentences for p in passages]
+            )
+            return logits, logits, cost
+        if isinstance(self.reranker, PairModel):
+            matrix, cost = self.reranker.score_matrix(
+                [question] * len(passages), [p.text for p in passages], windows=True
+            )
+            return matrix[:, -1].tolist(), matrix[:, -1].tolist(), cost
+        # A cascade: passages dropped at an exit sort below those that went on (no windows: a
+        # passage longer than the model reads is cut).
+        example = RankingExample(
+            Question("q", question), [Candidate(str(i), p.text) for i, p in enumerate(passages)]
         )
-        return matrix[:, -1].tolist(), cost
+        result = self.reranker.run([example])
+        return result.own_scores()[0], result.scores[0], result.cost
 
 
 class Pointwise(AnswerMethod):
@@ -159,12 +221,23 @@ class Pointwise(AnswerMethod):
 
     @classmethod
     def load(cls, options: PointwiseOptions, settings: ModelSettings) -> Self:
-        method = cls(settings.ranker(options.ranker), options.fusion)
+        ratios = parse_ratios(getattr(options, "drop_ratios", None))
+        method = cls(settings.ranker(options.ranker, drop_ratios=ratios), options.fusion)
         method.model_names = {"ranker": options.ranker}
         return method
 
     def describe(self) -> dict[str, Any]:
         return {**super().describe(), "fusion": str(self.fusion)}
+
+    def with_settings(self, alpha: float | None = None, **other: Any) -> Pointwise:
+        """This method with its cascade ranker dropping ``alpha`` of the sentences at each exit."""
+        super().with_settings(**other)
+        if alpha is None:
+            return self
+        method = copy.copy(self)
+        inner = getattr(self.ranker, "ranker", self.ranker)  # under its BM25 fusion
+        method.ranker = with_fusion(_with_alpha(inner, alpha), self.fusion)
+        return method
 
     def run(self, question: str, passages: Sequence[IndexedPassage], top: int) -> AnswerRun:
         every = [Found(p, s, 0.0) for p in passages for s in range(len(p.spans))]

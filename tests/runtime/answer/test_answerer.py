@@ -66,3 +66,33 @@ def test_options_and_methods_are_checked_before_any_model_loads(index) -> None:
         load_answerer("pointwise", str(index.path), reranker="x")
     with pytest.raises(ConfigError, match="no corpus index"):
         Answerer(Pointwise(KeywordRanker())).answer("q")
+
+
+def test_a_cascade_reranker_drops_passages_at_its_exits(index, tiny_cascade) -> None:
+    from sieveqa.runtime.cascade import CascadeRanker
+
+    question = "the answer about cats, dogs, rain and snow?"
+    full = Answerer(Peasi(CascadeRanker(tiny_cascade, drop_ratios=0.0), KeywordSelector()), index)
+    pruned = Answerer(Peasi(CascadeRanker(tiny_cascade, drop_ratios=0.5), KeywordSelector()), index)
+    a, b = full.answer(question), pruned.answer(question)
+    assert a.cost.layer_units == 4 * 4  # 4 passages through 4 layers
+    assert b.cost.layer_units == 4 + 2 + 1 + 1  # half dropped at each exit but the last, ⌊α·k⌋
+    # Passages sort by the exit they reached (its index + the probability there); the answer's
+    # passage score is the reranker's logit at that exit, not the sorting score.
+    last = tiny_cascade.exit_scores([question] * 4, [p.text for p in a.passages])[:, -1]
+    best = max(range(4), key=lambda i: a.passage_scores[i])
+    assert a.best.passage_score == pytest.approx(float(last[best]), abs=1e-5)
+    survivor = max(range(4), key=lambda i: b.passage_scores[i])
+    assert b.passage_scores[survivor] >= 3.0 and sum(s >= 3.0 for s in b.passage_scores) == 1
+    assert b.best.passage.id == b.passages[survivor].id
+    assert b.best.passage_score == pytest.approx(float(last[survivor]), abs=1e-5)
+
+
+def test_drop_ratios_need_a_cascade(index, saved_tiny) -> None:
+    from sieveqa.runtime.answer.sentence import parse_ratios
+
+    assert parse_ratios("0.5,0.3") == (0.5, 0.3) and parse_ratios(0.2) == (0.2,) and parse_ratios(None) is None
+    with pytest.raises(ConfigError, match=r"^--drop-ratios must be numbers separated by commas, got 'half'$"):
+        parse_ratios("half")
+    with pytest.raises(ConfigError, match=r"cross-encoder model, which takes no runtime policy \(drop_ratios\)"):
+        load_answerer("cascade", str(index.path), ranker=str(saved_tiny), drop_ratios="0.3")

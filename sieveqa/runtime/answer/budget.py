@@ -1,0 +1,140 @@
+"""One compute budget for an answer: ``--budget-ms N`` picks how an answering method runs.
+
+An answer's time is spent in three places the project can trade against accuracy: how many passages
+BM25 retrieves, how many of them (or of their sentences) a cascade's exits drop, and where the layers
+run (torch, or an int8 OpenVINO export). ``bench/budget.py`` measures a grid of these settings for each
+sentence method on SQuAD passages dev (P@1, and p50 milliseconds per question, retrieval included) and
+records it per CPU kind in ``resources/budgets.json``. A budget then takes, among the settings of the
+method whose p50 is within N ms, the one with the best dev P@1 (the faster one on a tie); when none is,
+the fastest, and says so. The times are this project's 2-thread measurements on one machine of the
+kind: a budget is a target for p50, not a limit on any one question.
+
+``load_answerer(..., budget_ms=N)`` chooses every lever before the models load; an Answerer already
+loaded (the service's) can still move the cheap ones per request (``Answerer.within``): among the
+settings measured for its method and backend, the number of passages and the drop ratio.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from sieveqa.errors import ConfigError, ModelFormatError
+
+__all__ = ["BUDGETS", "Choice", "Setting", "choose", "load_settings"]
+
+BUDGETS = Path(__file__).resolve().parent.parent.parent / "resources" / "budgets.json"
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One measured way to run a method: its levers, and what it gave on dev."""
+
+    method: str
+    retrieve: int
+    #: ``BACKEND:PRECISION`` as the models really ran (``torch:bf16``, ``openvino:int8``).
+    system: str
+    #: One drop ratio for every exit of the method's cascade (None: the method has no cascade).
+    alpha: float | None
+    p50_ms: float
+    p_at_1: float
+    #: The model options the setting needs beside the method's defaults (PEASI's cascade reranker).
+    options: tuple[tuple[str, str], ...] = ()
+    #: The models it ran, by role (as ``AnswerMethod.model_names``).
+    models: tuple[tuple[str, str], ...] = ()
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any], where: str) -> Setting:
+        try:
+            options, models = (
+                tuple(sorted((str(k), str(v)) for k, v in dict(data.get(key, {})).items()))
+                for key in ("options", "models")
+            )
+            return cls(
+                str(data["method"]), int(data["retrieve"]), str(data["system"]),
+                None if data.get("alpha") is None else float(data["alpha"]),
+                float(data["p50_ms"]), float(data["p_at_1"]), options, models,
+            )  # fmt: skip
+        except (KeyError, TypeError, ValueError) as err:
+            raise ModelFormatError(f"{where}: a budget setting is malformed ({err!r}): {data}") from None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "options": dict(self.options), "models": dict(self.models)}
+
+    @property
+    def backend(self) -> str:
+        return self.system.partition(":")[0]
+
+    @property
+    def precision(self) -> str:
+        return self.system.partition(":")[2]
+
+    def load_options(self) -> dict[str, Any]:
+        """What ``load_answerer`` takes to run this setting."""
+        ratios = None if self.alpha is None else str(self.alpha)
+        return {"retrieve": self.retrieve, "backend": self.backend, "precision": self.precision,
+                "drop_ratios": ratios, **dict(self.options)}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Choice:
+    """The setting a budget chose, and a note when it is not what the budget asked for."""
+
+    setting: Setting
+    budget_ms: float
+    note: str = ""
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"budget_ms": self.budget_ms, **self.setting.as_dict(), "note": self.note}
+
+
+def load_settings(kind: str | None = None, path: Path | None = None) -> tuple[list[Setting], str]:
+    """The settings measured on this CPU kind (or ``kind``), and a note when they come from another
+    kind (the only one measured: its times are then only a guide)."""
+    from sieveqa.exported.choice import cpu_kind
+
+    path = path or BUDGETS
+    try:
+        table = json.loads(path.read_text()) if path.is_file() else {}
+    except (OSError, json.JSONDecodeError) as err:
+        raise ModelFormatError(f"{path}: unreadable budget settings ({err})") from err
+    kind = kind or cpu_kind()
+    note = ""
+    if kind not in table:
+        if not table:
+            raise ConfigError(f"--budget-ms: no settings measured ({path} is missing; run bench/budget.py)")
+        measured = sorted(table)[0]
+        note = f"latencies measured on a {measured} CPU, not on this {kind} one: a guide only"
+        kind = measured
+    rows = table[kind].get("settings", [])
+    return [Setting.from_dict(r, f"{path} [{kind}]") for r in rows], note
+
+
+def choose(
+    budget_ms: float,
+    method: str,
+    settings: list[Setting],
+    system: str | None = None,
+    note: str = "",
+) -> list[Choice]:
+    """The settings of ``method`` (on ``system`` only, when given) best first for ``budget_ms``: those
+    within it by dev P@1 (then speed), then the rest fastest first, each with a note saying it is
+    over the budget."""
+    if not budget_ms > 0:
+        raise ConfigError(f"--budget-ms must be a positive number of milliseconds, got {budget_ms}")
+    mine = [s for s in settings if s.method == method and (system is None or s.system == system)]
+    if not mine:
+        where = f" on {system}" if system else ""
+        raise ConfigError(f"--budget-ms: no settings measured for --method {method}{where}")
+    within = sorted((s for s in mine if s.p50_ms <= budget_ms), key=lambda s: (-s.p_at_1, s.p50_ms))
+    over = sorted((s for s in mine if s.p50_ms > budget_ms), key=lambda s: s.p50_ms)
+    sep = "; " if note else ""
+    out = [Choice(s, budget_ms, note) for s in within]
+    for s in over:
+        miss = f"no measured setting answers within {budget_ms:g} ms; this one took {s.p50_ms:g} ms at p50"
+        out.append(Choice(s, budget_ms, note + sep + miss))
+    return out

@@ -1,0 +1,99 @@
+"""--budget-ms: the measured setting chosen for a budget, on a loaded answerer and before loading."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from sieveqa.data.corpus import CorpusIndex, CorpusOptions
+from sieveqa.errors import ConfigError, ModelFormatError
+from sieveqa.exported.choice import cpu_kind
+from sieveqa.runtime.answer import budget
+from sieveqa.runtime.answer.answerer import Answerer, load_answerer
+from sieveqa.runtime.answer.budget import Setting, choose, load_settings
+from sieveqa.runtime.answer.sentence import Cascade
+from tests.fakes import DOCS
+
+
+def _setting(p50: float, p_at_1: float, method: str = "cascade", **kw) -> Setting:
+    return Setting(method, kw.pop("retrieve", 10), kw.pop("system", "torch:fp32"), kw.pop("alpha", 0.3),
+                   p50, p_at_1, **kw)  # fmt: skip
+
+
+def _table(tmp_path: Path, monkeypatch, rows: list[dict], kind: str | None = None) -> Path:
+    path = tmp_path / "budgets.json"
+    path.write_text(json.dumps({kind or cpu_kind(): {"settings": rows}}))
+    monkeypatch.setattr(budget, "BUDGETS", path)
+    return path
+
+
+def test_the_best_p_at_1_within_the_budget_then_the_faster() -> None:
+    rows = [_setting(100, 0.70), _setting(200, 0.80), _setting(150, 0.80), _setting(400, 0.90)]
+    chosen = choose(250, "cascade", rows)
+    assert [c.setting.p50_ms for c in chosen] == [150, 200, 100, 400]
+    assert all(c.note == "" for c in chosen[:3])
+    assert "no measured setting answers within 250 ms; this one took 400 ms" in chosen[3].note
+
+
+def test_a_budget_nothing_meets_gets_the_fastest_and_says_so() -> None:
+    chosen = choose(50, "cascade", [_setting(300, 0.9), _setting(120, 0.6)])
+    assert chosen[0].setting.p50_ms == 120 and "within 50 ms" in chosen[0].note
+
+
+def test_bad_budgets_and_unmeasured_methods_are_refused() -> None:
+    with pytest.raises(ConfigError, match=r"^--budget-ms must be a positive number of milliseconds, got 0$"):
+        choose(0, "cascade", [_setting(1, 1)])
+    with pytest.raises(ConfigError, match=r"^--budget-ms: no settings measured for --method peasi$"):
+        choose(100, "peasi", [_setting(1, 1)])
+    with pytest.raises(ConfigError, match=r"no settings measured for --method cascade on openvino:int8$"):
+        choose(100, "cascade", [_setting(1, 1)], system="openvino:int8")
+
+
+def test_settings_of_another_cpu_kind_are_a_guide_and_say_so(tmp_path) -> None:
+    path = tmp_path / "b.json"
+    path.write_text(json.dumps({"amx": {"settings": [_setting(1, 1).as_dict()]}}))
+    rows, note = load_settings("avx2", path)
+    assert (
+        rows == [_setting(1, 1)]
+        and note == "latencies measured on a amx CPU, not on this avx2 one: a guide only"
+    )
+    path.write_text(json.dumps({"avx2": {"settings": [{"method": "cascade"}]}}))
+    with pytest.raises(ModelFormatError, match=r"b\.json \[avx2\]: a budget setting is malformed"):
+        load_settings("avx2", path)
+    with pytest.raises(ConfigError, match=r"no settings measured \(.*missing; run bench/budget\.py\)"):
+        load_settings("avx2", tmp_path / "none.json")
+
+
+def test_a_loaded_answerer_moves_its_passages_and_drop_ratio(tmp_path, monkeypatch, tiny_cascade) -> None:
+    from sieveqa.runtime.cascade import CascadeRanker
+
+    index = CorpusIndex.build(DOCS, tmp_path / "idx", CorpusOptions(passage_tokens=8))
+    answerer = Answerer(Cascade(CascadeRanker(tiny_cascade, drop_ratios=0.0)), index, retrieve=20)
+    fast = _setting(40, 0.5, retrieve=2, alpha=0.5)
+    slow = _setting(400, 0.9, retrieve=20, alpha=0.0)
+    other = _setting(10, 1.0, system="openvino:int8")  # not this answerer's backend
+    _table(tmp_path, monkeypatch, [s.as_dict() for s in (fast, slow, other)])
+    quick = answerer.within(100)
+    assert quick.retrieve == 2 and quick.method.ranker.drop_ratios == [0.5, 0.5, 0.5]
+    assert quick.budget is not None and quick.budget.setting == fast
+    got = quick.answer("the answer about rain?")
+    assert len(got.passages) == 2 and got.budget == quick.budget
+    assert answerer.retrieve == 20 and answerer.method.ranker.drop_ratios == [0.0, 0.0, 0.0]  # unchanged
+    assert answerer.within(1000).retrieve == 20
+
+
+def test_load_answerer_skips_a_setting_whose_export_is_missing(tmp_path, monkeypatch, tiny_cascade) -> None:
+    folder = tiny_cascade.save_pretrained(tmp_path / "tiny-cascade")
+    monkeypatch.setenv("SIEVEQA_CACHE", str(tmp_path / "cache"))
+    index = CorpusIndex.build(DOCS, tmp_path / "idx", CorpusOptions(passage_tokens=8))
+    models = {"ranker": str(folder)}
+    best = _setting(50, 0.9, system="openvino:int8", options=tuple(models.items()))
+    works = _setting(80, 0.8, retrieve=3, options=tuple(models.items()))
+    _table(tmp_path, monkeypatch, [best.as_dict(), works.as_dict()])
+    answerer = load_answerer("cascade", str(index.path), budget_ms=100)
+    assert answerer.budget.setting == works and answerer.retrieve == 3  # int8 was never exported here
+    assert answerer.method.ranker.ranker.drop_ratios == [0.3, 0.3, 0.3]
+    with pytest.raises(ConfigError, match=r"^--budget-ms chooses the models' settings itself; drop ranker$"):
+        load_answerer("cascade", str(index.path), budget_ms=100, ranker=str(folder))
