@@ -110,7 +110,7 @@ default-cascade: install
 # passages), on passages of SQuAD train, drop ratios tuned on SQuAD passages dev; ships as peasi-cascade.
 peasi-cascade: install
 	$(SIEVEQA) retrofit --model peasi-pr --train squad-train-passages:train --dev squad-passages:dev \
-		--max-pairs 12000 --eval-every 60 --out runs/retrofit-peasi-pr
+		--max-pairs 12000 --eval-every 60 --checkpoint-every 60 --out runs/retrofit-peasi-pr
 	$(SIEVEQA) tune-cascade --model runs/retrofit-peasi-pr/best --dataset squad-passages:dev \
 		--out runs/retrofit-peasi-pr/tuning
 	rm -rf sieveqa/resources/peasi-cascade && cp -r runs/retrofit-peasi-pr/best sieveqa/resources/peasi-cascade

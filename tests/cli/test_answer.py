@@ -227,3 +227,32 @@ def test_the_shipped_reader_answers_with_a_span_and_no_other_flag(sieveqa, demo_
     a, b = best["answer_span"]
     assert best["passage"][a:b] == best["answer"] and len(best["answer"].split()) <= 10  # a span
     assert "haemocyanin" in best["answer"].lower()
+
+
+def test_budget_ms_says_what_it_chose(sieveqa, demo_index, tiny_cascade, tmp_path: Path, monkeypatch) -> None:
+    from sieveqa.exported.choice import cpu_kind
+    from sieveqa.runtime.answer import budget
+    from sieveqa.runtime.answer.budget import Setting
+
+    folder = tiny_cascade.save_pretrained(tmp_path / "cascade")
+    rows = [
+        Setting("cascade", 3, "torch:fp32", 0.5, 90.0, 0.61, (("ranker", str(folder)),)),
+        Setting("cascade", 20, "torch:fp32", 0.0, 900.0, 0.70, (("ranker", str(folder)),)),
+    ]
+    table = tmp_path / "budgets.json"
+    table.write_text(json.dumps({cpu_kind(): {"settings": [r.as_dict() for r in rows]}}))
+    monkeypatch.setattr(budget, "BUDGETS", table)
+    args = ["Who invented the Fresnel lens?", "--index", demo_index, "--method", "cascade"]
+    result = sieveqa("answer", *args, "--budget-ms", "100")
+    assert result.exit_code == 0, result.output
+    assert "--budget-ms 100: 3 passages, torch:fp32, drop ratio 0.5" in result.output
+    assert "(dev: P@1 61.0, p50 90 ms)" in result.output
+    answer = json.loads(sieveqa("answer", *args, "--budget-ms", "50", "--json").output)
+    assert (
+        answer["budget"]["retrieve"] == 3
+        and "no measured setting answers within 50 ms" in answer["budget"]["note"]
+    )
+    result = sieveqa("answer", *args, "--budget-ms", "100", "--drop-ratios", "0.3")
+    assert (
+        one_error_line(result) == "error: --budget-ms chooses the models' settings itself; drop drop_ratios"
+    )
