@@ -73,7 +73,8 @@ ModelOpt = Annotated[
     typer.Option(
         "--model",
         "-m",
-        help="a saved model folder, or a shipped one: default, default-cascade, peasi-pr, peasi-easi",
+        help="a saved model folder, or a shipped one: default, default-cascade, peasi-pr, "
+        "peasi-cascade, peasi-easi",
     ),
 ]
 DeviceOpt = Annotated[str, typer.Option(help="auto (CUDA if available), cpu or cuda")]

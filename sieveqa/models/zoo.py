@@ -22,6 +22,9 @@ SHIPPED = {
     # PEASI's passage reranker (the default ranker trained on 256-token passages) and EASI selector.
     "peasi-pr": RESOURCES / "peasi-pr",
     "peasi-easi": RESOURCES / "peasi-easi",
+    # peasi-pr retrofitted with exits (heads only; its body is read from "peasi-pr"), so PEASI's
+    # passage reranking can drop passages at them (`make peasi-cascade`; issue 31's budget).
+    "peasi-cascade": RESOURCES / "peasi-cascade",
     # HAS for answer stores (issue 15): sentences of WikiQA train and a slice of SQuAD-AS2 train.
     "has": RESOURCES / "has",
     # The anytime reader (issue 29): span and has-answer heads after every layer, calibrated, with its

@@ -91,8 +91,9 @@ def test_a_cascade_reranker_drops_passages_at_its_exits(index, tiny_cascade) -> 
 def test_drop_ratios_need_a_cascade(index, saved_tiny) -> None:
     from sieveqa.runtime.answer.sentence import parse_ratios
 
-    assert parse_ratios("0.5,0.3") == (0.5, 0.3) and parse_ratios(0.2) == (0.2,) and parse_ratios(None) is None
-    with pytest.raises(ConfigError, match=r"^--drop-ratios must be numbers separated by commas, got 'half'$"):
+    assert parse_ratios("0.5,0.3") == (0.5, 0.3) and parse_ratios(0.2) == (0.2,)
+    assert parse_ratios(None) is None
+    with pytest.raises(ConfigError, match=r"^--drop-ratios must be numbers separated by commas, got 'half'"):
         parse_ratios("half")
-    with pytest.raises(ConfigError, match=r"cross-encoder model, which takes no runtime policy \(drop_ratios\)"):
+    with pytest.raises(ConfigError, match=r"cross-encoder model, which takes no runtime policy \(drop_"):
         load_answerer("cascade", str(index.path), ranker=str(saved_tiny), drop_ratios="0.3")
