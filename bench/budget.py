@@ -51,8 +51,8 @@ class Arm:
 
 ARMS = [
     Arm("peasi", (), (None,)),
-    Arm("peasi", (("reranker", "peasi-cascade"),), (0.3, 0.5, 0.7)),
-    Arm("cascade", (), (0.0, 0.3, 0.5, 0.7)),
+    Arm("peasi", (("reranker", "peasi-cascade"),), (None, 0.3, 0.5)),  # None: its tuned ratios
+    Arm("cascade", (), (None, 0.0, 0.3, 0.5)),
     Arm("pointwise", (), (None,)),
     Arm("peasi-all", (), (None,)),
 ]
@@ -80,6 +80,17 @@ def retrieval_ms(questions: list[str], depths: list[int], split: str) -> dict[in
     return out
 
 
+def ratios_of(answerer: Answerer, alpha: float | None) -> list[float] | None:
+    """The drop ratios the setting runs at: ``alpha`` at every exit, or the cascade's tuned ones (None
+    for a method without a cascade)."""
+    method = answerer.method
+    ranker = getattr(method, "reranker", None) or getattr(method, "ranker", None)
+    ratios = getattr(ranker, "drop_ratios", None)
+    if ratios is None:
+        return None
+    return list(ratios) if alpha is None else [alpha] * len(ratios)
+
+
 def measure(
     answerer: Answerer, examples: list[RankingExample], alpha: float | None, retrieval: list[float]
 ) -> dict[str, Any]:
@@ -93,6 +104,7 @@ def measure(
         "p50_ms": round(float(np.percentile(total, 50)), 1),
         "p95_ms": round(float(np.percentile(total, 95)), 1),
         "inferences": round(report.cost["inferences_per_question"], 1),
+        "layer_units": round(report.cost["layer_units_per_question"], 1),
     }
 
 
@@ -118,7 +130,8 @@ def sweep(args: argparse.Namespace) -> list[dict[str, Any]]:
                 cut = [first_passages(ex, n) for ex in examples]
                 for alpha in arm.alphas:
                     row = {
-                        "method": arm.method, "retrieve": n, "system": concrete, "alpha": alpha,
+                        "method": arm.method, "retrieve": n, "system": concrete,
+                        "drop_ratios": ratios_of(answerer, alpha),
                         "options": dict(arm.options), "models": answerer.method.model_names,
                         **measure(answerer, cut, alpha, retrieval[n]),
                     }  # fmt: skip
@@ -129,7 +142,7 @@ def sweep(args: argparse.Namespace) -> list[dict[str, Any]]:
 
 def record(rows: list[dict[str, Any]], payload: dict[str, Any]) -> None:
     table = json.loads(BUDGETS.read_text()) if BUDGETS.is_file() else {}
-    keys = ("method", "retrieve", "system", "alpha", "options", "models", "p50_ms", "p_at_1")
+    keys = ("method", "retrieve", "system", "drop_ratios", "options", "models", "p50_ms", "p_at_1")
     table[cpu_kind()] = {
         "measured_on": payload["dataset"],
         "questions": payload["questions"],
@@ -190,7 +203,7 @@ def main() -> None:
         plot(args.plot, args.png)
         return
     rows = sweep(args)
-    keys = ["method", "retrieve", "system", "alpha", "p_at_1", "p50_ms", "p95_ms", "inferences"]
+    keys = ["method", "retrieve", "system", "drop_ratios", "p_at_1", "p50_ms", "p95_ms", "layer_units"]
     print(markdown(rows, keys))
     dataset = f"squad-passages:{args.split}-sentences"
     questions = len(load_dataset(dataset)[: args.limit])

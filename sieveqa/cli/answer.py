@@ -55,10 +55,10 @@ BudgetMsOpt = Annotated[
 
 def budget_line(choice: Any) -> str:
     s = choice.setting
-    alpha = "" if s.alpha is None else f", drop ratio {s.alpha:g}"
+    ratios = "" if s.drop_ratios is None else ", drop ratios " + ",".join(f"{r:g}" for r in s.drop_ratios)
     models = "".join(f", {k} {v}" for k, v in s.options)
     line = (
-        f"--budget-ms {choice.budget_ms:g}: {s.retrieve} passages, {s.system}{alpha}{models} "
+        f"--budget-ms {choice.budget_ms:g}: {s.retrieve} passages, {s.system}{ratios}{models} "
         f"(dev: P@1 {100 * s.p_at_1:.1f}, p50 {s.p50_ms:.0f} ms)"
     )
     return line + (f"; {choice.note}" if choice.note else "")

@@ -236,8 +236,8 @@ def test_budget_ms_says_what_it_chose(sieveqa, demo_index, tiny_cascade, tmp_pat
 
     folder = tiny_cascade.save_pretrained(tmp_path / "cascade")
     rows = [
-        Setting("cascade", 3, "torch:fp32", 0.5, 90.0, 0.61, (("ranker", str(folder)),)),
-        Setting("cascade", 20, "torch:fp32", 0.0, 900.0, 0.70, (("ranker", str(folder)),)),
+        Setting("cascade", 3, "torch:fp32", (0.5,), 90.0, 0.61, (("ranker", str(folder)),)),
+        Setting("cascade", 20, "torch:fp32", (0.0,), 900.0, 0.70, (("ranker", str(folder)),)),
     ]
     table = tmp_path / "budgets.json"
     table.write_text(json.dumps({cpu_kind(): {"settings": [r.as_dict() for r in rows]}}))
@@ -245,7 +245,7 @@ def test_budget_ms_says_what_it_chose(sieveqa, demo_index, tiny_cascade, tmp_pat
     args = ["Who invented the Fresnel lens?", "--index", demo_index, "--method", "cascade"]
     result = sieveqa("answer", *args, "--budget-ms", "100")
     assert result.exit_code == 0, result.output
-    assert "--budget-ms 100: 3 passages, torch:fp32, drop ratio 0.5" in result.output
+    assert "--budget-ms 100: 3 passages, torch:fp32, drop ratios 0.5" in result.output
     assert "(dev: P@1 61.0, p50 90 ms)" in result.output
     answer = json.loads(sieveqa("answer", *args, "--budget-ms", "50", "--json").output)
     assert (

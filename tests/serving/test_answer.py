@@ -202,7 +202,7 @@ def test_budget_ms_moves_a_served_cascades_passages_and_drop_ratio(
         [Document("a", "The answer is forty two. Cats purr."), Document("b", "Rain falls. Snow melts.")],
         tmp_path / "idx",
     )
-    row = Setting("cascade", 1, "torch:fp32", 0.5, 30.0, 0.6)
+    row = Setting("cascade", 1, "torch:fp32", (0.5,), 30.0, 0.6)
     path = tmp_path / "budgets.json"
     path.write_text(json.dumps({cpu_kind(): {"settings": [row.as_dict()]}}))
     monkeypatch.setattr(budget, "BUDGETS", path)
@@ -211,7 +211,11 @@ def test_budget_ms_moves_a_served_cascades_passages_and_drop_ratio(
         plain = c.post("/answer", json={"question": QUESTION}).json()
         assert plain["budget"] is None and len(plain["passages"]) == 2
         got = c.post("/answer", json={"question": QUESTION, "budget_ms": 50}).json()
-        assert len(got["passages"]) == 1 and got["budget"]["retrieve"] == 1 and got["budget"]["alpha"] == 0.5
+        assert (
+            len(got["passages"]) == 1
+            and got["budget"]["retrieve"] == 1
+            and got["budget"]["drop_ratios"] == [0.5]
+        )
         assert got["budget"]["note"] == ""
         r = c.post("/answer", json={"question": QUESTION, "budget_ms": -1})
         assert r.status_code == 422 and "budget_ms" in r.json()["error"]

@@ -100,8 +100,8 @@ class Answerer:
         usable = [s for s in settings if s.models == named]
         choice = choose(budget_ms, self.method.name, usable, system, note)[0]
         method = self.method
-        if choice.setting.alpha is not None:
-            method = method.with_settings(alpha=choice.setting.alpha)
+        if choice.setting.drop_ratios is not None:
+            method = method.with_settings(alpha=list(choice.setting.drop_ratios))
         out = self.with_method(method, choice.setting.retrieve)
         out.budget = choice
         return out

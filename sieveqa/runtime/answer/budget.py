@@ -38,8 +38,9 @@ class Setting:
     retrieve: int
     #: ``BACKEND:PRECISION`` as the models really ran (``torch:bf16``, ``openvino:int8``).
     system: str
-    #: One drop ratio for every exit of the method's cascade (None: the method has no cascade).
-    alpha: float | None
+    #: The drop ratios of the method's cascade, one per exit but the last, or one for all (None: the
+    #: method has no cascade).
+    drop_ratios: tuple[float, ...] | None
     p50_ms: float
     p_at_1: float
     #: The model options the setting needs beside the method's defaults (PEASI's cascade reranker).
@@ -56,14 +57,20 @@ class Setting:
             )
             return cls(
                 str(data["method"]), int(data["retrieve"]), str(data["system"]),
-                None if data.get("alpha") is None else float(data["alpha"]),
+                _ratios(data.get("drop_ratios")),
                 float(data["p50_ms"]), float(data["p_at_1"]), options, models,
             )  # fmt: skip
         except (KeyError, TypeError, ValueError) as err:
             raise ModelFormatError(f"{where}: a budget setting is malformed ({err!r}): {data}") from None
 
     def as_dict(self) -> dict[str, Any]:
-        return {**asdict(self), "options": dict(self.options), "models": dict(self.models)}
+        ratios = None if self.drop_ratios is None else list(self.drop_ratios)
+        return {
+            **asdict(self),
+            "drop_ratios": ratios,
+            "options": dict(self.options),
+            "models": dict(self.models),
+        }
 
     @property
     def backend(self) -> str:
@@ -75,9 +82,15 @@ class Setting:
 
     def load_options(self) -> dict[str, Any]:
         """What ``load_answerer`` takes to run this setting."""
-        ratios = None if self.alpha is None else str(self.alpha)
+        ratios = None if self.drop_ratios is None else ",".join(f"{r:g}" for r in self.drop_ratios)
         return {"retrieve": self.retrieve, "backend": self.backend, "precision": self.precision,
                 "drop_ratios": ratios, **dict(self.options)}  # fmt: skip
+
+
+def _ratios(value: Any) -> tuple[float, ...] | None:
+    if value is None:
+        return None
+    return tuple(float(x) for x in (value if isinstance(value, list | tuple) else [value]))
 
 
 @dataclass(frozen=True)

@@ -18,8 +18,8 @@ from tests.fakes import DOCS
 
 
 def _setting(p50: float, p_at_1: float, method: str = "cascade", **kw) -> Setting:
-    return Setting(method, kw.pop("retrieve", 10), kw.pop("system", "torch:fp32"), kw.pop("alpha", 0.3),
-                   p50, p_at_1, **kw)  # fmt: skip
+    retrieve, system = kw.pop("retrieve", 10), kw.pop("system", "torch:fp32")
+    return Setting(method, retrieve, system, kw.pop("drop_ratios", (0.3,)), p50, p_at_1, **kw)
 
 
 def _table(tmp_path: Path, monkeypatch, rows: list[dict], kind: str | None = None) -> Path:
@@ -71,12 +71,12 @@ def test_a_loaded_answerer_moves_its_passages_and_drop_ratio(tmp_path, monkeypat
 
     index = CorpusIndex.build(DOCS, tmp_path / "idx", CorpusOptions(passage_tokens=8))
     answerer = Answerer(Cascade(CascadeRanker(tiny_cascade, drop_ratios=0.0)), index, retrieve=20)
-    fast = _setting(40, 0.5, retrieve=2, alpha=0.5)
-    slow = _setting(400, 0.9, retrieve=20, alpha=0.0)
+    fast = _setting(40, 0.5, retrieve=2, drop_ratios=(0.5, 0.4, 0.3))
+    slow = _setting(400, 0.9, retrieve=20, drop_ratios=(0.0,))
     other = _setting(10, 1.0, system="openvino:int8")  # not this answerer's backend
     _table(tmp_path, monkeypatch, [s.as_dict() for s in (fast, slow, other)])
     quick = answerer.within(100)
-    assert quick.retrieve == 2 and quick.method.ranker.drop_ratios == [0.5, 0.5, 0.5]
+    assert quick.retrieve == 2 and quick.method.ranker.drop_ratios == [0.5, 0.4, 0.3]
     assert quick.budget is not None and quick.budget.setting == fast
     got = quick.answer("the answer about rain?")
     assert len(got.passages) == 2 and got.budget == quick.budget
