@@ -158,6 +158,7 @@ def record(rows: list[dict[str, Any]], payload: dict[str, Any]) -> None:
 def plot(path: Path, png: Path) -> None:
     """P@1 against p50 latency, one colour per method, its Pareto front joined."""
     import matplotlib
+    import matplotlib.ticker
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -175,8 +176,12 @@ def plot(path: Path, png: Path) -> None:
             if r["p_at_1"] > best:
                 front.append(r)
                 best = r["p_at_1"]
-        ax.plot([r["p50_ms"] for r in front], [100 * r["p_at_1"] for r in front], color=colour, label=method)
+        xs, ys = [r["p50_ms"] for r in front], [100 * r["p_at_1"] for r in front]
+        ax.plot(xs, ys, color=colour, marker="*", markersize=9, label=method)
     ax.set_xscale("log")
+    ax.xaxis.set_major_formatter(matplotlib.ticker.ScalarFormatter())
+    ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
+    ax.set_xticks([50, 75, 100, 150, 200, 300, 400])
     ax.set_xlabel("p50 ms per question (BM25 retrieval + method), 2 threads")
     ax.set_ylabel(f"answer P@1 (%), {data['dataset']}, {data['questions']} questions")
     ax.set_title("What each millisecond buys: dev P@1 against p50 (circles torch, squares OpenVINO int8)")

@@ -153,7 +153,8 @@ class AnswerMethod(ABC):
         from sieveqa.models.encoder_model import EncoderModel
 
         for value in vars(self).values():
-            for found in (value, getattr(value, "model", None)):
+            inner = getattr(value, "ranker", None)  # under a BM25 fusion
+            for found in (value, getattr(value, "model", None), inner, getattr(inner, "model", None)):
                 if isinstance(found, EncoderModel):
                     return f"{found.backend}:{found.precision}"
         return "none:none"

@@ -97,3 +97,12 @@ def test_load_answerer_skips_a_setting_whose_export_is_missing(tmp_path, monkeyp
     assert answerer.method.ranker.ranker.drop_ratios == [0.3, 0.3, 0.3]
     with pytest.raises(ConfigError, match=r"^--budget-ms chooses the models' settings itself; drop ranker$"):
         load_answerer("cascade", str(index.path), budget_ms=100, ranker=str(folder))
+
+
+def test_a_methods_system_is_found_through_its_fusion(tiny_model, tiny_cascade) -> None:
+    from sieveqa.runtime.answer.sentence import Pointwise
+    from sieveqa.runtime.cascade import CascadeRanker
+
+    assert Pointwise(tiny_model, "interp:0.1").system == "torch:fp32"  # the first sweep said none:none
+    assert Cascade(CascadeRanker(tiny_cascade), "rrf:0.05").system == "torch:fp32"
+    assert Pointwise(tiny_model).system == "torch:fp32"
