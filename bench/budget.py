@@ -128,7 +128,7 @@ def sweep(args: argparse.Namespace) -> list[dict[str, Any]]:
             concrete = answerer.method.system
             for n in depths:
                 cut = [first_passages(ex, n) for ex in examples]
-                for alpha in arm.alphas:
+                for alpha in arm.alphas[:1] if args.tuned_only else arm.alphas:
                     row = {
                         "method": arm.method, "retrieve": n, "system": concrete,
                         "drop_ratios": ratios_of(answerer, alpha),
@@ -199,6 +199,7 @@ def main() -> None:
     parser.add_argument("--retrieve", default="5,10,20", help="passages retrieved, comma-separated")
     parser.add_argument("--systems", default="torch:auto,openvino:int8", help="BACKEND:PRECISION list")
     parser.add_argument("--methods", default="", help="only these methods (default: every arm)")
+    parser.add_argument("--tuned-only", action="store_true", help="each cascade at its tuned ratios only")
     parser.add_argument("--record", action="store_true", help="write the grid to resources/budgets.json")
     parser.add_argument("--out", type=Path, default=Path("bench/results/budget/dev.json"))
     parser.add_argument("--plot", type=Path, help="draw a finished run's JSON instead of measuring")
