@@ -16,6 +16,7 @@ settings measured for its method and backend, the number of passages and the dro
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 from dataclasses import asdict, dataclass
@@ -105,6 +106,12 @@ class Choice:
         return {"budget_ms": self.budget_ms, **self.setting.as_dict(), "note": self.note}
 
 
+@functools.lru_cache(maxsize=4)
+def _read(path: str, mtime_ns: int) -> dict[str, Any]:
+    """The table as last written (a server's requests read it without touching the disk again)."""
+    return json.loads(Path(path).read_text())
+
+
 def load_settings(kind: str | None = None, path: Path | None = None) -> tuple[list[Setting], str]:
     """The settings measured on this CPU kind (or ``kind``), and a note when they come from another
     kind (the only one measured: its times are then only a guide)."""
@@ -112,7 +119,7 @@ def load_settings(kind: str | None = None, path: Path | None = None) -> tuple[li
 
     path = path or BUDGETS
     try:
-        table = json.loads(path.read_text()) if path.is_file() else {}
+        table = _read(str(path), path.stat().st_mtime_ns) if path.is_file() else {}
     except (OSError, json.JSONDecodeError) as err:
         raise ModelFormatError(f"{path}: unreadable budget settings ({err})") from err
     kind = kind or cpu_kind()
