@@ -215,8 +215,8 @@ def answer(
         method, str(index), retrieve, retriever, top, device, precision, batch_size,
         confidence, min_confidence, backend, budget_ms=budget_ms, **given_settings(ctx),
     )  # fmt: skip
-    if answerer.budget is not None and not as_json:
-        console.print(f"[dim]{budget_line(answerer.budget)}[/dim]")
+    if answerer.budget is not None and not as_json:  # stderr: --questions writes JSON lines to stdout
+        typer.echo(budget_line(answerer.budget), err=True)
     if questions is None:
         result = answerer.answer(asked[0][1])
         if as_json:
@@ -232,6 +232,8 @@ def answer(
     rows = []
     for qid, text in tqdm(asked, desc=f"answering ({method})", unit="q"):
         rows.append(_answer_dict(qid, answerer.answer(text), method))
+        if answerer.budget is not None:
+            rows[-1]["budget"] = answerer.budget.as_dict()
     lines = [json.dumps(r, ensure_ascii=False) for r in rows]
     if output is None:
         typer.echo("\n".join(lines))

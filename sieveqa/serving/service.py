@@ -57,6 +57,7 @@ class _Question(Job):
     question: str
     top: int
     settings: dict[str, Any]
+    budget_ms: float | None = None
 
 
 class AnswerQueue(Worker[_Question]):
@@ -67,11 +68,16 @@ class AnswerQueue(Worker[_Question]):
         super().__init__(max_queue, "sieveqa-answers")
 
     def submit(
-        self, answerer: Answerer, question: str, top: int, settings: dict[str, Any] | None = None
+        self,
+        answerer: Answerer,
+        question: str,
+        top: int,
+        settings: dict[str, Any] | None = None,
+        budget_ms: float | None = None,
     ) -> Future[Answer]:
-        """Queue a question for its ``top`` answers, with the method's per-request ``settings``;
-        cancelling the future while it waits drops it."""
-        return self._enqueue(_Question(1, answerer, question, top, settings or {}))
+        """Queue a question for its ``top`` answers, with the method's per-request ``settings`` and
+        ``budget_ms``; cancelling the future while it waits drops it."""
+        return self._enqueue(_Question(1, answerer, question, top, settings or {}, budget_ms))
 
     def _take(self) -> list[_Question]:
         return [self._pending.popleft()]
@@ -79,10 +85,12 @@ class AnswerQueue(Worker[_Question]):
     def _work(self, jobs: list[_Question]) -> None:
         (job,) = jobs
         answerer = job.answerer
+        if (job.settings or job.budget_ms is not None) and answerer.index is not None:
+            answerer.refresh()  # the server's own answerer sees a new generation first
         if job.settings:  # this question's own method settings, through the method's hook
-            if answerer.index is not None:
-                answerer.refresh()
             answerer = answerer.with_method(answerer.method.with_settings(**job.settings))
+        if job.budget_ms is not None:  # checked before it was queued
+            answerer = answerer.within(job.budget_ms)
         job.future.set_result(answerer.answer(job.question, job.top))
 
 
@@ -317,13 +325,14 @@ class Service:
                 "validation",
                 f"{' and '.join(refused)}: --method {self.answerer.method.name} takes {takes}",
             )
-        answerer = self.answerer
-        if req.budget_ms is not None:  # the measured setting within it, on the models as loaded
+        if req.budget_ms is not None:  # a measured setting exists for the models as loaded
             try:
-                answerer = answerer.within(req.budget_ms)
+                self.answerer.within(req.budget_ms)
             except ConfigError as err:
                 raise RequestError(400, "validation", f"budget_ms: {err}") from None
-        found: Answer = await self._await(self.answers.submit, answerer, req.question, req.top, settings)
+        found: Answer = await self._await(
+            self.answers.submit, self.answerer, req.question, req.top, settings, req.budget_ms
+        )
         self.metrics.layer_units.labels("answer").inc(found.cost.layer_units)
         self.metrics.inferences.labels("answer").inc(found.inferences)
         return found

@@ -253,6 +253,5 @@ def test_budget_ms_says_what_it_chose(sieveqa, demo_index, tiny_cascade, tmp_pat
         and "no measured setting answers within 50 ms" in answer["budget"]["note"]
     )
     result = sieveqa("answer", *args, "--budget-ms", "100", "--drop-ratios", "0.3")
-    assert (
-        one_error_line(result) == "error: --budget-ms chooses the models' settings itself; drop drop_ratios"
-    )
+    said = one_error_line(result)
+    assert said == "error: --budget-ms chooses the method's settings itself; drop --drop-ratios"

@@ -217,6 +217,11 @@ def test_budget_ms_moves_a_served_cascades_passages_and_drop_ratio(
             and got["budget"]["drop_ratios"] == [0.5]
         )
         assert got["budget"]["note"] == ""
+        # A budget request sees the index's new generation through the server's own answerer (it
+        # used to refresh a copy, reopening the index on every request and never sweeping the old one).
+        CorpusIndex.open(index.path).append([Document("c", "Owls hunt at night. The answer is mice.")])
+        assert c.post("/answer", json={"question": QUESTION, "budget_ms": 50}).status_code == 200
+        assert len(answerer.index) == len(CorpusIndex.open(index.path))  # the server's own, refreshed
         r = c.post("/answer", json={"question": QUESTION, "budget_ms": -1})
         assert r.status_code == 422 and "budget_ms" in r.json()["error"]
     monkeypatch.setattr(budget, "BUDGETS", tmp_path / "missing.json")

@@ -19,7 +19,7 @@ from typing import Any
 from sieveqa import registry
 from sieveqa.data.corpus import RETRIEVERS, CorpusIndex, Embedder, IndexedPassage
 from sieveqa.encoder import Cost
-from sieveqa.errors import ConfigError, MissingExtraError, ModelFormatError
+from sieveqa.errors import ConfigError, DeviceError, MissingExtraError, ModelFormatError
 from sieveqa.runtime.answer.budget import Choice, choose, load_settings
 from sieveqa.runtime.answer.confidence import Confidence, load_confidence
 from sieveqa.runtime.answer.fusion import Fusion
@@ -235,11 +235,15 @@ def _within_budget(
 ) -> Answerer:
     """``load_answerer`` at the best measured setting within ``budget_ms``; one whose export is not
     made here (int8) or whose library is missing gives way to the next."""
-    chosen = sorted(k for k in ("drop_ratios", "reranker", "ranker") if options.get(k) is not None)
-    if chosen:
-        raise ConfigError(f"--budget-ms chooses the models' settings itself; drop {', '.join(chosen)}")
     method_options(method, options)  # a bad option fails before the table is read
+    chosen = sorted(k for k, v in options.items() if v is not None)
+    if chosen:  # the table's numbers are for the method's measured models and settings only
+        flags = ", ".join("--" + k.replace("_", "-") for k in chosen)
+        raise ConfigError(f"--budget-ms chooses the method's settings itself; drop {flags}")
     settings, note = load_settings()
+    if min_confidence is not None or confidence is not None:  # abstention asked: calibrated models only
+        calibration = load_confidence(confidence).get(method)
+        settings = [s for s in settings if calibration is None or calibration.applies_to(dict(s.models))]
     skipped = []
     for choice in choose(budget_ms, method, settings, note=note):
         try:
@@ -248,12 +252,15 @@ def _within_budget(
                 confidence=confidence, min_confidence=min_confidence,
                 **options, **choice.setting.load_options(),
             )  # fmt: skip
-        except (ModelFormatError, MissingExtraError) as err:
+        except (ModelFormatError, MissingExtraError, DeviceError) as err:
             skipped.append(f"{choice.setting.system}: {err}")
             continue
+        if answerer.confidence is None and load_confidence(confidence).get(method) is not None:
+            unsure = "no confidence is calibrated for these models: it never abstains"
+            choice = replace(choice, note=f"{choice.note}; {unsure}" if choice.note else unsure)
         answerer.budget = choice
         if skipped:
-            log.info("--budget-ms skipped %s", "; ".join(skipped))
+            log.warning("--budget-ms skipped %s", "; ".join(skipped))
         if choice.note:
             log.warning("--budget-ms %g: %s", budget_ms, choice.note)
         return answerer

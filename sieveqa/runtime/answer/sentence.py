@@ -163,7 +163,7 @@ class Peasi(AnswerMethod):
         if alpha is None:
             return self
         method = type(self)(_with_alpha(self.reranker, alpha, "reranker"), self.selector, self.fusion)
-        method.model_names = self.model_names
+        method.model_names = getattr(self, "model_names", {})
         return method
 
     def run(self, question: str, passages: Sequence[IndexedPassage], top: int) -> AnswerRun:

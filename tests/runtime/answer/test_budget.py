@@ -95,8 +95,26 @@ def test_load_answerer_skips_a_setting_whose_export_is_missing(tmp_path, monkeyp
     answerer = load_answerer("cascade", str(index.path), budget_ms=100)
     assert answerer.budget.setting == works and answerer.retrieve == 3  # int8 was never exported here
     assert answerer.method.ranker.ranker.drop_ratios == [0.3, 0.3, 0.3]
-    with pytest.raises(ConfigError, match=r"^--budget-ms chooses the models' settings itself; drop ranker$"):
+    with pytest.raises(
+        ConfigError, match=r"^--budget-ms chooses the method's settings itself; drop --ranker$"
+    ):
         load_answerer("cascade", str(index.path), budget_ms=100, ranker=str(folder))
+    with pytest.raises(ConfigError, match=r"itself; drop --fusion$"):  # the table measured its own fusion
+        load_answerer("cascade", str(index.path), budget_ms=100, fusion="none")
+
+
+def test_a_hand_built_peasi_moves_its_drop_ratios(tmp_path, monkeypatch, tiny_cascade) -> None:
+    from sieveqa.runtime.answer.sentence import Peasi
+    from sieveqa.runtime.cascade import CascadeRanker
+    from tests.fakes import KeywordSelector
+
+    index = CorpusIndex.build(DOCS, tmp_path / "idx", CorpusOptions(passage_tokens=8))
+    answerer = Answerer(Peasi(CascadeRanker(tiny_cascade, drop_ratios=0.0), KeywordSelector()), index)
+    _table(
+        tmp_path, monkeypatch, [_setting(40, 0.5, method="peasi", retrieve=3, drop_ratios=(0.5,)).as_dict()]
+    )
+    quick = answerer.within(100)  # a method without model names (built by hand) raised AttributeError
+    assert quick.method.reranker.drop_ratios == [0.5, 0.5, 0.5] and quick.retrieve == 3
 
 
 def test_a_methods_system_is_found_through_its_fusion(tiny_model, tiny_cascade) -> None:
