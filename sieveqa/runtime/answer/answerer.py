@@ -241,8 +241,8 @@ def _within_budget(
         flags = ", ".join("--" + k.replace("_", "-") for k in chosen)
         raise ConfigError(f"--budget-ms chooses the method's settings itself; drop {flags}")
     settings, note = load_settings()
+    calibration = load_confidence(confidence).get(method)
     if min_confidence is not None or confidence is not None:  # abstention asked: calibrated models only
-        calibration = load_confidence(confidence).get(method)
         settings = [s for s in settings if calibration is None or calibration.applies_to(dict(s.models))]
     skipped = []
     for choice in choose(budget_ms, method, settings, note=note):
@@ -255,7 +255,7 @@ def _within_budget(
         except (ModelFormatError, MissingExtraError, DeviceError) as err:
             skipped.append(f"{choice.setting.system}: {err}")
             continue
-        if answerer.confidence is None and load_confidence(confidence).get(method) is not None:
+        if answerer.confidence is None and calibration is not None:
             unsure = "no confidence is calibrated for these models: it never abstains"
             choice = replace(choice, note=f"{choice.note}; {unsure}" if choice.note else unsure)
         answerer.budget = choice

@@ -56,8 +56,10 @@ def _drop_ratios() -> Any:
 
 def parse_ratios(text: str | float | Sequence[float] | None) -> tuple[float, ...] | None:
     """``--drop-ratios``: ``0.3`` or ``0.5,0.3,0,0`` (numbers pass through; None: the saved ones)."""
-    if text is None or isinstance(text, int | float):
-        return None if text is None else (float(text),)
+    if text is None:
+        return None
+    if isinstance(text, int | float):
+        return (float(text),)
     if not isinstance(text, str):
         return tuple(float(x) for x in text)
     try:
@@ -201,7 +203,8 @@ class Peasi(AnswerMethod):
             matrix, cost = self.reranker.score_matrix(
                 [question] * len(passages), [p.text for p in passages], windows=True
             )
-            return matrix[:, -1].tolist(), matrix[:, -1].tolist(), cost
+            last = matrix[:, -1].tolist()
+            return last, last, cost
         # A cascade: passages dropped at an exit sort below those that went on (no windows: a
         # passage longer than the model reads is cut).
         example = RankingExample(
