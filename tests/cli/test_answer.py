@@ -255,3 +255,12 @@ def test_budget_ms_says_what_it_chose(sieveqa, demo_index, tiny_cascade, tmp_pat
     result = sieveqa("answer", *args, "--budget-ms", "100", "--drop-ratios", "0.3")
     said = one_error_line(result)
     assert said == "error: --budget-ms chooses the method's settings itself; drop --drop-ratios"
+
+
+def test_bad_drop_ratios_are_one_line(sieveqa, demo_index, saved_tiny, tiny_cascade, tmp_path: Path) -> None:
+    cascade = tiny_cascade.save_pretrained(tmp_path / "cascade")
+    args = ["q?", "--index", demo_index, "--method", "cascade"]
+    line = one_error_line(sieveqa("answer", *args, "--ranker", cascade, "--drop-ratios", "half"))
+    assert line == "error: --drop-ratios must be numbers separated by commas, got 'half'"
+    line = one_error_line(sieveqa("answer", *args, "--ranker", saved_tiny, "--drop-ratios", "0.3"))
+    assert line.endswith("is a cross-encoder model, which takes no runtime policy (drop_ratios)")
