@@ -25,7 +25,7 @@ from typing import Any
 from sieveqa.data.records import RankingExample
 from sieveqa.encoder import Cost
 from sieveqa.models.base import Ranker
-from sieveqa.serving.worker import Job, QueueFullError, Worker
+from sieveqa.serving.worker import Job, ModelThread, QueueFullError, Worker
 
 __all__ = ["BatchStats", "MicroBatcher", "QueueFullError", "Scored", "score_batch"]
 
@@ -74,8 +74,9 @@ class MicroBatcher(Worker[_Job]):
         max_wait: float = 0.002,
         max_queue: int = 512,
         on_batch: Callable[[BatchStats], None] | None = None,
+        thread: ModelThread | None = None,
     ) -> None:
-        super().__init__(max_queue, "sieveqa-batcher")
+        super().__init__(max_queue, "sieveqa-batcher", thread)
         self.max_tokens, self.max_wait = max_tokens, max_wait
         self.on_batch = on_batch
         self._free_since, self._last_size = 0.0, 0  # when the last batch ended, and its requests

@@ -13,6 +13,7 @@ or ``serve run sieveqa.serving.ray_serve:build model=default num_replicas=2`` on
 from __future__ import annotations
 
 import asyncio
+import functools
 import math
 import time
 from collections import defaultdict
@@ -85,7 +86,8 @@ class RayService(Service):
         for rows in by_ranker.values():
             ranker = jobs[rows[0]][1]
             examples, arrived = [jobs[i][0] for i in rows], [jobs[i][2] for i in rows]
-            done, stats = await asyncio.to_thread(score_batch, ranker, examples, arrived)
+            job = functools.partial(score_batch, ranker, examples, arrived)
+            done, stats = await asyncio.wrap_future(self.thread.submit(job))  # the models' one thread
             self.metrics.batch(stats)
             rate = max(stats.pairs, 1) / max(stats.seconds, 1e-9)
             self._rate = rate if self._rate == 0 else 0.8 * self._rate + 0.2 * rate

@@ -31,7 +31,7 @@ from sieveqa.serving.batcher import MicroBatcher, Scored
 from sieveqa.serving.metrics import Metrics
 from sieveqa.serving.settings import Batching, Limits
 from sieveqa.serving.wire import AnswerRequest, RerankRequest
-from sieveqa.serving.worker import Job, QueueFullError, Worker
+from sieveqa.serving.worker import Job, ModelThread, QueueFullError, Worker
 
 #: The request fields that change the ranker (``Ranker.request_settings`` says which it takes).
 REQUEST_SETTINGS = ("alpha", "budget")
@@ -64,8 +64,8 @@ class AnswerQueue(Worker[_Question]):
     """Questions over the index, answered one at a time on one thread (the answerer's models are
     not shared between threads); ``retry_after`` comes from the measured seconds per question."""
 
-    def __init__(self, max_queue: int) -> None:
-        super().__init__(max_queue, "sieveqa-answers")
+    def __init__(self, max_queue: int, thread: ModelThread | None = None) -> None:
+        super().__init__(max_queue, "sieveqa-answers", thread)
 
     def submit(
         self,
@@ -113,18 +113,22 @@ class Service:
         index: str | None = None,
         limits: Limits | None = None,
         batching: Batching | None = None,
+        thread: ModelThread | None = None,
     ) -> None:
         self.ranker, self.answerer, self.name, self.index = ranker, answerer, name, index
+        #: Runs every model of this service: /rerank's batches and /answer's questions (worker.py says why).
+        self.thread = thread or ModelThread()
         self.limits = limits = limits or Limits()
         batching = batching or Batching()
         self.model = pair_model(ranker)
         if self.model is not None:  # a /rerank check's tokens are reused when its batch runs
             self.model.featurizer.remember(_REMEMBERED_TEXTS)
         self.metrics = Metrics(lambda: self.queue_depth)
+        wait_s = batching.max_wait_ms / 1000
         self.batcher = MicroBatcher(
-            batching.max_tokens, batching.max_wait_ms / 1000, limits.max_queue, self.metrics.batch
+            batching.max_tokens, wait_s, limits.max_queue, self.metrics.batch, self.thread
         )
-        self.answers = AnswerQueue(limits.max_queue)
+        self.answers = AnswerQueue(limits.max_queue, self.thread)
         self._settings: OrderedDict[tuple[tuple[str, object], ...], Ranker] = OrderedDict()
         self._settings_lock = threading.Lock()
         self._draining = False
@@ -146,10 +150,16 @@ class Service:
         """The ranker ``model`` (a shipped name or folder; a cascade with its saved policy) and, given a
         corpus ``index``, an answerer with ``method`` (``answer_options`` as ``load_answerer`` takes)."""
         settings = {"device": device, "precision": precision, "batch_size": batch_size, "backend": backend}
-        answerer = None
-        if index is not None:  # a bad index is refused before any model loads
-            answerer = load_answerer(method, index, **answer_options, **settings)
-        return cls(load_ranker(model, **settings), answerer, model, index, limits, batching)
+        thread = ModelThread()  # the models load on the thread that will run them
+
+        def models() -> tuple[Ranker, Answerer | None]:
+            answerer = None
+            if index is not None:  # a bad index is refused before any model loads
+                answerer = load_answerer(method, index, **answer_options, **settings)
+            return load_ranker(model, **settings), answerer
+
+        ranker, answerer = thread.call(models)
+        return cls(ranker, answerer, model, index, limits, batching, thread)
 
     @property
     def kind(self) -> str:

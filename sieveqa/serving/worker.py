@@ -1,12 +1,20 @@
-"""One worker thread behind a bounded queue: the base of the micro-batcher (``/rerank``) and of the
-answer queue (``/answer``).
+"""Bounded queues of jobs and the one thread that works them off: the base of the micro-batcher
+(``/rerank``) and of the answer queue (``/answer``).
 
-Threads: the event loop only checks requests and ``submit``s them; the worker thread takes jobs and
-runs the models; each job's :class:`~concurrent.futures.Future` carries its result back. A job whose
-future was cancelled while it waited (the client went away, its deadline passed, a proxy timed out)
-is dropped when taken, never worked on. A failing job fails its own futures, never the worker: the
-thread ends only when ``stop`` has drained the queue, and ``ready`` says whether it still takes work
-(``/health`` answers 503 otherwise). ``retry_after`` is the queued work at the measured rate.
+Threads: the event loop only checks requests and ``submit``s them; a :class:`ModelThread` takes jobs
+and runs the models; each job's :class:`~concurrent.futures.Future` carries its result back. A job
+whose future was cancelled while it waited (the client went away, its deadline passed, a proxy timed
+out) is dropped when taken, never worked on. A failing job fails its own futures, never the thread:
+it ends only when every worker on it was stopped and drained, and ``ready`` says whether a worker
+still takes work (``/health`` answers 503 otherwise). ``retry_after`` is the queued work at the
+measured rate.
+
+Why one thread for every model of a process: PyTorch's CPU kernels run on an OpenMP team per calling
+thread, and GNU OpenMP stops spinning between parallel regions once its threads outnumber the CPUs.
+Two threads that have each run a model (the one that loaded it, the batcher, the answer queue) make
+every kernel wake sleeping threads; on 2 cores that cost a third of the throughput
+(docs/RESULTS.md, "The service's missing cores"). So a service loads its models on its ModelThread
+(``call``) and every worker it has shares that thread.
 """
 
 from __future__ import annotations
@@ -17,6 +25,7 @@ import threading
 import time
 from abc import ABC, abstractmethod
 from collections import deque
+from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
@@ -46,16 +55,96 @@ class Job:
 J = TypeVar("J", bound=Job)
 
 
-class Worker(ABC, Generic[J]):
-    """A bounded FIFO of jobs and the one thread that works them off."""
+class ModelThread:
+    """One thread that works off the jobs of several workers, the oldest job first, and runs any
+    other model work of the process (``call``), so that all of it shares one OpenMP team."""
 
-    def __init__(self, max_queue: int, name: str) -> None:
-        self.max_queue, self.name = max_queue, name
-        self._pending: deque[J] = deque()
-        self._cond = threading.Condition()
-        self._stopping = False
-        self._rate = 0.0  # units per second, a moving average over batches
+    def __init__(self, name: str = "sieveqa-models") -> None:
+        self.name = name
+        self.cond = threading.Condition()
+        self.workers: list[Worker[Any]] = []
+        self._calls: deque[tuple[Callable[[], Any], Future[Any]]] = deque()
         self._thread: threading.Thread | None = None
+
+    @property
+    def alive(self) -> bool:
+        return self._thread is not None and self._thread.is_alive()
+
+    def start(self) -> None:
+        """Start the thread (once; later calls do nothing while it runs)."""
+        with self.cond:
+            if not self.alive:
+                self._thread = threading.Thread(target=self._loop, name=self.name, daemon=True)
+                self._thread.start()
+
+    def submit(self, fn: Callable[[], Any]) -> Future[Any]:
+        """Queue ``fn`` to run on this thread (started if need be) before any waiting job; the
+        future gets its result or exception."""
+        future: Future[Any] = Future()
+        self.start()
+        with self.cond:
+            self._calls.append((fn, future))
+            self.cond.notify_all()
+        return future
+
+    def call(self, fn: Callable[[], Any]) -> Any:
+        """Run ``fn`` on this thread and return its result (or raise its exception): how a service
+        loads its models. Called on the thread itself, it just runs ``fn``."""
+        if threading.current_thread() is self._thread:
+            return fn()
+        return self.submit(fn).result()
+
+    def join(self, timeout: float | None = None) -> None:
+        """Wait for the thread to end (it does once every worker is stopped and drained)."""
+        if self._thread is not None and self._thread is not threading.current_thread():
+            self._thread.join(timeout)
+
+    def _finished(self) -> bool:
+        return bool(self.workers) and all(w.stopping for w in self.workers)
+
+    def _loop(self) -> None:
+        while True:
+            with self.cond:
+                while not self._calls and not any(w._pending for w in self.workers) and not self._finished():
+                    self.cond.wait()
+                if self._calls:
+                    fn, future = self._calls.popleft()
+                    worker, taken = None, []
+                else:
+                    waiting = [w for w in self.workers if w._pending]
+                    if not waiting:  # every worker stopped, nothing left
+                        return
+                    worker = min(waiting, key=lambda w: w._pending[0].enqueued)
+                    worker.busy = True
+                    taken = worker._take()
+            if worker is None:
+                try:
+                    future.set_result(fn())
+                except BaseException as err:  # the caller's failure, never the thread's
+                    future.set_exception(err)
+                continue
+            try:
+                worker._run(taken)
+            finally:
+                with self.cond:
+                    worker.busy = False
+                    self.cond.notify_all()
+
+
+class Worker(ABC, Generic[J]):
+    """A bounded FIFO of jobs, worked off on a :class:`ModelThread` (its own unless one is given, to
+    share with other workers)."""
+
+    def __init__(self, max_queue: int, name: str, thread: ModelThread | None = None) -> None:
+        self.max_queue, self.name = max_queue, name
+        self.thread = thread or ModelThread(name)
+        self.thread.workers.append(self)
+        self._pending: deque[J] = deque()
+        self._cond = self.thread.cond
+        self._stopping = False
+        self._started = False
+        self.busy = False  # a batch of this worker's is being worked on
+        self._rate = 0.0  # units per second, a moving average over batches
 
     @property
     def depth(self) -> int:
@@ -70,19 +159,21 @@ class Worker(ABC, Generic[J]):
     @property
     def ready(self) -> bool:
         """Whether the worker runs and takes new jobs (not stopped, not draining)."""
-        return self._thread is not None and self._thread.is_alive() and not self._stopping
+        return self._started and self.thread.alive and not self._stopping
 
     def start(self) -> None:
-        self._thread = threading.Thread(target=self._loop, name=self.name, daemon=True)
-        self._thread.start()
+        self._started = True
+        self.thread.start()
 
     def stop(self, timeout: float | None = None) -> None:
-        """Finish every queued job, then end the worker."""
+        """Finish every queued job, then refuse more (the thread ends when its last worker stops)."""
         with self._cond:
             self._stopping = True
             self._cond.notify_all()
-        if self._thread is not None:
-            self._thread.join(timeout)
+            if self.thread.alive and threading.current_thread() is not self.thread._thread:
+                self._cond.wait_for(lambda: not self._pending and not self.busy, timeout)
+        if self.thread._finished():
+            self.thread.join(timeout)
 
     def retry_after(self) -> float:
         """Seconds the queued work takes at the measured rate (at least 1)."""
@@ -98,33 +189,27 @@ class Worker(ABC, Generic[J]):
             if len(self._pending) >= self.max_queue:
                 raise QueueFullError(len(self._pending), self.retry_after())
             self._pending.append(job)
-            self._cond.notify()
+            self._cond.notify_all()
         return job.future
 
-    def _loop(self) -> None:
-        while True:
-            with self._cond:
-                while not self._pending and not self._stopping:
-                    self._cond.wait()
-                if not self._pending:
-                    return
-                taken = self._take()
-            # A cancelled future cannot be claimed; a claimed one can no longer be cancelled.
-            live = [job for job in taken if job.future.set_running_or_notify_cancel()]
-            if not live:
-                continue
-            started = time.monotonic()
-            try:
-                self._work(live)
-            except BaseException as err:  # the jobs' failure, never the worker's
-                if not isinstance(err, Exception):
-                    log.error("%s: a job raised %s", self.name, type(err).__name__)
-                for job in live:
-                    if not job.future.done():
-                        job.future.set_exception(err)
-            else:
-                self._measure(sum(j.units for j in live), time.monotonic() - started)
-            self._done(live)
+    def _run(self, taken: list[J]) -> None:
+        """Work the taken jobs still wanted (on the model thread, not holding the lock)."""
+        # A cancelled future cannot be claimed; a claimed one can no longer be cancelled.
+        live = [job for job in taken if job.future.set_running_or_notify_cancel()]
+        if not live:
+            return
+        started = time.monotonic()
+        try:
+            self._work(live)
+        except BaseException as err:  # the jobs' failure, never the thread's
+            if not isinstance(err, Exception):
+                log.error("%s: a job raised %s", self.name, type(err).__name__)
+            for job in live:
+                if not job.future.done():
+                    job.future.set_exception(err)
+        else:
+            self._measure(sum(j.units for j in live), time.monotonic() - started)
+        self._done(live)
 
     def _measure(self, units: int, seconds: float) -> None:
         rate = max(units, 1) / max(seconds, 1e-9)

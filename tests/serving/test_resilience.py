@@ -135,7 +135,9 @@ def test_health_is_503_when_the_workers_are_down_or_draining() -> None:
         service.batcher.stop(5)  # as at shutdown: draining
         r = c.get("/health")
         assert (r.status_code, r.json()["status"]) == (503, "draining")
-        service.batcher._stopping = False  # its thread has ended without a stop: down
+        service.answers.stop(5)  # the last worker on the models' thread: the thread ends
+        assert not service.thread.alive
+        service.batcher._stopping = service.answers._stopping = False  # ended without a stop: down
         r = c.get("/health")
         assert (r.status_code, r.json()["status"]) == (503, "down")
 

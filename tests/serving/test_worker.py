@@ -4,13 +4,15 @@ worker, and the queue's state is what /health reports."""
 from __future__ import annotations
 
 import asyncio
+import threading
 from concurrent.futures import CancelledError
 
 import pytest
 
 from sieveqa.data.records import Candidate, Question, RankingExample
 from sieveqa.serving.batcher import MicroBatcher
-from sieveqa.serving.worker import Job, QueueFullError, Worker
+from sieveqa.serving.service import AnswerQueue, Service
+from sieveqa.serving.worker import Job, ModelThread, QueueFullError, Worker
 from tests.serving.conftest import RecordingRanker
 
 
@@ -124,3 +126,69 @@ def test_cancelled_jobs_hold_no_place_in_the_queue() -> None:
     ranker.gate.set()
     assert kept.result(5).scores == [4.0]
     batcher.stop(5)
+
+
+class _ThreadAnswerer:
+    """An answerer that only says which thread answered."""
+
+    index = None
+
+    def answer(self, question: str, top: int) -> str:
+        return threading.current_thread().name
+
+
+def test_a_service_loads_scores_and_answers_on_one_thread(monkeypatch) -> None:
+    """Two threads that have each run a model make GNU OpenMP stop spinning: the service lost a
+    third of its throughput on 2 cores while its loader, batcher and answer queue were three threads."""
+    import sieveqa.serving.service as service_module
+
+    loaded_on: list[str] = []
+
+    def load(model: str, **settings: object) -> RecordingRanker:
+        loaded_on.append(threading.current_thread().name)
+        return ThreadRanker()
+
+    class ThreadRanker(RecordingRanker):
+        def run(self, examples, progress=False):  # type: ignore[no-untyped-def]
+            self.calls.append([threading.current_thread().name])
+            return super().run(examples, progress)
+
+    monkeypatch.setattr(service_module, "load_ranker", load)
+    service = Service.load("anything")
+    service.start()
+    service.batcher.submit(_example("q"), 1, service.ranker).result(5)
+    answered_on = service.answers.submit(_ThreadAnswerer(), "q", 1).result(5)  # type: ignore[arg-type]
+    service.stop()
+    assert loaded_on == [service.thread.name] == service.ranker.calls[0] == [answered_on]
+    assert threading.current_thread().name not in loaded_on
+    assert not service.thread.alive  # both workers stopped: the thread ended
+
+
+def test_workers_sharing_a_thread_take_the_oldest_job_first_and_stop_one_by_one() -> None:
+    thread = ModelThread("shared")
+    ranker = RecordingRanker()
+    batcher = MicroBatcher(max_wait=0.0, thread=thread)
+    answers = AnswerQueue(4, thread)
+    batcher.start()
+    answers.start()
+    ranker.gate.clear()
+    batcher.submit(_example("held"), 1, ranker)
+    assert ranker.entered.wait(5)
+    first = answers.submit(_ThreadAnswerer(), "first", 1)  # type: ignore[arg-type]
+    second = batcher.submit(_example("second"), 1, ranker)
+    ranker.gate.set()
+    assert first.result(5) == "shared" and second.result(5).scores == [4.0]
+    assert ranker.calls == [["held"], ["second"]]
+    batcher.stop(5)
+    assert thread.alive and answers.ready and not batcher.ready  # the answer queue still works
+    assert answers.submit(_ThreadAnswerer(), "later", 1).result(5) == "shared"  # type: ignore[arg-type]
+    answers.stop(5)
+    assert not thread.alive
+
+
+def test_a_call_runs_on_the_thread_and_raises_what_it_raised() -> None:
+    thread = ModelThread("calls")
+    assert thread.call(lambda: threading.current_thread().name) == "calls"
+    with pytest.raises(ZeroDivisionError):
+        thread.call(lambda: 1 / 0)
+    assert thread.call(lambda: thread.call(lambda: 7)) == 7  # from the thread itself: no deadlock
