@@ -69,6 +69,7 @@ _EXPORTS = {
     "load_model": "sieveqa.models",
     "Answer": "sieveqa.runtime",
     "Answerer": "sieveqa.runtime",
+    "answer": "sieveqa.runtime",
     "load_answerer": "sieveqa.runtime",
     "AnswerStore": "sieveqa.runtime",
     "CascadePolicy": "sieveqa.runtime",
@@ -156,6 +157,7 @@ if TYPE_CHECKING:
         SequentialRanker,
         StoreHit,
         StoreRanker,
+        answer,
         load_answerer,
         load_ranker,
     )

@@ -1,9 +1,11 @@
 """``sieveqa export``: a model's body as per-layer ONNX Runtime or OpenVINO graphs, fp32 or static int8
-calibrated on a dev slice, for ``--backend onnx|openvino``."""
+calibrated on a dev slice, for ``--backend onnx|openvino``; or (``--format hf OUT``) a whole
+cross-encoder as a Hugging Face folder that transformers and sentence-transformers load."""
 
 from __future__ import annotations
 
 import random
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
@@ -23,7 +25,15 @@ def export(
     model: Annotated[
         str, typer.Argument(help="a shipped model (default, peasi-pr, reader, ...) or a folder")
     ],
-    fmt: Annotated[str, typer.Option("--format", "-f", help="onnx (ONNX Runtime) or openvino")] = "onnx",
+    out: Annotated[
+        Path | None, typer.Argument(help="with --format hf: the folder to write (new or empty)")
+    ] = None,
+    fmt: Annotated[
+        str,
+        typer.Option(
+            "--format", "-f", help="onnx (ONNX Runtime), openvino, or hf (a Hugging Face folder, to OUT)"
+        ),
+    ] = "onnx",
     int8: Annotated[
         bool, typer.Option("--int8", help="static int8, activation ranges calibrated on --calibrate")
     ] = False,
@@ -39,13 +49,20 @@ def export(
 ) -> None:
     """Export MODEL's transformer layers, one graph per layer, so every exit and scheduler keeps working
     (embeddings and heads stay in torch). The export goes to the cache, keyed by the body's
-    fingerprint, where `--backend onnx|openvino` finds it; an fp32 export is also made on first use."""
+    fingerprint, where `--backend onnx|openvino` finds it; an fp32 export is also made on first use.
+    With `--format hf OUT`, a cross-encoder becomes a folder that
+    `sentence_transformers.CrossEncoder(OUT)` and `AutoModelForSequenceClassification` load."""
     from sieveqa.encoder import SteppableEncoder
     from sieveqa.exported import FORMATS, build_export
     from sieveqa.models.zoo import load_model
 
+    if fmt == "hf":
+        _export_hf(model, out, int8, calibrate)
+        return
     if fmt not in FORMATS:
-        raise ConfigError(f"--format must be one of {', '.join(FORMATS)}, got {fmt!r}")
+        raise ConfigError(f"--format must be one of {', '.join(FORMATS)} or hf, got {fmt!r}")
+    if out is not None:
+        raise ConfigError(f"OUT is for --format hf; a {fmt} export goes to the cache (sieveqa finds it)")
     if calibrate is not None and not int8:
         raise ConfigError("--calibrate goes with --int8 (an fp32 export needs no calibration)")
     loaded = load_model(model)
@@ -71,6 +88,22 @@ def export(
         console.print(f"exported {model} ({encoder.num_layers} layers, {fmt} {kind}) to {folder}")
     precision = " --precision int8" if int8 else ""
     console.print(f"use it with --backend {fmt}{precision}")
+
+
+def _export_hf(model: str, out: Path | None, int8: bool, calibrate: str | None) -> None:
+    from sieveqa.exported.hf import export_hf, hf_refusal
+    from sieveqa.models.zoo import load_model
+
+    if out is None:
+        raise ConfigError("--format hf needs OUT, the folder to write")
+    if int8 or calibrate is not None:
+        raise ConfigError("--format hf writes fp32 weights; --int8 and --calibrate are for onnx and openvino")
+    loaded = load_model(model)
+    refusal = hf_refusal(loaded)
+    if refusal is not None:
+        raise ConfigError(f"{model}: {refusal}")
+    export_hf(loaded.configure(precision="fp32"), out)
+    console.print(f"exported {model} to {out}: sentence_transformers.CrossEncoder({str(out)!r}) loads it")
 
 
 def _calibration(loaded: EncoderModel, dataset: str, rows: int, seed: int) -> list[dict[str, Any]]:

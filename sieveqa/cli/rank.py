@@ -113,7 +113,7 @@ def rank(
         drop_ratios=float_list(alpha, "--alpha"),
     )
     # A bar only where scoring takes long enough to watch (a few seconds on this CPU).
-    ranked = ranker.rank(examples, progress=sum(len(e.candidates) for e in examples) > 500)
+    ranked = ranker.rank_examples(examples, progress=sum(len(e.candidates) for e in examples) > 500)
     for ex, answers in zip(examples, ranked, strict=True):
         console.print(f"[bold]{shorten(ex.question.text, SHOWN)}[/bold]  [dim]({ex.qid})[/dim]", markup=True)
         for s in answers[:top]:

@@ -24,7 +24,7 @@ def test_scores_do_not_depend_on_batching(tiny_model, example_jsonl: Path) -> No
 
 def test_rank_sorts_by_score(tiny_model, example_jsonl: Path) -> None:
     examples = read_jsonl(example_jsonl)
-    for ex, ranked in zip(examples, tiny_model.rank(examples), strict=True):
+    for ex, ranked in zip(examples, tiny_model.rank_examples(examples), strict=True):
         assert [s.rank for s in ranked] == list(range(1, len(ex.candidates) + 1))
         scores = [s.score for s in ranked]
         assert scores == sorted(scores, reverse=True)

@@ -49,9 +49,11 @@ def test_loads_in_one_line_with_its_tuned_ratios_and_last_exit_equal_to_its_body
     assert torch.allclose(got, want, atol=1e-4)
     # Unpruned it ranks as its body does (every answer first); with the saved ratios (tuned on
     # SQuAD-AS2's ~140 candidates per question) it spends less and still ranks every candidate.
-    assert all(r[0].candidate.label == 1 for r in CascadeRanker(cascade, drop_ratios=0.0).rank(examples))
+    assert all(
+        r[0].candidate.label == 1 for r in CascadeRanker(cascade, drop_ratios=0.0).rank_examples(examples)
+    )
     run = CascadeRanker(cascade).run(examples)
     assert run.relative_cost < 0.8
-    assert sorted(len(r) for r in CascadeRanker(cascade).rank(examples)) == sorted(
+    assert sorted(len(r) for r in CascadeRanker(cascade).rank_examples(examples)) == sorted(
         len(e.candidates) for e in examples
     )

@@ -25,7 +25,7 @@ def test_shipped_files_are_small() -> None:
 
 def test_example_file_answers_rank_first(default_model: CrossEncoder, example_jsonl: Path) -> None:
     examples = read_jsonl(example_jsonl)
-    for ex, ranked in zip(examples, default_model.rank(examples), strict=True):
+    for ex, ranked in zip(examples, default_model.rank_examples(examples), strict=True):
         assert ranked[0].candidate.label == 1, (ex.question.text, ranked[0].candidate.text)
 
 

@@ -109,8 +109,8 @@ def test_real_cascade_equals_the_simulation_from_unpruned_scores(tiny_cascade, r
 
 def test_packing_and_mini_batch_size_do_not_change_the_ranking(tiny_cascade) -> None:
     examples = _examples([6, 11, 3, 8])
-    a = CascadeRanker(tiny_cascade, 0.4, batch_size=64, max_rows=4096).rank(examples)
-    b = CascadeRanker(tiny_cascade, 0.4, batch_size=2, max_rows=1).rank(examples)
+    a = CascadeRanker(tiny_cascade, 0.4, batch_size=64, max_rows=4096).rank_examples(examples)
+    b = CascadeRanker(tiny_cascade, 0.4, batch_size=2, max_rows=1).rank_examples(examples)
     assert [[s.candidate.id for s in r] for r in a] == [[s.candidate.id for s in r] for r in b]
     assert all([s.rank for s in r] == list(range(1, len(r) + 1)) for r in a)
 
@@ -170,7 +170,7 @@ def test_a_question_larger_than_max_rows_stays_whole(tiny_cascade) -> None:
 def test_questions_without_candidates_keep_their_place(tiny_cascade) -> None:
     examples = _examples([3, 0, 4, 0])
     ranker = CascadeRanker(tiny_cascade, 0.5, max_rows=3)
-    ranked = ranker.rank(examples)
+    ranked = ranker.rank_examples(examples)
     assert [len(r) for r in ranked] == [3, 0, 4, 0]
     assert [len(s) for s in ranker.score(examples)] == [3, 0, 4, 0]
     assert ranker.run([]).n_pairs == 0 and ranker.run([]).trace.survivors == [0, 0, 0, 0]
@@ -179,7 +179,9 @@ def test_questions_without_candidates_keep_their_place(tiny_cascade) -> None:
 def test_scores_sort_like_the_cascade_ranking(tiny_cascade) -> None:
     examples = _examples([9, 6])
     ranker = CascadeRanker(tiny_cascade, 0.4)
-    for ex, scores, ranked in zip(examples, ranker.score(examples), ranker.rank(examples), strict=True):
+    for ex, scores, ranked in zip(
+        examples, ranker.score(examples), ranker.rank_examples(examples), strict=True
+    ):
         by_score = sorted(range(len(scores)), key=lambda i: -scores[i])
         assert [ex.candidates[i].id for i in by_score] == [s.candidate.id for s in ranked]
 

@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any
 
 from sieveqa import registry
@@ -283,3 +285,21 @@ def default_fusion(method: str) -> Fusion:
     options = registry.answer_method(method).method_class().options_class
     default = {f.name: f.default for f in dataclasses.fields(options)}.get("fusion", "none")
     return Fusion.parse(default)
+
+
+_LOADED: dict[tuple[str, str, str], Answerer] = {}
+_ANSWERING = threading.Lock()
+
+
+def answer(question: str, index: str | Path, method: str = "peasi", top: int = 1, **options: Any) -> Answer:
+    """Answer ``question`` over the corpus index folder ``index`` (``sieveqa index corpus`` builds
+    one) in one call: ``answer("Who discovered penicillin?", index="my-index").best.text``. The
+    answerer (``method`` with ``options``, as ``load_answerer`` takes them) is loaded on the first
+    call and kept for the next ones with the same arguments; it follows the index as it grows.
+    Calls from several threads take turns (an answerer's models serve one question at a time)."""
+    key = (str(Path(index).resolve()), method, repr(sorted(options.items())))
+    with _ANSWERING:
+        answerer = _LOADED.get(key)
+        if answerer is None:
+            answerer = _LOADED[key] = load_answerer(method, str(index), **options)
+        return answerer.answer(question, top)

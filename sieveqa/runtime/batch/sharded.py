@@ -247,7 +247,7 @@ def rank_shard(ranker: Ranker, source: str | Path, kind: str, shard: Shard, out:
     """Rank one shard and write it, whole or not at all."""
     started = time.perf_counter()
     examples = read_shard(source, kind, shard)
-    ranked = ranker.rank(examples)
+    ranked = ranker.rank_examples(examples)
     write_jsonl(Path(out) / shard.name, (example_dict(e, r) for e, r in zip(examples, ranked, strict=True)))
     pairs = sum(len(e.candidates) for e in examples)
     return ShardDone(shard.index, len(examples), pairs, time.perf_counter() - started)

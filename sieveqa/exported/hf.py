@@ -1,0 +1,106 @@
+"""``sieveqa export MODEL --format hf OUT``: a Hugging Face folder that ``transformers``'
+``AutoModelForSequenceClassification`` and sentence-transformers' ``CrossEncoder`` load as they are,
+and that scores as sieveqa does.
+
+What maps: a cross-encoder with CLS pooling over a BERT or MPNet body (the shipped ``default`` and
+``default-v1-ranker``, ``peasi-pr``). Hugging Face's classes put ``dense`` and ``tanh`` before the
+linear classifier on the first token; sieveqa's head is the linear layer alone. The export sets
+``dense`` to ``eps·I`` and the classifier to ``w/eps``: ``tanh(eps·h)/eps = h - eps²h³/3 + ...``, so
+the logit moves by about ``eps²·Σ|w·h³|/3`` (``EPS`` keeps that far under 1e-4 for these bodies;
+bench/hf_export.py measures it) while the fp32 rounding of ``tanh`` near zero stays relative to
+``eps·h`` and cancels in ``w/eps``. Pairs longer than the model's ``max_length`` are cut differently
+(Hugging Face cuts the longer side first, sieveqa the candidate): only those may score otherwise.
+
+Nothing else has such an equivalent (a cascade's exits, HAS, readers, PEASI's selector, mean pooling):
+asking says so in one line.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import torch
+
+from sieveqa.errors import ConfigError
+
+if TYPE_CHECKING:
+    from sieveqa.models.encoder_model import EncoderModel
+
+#: The pooler's scale: small enough that tanh is linear to fp32 precision at sieveqa's hidden sizes.
+EPS = 1e-4
+#: The body types with a sequence classifier that reads the first token through dense + tanh.
+_CLASSIFIERS = {"bert": "BertForSequenceClassification", "mpnet": "MPNetForSequenceClassification"}
+
+
+def hf_refusal(model: EncoderModel) -> str | None:
+    """Why ``model`` has no Hugging Face sequence-classifier equivalent, or None when it has one."""
+    if model.kind != "cross-encoder":
+        return (
+            f"a {model.kind} has no Hugging Face equivalent: --format hf exports cross-encoders "
+            "(a cascade's exits, HAS, readers and PEASI's selector exist only in sieveqa)"
+        )
+    if model.config.pooling != "cls":
+        return f"pooling {model.config.pooling!r} has no Hugging Face equivalent (it reads the first token)"
+    body = model.encoder.backbone.config.model_type
+    if body not in _CLASSIFIERS:
+        return f"a {body} body has no sequence classifier here (bert and mpnet do)"
+    return None
+
+
+def export_hf(model: EncoderModel, out: Path) -> Path:
+    """Write ``model`` to ``out`` as a Hugging Face sequence classifier with its tokenizer (fp32
+    safetensors; ``max_length`` as the tokenizer's limit); a ConfigError names why it cannot be."""
+    import transformers
+
+    refusal = hf_refusal(model)
+    if refusal is not None:
+        raise ConfigError(refusal)
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        raise ConfigError(f"{out}: exists and is not an empty folder")
+    backbone = model.encoder.backbone
+    body = backbone.config.model_type
+    layers = len(model.encoder.layers)
+    config = type(backbone.config)(
+        **{**backbone.config.to_dict(), "num_labels": 1, "num_hidden_layers": layers}
+    )
+    config.architectures = [_CLASSIFIERS[body]]
+    # sentence-transformers' CrossEncoder reads this: a probability, as sieveqa's `predict` gives.
+    config.sentence_transformers = {"activation_fn": "torch.nn.modules.activation.Sigmoid"}
+    hf = getattr(transformers, _CLASSIFIERS[body])(config).eval()
+    inner = getattr(hf, body)
+    state = {k: v for k, v in backbone.state_dict().items() if not k.startswith("pooler.")}
+    result = inner.load_state_dict(state, strict=False)
+    unexpected = [k for k in result.unexpected_keys if not k.startswith("encoder.layer.")]
+    missing = [k for k in result.missing_keys if not k.startswith("pooler.")]
+    if missing or unexpected:
+        raise ConfigError(f"the body's weights do not map onto {_CLASSIFIERS[body]}: {missing or unexpected}")
+    linear = model.head.output
+    dense, final = (
+        (hf.bert.pooler.dense, hf.classifier)
+        if body == "bert"
+        else (
+            hf.classifier.dense,
+            hf.classifier.out_proj,
+        )
+    )
+    with torch.no_grad():
+        dense.weight.copy_(torch.eye(config.hidden_size) * EPS)
+        dense.bias.zero_()
+        final.weight.copy_(linear.weight.float() / EPS)
+        final.bias.copy_(linear.bias.float())
+    tmp = out.with_name(out.name + ".partial")  # what a killed export left is started again
+    shutil.rmtree(tmp, ignore_errors=True)
+    hf.save_pretrained(tmp)
+    tokenizer = model.tokenizer
+    tokenizer.model_max_length = model.config.max_length
+    tokenizer.save_pretrained(tmp)
+    (tmp / "sieveqa.json").write_text(
+        json.dumps({"exported_from": model.kind, "max_length": model.config.max_length, "eps": EPS}, indent=2)
+    )
+    if out.exists():
+        out.rmdir()
+    tmp.rename(out)
+    return out

@@ -1,0 +1,53 @@
+"""sieveqa's rankers inside the frameworks people build retrieval pipelines with, each an optional
+extra tested against the real library:
+
+- LangChain (``pip install 'sieveqa[langchain]'``): :class:`sieveqa.integrations.langchain.SieveQACompressor`,
+  a document compressor for a ``ContextualCompressionRetriever``;
+- LlamaIndex (``sieveqa[llamaindex]``): :class:`sieveqa.integrations.llamaindex.SieveQARerank`, a node
+  postprocessor;
+- Haystack (``sieveqa[haystack]``): :class:`sieveqa.integrations.haystack.SieveQARanker`, a ranker
+  component.
+
+Each takes a model name or folder (``default``, ``default-cascade``, ...), the cascade's
+``drop_ratios`` where the model has exits (its compute budget), and how many documents to keep under
+the framework's own name for it (``top_n`` in LangChain and LlamaIndex, ``top_k`` in Haystack). The
+score each kept document carries is :meth:`~sieveqa.models.base.Ranker.rank`'s: a probability for a
+cross-encoder.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from sieveqa.errors import ConfigError
+from sieveqa.models.base import Ranker
+
+_LOADED: dict[tuple[str, str], Ranker] = {}
+_LOCK = threading.Lock()
+
+
+def shared_ranker(model: str | Path | Ranker, drop_ratios: float | Sequence[float] | None = None) -> Ranker:
+    """``model`` loaded once per process (a name or folder; a Ranker is used as it is), with
+    ``drop_ratios`` for a cascade."""
+    if isinstance(model, Ranker):
+        if drop_ratios is not None:
+            raise ConfigError("drop_ratios goes with a model name or folder, not a loaded ranker")
+        return model
+    from sieveqa.runtime.policy import load_ranker
+
+    key = (str(model), repr(drop_ratios))
+    with _LOCK:
+        if key not in _LOADED:
+            overrides: dict[str, Any] = {} if drop_ratios is None else {"drop_ratios": drop_ratios}
+            _LOADED[key] = load_ranker(model, **overrides)
+        return _LOADED[key]
+
+
+def keep(ranker: Ranker, query: str, texts: Sequence[str], top: int | None) -> list[tuple[int, float]]:
+    """``(position, score)`` of the best ``top`` texts for ``query`` (all of them with None)."""
+    if top is not None and top < 1:
+        raise ConfigError(f"the number of documents to keep must be >= 1, got {top}")
+    return [(row["corpus_id"], row["score"]) for row in ranker.rank(query, list(texts), top_k=top)]

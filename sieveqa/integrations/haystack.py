@@ -1,0 +1,62 @@
+"""A Haystack ranker component that reranks with a sieveqa model (``pip install 'sieveqa[haystack]'``)::
+
+    from haystack import Document
+    from sieveqa.integrations.haystack import SieveQARanker
+
+    ranker = SieveQARanker(model="default", top_k=2)
+    ranker.warm_up()
+    docs = [Document(content=t) for t in ["Paris is in France.", "Fleming found penicillin."]]
+    ranker.run(query="Who discovered penicillin?", documents=docs)["documents"]
+
+In a pipeline after a retriever: ``pipeline.add_component("ranker", SieveQARanker())``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from sieveqa.errors import require_extra
+from sieveqa.integrations import keep, shared_ranker
+from sieveqa.models.base import Ranker
+
+require_extra("haystack", "haystack", "the Haystack ranker")
+
+from haystack import Document, component, default_from_dict, default_to_dict  # noqa: E402
+
+
+@component
+class SieveQARanker:
+    """Keeps the ``top_k`` documents a sieveqa ranker puts first, best first, each with its score."""
+
+    def __init__(
+        self, model: str = "default", top_k: int | None = 10, drop_ratios: float | list[float] | None = None
+    ) -> None:
+        """``model``: a shipped model name or folder; ``top_k``: how many documents to keep (None: all);
+        ``drop_ratios``: a cascade's share dropped at each exit (its budget; None: the tuned ones)."""
+        self.model, self.top_k, self.drop_ratios = model, top_k, drop_ratios
+        self._ranker: Ranker | None = None
+
+    def warm_up(self) -> None:
+        """Load the model (once per process for the same model and drop ratios)."""
+        if self._ranker is None:
+            self._ranker = shared_ranker(self.model, self.drop_ratios)
+
+    def to_dict(self) -> dict[str, Any]:
+        return default_to_dict(self, model=str(self.model), top_k=self.top_k, drop_ratios=self.drop_ratios)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> SieveQARanker:
+        return default_from_dict(cls, data)
+
+    @component.output_types(documents=list[Document])
+    def run(
+        self, query: str, documents: list[Document], top_k: int | None = None
+    ) -> dict[str, list[Document]]:
+        """The documents best first for ``query``, the first ``top_k`` (this run's, else the
+        component's), each with ``score`` set."""
+        self.warm_up()
+        assert self._ranker is not None
+        texts = [d.content or "" for d in documents]
+        kept = keep(self._ranker, query, texts, top_k if top_k is not None else self.top_k)
+        return {"documents": [dataclasses.replace(documents[i], score=score) for i, score in kept]}

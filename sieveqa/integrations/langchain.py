@@ -1,0 +1,54 @@
+"""A LangChain document compressor that reranks with a sieveqa model (``pip install
+'sieveqa[langchain]'``)::
+
+    from langchain_core.documents import Document
+    from sieveqa.integrations.langchain import SieveQACompressor
+
+    compressor = SieveQACompressor(model="default", top_n=2)
+    docs = [Document(page_content=t) for t in ["Paris is in France.", "Fleming found penicillin."]]
+    compressor.compress_documents(docs, "Who discovered penicillin?")
+
+Wrapped around any retriever with LangChain's ``ContextualCompressionRetriever``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from sieveqa.errors import require_extra
+from sieveqa.integrations import keep, shared_ranker
+
+require_extra("langchain_core", "langchain", "the LangChain compressor")
+
+from langchain_core.callbacks import Callbacks  # noqa: E402
+from langchain_core.documents import BaseDocumentCompressor, Document  # noqa: E402
+from pydantic import ConfigDict  # noqa: E402
+
+
+class SieveQACompressor(BaseDocumentCompressor):
+    """Keeps the ``top_n`` documents a sieveqa ranker puts first, best first, each with its
+    ``relevance_score`` in the metadata."""
+
+    model: Any = "default"
+    """A shipped model name, a folder, or a loaded sieveqa ranker."""
+    top_n: int | None = 3
+    """How many documents to keep (None: all, reordered)."""
+    drop_ratios: float | list[float] | None = None
+    """A cascade's share of candidates dropped at each exit (its budget); None: the tuned ones."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid")
+
+    def compress_documents(
+        self, documents: Sequence[Document], query: str, callbacks: Callbacks | None = None
+    ) -> Sequence[Document]:
+        ranker = shared_ranker(self.model, self.drop_ratios)
+        kept = keep(ranker, query, [d.page_content for d in documents], self.top_n)
+        return [
+            Document(
+                page_content=documents[i].page_content,
+                metadata={**documents[i].metadata, "relevance_score": score},
+                id=documents[i].id,
+            )
+            for i, score in kept
+        ]

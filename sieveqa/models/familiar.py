@@ -1,0 +1,144 @@
+"""The surface people who rerank already know: sentence-transformers' ``CrossEncoder.predict(pairs)``
+and ``.rank(query, documents)``, on every sieveqa ranker (``Ranker.predict`` / ``Ranker.rank`` call
+these).
+
+Same meaning as there: ``predict`` gives one score per pair, in order, a probability (the sigmoid of
+the logit) for a ranker whose scores are logits; ``rank`` gives ``[{"corpus_id", "score", "text"?}]``
+best first. Unlike there, pairs are not scored one by one: those that share a query become one
+question, so a cascade prunes among them, and its order (survivors of a later exit first) is the one
+``rank`` returns.
+
+    >>> ranker = load_ranker("default")
+    >>> ranker.predict([("who wrote hamlet?", "Shakespeare wrote Hamlet."), ("who wrote hamlet?", "Hi.")])
+    >>> ranker.rank("who wrote hamlet?", ["Hi.", "Shakespeare wrote Hamlet."], top_k=1, return_documents=True)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+import torch
+from torch import Tensor
+
+from sieveqa.data.records import Candidate, Question, RankingExample
+from sieveqa.errors import ConfigError
+
+if TYPE_CHECKING:
+    from sieveqa.models.base import Ranker
+
+Activation = Callable[[Tensor], Tensor]
+
+
+def _pair(pair: object, i: int) -> tuple[str, str]:
+    if isinstance(pair, str) or not isinstance(pair, Sequence) or len(pair) != 2:
+        raise ConfigError(f"pairs[{i}]: expected a (query, text) pair of two strings, got {pair!r:.80}")
+    query, text = pair
+    if not isinstance(query, str) or not isinstance(text, str):
+        raise ConfigError(f"pairs[{i}]: both query and text must be strings, got {pair!r:.80}")
+    return query, text
+
+
+def _questions(pairs: Sequence[tuple[str, str]]) -> list[RankingExample]:
+    """The pairs grouped by query, in first-seen order; a candidate's id is its pair's position."""
+    groups: dict[str, list[int]] = {}
+    for i, (query, _) in enumerate(pairs):
+        groups.setdefault(query, []).append(i)
+    examples = [
+        RankingExample(Question(f"q{j}", query), [Candidate(str(i), pairs[i][1]) for i in rows])
+        for j, (query, rows) in enumerate(groups.items())
+    ]
+    return examples
+
+
+def _calls(examples: list[RankingExample], batch_size: int | None) -> list[list[RankingExample]]:
+    """Whole questions per call, at most ``batch_size`` pairs each (a bigger question goes alone)."""
+    if batch_size is None:
+        return [examples] if examples else []
+    if batch_size < 1:
+        raise ConfigError(f"batch_size must be >= 1, got {batch_size}")
+    calls: list[list[RankingExample]] = []
+    size = 0
+    for ex in examples:
+        if calls and size + len(ex.candidates) <= batch_size:
+            calls[-1].append(ex)
+            size += len(ex.candidates)
+        else:
+            calls.append([ex])
+            size = len(ex.candidates)
+    return calls
+
+
+def _activate(scores: list[float], logits: bool, activation_fn: Activation | None) -> Tensor:
+    values = torch.tensor(scores, dtype=torch.float32)
+    if activation_fn is not None:
+        return activation_fn(values)
+    return torch.sigmoid(values) if logits else values
+
+
+def predict(
+    ranker: Ranker,
+    pairs: Sequence[Sequence[str]],
+    batch_size: int | None = None,
+    show_progress_bar: bool = False,
+    activation_fn: Activation | None = None,
+    convert_to_numpy: bool = True,
+    convert_to_tensor: bool = False,
+) -> Any:
+    """See :meth:`sieveqa.models.base.Ranker.predict`."""
+    single = len(pairs) == 2 and all(isinstance(x, str) for x in pairs)
+    checked = [_pair(pairs, 0)] if single else [_pair(p, i) for i, p in enumerate(pairs)]
+    examples = _questions(checked)
+    flat = [0.0] * len(checked)
+    logits = True
+    for call in _calls(examples, batch_size):
+        result = ranker.run(call, progress=show_progress_bar)
+        logits = result.logits
+        for ex, scores in zip(call, result.scores, strict=True):
+            for candidate, score in zip(ex.candidates, scores, strict=True):
+                flat[int(candidate.id)] = score
+    out = _activate(flat, logits, activation_fn)
+    if single:
+        out = out[0]
+    if convert_to_tensor:
+        return out
+    if convert_to_numpy:
+        return out.numpy()
+    return out.tolist()
+
+
+def rank(
+    ranker: Ranker,
+    query: str,
+    documents: Sequence[str],
+    top_k: int | None = None,
+    return_documents: bool = False,
+    batch_size: int | None = None,
+    show_progress_bar: bool = False,
+    activation_fn: Activation | None = None,
+) -> list[dict[str, Any]]:
+    """See :meth:`sieveqa.models.base.Ranker.rank` (``batch_size`` is taken for compatibility: one
+    query's documents are one question, scored in one call)."""
+    if not isinstance(query, str):
+        raise ConfigError(f"query must be a string, got {type(query).__name__}")
+    if isinstance(documents, str):
+        raise ConfigError("documents must be a list of strings, got one string")
+    for i, doc in enumerate(documents):
+        if not isinstance(doc, str):
+            raise ConfigError(f"documents[{i}]: expected a string, got {type(doc).__name__}")
+    if top_k is not None and top_k < 1:
+        raise ConfigError(f"top_k must be >= 1, got {top_k}")
+    if batch_size is not None and batch_size < 1:
+        raise ConfigError(f"batch_size must be >= 1, got {batch_size}")
+    if not documents:
+        return []
+    example = RankingExample(Question("q", query), [Candidate(str(i), d) for i, d in enumerate(documents)])
+    result = ranker.run([example], progress=show_progress_bar)
+    scores = _activate(result.scores[0], result.logits, activation_fn).tolist()
+    out = []
+    for i in result.orders()[0][:top_k]:
+        row: dict[str, Any] = {"corpus_id": i, "score": scores[i]}
+        if return_documents:
+            row["text"] = documents[i]
+        out.append(row)
+    return out

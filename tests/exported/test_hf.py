@@ -1,0 +1,48 @@
+"""--format hf: a folder transformers and sentence-transformers load, scoring as sieveqa does."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from sieveqa.errors import ConfigError
+from sieveqa.exported.hf import export_hf, hf_refusal
+
+PAIRS = [
+    ("who wrote hamlet", "shakespeare wrote hamlet around 1600"),
+    ("who wrote hamlet", "the play is set in denmark"),
+    ("what is water", "water is h2o, a molecule of hydrogen and oxygen"),
+    # Cut to the limit the same way: the candidate is the longer side (a long question is cut
+    # otherwise by Hugging Face, which the module's docstring says).
+    ("what is water", "water is a molecule " * 30),
+]
+
+
+def test_transformers_and_sentence_transformers_score_as_sieveqa(tiny_model, tmp_path) -> None:
+    from sentence_transformers import CrossEncoder
+    from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+    model = tiny_model.configure(precision="fp32")
+    with torch.no_grad():  # a head far from zero, so that a lost scale would show
+        model.head.output.weight.mul_(50.0)
+    out = export_hf(model, tmp_path / "hf")
+    ours = model.predict(PAIRS)
+    st = CrossEncoder(str(out), device="cpu").predict(PAIRS)
+    assert np.abs(st - ours).max() <= 1e-4
+    hf = AutoModelForSequenceClassification.from_pretrained(out).eval()
+    tokenizer = AutoTokenizer.from_pretrained(out)
+    batch = tokenizer([q for q, _ in PAIRS[:3]], [t for _, t in PAIRS[:3]], padding=True, return_tensors="pt")
+    with torch.no_grad():
+        logits = hf(**batch).logits.squeeze(-1)
+    raw = model.predict(PAIRS[:3], activation_fn=torch.nn.Identity())
+    assert np.abs(logits.numpy() - raw).max() <= 1e-4
+
+
+def test_models_without_an_equivalent_say_so(tiny_cascade, tiny_model) -> None:
+    assert "cascade has no Hugging Face equivalent" in hf_refusal(tiny_cascade)
+    tiny_model.config.pooling = "mean"
+    with pytest.raises(ConfigError, match="pooling 'mean' has no Hugging Face equivalent"):
+        export_hf(tiny_model, Path("/nonexistent"))

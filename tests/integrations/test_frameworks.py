@@ -1,0 +1,81 @@
+"""The LangChain, LlamaIndex and Haystack rerankers, against the real libraries: the documents
+come back best first, cut to the framework's count, scored as ``Ranker.rank`` scores them."""
+
+from __future__ import annotations
+
+import pytest
+
+from sieveqa.errors import ConfigError
+from sieveqa.integrations import shared_ranker
+from sieveqa.runtime.cascade import CascadeRanker
+from tests.serving.conftest import RecordingRanker
+
+QUERY = "who wrote hamlet"
+TEXTS = ["no", "shakespeare wrote hamlet", "a play", "hamlet is a danish prince in a play"]
+# RecordingRanker scores a text by its length: the longest first; rank's score is the sigmoid.
+BEST = [3, 1, 2]
+
+
+def test_langchain_compressor_keeps_the_top_n_with_their_scores() -> None:
+    pytest.importorskip("langchain_core")
+    from langchain_core.documents import Document
+
+    from sieveqa.integrations.langchain import SieveQACompressor
+
+    ranker = RecordingRanker()
+    docs = [Document(page_content=t, metadata={"n": i}, id=f"d{i}") for i, t in enumerate(TEXTS)]
+    kept = SieveQACompressor(model=ranker, top_n=3).compress_documents(docs, QUERY)
+    assert [d.metadata["n"] for d in kept] == BEST and [d.id for d in kept] == ["d3", "d1", "d2"]
+    expected = ranker.rank(QUERY, TEXTS, top_k=3)
+    assert [d.metadata["relevance_score"] for d in kept] == [r["score"] for r in expected]
+    assert ranker.calls[0] == [QUERY]  # every document in one call
+    assert docs[0].metadata == {"n": 0}  # the input documents are left as they were
+
+
+def test_llamaindex_postprocessor_keeps_the_top_n_with_their_scores() -> None:
+    pytest.importorskip("llama_index.core")
+    from llama_index.core.schema import NodeWithScore, TextNode
+
+    from sieveqa.integrations.llamaindex import SieveQARerank
+
+    ranker = RecordingRanker()
+    nodes = [NodeWithScore(node=TextNode(text=t, id_=f"n{i}"), score=0.0) for i, t in enumerate(TEXTS)]
+    kept = SieveQARerank(model=ranker, top_n=3).postprocess_nodes(nodes, query_str=QUERY)
+    assert [n.node.node_id for n in kept] == ["n3", "n1", "n2"]
+    assert [n.score for n in kept] == [r["score"] for r in ranker.rank(QUERY, TEXTS, top_k=3)]
+    with pytest.raises(ConfigError, match="needs the query"):
+        SieveQARerank(model=ranker).postprocess_nodes(nodes)
+
+
+def test_haystack_component_runs_in_a_pipeline_and_serializes() -> None:
+    pytest.importorskip("haystack")
+    from haystack import Document, Pipeline
+
+    from sieveqa.integrations.haystack import SieveQARanker
+
+    component = SieveQARanker(model="default", top_k=2)
+    component._ranker = ranker = RecordingRanker()  # what warm_up would load
+    pipeline = Pipeline()
+    pipeline.add_component("ranker", component)
+    docs = [Document(content=t, id=f"h{i}") for i, t in enumerate(TEXTS)]
+    out = pipeline.run({"ranker": {"query": QUERY, "documents": docs}})["ranker"]["documents"]
+    assert [d.id for d in out] == ["h3", "h1"]
+    assert [d.score for d in out] == [r["score"] for r in ranker.rank(QUERY, TEXTS, top_k=2)]
+    assert len(component.run(query=QUERY, documents=docs, top_k=None)["documents"]) == 2  # its own top_k
+    assert [d.id for d in component.run(query=QUERY, documents=docs, top_k=3)["documents"]] == [
+        "h3",
+        "h1",
+        "h2",
+    ]
+    again = SieveQARanker.from_dict(component.to_dict())
+    assert (again.model, again.top_k, again.drop_ratios) == ("default", 2, None)
+
+
+def test_a_model_folder_with_its_budget_loads_once(tiny_cascade, tmp_path) -> None:
+    """A cascade folder with drop_ratios: the budget is the cascade's, the load shared."""
+    folder = tiny_cascade.save_pretrained(tmp_path / "cascade")
+    ranker = shared_ranker(folder, drop_ratios=0.5)
+    assert isinstance(ranker, CascadeRanker) and set(ranker.policy.drop_ratios) == {0.5}
+    assert shared_ranker(folder, drop_ratios=0.5) is ranker
+    with pytest.raises(ConfigError, match="not a loaded ranker"):
+        shared_ranker(ranker, drop_ratios=0.3)

@@ -1,0 +1,92 @@
+"""predict / rank with sentence-transformers' meaning, on every kind of ranker."""
+
+from __future__ import annotations
+
+import math
+import re
+
+import numpy as np
+import pytest
+import torch
+
+from sieveqa.errors import ConfigError
+from sieveqa.runtime.cascade import CascadeRanker
+from tests.serving.conftest import RecordingRanker
+
+PAIRS = [("who wrote hamlet", "shakespeare wrote it"), ("what is water", "h2o"), ("who wrote hamlet", "no")]
+
+
+def _sigmoid(x: float) -> float:
+    return 1 / (1 + math.exp(-x))
+
+
+def _examples():
+    from sieveqa.models.familiar import _questions
+
+    return _questions(PAIRS)
+
+
+def test_predict_is_the_sigmoid_of_the_logits_in_pair_order(tiny_model) -> None:
+    scores = tiny_model.predict(PAIRS)
+    assert isinstance(scores, np.ndarray) and scores.dtype == np.float32 and scores.shape == (3,)
+    (hamlet, water) = tiny_model.score(_examples())  # pairs 0 and 2 share a query: one question
+    logits = [hamlet[0], water[0], hamlet[1]]
+    assert np.allclose(scores, [_sigmoid(x) for x in logits], atol=1e-6)
+    raw = tiny_model.predict(PAIRS, activation_fn=torch.nn.Identity(), convert_to_numpy=False)
+    assert raw == pytest.approx(logits, abs=1e-5)
+
+
+def test_a_single_pair_gives_a_single_score_and_tensors_on_request(tiny_model) -> None:
+    one = tiny_model.predict(PAIRS[0])
+    assert np.ndim(one) == 0 and float(one) == pytest.approx(float(tiny_model.predict(PAIRS)[0]), abs=1e-6)
+    assert isinstance(tiny_model.predict(PAIRS, convert_to_tensor=True), torch.Tensor)
+
+
+def test_batch_size_keeps_a_questions_pairs_together() -> None:
+    ranker = RecordingRanker()
+    scores = ranker.predict(PAIRS, batch_size=1, activation_fn=torch.nn.Identity())
+    assert ranker.calls == [["who wrote hamlet"], ["what is water"]]  # two pairs of one query, one call
+    assert scores.tolist() == [20.0, 3.0, 2.0]  # RecordingRanker scores a text by its length
+
+
+def test_rank_is_best_first_with_top_k_and_texts(tiny_model) -> None:
+    docs = ["no", "shakespeare wrote hamlet", "h2o", "a play"]
+    ranked = tiny_model.rank("who wrote hamlet", docs, return_documents=True)
+    assert sorted(r["corpus_id"] for r in ranked) == [0, 1, 2, 3]
+    assert [r["score"] for r in ranked] == sorted((r["score"] for r in ranked), reverse=True)
+    assert all(r["text"] == docs[r["corpus_id"]] for r in ranked)
+    top = tiny_model.rank("who wrote hamlet", docs, top_k=2)
+    assert top == [{k: v for k, v in r.items() if k != "text"} for r in ranked[:2]]
+    assert tiny_model.rank("q", []) == []
+
+
+def test_a_cascade_ranks_in_its_own_order(tiny_cascade) -> None:
+    """A cascade's survivors of the last exit come first, whatever the earlier exits scored."""
+    ranker = CascadeRanker(tiny_cascade, drop_ratios=0.5)
+    docs = [f"candidate text number {i}" for i in range(8)]
+    ranked = ranker.rank("which one", docs)
+    result = ranker.run(_examples_for("which one", docs))
+    assert [r["corpus_id"] for r in ranked] == result.orders()[0]
+    assert len(ranker.predict([("which one", d) for d in docs])) == 8
+
+
+def _examples_for(query: str, docs: list[str]):
+    from sieveqa.data.records import Candidate, Question, RankingExample
+
+    return [RankingExample(Question("q", query), [Candidate(str(i), d) for i, d in enumerate(docs)])]
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (lambda r: r.predict([("q", "t"), ("only one",)]), "pairs[1]: expected a (query, text) pair"),
+        (lambda r: r.predict([("q", 3)]), "pairs[0]: both query and text must be strings"),
+        (lambda r: r.predict([("q", "t")], batch_size=0), "batch_size must be >= 1"),
+        (lambda r: r.rank("q", "one string"), "documents must be a list of strings"),
+        (lambda r: r.rank("q", ["a", None]), "documents[1]: expected a string"),
+        (lambda r: r.rank("q", ["a"], top_k=0), "top_k must be >= 1"),
+    ],
+)
+def test_bad_input_is_one_clear_error(call, message) -> None:
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        call(RecordingRanker())
