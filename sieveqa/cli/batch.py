@@ -57,16 +57,30 @@ def batch(
         raise ConfigError("--actors and --address are for --ray")
     if ray:
         require_extra("ray", "ray", "sieveqa batch --ray")
+    if backend == "auto":  # resolved here, so the run records (and every shard uses) what auto chose
+        backend, precision = _auto_backend(model, device, precision)
     if backend in ("onnx", "openvino"):
         from sieveqa.exported import backend_precision
 
         concrete = backend_precision(backend, precision, resolve_device("cpu"))
-    else:  # torch's rules (auto is recorded as asked: where it lands depends on the exports present)
+    else:  # torch's rules
         concrete = resolve_precision(precision, resolve_device(device))
     plan = ShardPlan.make(input_path, shard_size, model, model_digest(model), concrete, backend)
     with plan.claim(out) as pending:
         options = {"device": device, "precision": precision, "batch_size": batch_size, "backend": backend}
         _run(plan, pending, out, model, ray, actors, threads, address, options)
+
+
+def _auto_backend(model: str, device: str, precision: str) -> tuple[str, str]:
+    """The backend and precision ``--backend auto`` lands on for ``model`` here (it depends on the
+    exports present and the measured choices of this CPU kind)."""
+    from sieveqa.runtime.policy import load_ranker
+
+    ranker = load_ranker(model, device=device, precision=precision, backend="auto")
+    for part in (ranker, getattr(ranker, "model", None), *getattr(ranker, "members", ())):
+        if hasattr(part, "backend") and hasattr(part, "precision"):
+            return part.backend, part.precision
+    return "torch", precision
 
 
 def _run(

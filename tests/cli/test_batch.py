@@ -102,3 +102,16 @@ def test_a_lone_surrogate_or_an_empty_file_is_one_line_before_any_ranking(
     empty.write_text("\n")
     assert f"{empty}: no questions" in one_error_line(sieveqa("batch", "-i", empty, "-o", tmp_path / "o2"))
     assert not list((tmp_path / "o1").glob("shard-*"))
+
+
+def test_backend_auto_is_recorded_as_what_it_chose(
+    sieveqa, example_jsonl: Path, saved_tiny: Path, tmp_path, monkeypatch
+) -> None:
+    """It recorded "auto": a resume on a machine where auto lands elsewhere would mix backends."""
+    monkeypatch.setenv("SIEVEQA_CACHE", str(tmp_path / "cache"))
+    out = tmp_path / "out"
+    result = sieveqa("batch", "-i", example_jsonl, "-o", out, "-m", saved_tiny, "--backend", "auto")
+    assert result.exit_code == 0, result.output
+    identity = json.loads((out / "run.json").read_text())["identity"]
+    assert identity["backend"] in ("torch", "onnx", "openvino")
+    assert identity["precision"] in ("fp32", "bf16", "int8")
