@@ -5,8 +5,9 @@ BIN := $(VENV)/bin
 SIEVEQA := $(BIN)/sieveqa
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
+export NO_MKDOCS_2_WARNING := 1
 
-.PHONY: race-env install demo test test-all test-shutdown test-fast lint install-mpnet default-model default-v1-model cascade-models retrofit-model mono-models default-cascade peasi-cascade has-models has-sensitivity peasi-models peasi-v2-models peasi-ship peasi-wikiqa reader-models reader-v2-model reader-ship confidence-ship mhs-teachers mhs-teacher-scores mhs-kd-search mhs-students mhs-tables default-kd has-store-model has-store-v2-model store-bench fusion-bench
+.PHONY: race-env install demo test test-all test-shutdown test-docs test-wheel docs wheel test-fast lint install-mpnet default-model default-v1-model cascade-models retrofit-model mono-models default-cascade peasi-cascade has-models has-sensitivity peasi-models peasi-v2-models peasi-ship peasi-wikiqa reader-models reader-v2-model reader-ship confidence-ship mhs-teachers mhs-teacher-scores mhs-kd-search mhs-students mhs-tables default-kd has-store-model has-store-v2-model store-bench fusion-bench
 
 $(VENV)/.installed: pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -42,6 +43,20 @@ test-all: install
 # The shutdown test starts a real server process (10-30 s): CI runs it apart from the suite.
 test-shutdown: install
 	$(BIN)/python -m pytest -q -m slow tests/cli/test_serve.py
+
+# The README's runnable blocks, the docs site, and the wheel in a clean virtualenv (minutes: CI runs
+# them apart from the suite).
+test-docs: install
+	$(BIN)/python -m pytest -q -m slow tests/test_docs.py
+
+test-wheel: install
+	$(BIN)/python -m pytest -q -m slow tests/test_wheel.py
+
+docs: install
+	$(BIN)/mkdocs build --strict
+
+wheel: install
+	$(BIN)/python -m build --wheel --outdir dist
 
 test-fast: install
 	$(PYTEST) -m "not real and not slow"

@@ -1,0 +1,124 @@
+"""What a new user does with the wheel: build it, install it into a clean virtualenv (CPU torch from
+the registry, nothing else of this checkout), and run ``sieveqa rank`` and ``sieveqa answer`` on the
+demo corpus; with ``--extras``, one more clean virtualenv per extra, where the README's example for
+that framework runs as written. Each step is timed; the JSON says what ran and how long it took.
+
+    python bench/fresh_install.py --extras langchain,llamaindex,haystack --out bench/results/wheel/fresh.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from _common import finish
+
+ROOT = Path(__file__).resolve().parent.parent
+TORCH = "torch==2.13.0"  # the CPU wheel: any other torch requirement pulls GBs of CUDA packages
+QUESTION = "What protein carries oxygen in octopus blood?"
+#: Which README block shows which extra (the first runnable block that imports it).
+IMPORTS = {"langchain": "langchain_core", "llamaindex": "llama_index", "haystack": "haystack"}
+
+
+def readme_blocks() -> list[str]:
+    """The README's Python blocks marked ``<!-- runnable -->``, in order."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    return re.findall(r"<!-- runnable -->\s*```python\n(.*?)```", text, re.S)
+
+
+def step(name: str, cmd: list[str], cwd: Path, log: list[dict[str, Any]], timeout: int = 900) -> None:
+    """Run ``cmd``, time it, record it; a failure ends the bench with its output."""
+    env = {
+        **os.environ,
+        "HF_HUB_OFFLINE": "1",
+        "TRANSFORMERS_OFFLINE": "1",
+        "PIP_DISABLE_PIP_VERSION_CHECK": "1",
+    }
+    started = time.perf_counter()
+    done = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
+    seconds = round(time.perf_counter() - started, 1)
+    log.append({"step": name, "seconds": seconds, "exit_code": done.returncode})
+    print(f"{name}: {seconds} s (exit {done.returncode})", flush=True)
+    if done.returncode != 0:
+        raise SystemExit(f"{name} failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
+
+
+def build_wheel(out: Path, log: list[dict[str, Any]]) -> Path:
+    step(
+        "build the wheel",
+        [sys.executable, "-m", "build", "--wheel", "--outdir", str(out), str(ROOT)],
+        ROOT,
+        log,
+    )
+    (wheel,) = out.glob("sieveqa-*.whl")
+    return wheel
+
+
+def fresh_venv(where: Path, wheel: Path, extra: str | None, log: list[dict[str, Any]]) -> Path:
+    """A clean virtualenv with CPU torch and the wheel (with ``extra``); its bin folder."""
+    step(f"venv ({extra or 'base'})", [sys.executable, "-m", "venv", str(where)], where.parent, log)
+    pip = [str(where / "bin" / "python"), "-m", "pip", "install", "-q"]
+    step(f"pip install {TORCH}", [*pip, TORCH], where.parent, log)
+    spec = f"sieveqa[{extra}] @ {wheel.as_uri()}" if extra else str(wheel)
+    step(f"pip install the wheel{f' [{extra}]' if extra else ''}", [*pip, spec], where.parent, log)
+    return where / "bin"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--extras", default="", help="comma-separated: langchain, llamaindex, haystack")
+    parser.add_argument("--out", type=Path, default=Path("bench/results/wheel/fresh.json"))
+    args = parser.parse_args()
+    extras = [e for e in args.extras.split(",") if e]
+    unknown = sorted(set(extras) - set(IMPORTS))
+    if unknown:
+        raise SystemExit(f"--extras: unknown {unknown}; known: {', '.join(IMPORTS)}")
+    runs: dict[str, list[dict[str, Any]]] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp)
+        log: list[dict[str, Any]] = []
+        wheel = build_wheel(work / "dist", log)
+        runs["build"] = log
+        log = []
+        started = time.perf_counter()
+        bin_ = fresh_venv(work / "base", wheel, None, log)
+        example = bin_.parent.parent / "example.jsonl"
+        example.write_bytes((ROOT / "sieveqa/resources/example.jsonl").read_bytes())
+        step("sieveqa rank", [str(bin_ / "sieveqa"), "rank", "--input", str(example)], work, log)
+        step(
+            "sieveqa index corpus",
+            [str(bin_ / "sieveqa"), "index", "corpus", "--input", "demo", "--out", "idx"],
+            work,
+            log,
+        )
+        step("sieveqa answer", [str(bin_ / "sieveqa"), "answer", QUESTION, "--index", "idx"], work, log)
+        runs["base"] = log
+        first_answer = round(time.perf_counter() - started, 1)
+        blocks = readme_blocks()
+        for extra in extras:
+            log = []
+            bin_ = fresh_venv(work / extra, wheel, extra, log)
+            (code,) = [b for b in blocks if f"import {IMPORTS[extra]}" in b or f"from {IMPORTS[extra]}" in b][
+                :1
+            ]
+            step(f"the README's {extra} example", [str(bin_ / "python"), "-c", code], work / extra, log)
+            runs[extra] = log
+        size_mb = round(wheel.stat().st_size / 2**20, 1)
+    finish(
+        args.out,
+        "fresh_install",
+        {"wheel": wheel.name, "wheel_mb": size_mb, "install_to_first_answer_s": first_answer, "runs": runs},
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,51 @@
+"""The docs match behaviour: every README block marked runnable runs as written, and the docs site
+(MkDocs, API pages from the docstrings) builds with no warning."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+README = (ROOT / "README.md").read_text(encoding="utf-8")
+#: A Python block right below an HTML comment ``<!-- runnable -->`` (invisible on GitHub and the site).
+BLOCKS = re.findall(r"<!-- runnable -->\s*```python\n(.*?)```", README, re.S)
+
+
+def test_the_readme_marks_its_python_examples_runnable() -> None:
+    """The first examples a user copies: the familiar API, answer(), and one per framework."""
+    assert len(BLOCKS) >= 5
+    assert any("ranker.rank(" in b for b in BLOCKS) and any("answer(" in b for b in BLOCKS)
+    for framework in ("langchain_core", "llama_index", "haystack"):
+        assert any(framework in b for b in BLOCKS), framework
+    assert README.count("<!-- runnable -->") == len(BLOCKS)  # a marker above anything else is a typo
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("block", BLOCKS, ids=[f"block{i}" for i in range(len(BLOCKS))])
+def test_a_runnable_readme_block_runs_as_written(block: str, tmp_path: Path) -> None:
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+    done = subprocess.run(
+        [sys.executable, "-c", block], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.strip(), "a README example should show its result"
+
+
+@pytest.mark.slow
+def test_the_docs_site_builds_without_a_warning(tmp_path: Path) -> None:
+    pytest.importorskip("mkdocs")
+    done = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(tmp_path / "site")],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert (tmp_path / "site" / "api" / "index.html").exists()
