@@ -90,3 +90,22 @@ def _examples_for(query: str, docs: list[str]):
 def test_bad_input_is_one_clear_error(call, message) -> None:
     with pytest.raises(ConfigError, match=re.escape(message)):
         call(RecordingRanker())
+
+
+def test_an_ensemble_loaded_by_name_predicts_and_ranks(tiny_model, tmp_path) -> None:
+    from sieveqa.runtime.ensemble import EnsembleSpec
+    from sieveqa.runtime.policy import load_ranker
+
+    first = tiny_model.save_pretrained(tmp_path / "a")
+    with torch.no_grad():
+        for p in tiny_model.parameters():
+            p.add_(0.05 * torch.randn_like(p))
+    second = tiny_model.save_pretrained(tmp_path / "b")
+    EnsembleSpec((str(first), str(second)), (0.5, 0.5)).save(tmp_path / "ens")
+    ensemble = load_ranker(tmp_path / "ens", device="cpu", precision="fp32")
+    scores = ensemble.predict(PAIRS, activation_fn=torch.nn.Identity())
+    (hamlet, water) = ensemble.score(_examples())
+    assert scores.tolist() == pytest.approx([hamlet[0], water[0], hamlet[1]], abs=1e-5)
+    query = PAIRS[0][0]
+    ranked = ensemble.rank(query, [t for q, t in PAIRS if q == query])
+    assert [r["corpus_id"] for r in ranked] == sorted((0, 1), key=lambda i: -hamlet[i])
