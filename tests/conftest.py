@@ -19,6 +19,18 @@ def _copy(model):
     return copy.deepcopy(model, memo={id(x): x for x in shared})
 
 
+def two_members(model, folder: Path) -> tuple[Path, Path]:
+    """``model`` saved twice under ``folder``, the second with its weights nudged: two ensemble
+    members that score differently."""
+    import torch
+
+    first = model.save_pretrained(folder / "a")
+    with torch.no_grad():
+        for p in model.parameters():
+            p.add_(0.05 * torch.randn_like(p))
+    return first, model.save_pretrained(folder / "b")
+
+
 @pytest.fixture(scope="session")
 def _tiny_model_once():
     from sieveqa.models.cross_encoder import CrossEncoder, CrossEncoderConfig

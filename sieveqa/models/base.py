@@ -3,16 +3,14 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
 from sieveqa.data.records import RankingExample, ScoredCandidate, score_order
 from sieveqa.encoder import Cost
 from sieveqa.errors import ConfigError
-
-if TYPE_CHECKING:
-    from torch import Tensor
+from sieveqa.models.familiar import CrossEncoderStyle
 
 
 def flatten_pairs(examples: Sequence[RankingExample]) -> tuple[list[str], list[str]]:
@@ -70,7 +68,7 @@ class RankResult:
         return {}
 
 
-class Ranker(ABC):
+class Ranker(CrossEncoderStyle, ABC):
     """Anything that scores (question, candidate) pairs; higher scores rank first.
 
     Implementations keep no per-call state, so one ranker can serve several threads at once.
@@ -101,47 +99,6 @@ class Ranker(ABC):
     ) -> list[list[ScoredCandidate]]:
         """Candidates of each example best first, with their scores and 1-based ranks."""
         return ranked(examples, self.run(examples, progress))
-
-    # -- sentence-transformers' CrossEncoder surface (sieveqa.models.familiar) --------------------
-
-    def predict(
-        self,
-        pairs: Sequence[Sequence[str]],
-        batch_size: int | None = None,
-        show_progress_bar: bool = False,
-        activation_fn: Callable[[Tensor], Tensor] | None = None,
-        convert_to_numpy: bool = True,
-        convert_to_tensor: bool = False,
-    ) -> Any:
-        """One score per ``(query, text)`` pair, in order, as sentence-transformers' ``CrossEncoder
-        .predict``: a probability where this ranker's scores are logits (``activation_fn`` overrides;
-        ``torch.nn.Identity()`` gives the logits); a single pair gives a single score. Pairs that
-        share a query are one question (a cascade prunes among them); ``batch_size`` caps the pairs
-        per call, a question's pairs never split."""
-        from sieveqa.models.familiar import predict
-
-        return predict(
-            self, pairs, batch_size, show_progress_bar, activation_fn, convert_to_numpy, convert_to_tensor
-        )
-
-    def rank(
-        self,
-        query: str,
-        documents: Sequence[str],
-        top_k: int | None = None,
-        return_documents: bool = False,
-        batch_size: int | None = None,
-        show_progress_bar: bool = False,
-        activation_fn: Callable[[Tensor], Tensor] | None = None,
-    ) -> list[dict[str, Any]]:
-        """``documents`` best first for ``query`` as sentence-transformers' ``CrossEncoder.rank``:
-        ``[{"corpus_id", "score", "text" with return_documents}]``, the first ``top_k``. The order is
-        the ranker's own (a cascade's survivors of a later exit first), scores as ``predict``'s."""
-        from sieveqa.models.familiar import rank
-
-        return rank(
-            self, query, documents, top_k, return_documents, batch_size, show_progress_bar, activation_fn
-        )
 
 
 def ranked(examples: Sequence[RankingExample], result: RankResult) -> list[list[ScoredCandidate]]:

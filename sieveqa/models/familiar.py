@@ -1,6 +1,6 @@
 """The surface people who rerank already know: sentence-transformers' ``CrossEncoder.predict(pairs)``
-and ``.rank(query, documents)``, on every sieveqa ranker (``Ranker.predict`` / ``Ranker.rank`` call
-these).
+and ``.rank(query, documents)``, on every sieveqa ranker (``Ranker`` inherits them from
+:class:`CrossEncoderStyle`).
 
 Same meaning as there: ``predict`` gives one score per pair, in order, a probability (the sigmoid of
 the logit) for a ranker whose scores are logits; ``rank`` gives ``[{"corpus_id", "score", "text"?}]``
@@ -25,7 +25,7 @@ from sieveqa.data.records import Candidate, Question, RankingExample
 from sieveqa.errors import ConfigError
 
 if TYPE_CHECKING:
-    from sieveqa.models.base import Ranker
+    from sieveqa.models.base import RankResult
 
 Activation = Callable[[Tensor], Tensor]
 
@@ -76,69 +76,80 @@ def _activate(scores: list[float], logits: bool, activation_fn: Activation | Non
     return torch.sigmoid(values) if logits else values
 
 
-def predict(
-    ranker: Ranker,
-    pairs: Sequence[Sequence[str]],
-    batch_size: int | None = None,
-    show_progress_bar: bool = False,
-    activation_fn: Activation | None = None,
-    convert_to_numpy: bool = True,
-    convert_to_tensor: bool = False,
-) -> Any:
-    """See :meth:`sieveqa.models.base.Ranker.predict`."""
-    single = len(pairs) == 2 and all(isinstance(x, str) for x in pairs)
-    checked = [_pair(pairs, 0)] if single else [_pair(p, i) for i, p in enumerate(pairs)]
-    examples = _questions(checked)
-    flat = [0.0] * len(checked)
-    logits = True
-    for call in _calls(examples, batch_size):
-        result = ranker.run(call, progress=show_progress_bar)
-        logits = result.logits
-        for ex, scores in zip(call, result.scores, strict=True):
-            for candidate, score in zip(ex.candidates, scores, strict=True):
-                flat[int(candidate.id)] = score
-    out = _activate(flat, logits, activation_fn)
-    if single:
-        out = out[0]
-    if convert_to_tensor:
+class CrossEncoderStyle:
+    """``predict`` and ``rank`` for a class with ``run(examples, progress)`` (every ``Ranker``)."""
+
+    def run(self, examples: Sequence[RankingExample], progress: bool = False) -> RankResult:
+        raise NotImplementedError
+
+    def predict(
+        self,
+        pairs: Sequence[Sequence[str]],
+        batch_size: int | None = None,
+        show_progress_bar: bool = False,
+        activation_fn: Activation | None = None,
+        convert_to_numpy: bool = True,
+        convert_to_tensor: bool = False,
+    ) -> Any:
+        """One score per ``(query, text)`` pair, in order, as sentence-transformers' ``CrossEncoder
+        .predict``: a probability where this ranker's scores are logits (``activation_fn`` overrides;
+        ``torch.nn.Identity()`` gives the logits); a single pair gives a single score. Pairs that
+        share a query are one question (a cascade prunes among them); ``batch_size`` caps the pairs
+        per call, a question's pairs never split."""
+        single = len(pairs) == 2 and all(isinstance(x, str) for x in pairs)
+        checked = [_pair(pairs, 0)] if single else [_pair(p, i) for i, p in enumerate(pairs)]
+        examples = _questions(checked)
+        flat = [0.0] * len(checked)
+        logits = True
+        for call in _calls(examples, batch_size):
+            result = self.run(call, progress=show_progress_bar)
+            logits = result.logits
+            for ex, scores in zip(call, result.scores, strict=True):
+                for candidate, score in zip(ex.candidates, scores, strict=True):
+                    flat[int(candidate.id)] = score
+        out = _activate(flat, logits, activation_fn)
+        if single:
+            out = out[0]
+        if convert_to_tensor:
+            return out
+        if convert_to_numpy:
+            return out.numpy()
+        return out.tolist()
+
+    def rank(
+        self,
+        query: str,
+        documents: Sequence[str],
+        top_k: int | None = None,
+        return_documents: bool = False,
+        batch_size: int | None = None,
+        show_progress_bar: bool = False,
+        activation_fn: Activation | None = None,
+    ) -> list[dict[str, Any]]:
+        """``documents`` best first for ``query`` as sentence-transformers' ``CrossEncoder.rank``:
+        ``[{"corpus_id", "score", "text" with return_documents}]``, the first ``top_k``. The order is
+        the ranker's own (a cascade's survivors of a later exit first), scores as ``predict``'s.
+        ``batch_size`` is taken for compatibility: one query's documents are one call."""
+        if not isinstance(query, str):
+            raise ConfigError(f"query must be a string, got {type(query).__name__}")
+        if isinstance(documents, str):
+            raise ConfigError("documents must be a list of strings, got one string")
+        for i, doc in enumerate(documents):
+            if not isinstance(doc, str):
+                raise ConfigError(f"documents[{i}]: expected a string, got {type(doc).__name__}")
+        if top_k is not None and top_k < 1:
+            raise ConfigError(f"top_k must be >= 1, got {top_k}")
+        if batch_size is not None and batch_size < 1:
+            raise ConfigError(f"batch_size must be >= 1, got {batch_size}")
+        if not documents:
+            return []
+        candidates = [Candidate(str(i), d) for i, d in enumerate(documents)]
+        result = self.run([RankingExample(Question("q", query), candidates)], progress=show_progress_bar)
+        scores = _activate(result.scores[0], result.logits, activation_fn).tolist()
+        out = []
+        for i in result.orders()[0][:top_k]:
+            row: dict[str, Any] = {"corpus_id": i, "score": scores[i]}
+            if return_documents:
+                row["text"] = documents[i]
+            out.append(row)
         return out
-    if convert_to_numpy:
-        return out.numpy()
-    return out.tolist()
-
-
-def rank(
-    ranker: Ranker,
-    query: str,
-    documents: Sequence[str],
-    top_k: int | None = None,
-    return_documents: bool = False,
-    batch_size: int | None = None,
-    show_progress_bar: bool = False,
-    activation_fn: Activation | None = None,
-) -> list[dict[str, Any]]:
-    """See :meth:`sieveqa.models.base.Ranker.rank` (``batch_size`` is taken for compatibility: one
-    query's documents are one question, scored in one call)."""
-    if not isinstance(query, str):
-        raise ConfigError(f"query must be a string, got {type(query).__name__}")
-    if isinstance(documents, str):
-        raise ConfigError("documents must be a list of strings, got one string")
-    for i, doc in enumerate(documents):
-        if not isinstance(doc, str):
-            raise ConfigError(f"documents[{i}]: expected a string, got {type(doc).__name__}")
-    if top_k is not None and top_k < 1:
-        raise ConfigError(f"top_k must be >= 1, got {top_k}")
-    if batch_size is not None and batch_size < 1:
-        raise ConfigError(f"batch_size must be >= 1, got {batch_size}")
-    if not documents:
-        return []
-    example = RankingExample(Question("q", query), [Candidate(str(i), d) for i, d in enumerate(documents)])
-    result = ranker.run([example], progress=show_progress_bar)
-    scores = _activate(result.scores[0], result.logits, activation_fn).tolist()
-    out = []
-    for i in result.orders()[0][:top_k]:
-        row: dict[str, Any] = {"corpus_id": i, "score": scores[i]}
-        if return_documents:
-            row["text"] = documents[i]
-        out.append(row)
-    return out

@@ -11,6 +11,7 @@ import torch
 
 from sieveqa.errors import ConfigError
 from sieveqa.runtime.cascade import CascadeRanker
+from tests.conftest import two_members
 from tests.serving.conftest import RecordingRanker
 
 PAIRS = [("who wrote hamlet", "shakespeare wrote it"), ("what is water", "h2o"), ("who wrote hamlet", "no")]
@@ -96,11 +97,7 @@ def test_an_ensemble_loaded_by_name_predicts_and_ranks(tiny_model, tmp_path) -> 
     from sieveqa.runtime.ensemble import EnsembleSpec
     from sieveqa.runtime.policy import load_ranker
 
-    first = tiny_model.save_pretrained(tmp_path / "a")
-    with torch.no_grad():
-        for p in tiny_model.parameters():
-            p.add_(0.05 * torch.randn_like(p))
-    second = tiny_model.save_pretrained(tmp_path / "b")
+    first, second = two_members(tiny_model, tmp_path)
     EnsembleSpec((str(first), str(second)), (0.5, 0.5)).save(tmp_path / "ens")
     ensemble = load_ranker(tmp_path / "ens", device="cpu", precision="fp32")
     scores = ensemble.predict(PAIRS, activation_fn=torch.nn.Identity())

@@ -6,21 +6,17 @@ import json
 from pathlib import Path
 
 import pytest
-import torch
 
 from sieveqa.errors import ConfigError
 from sieveqa.runtime.ensemble import EnsembleSpec
 from sieveqa.runtime.policy import load_ranker
+from tests.conftest import two_members
 from tests.runtime.test_cascade import _examples
 
 
 def test_an_ensemble_folder_ranks_by_the_weighted_sum(tiny_model, tmp_path: Path) -> None:
     examples = _examples([3, 4])
-    first = tiny_model.save_pretrained(tmp_path / "a")
-    with torch.no_grad():
-        for p in tiny_model.parameters():
-            p.add_(0.05 * torch.randn_like(p))
-    second = tiny_model.save_pretrained(tmp_path / "b")
+    first, second = two_members(tiny_model, tmp_path)
     EnsembleSpec((str(first), str(second)), (0.25, 0.75)).save(tmp_path / "ens")
     a, b = (load_ranker(m, device="cpu", precision="fp32").run(examples) for m in (first, second))
     ensemble = load_ranker(tmp_path / "ens", device="cpu", precision="fp32")
