@@ -69,7 +69,7 @@ _EXPORTS = {
     "load_model": "sieveqa.models",
     "Answer": "sieveqa.runtime",
     "Answerer": "sieveqa.runtime",
-    "answer": "sieveqa.runtime",
+    "answer": "sieveqa.runtime.answer.answerer",
     "load_answerer": "sieveqa.runtime",
     "AnswerStore": "sieveqa.runtime",
     "CascadePolicy": "sieveqa.runtime",
@@ -157,8 +157,8 @@ if TYPE_CHECKING:
         SequentialRanker,
         StoreHit,
         StoreRanker,
-        answer,
         load_answerer,
         load_ranker,
     )
+    from sieveqa.runtime.answer.answerer import answer
     from sieveqa.training import TrainConfig, Trainer, train_model

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -91,16 +92,23 @@ def export_hf(model: EncoderModel, out: Path) -> Path:
         dense.bias.zero_()
         final.weight.copy_(linear.weight.float() / EPS)
         final.bias.copy_(linear.bias.float())
-    tmp = out.with_name(out.name + ".partial")  # what a killed export left is started again
-    shutil.rmtree(tmp, ignore_errors=True)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".partial", dir=out.parent))
     hf.save_pretrained(tmp)
-    tokenizer = model.tokenizer
-    tokenizer.model_max_length = model.config.max_length
-    tokenizer.save_pretrained(tmp)
+    tokenizer = model.tokenizer  # may be shared: its limit is set for the save only
+    limit, tokenizer.model_max_length = tokenizer.model_max_length, model.config.max_length
+    try:
+        tokenizer.save_pretrained(tmp)
+    finally:
+        tokenizer.model_max_length = limit
     (tmp / "sieveqa.json").write_text(
         json.dumps({"exported_from": model.kind, "max_length": model.config.max_length, "eps": EPS}, indent=2)
     )
-    if out.exists():
-        out.rmdir()
-    tmp.rename(out)
+    try:
+        if out.exists():
+            out.rmdir()  # empty, as checked
+        tmp.rename(out)
+    except OSError as err:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise ConfigError(f"{out}: could not write the export there ({err.strerror})") from None
     return out

@@ -68,6 +68,14 @@ class RankResult:
         return {}
 
 
+@dataclass
+class SimilarityResult(RankResult):
+    """A ``RankResult`` whose scores are similarities or probabilities already, not logits (a
+    cosine, EASI's probabilities within a passage): ``predict`` and the service leave them as they are."""
+
+    logits: ClassVar[bool] = False
+
+
 class Ranker(CrossEncoderStyle, ABC):
     """Anything that scores (question, candidate) pairs; higher scores rank first.
 

@@ -30,7 +30,7 @@ from sieveqa.data.records import RankingExample
 from sieveqa.encoder import Cost, pool_segments
 from sieveqa.errors import ConfigError
 from sieveqa.features import Features, Featurizer
-from sieveqa.models.base import Ranker, RankResult
+from sieveqa.models.base import Ranker, RankResult, SimilarityResult
 from sieveqa.models.encoder_model import EncoderModel, ModelConfig
 
 __all__ = ["SELECTORS", "EasiConfig", "EasiModel"]
@@ -165,7 +165,7 @@ class EasiModel(EncoderModel, Ranker):
         for (n, sents), p in zip(groups, probs, strict=True):
             by_id[n].update(zip((c.id for c in sents), p, strict=True))
         scores = [[s[c.id] for c in ex.candidates] for ex, s in zip(examples, by_id, strict=True)]
-        return RankResult(scores, cost)
+        return SimilarityResult(scores, cost)
 
 
 def featurize_segments(

@@ -37,7 +37,7 @@ WORD_EMBEDDINGS = "encoder.backbone.embeddings.word_embeddings."
 BODY = "encoder."
 # Quantizing a model takes longer than scoring a small batch, so the int8 copy is made once; the lock
 # keeps two threads from making it twice.
-_QUANTIZE = threading.Lock()
+_QUANTIZE = threading.RLock()  # re-entered when a copy being made calls _apply
 
 
 @dataclass
@@ -192,6 +192,22 @@ class EncoderModel(nn.Module):
             else:
                 yield self
 
+    def train(self, mode: bool = True) -> Self:
+        """As ``nn.Module.train``; training drops the inference copies (a step may write weights
+        through ``.data``, which no version counter sees)."""
+        if mode:
+            self._drop_copies()
+        return super().train(mode)
+
+    def _apply(self, fn: Any, *args: Any, **kwargs: Any) -> Self:
+        self._drop_copies()  # .to(), .half(), .cuda(): the copies hold the tensors as they were
+        return super()._apply(fn, *args, **kwargs)
+
+    def _drop_copies(self) -> None:
+        with _QUANTIZE:
+            self.__dict__.pop("_half", None)
+            self.__dict__.pop("_int8", None)
+
     def _half_linear_copy(self) -> Self:
         """This model with its Linear layers' weights stored in the autocast dtype, every other tensor
         shared: autocast would otherwise cast each weight on every call (on 2 cores with AMX, 18-27% of
@@ -199,7 +215,13 @@ class EncoderModel(nn.Module):
         (a training step, a load, ``.to``)."""
         dtype = torch.bfloat16 if self.precision == "bf16" else torch.float16
         linear = [t for m in self.modules() if isinstance(m, nn.Linear) for t in m.parameters(recurse=False)]
-        key = (dtype, tuple((t.data_ptr(), t._version) for t in linear))
+        # A weight changed in place bumps its version (inference tensors have none: they cannot be
+        # changed in place outside inference mode); a replaced tensor changes its id.
+        key = (
+            dtype,
+            tuple((id(t), t.data_ptr(), -1 if t.is_inference() else t._version) for t in linear),
+            tuple(id(t) for t in (*self.parameters(), *self.buffers())),
+        )
         with _QUANTIZE:
             cached = self.__dict__.get("_half")
             if cached is None or cached[0] != key:
@@ -221,8 +243,9 @@ class EncoderModel(nn.Module):
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore", category=DeprecationWarning)
                     warnings.simplefilter("ignore", category=UserWarning)
+                    memo = {id(self.__dict__.get("_half")): None}  # not the bf16 copy, if one was made
                     cached = torch.ao.quantization.quantize_dynamic(
-                        copy.deepcopy(self), {nn.Linear}, dtype=torch.qint8
+                        copy.deepcopy(self, memo), {nn.Linear}, dtype=torch.qint8
                     )
                 # Not a registered submodule: it must not be saved, moved or trained with the model.
                 object.__setattr__(self, "_int8", cached)

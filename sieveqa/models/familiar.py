@@ -93,9 +93,11 @@ class CrossEncoderStyle:
     ) -> Any:
         """One score per ``(query, text)`` pair, in order, as sentence-transformers' ``CrossEncoder
         .predict``: a probability where this ranker's scores are logits (``activation_fn`` overrides;
-        ``torch.nn.Identity()`` gives the logits); a single pair gives a single score. Pairs that
+        ``torch.nn.Identity()`` gives the logits), each candidate's own model's score (a cascade's
+        from the last exit it reached); a single pair gives a single score. Pairs that
         share a query are one question (a cascade prunes among them); ``batch_size`` caps the pairs
         per call, a question's pairs never split."""
+        pairs = pairs.tolist() if hasattr(pairs, "tolist") else pairs  # a numpy array of pairs
         single = len(pairs) == 2 and all(isinstance(x, str) for x in pairs)
         checked = [_pair(pairs, 0)] if single else [_pair(p, i) for i, p in enumerate(pairs)]
         examples = _questions(checked)
@@ -104,17 +106,15 @@ class CrossEncoderStyle:
         for call in _calls(examples, batch_size):
             result = self.run(call, progress=show_progress_bar)
             logits = result.logits
-            for ex, scores in zip(call, result.scores, strict=True):
+            for ex, scores in zip(call, result.own_scores(), strict=True):
                 for candidate, score in zip(ex.candidates, scores, strict=True):
                     flat[int(candidate.id)] = score
         out = _activate(flat, logits, activation_fn)
-        if single:
-            out = out[0]
         if convert_to_tensor:
-            return out
+            return out[0] if single else out
         if convert_to_numpy:
-            return out.numpy()
-        return out.tolist()
+            return out.numpy()[0] if single else out.numpy()  # one pair: an np.float32, as there
+        return out.tolist()[0] if single else out.tolist()
 
     def rank(
         self,
@@ -130,6 +130,7 @@ class CrossEncoderStyle:
         ``[{"corpus_id", "score", "text" with return_documents}]``, the first ``top_k``. The order is
         the ranker's own (a cascade's survivors of a later exit first), scores as ``predict``'s.
         ``batch_size`` is taken for compatibility: one query's documents are one call."""
+        documents = documents.tolist() if hasattr(documents, "tolist") else documents
         if not isinstance(query, str):
             raise ConfigError(f"query must be a string, got {type(query).__name__}")
         if isinstance(documents, str):
@@ -145,7 +146,7 @@ class CrossEncoderStyle:
             return []
         candidates = [Candidate(str(i), d) for i, d in enumerate(documents)]
         result = self.run([RankingExample(Question("q", query), candidates)], progress=show_progress_bar)
-        scores = _activate(result.scores[0], result.logits, activation_fn).tolist()
+        scores = _activate(result.own_scores()[0], result.logits, activation_fn).tolist()
         out = []
         for i in result.orders()[0][:top_k]:
             row: dict[str, Any] = {"corpus_id": i, "score": scores[i]}

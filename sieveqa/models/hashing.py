@@ -31,7 +31,7 @@ from sieveqa.data.records import RankingExample
 from sieveqa.encoder import Cost, pool
 from sieveqa.errors import ConfigError
 from sieveqa.features import Features
-from sieveqa.models.base import Ranker, RankResult
+from sieveqa.models.base import Ranker, RankResult, SimilarityResult
 from sieveqa.models.encoder_model import EncoderModel, ModelConfig
 
 Composition = Literal["attention", "pooling"]
@@ -311,7 +311,7 @@ class HashingModel(EncoderModel, Ranker):
             for ex in examples
         ]
         cost.seconds = time.perf_counter() - started
-        return RankResult(scores, cost)
+        return SimilarityResult(scores, cost)
 
 
 def pad_matrices(matrices: Sequence[Tensor]) -> tuple[Tensor, Tensor]:

@@ -1,7 +1,7 @@
 """What runs at question time: rankers that apply a policy over the steppable encoder, answer stores,
 and the answer pipeline over a corpus index."""
 
-from sieveqa.runtime.answer.answerer import Answer, Answerer, answer, load_answerer
+from sieveqa.runtime.answer.answerer import Answer, Answerer, load_answerer
 from sieveqa.runtime.cascade import CascadePolicy, CascadeRanker, CascadeResult, SequentialRanker
 from sieveqa.runtime.ensemble import EnsembleRanker, EnsembleSpec
 from sieveqa.runtime.policy import Policy, load_ranker
@@ -25,7 +25,6 @@ __all__ = [
     "SequentialRanker",
     "StoreHit",
     "StoreRanker",
-    "answer",
     "cascade_order",
     "check_drop_ratios",
     "drop_count",

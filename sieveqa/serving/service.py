@@ -158,7 +158,11 @@ class Service:
                 answerer = load_answerer(method, index, **answer_options, **settings)
             return load_ranker(model, **settings), answerer
 
-        ranker, answerer = thread.call(models)
+        try:
+            ranker, answerer = thread.call(models)
+        except BaseException:
+            thread.close()  # no service will own it
+            raise
         return cls(ranker, answerer, model, index, limits, batching, thread)
 
     @property

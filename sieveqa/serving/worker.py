@@ -64,26 +64,32 @@ class ModelThread:
         self.cond = threading.Condition()
         self.workers: list[Worker[Any]] = []
         self._calls: deque[tuple[Callable[[], Any], Future[Any]]] = deque()
-        self._thread: threading.Thread | None = None
+        self._thread: threading.Thread | None = None  # None once the loop has returned
+        self._closed = False
 
     @property
     def alive(self) -> bool:
-        return self._thread is not None and self._thread.is_alive()
+        thread = self._thread
+        return thread is not None and thread.is_alive()
 
     def start(self) -> None:
-        """Start the thread (once; later calls do nothing while it runs)."""
+        """Start the thread unless it runs (a thread whose loop has ended is replaced)."""
         with self.cond:
-            if not self.alive:
-                self._thread = threading.Thread(target=self._loop, name=self.name, daemon=True)
-                self._thread.start()
+            self._ensure_running()
+
+    def _ensure_running(self) -> None:  # holding the lock
+        if self._thread is None:
+            self._closed = False
+            self._thread = threading.Thread(target=self._loop, name=self.name, daemon=True)
+            self._thread.start()
 
     def submit(self, fn: Callable[[], Any]) -> Future[Any]:
         """Queue ``fn`` to run on this thread (started if need be) before any waiting job; the
-        future gets its result or exception."""
+        future gets its result or exception (cancelled while queued, it never runs)."""
         future: Future[Any] = Future()
-        self.start()
-        with self.cond:
+        with self.cond:  # queued and the thread checked at once: an ending loop cannot strand it
             self._calls.append((fn, future))
+            self._ensure_running()
             self.cond.notify_all()
         return future
 
@@ -94,15 +100,30 @@ class ModelThread:
             return fn()
         return self.submit(fn).result()
 
+    def close(self) -> None:
+        """End the thread once its queued calls ran, whatever its workers (a failed load has none)."""
+        with self.cond:
+            self._closed = True
+            self.cond.notify_all()
+
     def join(self, timeout: float | None = None) -> None:
         """Wait for the thread to end (it does once every worker is stopped and drained)."""
-        if self._thread is not None and self._thread is not threading.current_thread():
-            self._thread.join(timeout)
+        thread = self._thread
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(timeout)
 
     def _finished(self) -> bool:
-        return bool(self.workers) and all(w.stopping for w in self.workers)
+        return self._closed or (bool(self.workers) and all(w.stopping for w in self.workers))
 
     def _loop(self) -> None:
+        try:
+            self._work_off()
+        finally:  # however it ends, the next start() makes a new thread and waiters hear of it
+            with self.cond:
+                self._thread = None
+                self.cond.notify_all()
+
+    def _work_off(self) -> None:
         while True:
             with self.cond:
                 while not self._calls and not any(w._pending for w in self.workers) and not self._finished():
@@ -112,16 +133,17 @@ class ModelThread:
                     worker, taken = None, []
                 else:
                     waiting = [w for w in self.workers if w._pending]
-                    if not waiting:  # every worker stopped, nothing left
+                    if not waiting:  # every worker stopped (or the thread closed), nothing left
                         return
                     worker = min(waiting, key=lambda w: w._pending[0].enqueued)
                     worker.busy = True
                     taken = worker._take()
             if worker is None:
-                try:
-                    future.set_result(fn())
-                except BaseException as err:  # the caller's failure, never the thread's
-                    future.set_exception(err)
+                if future.set_running_or_notify_cancel():  # a cancelled call is dropped
+                    try:
+                        future.set_result(fn())
+                    except BaseException as err:  # the caller's failure, never the thread's
+                        future.set_exception(err)
                 continue
             try:
                 worker._run(taken)
@@ -171,7 +193,8 @@ class Worker(ABC, Generic[J]):
             self._stopping = True
             self._cond.notify_all()
             if self.thread.alive and threading.current_thread() is not self.thread._thread:
-                self._cond.wait_for(lambda: not self._pending and not self.busy, timeout)
+                drained = lambda: (not self._pending and not self.busy) or not self.thread.alive  # noqa: E731
+                self._cond.wait_for(drained, timeout)
         if self.thread._finished():
             self.thread.join(timeout)
 

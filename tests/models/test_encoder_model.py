@@ -61,3 +61,28 @@ def test_other_precisions_make_no_half_copy(tiny_model, precision) -> None:
     model = tiny_model.configure(precision=precision)
     _scores(model)
     assert "_half" not in vars(model)
+
+
+def test_a_model_built_in_inference_mode_scores_in_bf16(monkeypatch) -> None:
+    """Inference tensors have no version counter: reading it raised on every bf16 call."""
+    from sieveqa.models.cross_encoder import CrossEncoder, CrossEncoderConfig
+
+    with torch.inference_mode():
+        model = CrossEncoder(CrossEncoderConfig(backbone="tiny", max_length=64)).configure(precision="bf16")
+    assert _scores(model) == _autocast_only(model, monkeypatch)
+
+
+def test_the_copy_follows_a_replaced_tensor_and_a_training_step(tiny_model, monkeypatch) -> None:
+    """A Parameter replaced outside a Linear, or written through .data in training, left it stale."""
+    model = tiny_model.configure(precision="bf16")
+    before = _scores(model)
+    embeddings = model.encoder.backbone.embeddings.word_embeddings
+    embeddings.weight = torch.nn.Parameter(embeddings.weight.detach() * 3.0)
+    replaced = _scores(model)
+    assert replaced != before and replaced == _autocast_only(model, monkeypatch)
+    model.train()
+    last = [m for m in model.modules() if isinstance(m, torch.nn.Linear)][-1]
+    last.weight.data.mul_(-2.0)  # what some training loops do: no version bump
+    model.eval()
+    stepped = _scores(model)
+    assert stepped != replaced and stepped == _autocast_only(model, monkeypatch)

@@ -106,3 +106,27 @@ def test_an_ensemble_loaded_by_name_predicts_and_ranks(tiny_model, tmp_path) -> 
     query = PAIRS[0][0]
     ranked = ensemble.rank(query, [t for q, t in PAIRS if q == query])
     assert [r["corpus_id"] for r in ranked] == sorted((0, 1), key=lambda i: -hamlet[i])
+
+
+def test_similarities_are_not_squashed_and_a_store_ranker_refuses_texts() -> None:
+    """A cosine or a probability came back through a sigmoid, as if it were a logit."""
+    from sieveqa.models.base import SimilarityResult
+    from sieveqa.runtime.store.ranker import StoreRanker
+
+    class Cosines(RecordingRanker):
+        def run(self, examples, progress=False):  # type: ignore[no-untyped-def]
+            return SimilarityResult([[0.9, -0.2][: len(ex.candidates)] for ex in examples])
+
+    assert Cosines().predict([("q", "a"), ("q", "b")]).tolist() == pytest.approx([0.9, -0.2])
+    assert isinstance(Cosines().predict(("q", "a")), np.float32)  # one pair: a scalar, as there
+    with pytest.raises(ConfigError, match="scores the answers of its store by id"):
+        StoreRanker.predict(None, [("q", "a")])  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="scores the answers of its store by id"):
+        StoreRanker.rank(None, "q", ["a"])  # type: ignore[arg-type]
+
+
+def test_numpy_inputs_are_taken(tiny_model) -> None:
+    pairs = np.array(PAIRS)
+    assert tiny_model.predict(pairs).tolist() == tiny_model.predict(PAIRS).tolist()
+    docs = np.array(["no", "shakespeare wrote hamlet"])
+    assert tiny_model.rank("who wrote hamlet", docs) == tiny_model.rank("who wrote hamlet", list(docs))

@@ -192,3 +192,46 @@ def test_a_call_runs_on_the_thread_and_raises_what_it_raised() -> None:
     with pytest.raises(ZeroDivisionError):
         thread.call(lambda: 1 / 0)
     assert thread.call(lambda: thread.call(lambda: 7)) == 7  # from the thread itself: no deadlock
+
+
+def test_a_cancelled_call_is_dropped_and_the_thread_goes_on() -> None:
+    """Cancelling a queued call's future used to kill the thread (set_result on a cancelled future)."""
+    thread = ModelThread("cancels")
+    gate = threading.Event()
+    running = thread.submit(gate.wait)
+    queued = thread.submit(lambda: "never")
+    assert queued.cancel()
+    gate.set()
+    assert running.result(5) is True
+    assert thread.call(lambda: "next") == "next" and thread.alive
+
+
+def test_a_call_after_the_thread_ended_starts_it_again() -> None:
+    thread = ModelThread("again")
+    worker = AnswerQueue(1, thread)
+    worker.start()
+    worker.stop(5)
+    thread.join(5)
+    assert not thread.alive
+    assert thread.call(lambda: threading.current_thread().name) == "again"
+
+
+def test_a_failed_load_leaves_no_thread_behind(monkeypatch) -> None:
+    import sieveqa.serving.service as service_module
+
+    made: list[ModelThread] = []
+    real = service_module.ModelThread
+
+    def record() -> ModelThread:
+        made.append(real())
+        return made[-1]
+
+    def broken(model: str, **settings: object) -> None:
+        raise ValueError("no such model")
+
+    monkeypatch.setattr(service_module, "ModelThread", record)
+    monkeypatch.setattr(service_module, "load_ranker", broken)
+    with pytest.raises(ValueError, match="no such model"):
+        Service.load("anything")
+    made[0].join(5)
+    assert not made[0].alive

@@ -297,9 +297,10 @@ def answer(question: str, index: str | Path, method: str = "peasi", top: int = 1
     answerer (``method`` with ``options``, as ``load_answerer`` takes them) is loaded on the first
     call and kept for the next ones with the same arguments; it follows the index as it grows.
     Calls from several threads take turns (an answerer's models serve one question at a time)."""
-    key = (str(Path(index).resolve()), method, repr(sorted(options.items())))
+    folder = str(Path(index).resolve())  # the cwd may change between calls
+    key = (folder, method, repr(sorted(options.items())))
     with _ANSWERING:
         answerer = _LOADED.get(key)
         if answerer is None:
-            answerer = _LOADED[key] = load_answerer(method, str(index), **options)
+            answerer = _LOADED[key] = load_answerer(method, folder, **options)
         return answerer.answer(question, top)

@@ -24,7 +24,7 @@ from sieveqa.data.answers import StoreQuery
 from sieveqa.data.records import RankingExample
 from sieveqa.encoder import Cost
 from sieveqa.errors import ConfigError
-from sieveqa.models.base import Ranker, RankResult
+from sieveqa.models.base import Ranker, RankResult, SimilarityResult
 from sieveqa.models.hashing import HashingModel
 from sieveqa.runtime.store.answer_store import AnswerStore
 from sieveqa.runtime.store.first_stage import fuse
@@ -35,6 +35,11 @@ SIGNALS = {"vector": ("vector",), "bm25": ("bm25",), "rrf": ("vector", "bm25"), 
 FIRST_STAGES = (*SIGNALS, "none")
 #: Answers unpacked and scored at once for a list of candidates (bounds the floats held).
 ROWS_AT_ONCE = 1024
+
+_NO_TEXTS = (
+    "a store ranker scores the answers of its store by id: search it with run() on candidates that "
+    "carry store ids (sieveqa rank --store), not predict() or rank() on texts"
+)
 
 
 class StoreHit(NamedTuple):
@@ -183,6 +188,14 @@ class StoreRanker(Ranker):
             out.append(StoreHit(answer_id, float(score), text))
         return out
 
+    def predict(self, pairs: Any, *args: Any, **kwargs: Any) -> Any:
+        """Refused: a store ranker scores the store's answers by id, not texts given with a query."""
+        raise ConfigError(_NO_TEXTS)
+
+    def rank(self, query: Any, documents: Any, *args: Any, **kwargs: Any) -> Any:
+        """Refused, as ``predict`` is."""
+        raise ConfigError(_NO_TEXTS)
+
     def run(self, examples: Sequence[RankingExample], progress: bool = False) -> RankResult:
         """Scores of each example's candidates, looked up in the store by candidate id."""
         started, cost = time.perf_counter(), Cost()
@@ -192,7 +205,7 @@ class StoreRanker(Ranker):
             for i, ex in enumerate(tqdm(examples, desc="ranking", unit="question", disable=not progress))
         ]
         cost.seconds = time.perf_counter() - started
-        return RankResult(scores, cost)
+        return SimilarityResult(scores, cost)
 
     def rank_queries(self, queries: Sequence[StoreQuery], top: int = 10) -> list[StoreRanking]:
         """Each query's candidate ids ranked, or, without candidates, the ``top`` of the whole store."""
