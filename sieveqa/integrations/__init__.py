@@ -36,13 +36,18 @@ def shared_ranker(model: str | Path | Ranker, drop_ratios: float | Sequence[floa
         if drop_ratios is not None:
             raise ConfigError("drop_ratios goes with a model name or folder, not a loaded ranker")
         return model
+    from sieveqa.models.zoo import SHIPPED
     from sieveqa.runtime.policy import load_ranker
 
-    key = (str(model), repr(drop_ratios))
+    folder = Path(model).expanduser()
+    # A shipped name wins, as load_ranker has it; a folder is keyed by where it is.
+    name = str(folder.resolve()) if str(model) not in SHIPPED and folder.exists() else str(model)
+    ratios = drop_ratios if drop_ratios is None or isinstance(drop_ratios, float | int) else list(drop_ratios)
+    key = (name, repr(ratios))
     with _LOCK:
         if key not in _LOADED:
             overrides: dict[str, Any] = {} if drop_ratios is None else {"drop_ratios": drop_ratios}
-            _LOADED[key] = load_ranker(model, **overrides)
+            _LOADED[key] = load_ranker(name, **overrides)
         return _LOADED[key]
 
 

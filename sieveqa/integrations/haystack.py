@@ -14,9 +14,10 @@ In a pipeline after a retriever: ``pipeline.add_component("ranker", SieveQARanke
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 from typing import Any
 
-from sieveqa.errors import require_extra
+from sieveqa.errors import ConfigError, require_extra
 from sieveqa.integrations import keep, shared_ranker
 from sieveqa.models.base import Ranker
 
@@ -30,7 +31,10 @@ class SieveQARanker:
     """Keeps the ``top_k`` documents a sieveqa ranker puts first, best first, each with its score."""
 
     def __init__(
-        self, model: str = "default", top_k: int | None = 10, drop_ratios: float | list[float] | None = None
+        self,
+        model: str | Path | Ranker = "default",
+        top_k: int | None = 10,
+        drop_ratios: float | list[float] | None = None,
     ) -> None:
         """``model``: a shipped model name or folder; ``top_k``: how many documents to keep (None: all);
         ``drop_ratios``: a cascade's share dropped at each exit (its budget; None: the tuned ones)."""
@@ -43,6 +47,10 @@ class SieveQARanker:
             self._ranker = shared_ranker(self.model, self.drop_ratios)
 
     def to_dict(self) -> dict[str, Any]:
+        if not isinstance(self.model, str | Path):
+            raise ConfigError(
+                "a component given a loaded ranker cannot be serialized: give a model name or folder"
+            )
         return default_to_dict(self, model=str(self.model), top_k=self.top_k, drop_ratios=self.drop_ratios)
 
     @classmethod

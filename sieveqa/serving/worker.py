@@ -188,7 +188,9 @@ class Worker(ABC, Generic[J]):
         self.thread.start()
 
     def stop(self, timeout: float | None = None) -> None:
-        """Finish every queued job, then refuse more (the thread ends when its last worker stops)."""
+        """Finish every queued job, then refuse more (the thread ends when its last worker stops);
+        ``timeout`` bounds the whole wait."""
+        deadline = None if timeout is None else time.monotonic() + timeout
         with self._cond:
             self._stopping = True
             self._cond.notify_all()
@@ -196,7 +198,7 @@ class Worker(ABC, Generic[J]):
                 drained = lambda: (not self._pending and not self.busy) or not self.thread.alive  # noqa: E731
                 self._cond.wait_for(drained, timeout)
         if self.thread._finished():
-            self.thread.join(timeout)
+            self.thread.join(None if deadline is None else max(deadline - time.monotonic(), 0.0))
 
     def retry_after(self) -> float:
         """Seconds the queued work takes at the measured rate (at least 1)."""

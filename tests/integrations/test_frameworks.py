@@ -79,3 +79,20 @@ def test_a_model_folder_with_its_budget_loads_once(tiny_cascade, tmp_path) -> No
     assert shared_ranker(folder, drop_ratios=0.5) is ranker
     with pytest.raises(ConfigError, match="not a loaded ranker"):
         shared_ranker(ranker, drop_ratios=0.3)
+
+
+def test_a_folder_is_one_model_however_it_is_named_and_ratios_however_given(
+    tiny_cascade, tmp_path, monkeypatch
+) -> None:
+    folder = tiny_cascade.save_pretrained(tmp_path / "named")
+    ranker = shared_ranker(folder, drop_ratios=(0.5,) * 3)
+    monkeypatch.chdir(tmp_path)
+    assert shared_ranker("named", drop_ratios=[0.5, 0.5, 0.5]) is ranker
+
+
+def test_a_haystack_component_with_a_loaded_ranker_says_it_cannot_be_serialized() -> None:
+    pytest.importorskip("haystack")
+    from sieveqa.integrations.haystack import SieveQARanker
+
+    with pytest.raises(ConfigError, match="cannot be serialized"):
+        SieveQARanker(model=RecordingRanker()).to_dict()
