@@ -91,18 +91,19 @@ def export(
 
 
 def _export_hf(model: str, out: Path | None, int8: bool, calibrate: str | None) -> None:
-    from sieveqa.exported.hf import export_hf, hf_refusal
+    from sieveqa.exported.hf import check_out, export_hf
     from sieveqa.models.zoo import load_model
 
     if out is None:
         raise ConfigError("--format hf needs OUT, the folder to write")
     if int8 or calibrate is not None:
         raise ConfigError("--format hf writes fp32 weights; --int8 and --calibrate are for onnx and openvino")
+    check_out(out)
     loaded = load_model(model)
-    refusal = hf_refusal(loaded)
-    if refusal is not None:
-        raise ConfigError(f"{model}: {refusal}")
-    export_hf(loaded.configure(precision="fp32"), out)
+    try:
+        export_hf(loaded.configure(precision="fp32"), out)
+    except ConfigError as err:
+        raise ConfigError(f"{model}: {err}") from None
     console.print(f"exported {model} to {out}: sentence_transformers.CrossEncoder({str(out)!r}) loads it")
 
 

@@ -51,6 +51,12 @@ def hf_refusal(model: EncoderModel) -> str | None:
     return None
 
 
+def check_out(out: Path) -> None:
+    """Refuse an ``out`` that holds anything (checked before a model loads, and again on writing)."""
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        raise ConfigError(f"{out}: exists and is not an empty folder")
+
+
 def export_hf(model: EncoderModel, out: Path) -> Path:
     """Write ``model`` to ``out`` as a Hugging Face sequence classifier with its tokenizer (fp32
     safetensors; ``max_length`` as the tokenizer's limit); a ConfigError names why it cannot be."""
@@ -59,8 +65,7 @@ def export_hf(model: EncoderModel, out: Path) -> Path:
     refusal = hf_refusal(model)
     if refusal is not None:
         raise ConfigError(refusal)
-    if out.exists() and (not out.is_dir() or any(out.iterdir())):
-        raise ConfigError(f"{out}: exists and is not an empty folder")
+    check_out(out)
     backbone = model.encoder.backbone
     body = backbone.config.model_type
     layers = len(model.encoder.layers)

@@ -44,11 +44,10 @@ def _questions(pairs: Sequence[tuple[str, str]]) -> list[RankingExample]:
     groups: dict[str, list[int]] = {}
     for i, (query, _) in enumerate(pairs):
         groups.setdefault(query, []).append(i)
-    examples = [
+    return [
         RankingExample(Question(f"q{j}", query), [Candidate(str(i), pairs[i][1]) for i in rows])
         for j, (query, rows) in enumerate(groups.items())
     ]
-    return examples
 
 
 def _calls(examples: list[RankingExample], batch_size: int | None) -> list[list[RankingExample]]:

@@ -93,10 +93,15 @@ class ModelThread:
             self.cond.notify_all()
         return future
 
+    @property
+    def current(self) -> bool:
+        """Whether the caller runs on this thread."""
+        return threading.current_thread() is self._thread
+
     def call(self, fn: Callable[[], Any]) -> Any:
         """Run ``fn`` on this thread and return its result (or raise its exception): how a service
         loads its models. Called on the thread itself, it just runs ``fn``."""
-        if threading.current_thread() is self._thread:
+        if self.current:
             return fn()
         return self.submit(fn).result()
 
@@ -194,7 +199,7 @@ class Worker(ABC, Generic[J]):
         with self._cond:
             self._stopping = True
             self._cond.notify_all()
-            if self.thread.alive and threading.current_thread() is not self.thread._thread:
+            if self.thread.alive and not self.thread.current:
                 drained = lambda: (not self._pending and not self.busy) or not self.thread.alive  # noqa: E731
                 self._cond.wait_for(drained, timeout)
         if self.thread._finished():
