@@ -186,7 +186,7 @@ def answer_method(name: str) -> MethodSpec:
 _SENTENCE = "sieveqa.runtime.answer.sentence"
 _READING = "sieveqa.runtime.answer.reading"
 register_method(
-    MethodSpec("peasi", f"{_SENTENCE}:Peasi", "rerank passages, pick the sentence in the best one")
+    MethodSpec("peasi", "sieveqa.runtime.answer.peasi:Peasi", "rerank passages, pick the sentence in place")
 )
 register_method(MethodSpec("peasi-all", f"{_SENTENCE}:PeasiAll", "EASI in every passage, then the ranker"))
 register_method(MethodSpec("pointwise", f"{_SENTENCE}:Pointwise", "the default ranker on every sentence"))

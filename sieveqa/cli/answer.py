@@ -249,12 +249,20 @@ def eval_answers(
     dataset: Annotated[
         str,
         typer.Option(
-            "--dataset", "-d", help="a passage benchmark with sentences: squad-passages:test-sentences, ..."
+            "--dataset",
+            "-d",
+            help="a passage benchmark with sentences (squad-passages:test-sentences, ...), or open-domain "
+            "questions some of which nothing answers (squad2-open:dev)",
         ),
     ] = "squad-passages:test-sentences",
     method: MethodOpt = "peasi",
-    top: Annotated[int, typer.Option(min=1, help="peasi: read the N best passages with EASI")] = 1,
+    top: Annotated[
+        int, typer.Option(min=1, help="answers per question (peasi: from the N best passages)")
+    ] = 1,
     limit: Annotated[int | None, typer.Option(min=1, help="only the first N questions")] = None,
+    passages: Annotated[int, typer.Option(min=1, help="open-domain questions: passages read")] = 20,
+    min_confidence: MinConfidenceOpt = None,
+    confidence: ConfidenceOpt = None,
     json_out: Annotated[Path | None, typer.Option("--json", help="write the report as JSON here")] = None,
     device: DeviceOpt = "auto",
     precision: PrecisionOpt = "auto",
@@ -262,8 +270,10 @@ def eval_answers(
     batch_size: BatchOpt = None,
 ) -> None:
     """Answer a labelled benchmark's questions over their retrieved passages and report answer
-    P@1 (MAP/MRR where the method ranks sentences), passage P@1/MAP/MRR and inferences and latency."""
-    from sieveqa.data.registry import load_dataset
+    P@1 (MAP/MRR where the method ranks sentences), passage P@1/MAP/MRR and inferences and latency;
+    on open-domain questions some of which nothing answers (squad2-open:dev), what was answered and
+    how well, what abstained, SQuAD 2.0's overall score and the AUROC of the confidence."""
+    from sieveqa.data.registry import is_open_dataset, load_dataset
     from sieveqa.evaluation.answers import evaluate_answers
     from sieveqa.evaluation.metrics import qrels_from_examples
     from sieveqa.evaluation.provenance import run_info
@@ -273,19 +283,19 @@ def eval_answers(
     check_device(device, precision, backend)
     if json_out is not None:
         check_output_file(json_out, "--json")
-    if not dataset.endswith("-sentences"):
+    is_open = is_open_dataset(dataset)
+    if not is_open and not dataset.endswith("-sentences"):
         raise ConfigError(f"--dataset {dataset}: answers are sentences; use its -sentences form")
+    if not is_open and (min_confidence is not None or confidence is not None):
+        raise ConfigError("--min-confidence and --confidence are for open-domain datasets (squad2-open:dev)")
     # The models are checked first: a wrong --ranker is refused before a dataset is built or read.
     answerer = load_answerer(
-        method,
-        None,
-        top=top,
-        device=device,
-        precision=precision,
-        batch_size=batch_size,
-        backend=backend,
-        **given_settings(ctx),
-    )
+        method, None, top=top, device=device, precision=precision, batch_size=batch_size,
+        backend=backend, confidence=confidence, min_confidence=min_confidence, **given_settings(ctx),
+    )  # fmt: skip
+    if is_open:
+        _eval_open(answerer, dataset, limit, passages, json_out)
+        return
     examples = load_dataset(dataset)[:limit]
     qrels_from_examples(examples, dataset)
     report = evaluate_answers(answerer, examples, dataset)
@@ -304,6 +314,31 @@ def eval_answers(
         f"{c['inferences_per_question']:.1f} inferences and {c['layer_units_per_question']:.0f} layer-units "
         f"per question; {c['seconds_per_question'] * 1000:.0f} ms mean, "
         f"p50 {c['p50_seconds'] * 1000:.0f} ms, p95 {c['p95_seconds'] * 1000:.0f} ms"
+    )
+    if json_out is not None:
+        atomic_write_json(json_out, result)
+
+
+def _eval_open(answerer: Any, dataset: str, limit: int | None, passages: int, json_out: Path | None) -> None:
+    from sieveqa.data.registry import load_open_dataset
+    from sieveqa.evaluation.open_answers import evaluate_open
+    from sieveqa.evaluation.provenance import run_info
+    from sieveqa.io import atomic_write_json
+
+    examples = load_open_dataset(dataset)[:limit]
+    report = evaluate_open(answerer, examples, passages)
+    m = answerer.method
+    result = {"dataset": dataset, "method": m.name, **report, **m.describe(), "signals": list(m.signals)}
+    result["provenance"] = run_info("sieveqa " + " ".join(sys.argv[1:]))
+    threshold = "uncalibrated: always answers" if not report["calibrated"] else (
+        f"min-confidence {report['min_confidence']:.3f}"
+    )  # fmt: skip
+    console.print(
+        f"{dataset} ({report['answerable']} answerable, {report['unanswerable']} not), {m.name}, "
+        f"{threshold}: "
+        f"{report['answered']:.1f}% of answerable answered, {report['right_answered']:.1f}% of them right; "
+        f"{report['unanswerable_abstain']:.1f}% of unanswerable abstain; overall {report['overall']:.1f} "
+        f"(always abstaining {report['always_abstain']:.1f}); AUROC {report['auroc']}"
     )
     if json_out is not None:
         atomic_write_json(json_out, result)

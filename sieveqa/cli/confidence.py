@@ -1,8 +1,9 @@
 """``sieveqa calibrate-confidence``: fit a method's confidence and where it abstains, on dev questions
-asked with and without their article in the index; report the abstention curve on others."""
+some of which the documents do not answer; report the abstention curve on others."""
 
 from __future__ import annotations
 
+import random
 import sys
 from pathlib import Path
 from typing import Annotated, Any
@@ -14,27 +15,52 @@ from sieveqa.cli._options import given_settings, settings_command
 from sieveqa.cli.answer import MethodOpt, method_settings
 from sieveqa.errors import ConfigError
 
-PairOpt = Annotated[
+SetsOpt = Annotated[
     str,
-    typer.Option(help="INDEXED,UNINDEXED: the questions with their article in the index, and without"),
+    typer.Option(
+        help="open-domain datasets, comma-separated: a question is unanswerable when it is 'impossible' "
+        "(squad2-open) or its dataset's name ends in -unindexed (its article is not indexed)"
+    ),
 ]
 
 
-def _pair(value: str, flag: str) -> tuple[str, str]:
+def _names(value: str, flag: str) -> list[str]:
     names = [v.strip() for v in value.split(",") if v.strip()]
-    if len(names) != 2:
-        raise ConfigError(f"{flag}: expected two datasets, INDEXED,UNINDEXED, got {value!r}")
-    return names[0], names[1]
+    if not names:
+        raise ConfigError(f"{flag}: no dataset named")
+    return names
 
 
-def _scored(answerer: Any, pair: tuple[str, str], passages: int | None, progress: bool) -> list[Any]:
+def _scored(method: Any, names: list[str], passages: int | None, progress: bool) -> list[Any]:
     from sieveqa.data.registry import load_open_dataset
     from sieveqa.evaluation.abstention import score_questions
 
-    indexed, unindexed = (load_open_dataset(name) for name in pair)
-    return score_questions(answerer, indexed, True, passages, progress) + score_questions(
-        answerer, unindexed, False, passages, progress
-    )
+    out = []
+    for name in names:
+        answerable = False if name.endswith("-unindexed") else None
+        out += score_questions(method, load_open_dataset(name), answerable, passages, progress)
+    return out
+
+
+def _held_out(scored: list[Any], folds: int, fit: Any) -> dict[str, Any]:
+    """Each question's confidence from a fit on the other folds (seeded): an estimate of the metrics
+    on questions the fit never saw."""
+    from sieveqa.evaluation.open_answers import open_metrics
+
+    order = list(range(len(scored)))
+    random.Random(0).shuffle(order)
+    values = [0.0] * len(scored)
+    thresholds = [0.0] * len(scored)
+    for k in range(folds):
+        test = set(order[k::folds])
+        confidence = fit([s for i, s in enumerate(scored) if i not in test])
+        for i in test:
+            s = scored[i]
+            values[i] = confidence(s.score, s.signals) if s.score > float("-inf") else float("-inf")
+            thresholds[i] = confidence.min_confidence
+    # Each fold answers at its own threshold: compare each value with it (shifted to a common 0).
+    shifted = [v - t for v, t in zip(values, thresholds, strict=True)]
+    return {"folds": folds, **open_metrics(scored, shifted, 0.0)}
 
 
 @app.command("calibrate-confidence", cls=settings_command(method_settings))
@@ -42,14 +68,27 @@ def calibrate_confidence(
     ctx: typer.Context,
     out: Annotated[Path, typer.Option("--out", "-o", help="the confidence file to add the method to")],
     method: MethodOpt = "peasi",
-    dev: PairOpt = "squad-open-mini:dev0,squad-open-mini:dev0-unindexed",
+    dev: SetsOpt = "squad2-open:dev",
     check: Annotated[
-        str | None, typer.Option(help="INDEXED,UNINDEXED questions to report the abstention curve on")
+        str | None, typer.Option(help="datasets to report the abstention curve on (as --dev)")
     ] = None,
     passages: Annotated[int | None, typer.Option(min=1, help="passages read per question")] = 20,
-    keep: Annotated[
-        float, typer.Option(min=0.0, max=1.0, help="share of right answers that must stay answered")
-    ] = 0.9,
+    threshold_rule: Annotated[
+        str,
+        typer.Option(
+            help="where --min-confidence goes: 'overall' (the best SQuAD 2.0 overall score on dev: "
+            "right answers plus right abstentions) or the share of right answers to keep (0.9)"
+        ),
+    ] = "overall",
+    signals: Annotated[
+        str | None,
+        typer.Option(
+            help="the answers' signals the fit reads beside the score (default: all the method has)"
+        ),
+    ] = None,
+    folds: Annotated[
+        int, typer.Option(min=0, help="also report dev fitted on K-1 folds, measured on the one left out")
+    ] = 0,
     json_out: Annotated[Path | None, typer.Option("--json", help="write the report as JSON here")] = None,
     progress: Annotated[bool, typer.Option(help="show progress bars")] = True,
     device: DeviceOpt = "auto",
@@ -57,9 +96,10 @@ def calibrate_confidence(
     backend: BackendOpt = "torch",
     batch_size: BatchOpt = None,
 ) -> None:
-    """Fit the method's calibrated confidence (Platt scaling of its best answer's score) and its
-    default --min-confidence on dev questions, half asked of an index without their article."""
-    from sieveqa.evaluation.abstention import abstention_curve, fit_confidence
+    """Fit the method's calibrated confidence (a logistic regression on its best answer's score and
+    signals) and its default --min-confidence on dev questions, some of which nothing answers."""
+    from sieveqa.evaluation.abstention import abstention_curve, fit_confidence, parse_rule
+    from sieveqa.evaluation.open_answers import open_metrics
     from sieveqa.evaluation.provenance import run_info
     from sieveqa.io import atomic_write_json, check_output_file
     from sieveqa.runtime.answer.answerer import load_answerer
@@ -67,38 +107,50 @@ def calibrate_confidence(
 
     check_device(device, precision, backend)
     check_output_file(out, "--out")
+    rule = parse_rule(threshold_rule)
     if out.exists():
         load_confidence(out)  # a file that is not a confidence file is refused before any work
     if json_out is not None:
         check_output_file(json_out, "--json")
-    pairs = {"dev": _pair(dev, "--dev")} | ({"check": _pair(check, "--check")} if check else {})
+    if folds == 1:
+        raise ConfigError("--folds must be 0 (off) or at least 2")
+    sets = {"dev": _names(dev, "--dev")} | ({"check": _names(check, "--check")} if check else {})
     answerer = load_answerer(
-        method,
-        None,
-        device=device,
-        precision=precision,
-        batch_size=batch_size,
-        backend=backend,
+        method, None, device=device, precision=precision, batch_size=batch_size, backend=backend,
         **given_settings(ctx),
-    )
-    scored = {name: _scored(answerer, pair, passages, progress) for name, pair in pairs.items()}
-    fitted_on = {"dev": dev, "passages": passages, "keep": keep}
-    confidence = fit_confidence(scored["dev"], keep, answerer.method.model_names, fitted_on)
+    )  # fmt: skip
+    names = list(answerer.method.signals) if signals is None else _names(signals, "--signals")
+    unknown = sorted(set(names) - set(answerer.method.signals))
+    if unknown:
+        have = ", ".join(answerer.method.signals) or "none"
+        raise ConfigError(f"--signals: --method {method} gives no {', '.join(unknown)} (it has: {have})")
+    scored = {part: _scored(answerer.method, sets[part], passages, progress) for part in sets}
+    fitted_on = {"dev": dev, "passages": passages, "rule": threshold_rule, "signals": names}
+    models = answerer.method.model_names
+
+    def fit(rows: list[Any]) -> Any:
+        return fit_confidence(rows, rule, models, fitted_on, names)
+
+    confidence = fit(scored["dev"])
     save_confidence(out, method, confidence)
-    report: dict[str, Any] = {"method": method, "models": answerer.method.model_names, "fitted_on": fitted_on}
-    report |= {
-        "scale": confidence.scale,
-        "bias": confidence.bias,
-        "min_confidence": confidence.min_confidence,
-    }
-    for name, rows in scored.items():
-        report[name] = {"dataset": dev if name == "dev" else check} | abstention_curve(rows, confidence)
-        at = report[name]["at_min_confidence"]
+    report: dict[str, Any] = {"method": method, "models": models, "fitted_on": fitted_on}
+    report |= {"scale": confidence.scale, "bias": confidence.bias, "signals": confidence.signals}
+    report["min_confidence"] = confidence.min_confidence
+    for part, rows in scored.items():
+        values = [confidence(s.score, s.signals) if s.score > float("-inf") else 0.0 for s in rows]
+        report[part] = {"datasets": sets[part], **abstention_curve(rows, confidence)}
+        report[part]["metrics"] = open_metrics(rows, values, confidence.min_confidence)
+        m = report[part]["metrics"]
         console.print(
-            f"{name}: at min-confidence {confidence.min_confidence:.3f}, {at['answered']:.1f}% of indexed "
-            f"questions answered ({at['accuracy_answered']:.1f}% right), {at['right_kept']:.1f}% of right "
-            f"answers kept, {at['unindexed_abstain']:.1f}% of unindexed questions abstain"
+            f"{part}: at min-confidence {confidence.min_confidence:.3f}, {m['answered']:.1f}% of answerable "
+            f"questions answered ({m['right_answered']:.1f}% right), {m['unanswerable_abstain']:.1f}% of "
+            f"unanswerable ones abstain; overall {m['overall']:.1f} (always abstaining "
+            f"{m['always_abstain']:.1f}), AUROC {m['auroc']}"
         )
+    if folds:
+        report["dev_held_out"] = _held_out(scored["dev"], folds, fit)
+        h = report["dev_held_out"]
+        console.print(f"dev, {folds} folds held out: overall {h['overall']:.1f}, AUROC {h['auroc']}")
     if json_out is not None:
         report["provenance"] = run_info("sieveqa " + " ".join(sys.argv[1:]))
         atomic_write_json(json_out, report)

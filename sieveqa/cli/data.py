@@ -16,7 +16,7 @@ app.add_typer(data_app, name="data")
 
 @data_app.command("build")
 def data_build(
-    name: Annotated[str, typer.Argument(help="benchmark to build: squad-as2 or squad-train-as2")],
+    name: Annotated[str, typer.Argument(help="the benchmark to build: squad-as2, squad2-open, ...")],
     force: Annotated[bool, typer.Option(help="rebuild even if an identical build is cached")] = False,
     top_k: Annotated[
         int | None,
@@ -35,8 +35,10 @@ def data_build(
         if "passages" in info:  # open-domain QA: passages per question, how many hold an answer
             per = info["passages"] / max(info["questions"], 1)
             what = f"{per:.1f} passages/question, {info['with_answer']} with an answer"
-        else:
+        elif "mean_candidates" in info:
             what = f"{info['mean_candidates']:.1f} candidates/question, {info['positives']} positives"
+        else:  # a source file (squad-unanswerable's SQuAD 2.0 JSON)
+            what = "in SQuAD 2.0's JSON layout"
         typer.echo(f"{fname}: {info['questions']} questions, {what}")
 
 

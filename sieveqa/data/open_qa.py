@@ -2,12 +2,14 @@
 
 The JSONL format (one question per line)::
 
-    {"qid": str, "question": str, "answers": [str, ...],
+    {"qid": str, "question": str, "answers": [str, ...], "impossible": bool (optional),
      "passages": [{"id": str, "text": str, "title": str (optional), "score": float (optional)}]}
 
 Passages are in retrieval order (rank 1 first). A passage *has an answer* when one of the gold answer
 strings occurs in its text verbatim (the adaptive computation paper's label, as in DrQA's distant
 supervision); :func:`answer_spans` gives every such occurrence, the reader's training targets.
+``impossible`` marks a question the documents do not answer (SQuAD 2.0's, or one made unanswerable:
+``sieveqa.data.unanswerable``); its ``answers`` are empty, and abstaining is the right answer to it.
 """
 
 from __future__ import annotations
@@ -55,12 +57,14 @@ class RetrievedPassage:
 
 @dataclass(slots=True)
 class OpenExample:
-    """A question, its gold answers (empty when unknown) and its passages in retrieval order."""
+    """A question, its gold answers (empty when unknown or ``impossible``) and its passages in
+    retrieval order."""
 
     qid: str
     question: str
     answers: list[str] = field(default_factory=list)
     passages: list[RetrievedPassage] = field(default_factory=list)
+    impossible: bool = False
 
     def has_answer(self) -> list[bool]:
         """Per passage: a gold answer string occurs in it."""
@@ -107,7 +111,13 @@ def parse_open_example(obj: Any, where: str) -> OpenExample:
         if not isinstance(title, str):
             raise DataFormatError(f"{at}: field 'title' must be a string, got {shorten(repr(title), 60)}")
         passages.append(RetrievedPassage(require_str(p, "id", at), text, title, score))
-    return OpenExample(require_str(obj, "qid", where), require_str(obj, "question", where), answers, passages)
+    impossible = obj.get("impossible", False)
+    if not isinstance(impossible, bool):
+        raise DataFormatError(f"{where}: field 'impossible' must be true or false")
+    if impossible and answers:
+        raise DataFormatError(f"{where}: an 'impossible' question has no 'answers'")
+    qid, question = require_str(obj, "qid", where), require_str(obj, "question", where)
+    return OpenExample(qid, question, answers, passages, impossible)
 
 
 def read_open_jsonl(path: str | os.PathLike[str]) -> list[OpenExample]:
@@ -135,6 +145,7 @@ def open_example_dict(example: OpenExample) -> dict[str, Any]:
         "qid": example.qid,
         "question": example.question,
         "answers": example.answers,
+        **({"impossible": True} if example.impossible else {}),
         "passages": passages,
     }
 

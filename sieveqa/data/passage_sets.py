@@ -55,6 +55,7 @@ __all__ = [
     "passage_names",
     "to_passages",
     "wikiqa_passages",
+    "write_passage_set",
 ]
 
 BUILDER_VERSION = 1
@@ -115,7 +116,8 @@ def _split_examples(
         index = CorpusIndex.build(docs, Path(tmp) / "index", CorpusOptions(cut_sentences=False))
         passages = {p.id: p for p in index.passages([str(i) for i in range(1, len(index) + 1)])}
         questions = [(q, par.pid) for _, par in pars for q in par.questions]
-        ranked = index.search_many([q.question for q, _ in questions], top_k, matching_only=False)
+        texts = [q.question for q, _ in questions]
+        ranked = index.search_many(texts, top_k, matching_only=False) if top_k else [[] for _ in texts]
     names = passage_names(list(passages.values()))
     by_doc: dict[str, list[str]] = {}
     for pid in sorted(passages, key=int):
@@ -131,8 +133,9 @@ def _split_examples(
         first = next((r for r, pid in enumerate(pids, start=1) if any(labels(pid))), None)
         for k in HITS_AT:
             hits[k] = hits.get(k, 0) + int(first is not None and first <= k)
-        if train:  # correct passages BM25 missed go last, so ties never favour them
-            pids += [pid for pid in by_doc[gold] if pid not in pids and any(labels(pid))]
+        if train:  # correct passages BM25 missed go last, so ties never favour them; an unanswerable
+            # question gets its whole paragraph, the on-topic passages that do not answer it
+            pids += [pid for pid in by_doc[gold] if pid not in pids and (q.impossible or any(labels(pid)))]
         cands = [
             Candidate(f"{names[pid]}:{i}", sent, label, names[pid], passages[pid].doc_id)
             for pid in pids
@@ -141,7 +144,7 @@ def _split_examples(
         yield RankingExample(Question(q.qid, q.question), cands)
 
 
-def _write_passage_set(
+def write_passage_set(
     out_dir: Path,
     name: str,
     params: dict[str, Any],
@@ -149,7 +152,7 @@ def _write_passage_set(
     files: dict[str, tuple[str, str | None]],
     top_k: dict[str, int],
     subsets_dir: Path,
-    progress: bool,
+    progress: bool = True,
 ) -> dict[str, Any]:
     """Write each file of ``files`` (name → article split, optional subset of ``subsets_dir``) from
     the paragraphs ``pars_of`` each split, then the manifest; return the manifest."""
@@ -211,7 +214,7 @@ def build_squad_passages(
     articles = read_squad(squad_path)
     splits = split_articles(a.title for a in articles)
     top = dict.fromkeys(splits, top_k)
-    return _write_passage_set(
+    return write_passage_set(
         out_dir, "squad-passages", params, _paragraphs(articles, splits), _FILES, top, as2, progress
     )
 
@@ -256,18 +259,9 @@ def build_squad_train_passages(
     articles = read_squad(squad_path)[:max_articles]
     splits = as2.split_train_articles((a.title for a in articles), dev_articles)
     pars = _paragraphs(articles, splits)
-    return _write_passage_set(
+    return write_passage_set(
         out_dir, "squad-train-passages", params, pars, _TRAIN_FILES, params["top_k"], as2_dir, progress
     )
-
-
-def squad_passages(name: str, family: str = "squad-passages") -> list[RankingExample]:
-    """The sentence-level file ``name`` of ``family`` (squad-passages: train, dev, test, dev-all,
-    test-all; squad-train-passages: train, dev), built when missing."""
-    out_dir = cache_root() / family
-    build = build_squad_passages if family == "squad-passages" else build_squad_train_passages
-    build(out_dir)
-    return read_jsonl(out_dir / f"{name}.jsonl.gz")
 
 
 def wikiqa_passages(

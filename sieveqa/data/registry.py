@@ -16,18 +16,25 @@ The field's filtering conventions are part of the names:
   (``squad-passages:test-sentences``) for their sentences, each with its ``passage_id``.
 - ``squad-train-passages:{train,dev}``: the same from SQuAD v1.1 train, on squad-train-as2's articles
   (train: BM25's top 5 passages, correct ones appended; dev: its 300 dev questions over their top 20).
+- ``squad2-passages:train``: SQuAD 2.0's questions of the train-split articles, unanswerable ones
+  included (their own paragraph's passages labelled 0; ``sieveqa.data.squad2``);
+  ``squad-unanswerable:train``: unanswerable questions made from SQuAD v1.1 train, each over its own
+  paragraph (``sieveqa.data.unanswerable``).
 - ``jsonl:PATH`` reads the generic JSONL format (a bare path ending in .jsonl or .jsonl.gz works too).
 - Any ranking name takes ``[:N]`` for its first N questions (``squad-as2:test[:100]``), to evaluate
-  expensive models on a fixed slice.
+  expensive models on a fixed slice, and ``[~N]`` for N of its questions drawn at random (seed 0,
+  file order kept): a training mix that takes all of one set and part of another.
 
 Open-domain QA data (a question, its gold answers, its retrieved passages: ``sieveqa.data.open_qa``)
 has its own names, read by :func:`load_open_dataset`: ``squad-open-mini:{train,dev0,dev1,dev-all,test,
 test-all}``, ``squad-open-train:{train,dev,dev-all}`` (the same from SQuAD v1.1 train, for training
-the reader) and ``jsonl:PATH`` in that format.
+the reader), ``squad2-open:{train,dev,dev-all}`` (SQuAD 2.0's questions, unanswerable ones included,
+over an index of all its paragraphs) and ``jsonl:PATH`` in that format.
 """
 
 from __future__ import annotations
 
+import random
 import re
 import shutil
 from collections.abc import Callable
@@ -41,7 +48,7 @@ from sieveqa.errors import DataFormatError, DatasetNotFoundError
 from sieveqa.paths import cache_root, data_root
 
 Loader = Callable[[str], list[RankingExample]]
-_SLICE = re.compile(r"(?P<name>.+)\[:(?P<n>\d+)\]")
+_SLICE = re.compile(r"(?P<name>.+)\[(?P<how>[:~])(?P<n>\d+)\]")
 
 
 def _wikiqa(split: str) -> list[RankingExample]:
@@ -103,8 +110,22 @@ def _squad_train_as2(split: str) -> list[RankingExample]:
 _PASSAGE_SPLITS = {
     "squad-passages": ("train", "dev", "test", "dev-all", "test-all"),
     "squad-train-passages": ("train", "dev"),
+    "squad2-passages": ("train",),
+    "squad-unanswerable": ("train",),
     "wikiqa-passages": ("train", "dev", "test"),
 }
+
+
+def _passage_builder(family: str) -> Callable[[Path], dict]:
+    """What builds (or finds cached) a SQuAD passage family's files into a folder."""
+    from sieveqa.data import passage_sets, squad2, unanswerable
+
+    return {
+        "squad-passages": passage_sets.build_squad_passages,
+        "squad-train-passages": passage_sets.build_squad_train_passages,
+        "squad2-passages": squad2.build_squad2_passages,
+        "squad-unanswerable": unanswerable.build_squad_unanswerable,
+    }[family]
 
 
 def _passages(family: str) -> Loader:
@@ -117,8 +138,10 @@ def _passages(family: str) -> Loader:
             raise DatasetNotFoundError(
                 f"{family} has no split {split!r}: use one of {splits} (add -sentences for sentences)"
             )
-        if family.startswith("squad-"):
-            examples = passage_sets.squad_passages(base, family)
+        if family.startswith("squad"):
+            folder = cache_root() / family
+            _passage_builder(family)(folder)
+            examples = read_jsonl(folder / f"{base}.jsonl.gz")
         else:
             examples = passage_sets.wikiqa_passages(_wikiqa(base))
         return examples if split.endswith("-sentences") else passage_sets.to_passages(examples)
@@ -139,6 +162,8 @@ LOADERS: dict[str, Loader] = {
     "squad-train-as2": _squad_train_as2,
     "squad-passages": _passages("squad-passages"),
     "squad-train-passages": _passages("squad-train-passages"),
+    "squad2-passages": _passages("squad2-passages"),
+    "squad-unanswerable": _passages("squad-unanswerable"),
     "wikiqa-passages": _passages("wikiqa-passages"),
     "jsonl": _jsonl,
 }
@@ -164,6 +189,34 @@ def _build_squad_open_train(top_k: int | None, force: bool) -> dict:
     return build_squad_open_train(**({"top_k": top_k} if top_k is not None else {}))
 
 
+def _cached(name: str, force: bool) -> Path:
+    folder = cache_root() / name
+    if force:
+        shutil.rmtree(folder, ignore_errors=True)
+    return folder
+
+
+def _build_squad2_open(top_k: int | None, force: bool) -> dict:
+    from sieveqa.data.squad2 import OPEN_NAME, build_squad2_open
+
+    return build_squad2_open(_cached(OPEN_NAME, force), **({"top_k": top_k} if top_k is not None else {}))
+
+
+def _build_squad2_passages(top_k: int | None, force: bool) -> dict:
+    from sieveqa.data.squad2 import PASSAGES_NAME, build_squad2_passages
+
+    folder = _cached(PASSAGES_NAME, force)
+    return build_squad2_passages(folder, **({"top_k": top_k} if top_k is not None else {}))
+
+
+def _build_squad_unanswerable(top_k: int | None, force: bool) -> dict:
+    from sieveqa.data.unanswerable import NAME, build_squad_unanswerable
+
+    if top_k is not None:
+        raise DataFormatError("squad-unanswerable retrieves nothing (its questions keep their own paragraph)")
+    return build_squad_unanswerable(_cached(NAME, force))
+
+
 def _build_squad_train_passages(top_k: int | None, force: bool) -> dict:
     from sieveqa.data.passage_sets import build_squad_train_passages
 
@@ -179,6 +232,9 @@ BUILDERS: dict[str, Callable[[int | None, bool], dict]] = {
     "squad-train-as2": _build_squad_train_as2,
     "squad-train-passages": _build_squad_train_passages,
     "squad-open-train": _build_squad_open_train,
+    "squad2-open": _build_squad2_open,
+    "squad2-passages": _build_squad2_passages,
+    "squad-unanswerable": _build_squad_unanswerable,
 }
 
 
@@ -186,9 +242,14 @@ def load_dataset(name: str) -> list[RankingExample]:
     """Load a dataset by name (see the module docstring); raises DatasetNotFoundError on a bad name."""
     sliced = _SLICE.fullmatch(name)
     if sliced:
-        if int(sliced["n"]) < 1:
-            raise DatasetNotFoundError(f"{name}: [:N] takes N >= 1 questions")
-        return load_dataset(sliced["name"])[: int(sliced["n"])]
+        n = int(sliced["n"])
+        if n < 1:
+            raise DatasetNotFoundError(f"{name}: [{sliced['how']}N] takes N >= 1 questions")
+        examples = load_dataset(sliced["name"])
+        if sliced["how"] == ":":
+            return examples[:n]
+        keep = sorted(random.Random(0).sample(range(len(examples)), min(n, len(examples))))
+        return [examples[i] for i in keep]
     if name.endswith((".jsonl", ".jsonl.gz")) and not name.startswith("jsonl:"):
         name = f"jsonl:{name}"
     family, sep, split = name.partition(":")
@@ -210,6 +271,15 @@ def load_datasets(names: str | list[str]) -> list[RankingExample]:
     for name in names:
         out.extend(load_dataset(name))
     return out
+
+
+#: The families :func:`load_open_dataset` reads (besides ``jsonl:``).
+OPEN_FAMILIES = ("squad-open-mini", "squad-open-train", "squad-gold", "squad2-open")
+
+
+def is_open_dataset(name: str) -> bool:
+    """Whether ``name`` is an open-domain dataset of a known family (``jsonl:`` files are either)."""
+    return name.partition(":")[0] in OPEN_FAMILIES
 
 
 def load_open_dataset(name: str) -> list[OpenExample]:
@@ -246,6 +316,13 @@ def load_open_dataset(name: str) -> list[OpenExample]:
                 f"squad-gold has no split {split!r}: use one of {', '.join(GOLD_SPLITS)}"
             )
         return squad_gold(split)
+    if family == "squad2-open":
+        from sieveqa.data.squad2 import OPEN_SPLITS, squad2_open
+
+        if split not in OPEN_SPLITS:
+            splits = ", ".join(OPEN_SPLITS)
+            raise DatasetNotFoundError(f"squad2-open has no split {split!r}: use one of {splits}")
+        return squad2_open(split)
     if family == "jsonl":
         if not Path(split).is_file():
             raise DatasetNotFoundError(f"jsonl:{split}: no such file")
@@ -255,7 +332,7 @@ def load_open_dataset(name: str) -> list[OpenExample]:
         return examples
     raise DatasetNotFoundError(
         f"unknown open-domain dataset {name!r}: use squad-open-mini:SPLIT, squad-open-train:SPLIT, "
-        "squad-gold:SPLIT or jsonl:PATH (questions with their passages)"
+        "squad-gold:SPLIT, squad2-open:SPLIT or jsonl:PATH (questions with their passages)"
     )
 
 

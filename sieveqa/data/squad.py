@@ -1,4 +1,4 @@
-"""Reader of the official SQuAD v1.1 JSON layout (plain or gzipped).
+"""Reader of the official SQuAD JSON layout (plain or gzipped): v1.1, and v2.0's ``is_impossible``.
 
 Paragraph ids are ``{title}_{index}`` with the 0-based index of the paragraph in its article, the
 same ids as the ``pid`` column of ``squad/dev-v1.1.paragraphs.tsv.gz``.
@@ -21,11 +21,13 @@ __all__ = ["SquadArticle", "SquadParagraph", "SquadQuestion", "default_squad_pat
 
 @dataclass(frozen=True, slots=True)
 class SquadQuestion:
-    """A question with the texts of its gold answers (duplicates kept, as in the file)."""
+    """A question with the texts of its gold answers (duplicates kept, as in the file); ``impossible``
+    when the paragraph does not answer it (SQuAD 2.0; its ``answers`` are then empty)."""
 
     qid: str
     question: str
     answers: list[str] = field(default_factory=list)
+    impossible: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,7 +57,7 @@ def default_squad_path() -> Path:
 
 
 def read_squad(path: str | os.PathLike[str]) -> list[SquadArticle]:
-    """Read a SQuAD v1.1 JSON file (``.gz`` or not) into articles; malformed input raises DataFormatError."""
+    """Read a SQuAD JSON file (``.gz`` or not) into articles; malformed input raises DataFormatError."""
     path = Path(path)
     if not path.is_file():
         raise DatasetNotFoundError(f"{path}: no such SQuAD file")
@@ -99,7 +101,12 @@ def read_squad(path: str | os.PathLike[str]) -> list[SquadArticle]:
                 for ans_idx, raw_ans in enumerate(_field(raw_qa, "answers", list, path, q_where)):
                     _check(raw_ans, dict, path, f"{q_where}, answer {ans_idx}")
                     answers.append(_field(raw_ans, "text", str, path, f"{q_where}, answer {ans_idx}"))
-                questions.append(SquadQuestion(qid=qid, question=text, answers=answers))
+                impossible = raw_qa.get("is_impossible", False)
+                if not isinstance(impossible, bool):
+                    raise DataFormatError(f"{path}: {q_where}: field 'is_impossible' should be true or false")
+                if impossible and answers:
+                    raise DataFormatError(f"{path}: {q_where}: an impossible question with answers")
+                questions.append(SquadQuestion(qid, text, answers, impossible))
             paragraphs.append(SquadParagraph(pid=f"{title}_{p_idx}", context=context, questions=questions))
         articles.append(SquadArticle(title=title, paragraphs=paragraphs))
     return articles

@@ -61,6 +61,7 @@ __all__ = [
     "squad_gold",
     "squad_open",
     "squad_open_train",
+    "write_open_files",
 ]
 
 BUILDER_VERSION = 2  # 2: a chunk's #n counts every chunk of its paragraph, not the retrieved ones
@@ -127,9 +128,10 @@ def _retrieve(
 
 
 def _hits(examples: list[OpenExample]) -> dict[str, float]:
-    firsts = [ex.first_hit() for ex in examples]
+    firsts = [ex.first_hit() for ex in examples if not ex.impossible]  # of the answerable questions
     return {
-        f"hits@{k}": round(sum(f is not None and f <= k for f in firsts) / len(firsts), 4) for k in HITS_AT
+        f"hits@{k}": round(sum(f is not None and f <= k for f in firsts) / max(len(firsts), 1), 4)
+        for k in HITS_AT
     }
 
 
@@ -179,10 +181,12 @@ def build_squad_open(
         "dev1-unindexed": [ex for ex in gone["dev"] if ex.qid not in dev0],
         "test-unindexed": [ex for ex in gone["test"] if ex.qid in test_subset],
     }
-    return _write(out_dir, "squad-open-mini", params, files)
+    return write_open_files(out_dir, "squad-open-mini", params, files)
 
 
-def _write(out_dir: Path, name: str, params: dict[str, Any], files: dict[str, list[OpenExample]]) -> dict:
+def write_open_files(
+    out_dir: Path, name: str, params: dict[str, Any], files: dict[str, list[OpenExample]]
+) -> dict[str, Any]:
     """Write each split's file, then the manifest (counts, BM25 Hits@k, sha256); return it."""
     info: dict[str, dict[str, Any]] = {}
     for split, examples in files.items():
@@ -257,7 +261,7 @@ def build_squad_open_train(
     qids = sorted(ex.qid for ex in dev_all)
     subset = set(random.Random(SUBSET_SEED).sample(qids, min(dev_size, len(qids))))
     files = {"train": train, "dev": [ex for ex in dev_all if ex.qid in subset], "dev-all": dev_all}
-    return _write(out_dir, TRAIN_NAME, params, files)
+    return write_open_files(out_dir, TRAIN_NAME, params, files)
 
 
 def squad_open_train(split: str) -> list[OpenExample]:

@@ -1,20 +1,26 @@
-"""Abstention: is the answer in the documents at all? (``sieveqa calibrate-confidence``).
+"""Abstention: do the documents say this? (``sieveqa calibrate-confidence``, ``eval-answers`` on
+open-domain questions).
 
-A method is run on open-domain questions twice: over passages retrieved from an index that holds the
-question's article (``squad-open-mini:dev0``) and from one that does not (``dev0-unindexed``). An
-answer is *right* when it is the gold answer (a reader's span: exact match) or holds it (a sentence:
-a gold answer string inside it, normalised); no answer is right for a question whose article is not
-indexed. Platt scaling of the best answer's score fits the confidence; ``min_confidence`` is chosen so
-that ``keep`` of the right answers to indexed questions stay answered; the report gives what share of
-unindexed questions then abstain, and the abstention curve (answered share against accuracy of the
-answered).
+A method answers open-domain questions, some of which nothing retrieved answers: SQuAD 2.0's
+unanswerable questions (``impossible``: written about a paragraph that is indexed and does not say),
+or questions asked of an index without their article (a dataset named ``...-unindexed``). An answer is
+*right* when it is the gold answer (a reader's span: exact match) or holds it (a sentence: a gold
+answer string inside it, normalised); no answer is right for an unanswerable question, where
+abstaining is.
+
+:func:`fit_confidence` fits the logistic regression of "right" on the best answer's score and the
+method's signals over every question; ``min_confidence`` either maximizes SQuAD 2.0's overall score on
+those questions (``rule="overall"``: a right answer or a right abstention scores 1) or keeps a share of
+the right answers (``rule=0.9``). :func:`abstention_curve` reports, at each threshold, the share of
+answerable questions answered, the accuracy of those answered, the right answers kept, the unanswerable
+questions that abstain and the overall score.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from tqdm.auto import tqdm
@@ -22,22 +28,38 @@ from tqdm.auto import tqdm
 from sieveqa.data.corpus import IndexedPassage
 from sieveqa.data.open_qa import OpenExample
 from sieveqa.data.sentences import sentence_spans
-from sieveqa.evaluation.extractive import exact_match, normalize_answer
-from sieveqa.runtime.answer.answerer import Answerer
-from sieveqa.runtime.answer.confidence import Confidence, choose_threshold, fit_platt
-from sieveqa.runtime.answer.method import Found
+from sieveqa.errors import ConfigError
+from sieveqa.evaluation.extractive import exact_match, f1_score, normalize_answer
+from sieveqa.runtime.answer.confidence import (
+    Confidence,
+    best_threshold,
+    choose_threshold,
+    fit_logistic,
+)
+from sieveqa.runtime.answer.method import AnswerMethod, Found
 
-__all__ = ["Scored", "abstention_curve", "fit_confidence", "is_right", "score_questions"]
+__all__ = [
+    "Scored",
+    "abstention_curve",
+    "as_passages",
+    "fit_confidence",
+    "is_right",
+    "parse_rule",
+    "score_questions",
+]
 
 
 @dataclass(frozen=True)
 class Scored:
-    """One question's best answer: its score (-inf: none), whether it is right, whether the
-    question's article was indexed."""
+    """One question's best answer: its score (-inf: none) and signals, whether it is right, whether
+    the documents answer the question, and a span's token F1 (None for a sentence)."""
 
     score: float
     right: bool
-    indexed: bool
+    answerable: bool
+    signals: Mapping[str, float] = field(default_factory=dict)
+    f1: float | None = None
+    seconds: float = 0.0
 
 
 def is_right(found: Found, answers: Sequence[str]) -> bool:
@@ -48,7 +70,8 @@ def is_right(found: Found, answers: Sequence[str]) -> bool:
     return any(f" {normalize_answer(a)} " in text for a in answers if normalize_answer(a))
 
 
-def _passages(example: OpenExample, limit: int | None) -> list[IndexedPassage]:
+def as_passages(example: OpenExample, limit: int | None = None) -> list[IndexedPassage]:
+    """An example's first ``limit`` passages, split into sentences."""
     return [
         # SQuAD text: split as SQuAD-AS2's sentences are (pysbd alone), as the numbers were measured.
         IndexedPassage(p.id, p.id.split("#")[0], p.title, p.text, tuple(sentence_spans(p.text, guard=False)))
@@ -57,51 +80,92 @@ def _passages(example: OpenExample, limit: int | None) -> list[IndexedPassage]:
 
 
 def score_questions(
-    answerer: Answerer,
+    method: AnswerMethod,
     examples: Sequence[OpenExample],
-    indexed: bool,
+    answerable: bool | None = None,
     passages: int | None = None,
     progress: bool = False,
 ) -> list[Scored]:
-    """The method's best answer to each question over its first ``passages`` passages."""
+    """The method's best answer to each question over its first ``passages`` passages; a question is
+    answerable as ``answerable`` says (None: unless the example is ``impossible``)."""
     out = []
     for ex in tqdm(examples, desc="questions", unit="q", disable=not progress):
-        run = answerer.method.run(ex.question, _passages(ex, passages), 1)
+        run = method.run(ex.question, as_passages(ex, passages), 1)
         best = run.answers[0] if run.answers else None
+        can = not ex.impossible if answerable is None else answerable
         score = best.score if best is not None else -math.inf
-        out.append(Scored(score, indexed and best is not None and is_right(best, ex.answers), indexed))
+        right = can and best is not None and is_right(best, ex.answers)
+        f1 = f1_score(best.text, ex.answers) if can and best is not None and best.span is not None else None
+        signals = dict(best.signals or {}) if best is not None else {}
+        out.append(Scored(score, right, can, signals, f1, run.cost.seconds))
     return out
 
 
+def parse_rule(text: str) -> str | float:
+    """``--threshold-rule``: ``overall`` or the share of right answers to keep (``0.9``)."""
+    if text == "overall":
+        return text
+    try:
+        keep = float(text)
+    except ValueError:
+        keep = -1.0
+    if not 0 < keep <= 1:
+        raise ConfigError(f"--threshold-rule must be 'overall' or a share in (0, 1], got {text!r}")
+    return keep
+
+
 def fit_confidence(
-    scored: Sequence[Scored], keep: float, models: dict[str, str], fitted_on: dict[str, Any]
+    scored: Sequence[Scored],
+    rule: str | float,
+    models: dict[str, str],
+    fitted_on: dict[str, Any],
+    signals: Sequence[str] = (),
 ) -> Confidence:
-    """Platt scaling over every question; the threshold keeping ``keep`` of the right answers."""
-    scale, bias = fit_platt([s.score for s in scored], [s.right for s in scored])
-    calibrated = Confidence(scale, bias)
-    threshold = choose_threshold([calibrated(s.score) for s in scored if s.right], keep)
-    return Confidence(scale, bias, threshold, dict(models), fitted_on)
+    """The logistic regression of "right" on the score and ``signals`` over every question, and the
+    threshold ``rule`` chooses (module docstring)."""
+    answered = [s for s in scored if math.isfinite(s.score)]
+    missing = sorted({n for s in answered for n in signals if n not in s.signals})
+    if missing:
+        raise ConfigError(f"the method's answers carry no {', '.join(missing)} signal to fit")
+    weights, bias = fit_logistic(
+        [[s.score, *(s.signals[n] for n in signals)] for s in answered], [s.right for s in answered]
+    )
+    fitted = Confidence(weights[0], bias, signals=dict(zip(signals, weights[1:], strict=True)))
+    conf = [_confidence(fitted, s) for s in scored]
+    if rule == "overall":
+        gains = [float(s.right) for s in scored]
+        losses = [float(not s.answerable) for s in scored]
+        threshold = min(best_threshold(conf, gains, losses)[0], 1.0)
+    else:
+        threshold = choose_threshold([c for c, s in zip(conf, scored, strict=True) if s.right], float(rule))
+    return Confidence(fitted.scale, bias, threshold, dict(models), fitted_on, fitted.signals)
+
+
+def _confidence(confidence: Confidence, s: Scored) -> float:
+    return confidence(s.score, s.signals) if math.isfinite(s.score) else 0.0
 
 
 def abstention_curve(
     scored: Sequence[Scored], confidence: Confidence, thresholds: Sequence[float] | None = None
 ) -> dict[str, Any]:
-    """At each threshold: share of indexed questions answered, accuracy of those answered, share of
-    right answers kept, share of unindexed questions abstaining; and the same at ``min_confidence``."""
-    conf = [confidence(s.score) for s in scored]
+    """At each threshold: share of answerable questions answered, accuracy of those answered, share
+    of right answers kept, share of unanswerable questions abstaining, SQuAD 2.0's overall score; and
+    the same at ``min_confidence``."""
+    conf = [_confidence(confidence, s) for s in scored]
     levels = sorted(set(thresholds or [i / 20 for i in range(20)]) | {confidence.min_confidence})
 
     def at(t: float) -> dict[str, float]:
-        ind = [(c, s) for c, s in zip(conf, scored, strict=True) if s.indexed]
-        gone = [c for c, s in zip(conf, scored, strict=True) if not s.indexed]
-        answered = [s for c, s in ind if c >= t]
-        right = [s for s in (s for _, s in ind) if s.right]
+        can = [(c, s) for c, s in zip(conf, scored, strict=True) if s.answerable]
+        cannot = [c for c, s in zip(conf, scored, strict=True) if not s.answerable]
+        answered = [s for c, s in can if c >= t]
+        right = sum(s.right for s in answered)
         return {
             "threshold": round(t, 4),
-            "answered": _share(len(answered), len(ind)),
-            "accuracy_answered": _share(sum(s.right for s in answered), len(answered)),
-            "right_kept": _share(sum(c >= t for c, s in ind if s.right), len(right)),
-            "unindexed_abstain": _share(sum(c < t for c in gone), len(gone)),
+            "answered": _share(len(answered), len(can)),
+            "accuracy_answered": _share(right, len(answered)),
+            "right_kept": _share(right, sum(s.right for _, s in can)),
+            "unanswerable_abstain": _share(sum(c < t for c in cannot), len(cannot)),
+            "overall": _share(right + sum(c < t for c in cannot), len(scored)),
         }
 
     return {"curve": [at(t) for t in levels], "at_min_confidence": at(confidence.min_confidence)}

@@ -33,7 +33,7 @@ from sieveqa.features import Features, Featurizer
 from sieveqa.models.base import Ranker, RankResult, SimilarityResult
 from sieveqa.models.encoder_model import EncoderModel, ModelConfig
 
-__all__ = ["SELECTORS", "EasiConfig", "EasiModel"]
+__all__ = ["SELECTORS", "EasiConfig", "EasiModel", "in_passage"]
 
 SELECTORS = ("pooled", "slots")
 NEG = -1e4  # logit of a sentence position a row does not hold (finite: fp16/bf16 safe)
@@ -143,17 +143,25 @@ class EasiModel(EncoderModel, Ranker):
         hidden = self.encoder(input_ids, attention_mask, token_type_ids, cost=cost)
         return self.head(hidden, segment_ids)
 
-    def select(
+    def sentence_logits(
         self, questions: Sequence[str], passages: Sequence[Sequence[str]], progress: bool = False
     ) -> tuple[list[list[float]], Cost]:
-        """Each passage's sentence probabilities (softmax over the passage), and the cost."""
+        """Each passage's sentence logits (how well each sentence answers, on one scale across
+        passages), and the cost."""
         started = time.perf_counter()
         cost = Cost()
         inputs = self.featurize(questions, passages)
         with self.inference() as model:
-            probs = read_windows(model, inputs, lambda batch: model(**batch, cost=cost), progress)
+            logits = read_windows(model, inputs, lambda batch: model(**batch, cost=cost), progress)
         cost.seconds = time.perf_counter() - started
-        return probs, cost
+        return logits, cost
+
+    def select(
+        self, questions: Sequence[str], passages: Sequence[Sequence[str]], progress: bool = False
+    ) -> tuple[list[list[float]], Cost]:
+        """Each passage's sentence probabilities (softmax over the passage), and the cost."""
+        logits, cost = self.sentence_logits(questions, passages, progress)
+        return in_passage(logits), cost
 
     def run(self, examples: Sequence[RankingExample], progress: bool = False) -> RankResult:
         """Score each example's sentences in place, passage by passage (``passage_id`` groups them):
@@ -198,8 +206,8 @@ def read_windows(
     logits: Callable[[dict[str, Tensor]], Tensor],
     progress: bool = False,
 ) -> list[list[float]]:
-    """Run ``logits`` over the rows' batches; a sentence read in several windows keeps its highest
-    logit; each passage's logits become probabilities."""
+    """Run ``logits`` over the rows' batches: each passage's sentence logits, a sentence read in
+    several windows keeping its highest."""
     best = [torch.full((max(n, 1),), NEG) for n in inputs.sizes]
     for rows, batch in model.batches(inputs.features, progress, segments=True):
         out = logits(batch).float().cpu()
@@ -207,4 +215,9 @@ def read_windows(
             p, lo = inputs.passage[r], inputs.first[r]
             width = min(out.shape[1], len(best[p]) - lo)
             best[p][lo : lo + width] = torch.maximum(best[p][lo : lo + width], out[j, :width])
-    return [torch.softmax(b, dim=0)[:n].tolist() for b, n in zip(best, inputs.sizes, strict=True)]
+    return [b[:n].tolist() for b, n in zip(best, inputs.sizes, strict=True)]
+
+
+def in_passage(logits: Sequence[Sequence[float]]) -> list[list[float]]:
+    """Each passage's sentence logits as probabilities (a softmax over the passage)."""
+    return [torch.softmax(torch.tensor(z, dtype=torch.float32), dim=0).tolist() if z else [] for z in logits]

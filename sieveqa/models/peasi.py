@@ -25,7 +25,14 @@ from sieveqa.encoder import Cost, SteppableEncoder
 from sieveqa.errors import ConfigError
 from sieveqa.features import collate, length_batches
 from sieveqa.models.cross_encoder import CrossEncoder
-from sieveqa.models.easi import EasiConfig, EasiModel, SentenceSelector, featurize_segments, read_windows
+from sieveqa.models.easi import (
+    EasiConfig,
+    EasiModel,
+    SentenceSelector,
+    featurize_segments,
+    in_passage,
+    read_windows,
+)
 from sieveqa.models.encoder_model import WORD_EMBEDDINGS, EncoderModel, ModelConfig
 from sieveqa.models.heads import ClassifierHead
 
@@ -180,6 +187,13 @@ class PeasiModel(EncoderModel):
         self, questions: Sequence[str], passages: Sequence[Sequence[str]], progress: bool = False
     ) -> tuple[list[list[float]], Cost]:
         """EASI: each passage's sentence probabilities (windows as in ``EasiModel.select``)."""
+        logits, cost = self.sentence_logits(questions, passages, progress)
+        return in_passage(logits), cost
+
+    def sentence_logits(
+        self, questions: Sequence[str], passages: Sequence[Sequence[str]], progress: bool = False
+    ) -> tuple[list[list[float]], Cost]:
+        """EASI: each passage's sentence logits (as ``EasiModel.sentence_logits``)."""
         started = time.perf_counter()
         cost = Cost()
         inputs = featurize_segments(self.featurizer, self.config, questions, passages)
@@ -191,6 +205,6 @@ class PeasiModel(EncoderModel):
                 )
                 return model.selector(hidden, batch["segment_ids"])
 
-            probs = read_windows(model, inputs, logits, progress)
+            out = read_windows(model, inputs, logits, progress)
         cost.seconds = time.perf_counter() - started
-        return probs, cost
+        return out, cost

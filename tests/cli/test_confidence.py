@@ -1,5 +1,5 @@
-"""``sieveqa calibrate-confidence`` fits a method's confidence on questions asked with and without
-their article, and ``answer`` then reports it and abstains below it."""
+"""``sieveqa calibrate-confidence`` fits a method's confidence on questions some of which nothing
+answers, and ``answer`` then reports it and abstains below it."""
 
 import json
 from pathlib import Path
@@ -16,32 +16,35 @@ CITIES = [("Paris", "France"), ("Berlin", "Germany"), ("Rome", "Italy"), ("Madri
 
 @pytest.fixture
 def pair(tmp_path: Path) -> str:
-    # Right and wrong answers whatever the (random) model picks: half the indexed questions have only
-    # sentences holding their answer, the other half (and every unindexed one) none.
-    indexed, unindexed = [], []
+    # Right and wrong answers whatever the (random) model picks: half the answerable questions have
+    # only sentences holding their answer, the other half none; the unanswerable ones (SQuAD 2.0's
+    # "impossible", in the same file) never do.
+    examples = []
     for i in range(16):
         city, country = CITIES[i % 4]
         question = f"What is the capital of {country}?"
         gold = RetrievedPassage(f"g{i}", f"The capital of {country} is {city}. {city} is a large city.")
         other = RetrievedPassage(f"o{i}", "Bananas are yellow fruit. They grow in warm places.")
-        indexed.append(OpenExample(f"q{i}", question, [city], [gold] if i % 2 else [other]))
-        unindexed.append(OpenExample(f"q{i}", question, [city], [other]))
-    write_open_jsonl(tmp_path / "in.jsonl", indexed)
-    write_open_jsonl(tmp_path / "out.jsonl", unindexed)
-    return f"{tmp_path / 'in.jsonl'},{tmp_path / 'out.jsonl'}"
+        examples.append(OpenExample(f"q{i}", question, [city], [gold] if i % 2 else [other]))
+        examples.append(OpenExample(f"u{i}", f"What is the capital of {country}?", [], [other], True))
+    write_open_jsonl(tmp_path / "dev.jsonl", examples)
+    return str(tmp_path / "dev.jsonl")
 
 
 def test_calibrate_then_answer_with_confidence(sieveqa, saved_tiny: Path, pair: str, tmp_path: Path) -> None:
     out, report = tmp_path / "confidence.json", tmp_path / "report.json"
-    args = ["--method", "pointwise", "--ranker", saved_tiny, "--dev", pair, "--check", pair]
+    models = ["--ranker", saved_tiny, "--judge", saved_tiny]
+    args = ["--method", "pointwise", *models, "--dev", pair, "--check", pair, "--threshold-rule", "0.9"]
     result = sieveqa("calibrate-confidence", *args, "--out", out, "--json", report, "--no-progress")
     assert result.exit_code == 0, result.output
     fitted = load_confidence(out)["pointwise"]
-    assert fitted.models == {"ranker": str(saved_tiny)} and 0 <= fitted.min_confidence <= 1
+    assert fitted.models == {"ranker": str(saved_tiny), "judge": str(saved_tiny)}
+    assert set(fitted.signals) == {"passage"} and 0 <= fitted.min_confidence <= 1
     body = json.loads(report.read_text())
     at = body["dev"]["at_min_confidence"]
     assert at["right_kept"] >= 90.0  # the threshold keeps the share asked for, on dev
     assert body["check"]["curve"][0]["threshold"] == 0.0 and body["check"]["curve"][0]["answered"] == 100.0
+    assert body["dev"]["metrics"]["always_abstain"] == 50.0 and body["dev"]["metrics"]["unanswerable"] == 16
     index = tmp_path / "index"
     assert sieveqa("index", "corpus", "--input", "demo", "--out", index).exit_code == 0
     asked = [
@@ -51,8 +54,7 @@ def test_calibrate_then_answer_with_confidence(sieveqa, saved_tiny: Path, pair: 
         index,
         "--method",
         "pointwise",
-        "--ranker",
-        saved_tiny,
+        *models,
     ]
     answer = json.loads(sieveqa(*asked, "--confidence", out, "--json").output)
     confidence = answer["confidence"]
@@ -72,8 +74,9 @@ def test_calibrate_then_answer_with_confidence(sieveqa, saved_tiny: Path, pair: 
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--dev", "a.jsonl"], "--dev: expected two datasets, INDEXED,UNINDEXED"),
-        (["--keep", "2"], "Invalid value for '--keep'"),
+        (["--dev", ","], "--dev: no dataset named"),
+        (["--threshold-rule", "2"], "--threshold-rule must be 'overall' or a share in (0, 1]"),
+        (["--folds", "1"], "--folds must be 0 (off) or at least 2"),
     ],
 )
 def test_calibrate_confidence_refuses_bad_options(sieveqa, tmp_path: Path, args: list, message: str) -> None:

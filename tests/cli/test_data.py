@@ -21,7 +21,7 @@ def test_data_build_unknown_benchmark(sieveqa) -> None:
     assert (
         one_error_line(sieveqa("data", "build", "asnq"))
         == "error: unknown benchmark 'asnq'; known: squad-as2, squad-train-as2, squad-train-passages, "
-        "squad-open-train"
+        "squad-open-train, squad2-open, squad2-passages, squad-unanswerable"
     )
 
 

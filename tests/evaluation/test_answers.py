@@ -3,7 +3,8 @@
 from sieveqa.data.records import Candidate, Question, RankingExample
 from sieveqa.evaluation.answers import evaluate_answers, passages_of
 from sieveqa.runtime.answer.answerer import Answerer
-from sieveqa.runtime.answer.sentence import Peasi, Pointwise
+from sieveqa.runtime.answer.peasi import Peasi
+from sieveqa.runtime.answer.sentence import Pointwise
 from tests.runtime.answer.test_answerer import KeywordRanker, KeywordSelector
 
 

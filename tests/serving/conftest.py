@@ -13,7 +13,7 @@ from sieveqa.data.records import RankingExample
 from sieveqa.encoder import Cost
 from sieveqa.models.base import Ranker, RankResult
 from sieveqa.runtime.answer.answerer import Answerer
-from sieveqa.runtime.answer.sentence import Peasi
+from sieveqa.runtime.answer.peasi import Peasi
 from sieveqa.serving import Limits, Service, create_app
 from tests.fakes import DOCS, KeywordRanker, KeywordSelector
 

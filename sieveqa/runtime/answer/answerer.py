@@ -154,7 +154,7 @@ class Answerer:
         run = self.method.run(question, list(passages), wanted)
         run.cost.seconds = time.perf_counter() - started
         if self.confidence is not None:
-            run.answers = [replace(f, confidence=self.confidence(f.score)) for f in run.answers]
+            run.answers = [replace(f, confidence=self.confidence(f.score, f.signals)) for f in run.answers]
         run.answered = self.answers(run)
         return run
 
@@ -213,11 +213,17 @@ def load_answerer(
         from sieveqa.models.embedder import SentenceEmbedder
 
         embedder = SentenceEmbedder().configure(device=device)
-    if calibration is not None and not calibration.applies_to(chosen.model_names):
+    if calibration is not None and not calibration.applies_to(chosen.model_names, chosen.signals):
         if confidence is not None or min_confidence is not None:
+            if calibration.models != chosen.model_names:
+                raise ConfigError(
+                    f"--confidence: the calibration of --method {method} was fitted for "
+                    f"{_models(calibration.models)}, not {_models(chosen.model_names)}"
+                )
+            missing = ", ".join(sorted(set(calibration.signals) - set(chosen.signals)))
             raise ConfigError(
-                f"--confidence: the calibration of --method {method} was fitted for "
-                f"{_models(calibration.models)}, not {_models(chosen.model_names)}"
+                f"--confidence: the calibration of --method {method} reads the {missing} signal, "
+                "which these settings do not give"
             )
         calibration = None  # the shipped calibration is for the shipped models only
     return Answerer(chosen, corpus, retrieve, retriever, embedder, top, calibration, min_confidence)
@@ -245,7 +251,7 @@ def _within_budget(
     settings, note = load_settings()
     calibration = load_confidence(confidence).get(method)
     if min_confidence is not None or confidence is not None:  # abstention asked: calibrated models only
-        settings = [s for s in settings if calibration is None or calibration.applies_to(dict(s.models))]
+        settings = [s for s in settings if calibration is None or calibration.models == dict(s.models)]
     skipped = []
     for choice in choose(budget_ms, method, settings, note=note):
         try:

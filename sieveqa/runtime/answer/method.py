@@ -38,6 +38,9 @@ class Found:
     span: tuple[int, int] | None = None
     #: P(the answer is right), where the method's confidence is calibrated for its models.
     confidence: float | None = None
+    #: What each stage said of this answer, by name (a passage reranker's logit of its passage, ...):
+    #: what the confidence reads beside ``score`` (see each method's ``signals``).
+    signals: dict[str, float] | None = None
 
     @property
     def bounds(self) -> tuple[int, int]:
@@ -57,6 +60,7 @@ class Found:
             "score": round(self.score, 6),
             "passage_score": None if self.passage_score is None else round(self.passage_score, 6),
             "confidence": None if self.confidence is None else round(self.confidence, 6),
+            "signals": {k: round(v, 6) for k, v in (self.signals or {}).items()},
             "document": self.passage.doc_id,
             "title": self.passage.title,
             "passage_id": self.passage.id,
@@ -138,6 +142,11 @@ class AnswerMethod(ABC):
     @abstractmethod
     def run(self, question: str, passages: Sequence[IndexedPassage], top: int) -> AnswerRun:
         """The ``top`` answers among ``passages`` (retrieval order, at least one)."""
+
+    @property
+    def signals(self) -> tuple[str, ...]:
+        """The names of the signals its answers carry beside their score (``Found.signals``)."""
+        return ()
 
     def with_settings(self, **settings: Any) -> AnswerMethod:
         """This method with one request's settings (names from ``request_settings``; None leaves

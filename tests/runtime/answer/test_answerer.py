@@ -1,13 +1,12 @@
 """The answer pipeline: each method's choice, its cost, and what an empty retrieval gives."""
 
-import math
-
 import pytest
 
 from sieveqa.data.corpus import CorpusIndex, CorpusOptions
 from sieveqa.errors import ConfigError
 from sieveqa.runtime.answer.answerer import Answerer, load_answerer
-from sieveqa.runtime.answer.sentence import Cascade, Peasi, PeasiAll, Pointwise
+from sieveqa.runtime.answer.peasi import Peasi
+from sieveqa.runtime.answer.sentence import Cascade, PeasiAll, Pointwise
 from tests.fakes import DOCS, KeywordRanker, KeywordSelector
 
 METHODS = {
@@ -41,9 +40,10 @@ def test_top_n_reads_that_many_passages(index) -> None:
     answer = answerer.answer("answer rain snow cats")
     assert len(answerer.answer("answer rain snow cats", top=2).answers) == 2  # a request's own top
     assert len(answer.answers) == 3 and answer.inferences == len(answer.passages) + 3
-    # Ranked by P(passage) × P(sentence | passage): the passage saying "answer" comes first.
-    combined = [f.score / (1 + math.exp(-f.passage_score)) for f in answer.answers]
-    assert answer.ranking == answer.answers and combined == sorted(combined, reverse=True)
+    # One answer per passage, ranked by passage logit + log P(sentence | passage).
+    joint = [f.passage_score + f.signals["in_passage"] for f in answer.answers]
+    assert [f.score for f in answer.answers] == joint and joint == sorted(joint, reverse=True)
+    assert len({f.passage.id for f in answer.answers}) == 3 and answer.ranking is None
     assert answer.best.text == "The answer is forty two."
 
 

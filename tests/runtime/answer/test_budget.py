@@ -104,7 +104,7 @@ def test_load_answerer_skips_a_setting_whose_export_is_missing(tmp_path, monkeyp
 
 
 def test_a_hand_built_peasi_moves_its_drop_ratios(tmp_path, monkeypatch, tiny_cascade) -> None:
-    from sieveqa.runtime.answer.sentence import Peasi
+    from sieveqa.runtime.answer.peasi import Peasi
     from sieveqa.runtime.cascade import CascadeRanker
     from tests.fakes import KeywordSelector
 

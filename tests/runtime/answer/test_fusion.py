@@ -7,7 +7,8 @@ from sieveqa.data.records import Candidate, Question, RankingExample
 from sieveqa.errors import ConfigError
 from sieveqa.runtime.answer.answerer import Answerer, default_fusion
 from sieveqa.runtime.answer.fusion import FusedRanker, Fusion, lexical_scores, with_fusion
-from sieveqa.runtime.answer.sentence import Peasi, Pointwise
+from sieveqa.runtime.answer.peasi import Peasi
+from sieveqa.runtime.answer.sentence import Pointwise
 from tests.fakes import DOCS, KeywordRanker, KeywordSelector
 
 

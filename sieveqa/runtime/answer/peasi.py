@@ -1,0 +1,219 @@
+"""``peasi``: rerank passages, then pick the answer sentence in place (PEASI's "top-1 passage").
+
+The passage reranker scores every retrieved passage (a logit: does this passage answer?). EASI reads
+the ``read`` best passages, ``question [SEP] s1 [SEP] s2 ...``, and scores each of their sentences. The
+answer is chosen jointly over both stages rather than best passage first: a sentence's score is
+
+    passage logit + ``sentence_weight`` x log P(sentence | passage)
+                  + ``look_weight`` x the point-wise ranker's logit (``second_look``)
+
+where ``second_look`` > 0 has the point-wise ranker read the best ``second_look`` sentences so far,
+alone, and re-order them (they stay above the others). With ``read`` 1 and no second look this is the
+paper's top-1 passage. The defaults were chosen on dev (``bench/peasi_choice.py``; docs/RESULTS.md,
+"The right sentence in the right passage").
+
+Every answer carries the signals its confidence reads (``Found.signals``): ``passage`` (the reranker's
+logit of its passage: whether the passage answers), ``sentence`` (EASI's logit of it: how well it
+answers, comparable across passages), ``in_passage`` (its log-probability within its passage),
+``margin`` (its passage's logit over the best other passage's) and, when looked at, ``pointwise``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, Self
+
+from sieveqa.data.corpus import IndexedPassage
+from sieveqa.data.records import Candidate, Question, RankingExample
+from sieveqa.encoder import Cost
+from sieveqa.errors import ConfigError
+from sieveqa.models.base import Ranker
+from sieveqa.models.easi import EasiModel
+from sieveqa.models.pair_model import PairModel
+from sieveqa.models.peasi import PeasiModel
+from sieveqa.runtime.answer.fusion import Fusion, lexical_scores
+from sieveqa.runtime.answer.method import AnswerMethod, AnswerRun, Found, MethodOptions, ModelSettings
+from sieveqa.runtime.answer.sentence import (
+    fusion_option,
+    parse_ratios,
+    rank_found,
+    ratios_option,
+    selector_option,
+    with_alpha,
+)
+from sieveqa.runtime.policy import ranker_of
+
+__all__ = ["Peasi", "PeasiOptions"]
+
+#: The signals every PEASI answer carries (``pointwise`` too when the second look is on).
+SIGNALS = ("passage", "sentence", "in_passage", "margin")
+
+
+@dataclass(frozen=True)
+class PeasiOptions(MethodOptions):
+    reranker: str = field(
+        default="peasi-pr", metadata={"help": "the passage reranker (shipped name or folder)"}
+    )
+    selector: str | None = selector_option()
+    fusion: str = fusion_option("none")
+    drop_ratios: str | None = ratios_option()
+    read: int = field(default=1, metadata={"help": "peasi: passages EASI reads (the reranker's best)"})
+    sentence_weight: float = field(
+        default=1.0,
+        metadata={"help": "peasi: weight of log P(sentence | passage) beside the passage's logit"},
+    )
+    second_look: int = field(
+        default=0, metadata={"help": "peasi: best sentences the point-wise ranker re-reads alone (0: none)"}
+    )
+    look_ranker: str = field(default="default", metadata={"help": "peasi: the ranker of the second look"})
+    look_weight: float = field(default=1.0, metadata={"help": "peasi: weight of the second look's logit"})
+
+    def __post_init__(self) -> None:
+        if self.read < 1 or self.second_look < 0:
+            raise ConfigError(
+                f"--read must be >= 1 and --second-look >= 0, got {self.read}, {self.second_look}"
+            )
+        if self.sentence_weight < 0 or self.look_weight < 0:
+            raise ConfigError("--sentence-weight and --look-weight must be >= 0")
+
+
+class Peasi(AnswerMethod):
+    name = "peasi"
+    options_class = PeasiOptions
+
+    def __init__(
+        self,
+        reranker: PairModel | PeasiModel | Ranker,
+        selector: EasiModel | PeasiModel,
+        fusion: Fusion | str = "none",
+        options: PeasiOptions | None = None,
+        look: Ranker | None = None,
+    ) -> None:
+        self.reranker, self.selector, self.fusion = reranker, selector, Fusion.parse(fusion)
+        self.options = options or PeasiOptions()
+        if self.options.second_look and look is None:
+            raise ConfigError("--second-look needs a point-wise ranker (--look-ranker)")
+        self.look = look
+
+    @classmethod
+    def load(cls, options: PeasiOptions, settings: ModelSettings) -> Self:
+        reranker = settings.model(options.reranker, (PairModel, PeasiModel), "--reranker", "a ranker")
+        if options.selector is None and isinstance(reranker, PeasiModel):
+            selector, selector_name = reranker, "(the reranker's own)"
+        else:
+            selector_name = options.selector or "peasi-easi"
+            selector = settings.model(selector_name, (EasiModel, PeasiModel), "--selector", "an EASI model")
+        ratios = parse_ratios(options.drop_ratios)
+        if isinstance(reranker, PairModel):  # a cascade's exits drop passages as its policy says
+            reranker = ranker_of(reranker, name=options.reranker, drop_ratios=ratios)
+        elif ratios is not None:
+            raise ConfigError(f"--drop-ratios: the reranker {options.reranker} is not a cascade")
+        look = settings.ranker(options.look_ranker) if options.second_look else None
+        method = cls(reranker, selector, options.fusion, options, look)
+        method.model_names = {"reranker": options.reranker, "selector": selector_name}
+        if look is not None:
+            method.model_names["second_look"] = options.look_ranker
+        return method
+
+    @property
+    def signals(self) -> tuple[str, ...]:
+        return SIGNALS + (("pointwise",) if self.look is not None else ())
+
+    def describe(self) -> dict[str, Any]:
+        o = self.options
+        choice = {"read": o.read, "sentence_weight": o.sentence_weight, "second_look": o.second_look}
+        if o.second_look:
+            choice["look_weight"] = o.look_weight
+        return {**super().describe(), "fusion": str(self.fusion), "choice": choice}
+
+    def with_settings(self, alpha: float | None = None, **other: Any) -> Peasi:
+        """This method with its cascade reranker dropping ``alpha`` of the passages at each exit."""
+        super().with_settings(**other)
+        if alpha is None:
+            return self
+        reranker = with_alpha(self.reranker, alpha, "reranker")
+        method = type(self)(reranker, self.selector, self.fusion, self.options, self.look)
+        method.model_names = getattr(self, "model_names", {})
+        return method
+
+    def run(self, question: str, passages: Sequence[IndexedPassage], top: int) -> AnswerRun:
+        candidates, scores, cost = self.candidates(question, passages, max(self.options.read, top))
+        best: dict[str, Found] = {}  # one answer per passage, the passage's best sentence
+        for found in candidates:
+            best.setdefault(found.passage.id, found)
+        return AnswerRun(list(best.values())[:top], scores, None, cost)
+
+    def candidates(
+        self, question: str, passages: Sequence[IndexedPassage], read: int | None = None
+    ) -> tuple[list[Found], list[float], Cost]:
+        """Every sentence of the ``read`` best passages, best first by the joint score, with its
+        signals; the passages' scores (what orders them); the cost."""
+        cost = Cost()
+        logits, sorting, pr_cost = self._passage_scores(question, passages)
+        cost.add(pr_cost)
+        lexical = lexical_scores(question, [p.text for p in passages]) if self.fusion.active else []
+        scores = self.fusion.combine(sorting, lexical or [0.0] * len(passages))
+        order = sorted(range(len(passages)), key=lambda i: (-scores[i], i))[: read or self.options.read]
+        chosen = [passages[i] for i in order]
+        sentence_logits, easi_cost = self.selector.sentence_logits(
+            [question] * len(chosen), [p.sentences for p in chosen]
+        )
+        cost.add(easi_cost)
+        found = []
+        for i, p, z in zip(order, chosen, sentence_logits, strict=True):
+            others = [logits[j] for j in range(len(passages)) if j != i]
+            margin = logits[i] - max(others) if others else 0.0
+            norm = _logsumexp(z)
+            for s, zs in enumerate(z):
+                signals = {"passage": logits[i], "sentence": zs, "in_passage": zs - norm, "margin": margin}
+                joint = logits[i] + self.options.sentence_weight * signals["in_passage"]
+                found.append(Found(p, s, joint, logits[i], signals=signals))
+        found.sort(key=lambda f: -f.score)  # stable: ties keep passage, then sentence order
+        if self.look is not None and found:
+            found, look_cost = self._second_look(question, found)
+            cost.add(look_cost)
+        return found, scores, cost
+
+    def _second_look(self, question: str, found: list[Found]) -> tuple[list[Found], Cost]:
+        k = self.options.second_look
+        looked, look_cost = rank_found(self.look, question, found[:k])
+        again = []
+        for f in looked:
+            original = next(o for o in found[:k] if (o.passage.id, o.sentence) == (f.passage.id, f.sentence))
+            signals = {**(original.signals or {}), "pointwise": f.score}
+            joint = original.score + self.options.look_weight * f.score
+            again.append(replace(original, score=joint, signals=signals))
+        again.sort(key=lambda f: -f.score)
+        return again + found[k:], look_cost
+
+    def _passage_scores(
+        self, question: str, passages: Sequence[IndexedPassage]
+    ) -> tuple[list[float], list[float], Cost]:
+        """Each passage's score on the reranker's own scale (a logit), the scores that sort them, and
+        the cost."""
+        # A multi-task model's PR may read the sentences too (PR ⊕ EASI); a ranker reads the text.
+        if isinstance(self.reranker, PeasiModel):
+            logits, cost = self.reranker.score_passages(
+                [question] * len(passages), [p.sentences for p in passages]
+            )
+            return logits, logits, cost
+        if isinstance(self.reranker, PairModel):
+            matrix, cost = self.reranker.score_matrix(
+                [question] * len(passages), [p.text for p in passages], windows=True
+            )
+            last = matrix[:, -1].tolist()
+            return last, last, cost
+        # A cascade: passages dropped at an exit sort below those that went on (no windows: a
+        # passage longer than the model reads is cut).
+        example = RankingExample(
+            Question("q", question), [Candidate(str(i), p.text) for i, p in enumerate(passages)]
+        )
+        result = self.reranker.run([example])
+        return result.own_scores()[0], result.scores[0], result.cost
+
+
+def _logsumexp(values: Sequence[float]) -> float:
+    top = max(values, default=0.0)
+    return top + math.log(sum(math.exp(v - top) for v in values)) if values else 0.0
