@@ -34,6 +34,7 @@ over an index of all its paragraphs) and ``jsonl:PATH`` in that format.
 
 from __future__ import annotations
 
+import contextlib
 import random
 import re
 import shutil
@@ -278,8 +279,20 @@ OPEN_FAMILIES = ("squad-open-mini", "squad-open-train", "squad-gold", "squad2-op
 
 
 def is_open_dataset(name: str) -> bool:
-    """Whether ``name`` is an open-domain dataset of a known family (``jsonl:`` files are either)."""
-    return name.partition(":")[0] in OPEN_FAMILIES
+    """Whether ``name`` is an open-domain dataset: of a known family, or a JSONL file whose first
+    question comes with ``passages`` (the ranking format has ``candidates``)."""
+    if name.endswith((".jsonl", ".jsonl.gz")) and not name.startswith("jsonl:"):
+        name = f"jsonl:{name}"
+    family, _, path = name.partition(":")
+    if family != "jsonl":
+        return family in OPEN_FAMILIES
+    if not Path(path).is_file():
+        return False
+    from sieveqa.data.jsonl import iter_json_lines
+
+    with contextlib.closing(iter_json_lines(path)) as lines:
+        first = next(lines, None)
+    return first is not None and isinstance(first[1], dict) and "passages" in first[1]
 
 
 def load_open_dataset(name: str) -> list[OpenExample]:

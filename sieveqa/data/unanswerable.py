@@ -232,19 +232,24 @@ def _squad_json(articles: list[SquadArticle], made: list[Made]) -> dict[str, Any
     }
 
 
-def build_squad_unanswerable(out_dir: Path | None = None, seed: int = SEED) -> dict[str, Any]:
-    """Build (or find cached) ``squad-unanswerable`` into ``out_dir``; return its manifest."""
+def build_squad_unanswerable(
+    out_dir: Path | None = None, seed: int = SEED, *, max_articles: int | None = None
+) -> dict[str, Any]:
+    """Build (or find cached) ``squad-unanswerable`` into ``out_dir``; return its manifest
+    (``max_articles``: from the first N training articles only, a slice for tests)."""
     from sieveqa.data import squad_train_as2 as as2
 
     out_dir = Path(out_dir) if out_dir is not None else cache_root() / NAME
     squad_path, source = as2.train_source(None)
     params = {"builder_version": BUILDER_VERSION, "source": source, "seed": seed, "weights": WEIGHTS}
+    if max_articles is not None:
+        params["max_articles"] = max_articles
     names = {SOURCE_FILE, "train.jsonl.gz"}
     if (manifest := cached_manifest(out_dir, params, names)) is not None:
         return manifest
     articles = read_squad(squad_path)
     train_titles = set(as2.split_train_articles((a.title for a in articles), as2.DEV_ARTICLES)["train"])
-    articles = [a for a in articles if a.title in train_titles]
+    articles = [a for a in articles if a.title in train_titles][:max_articles]
     made = list(made_questions(tqdm(articles, desc=NAME, unit="article"), seed))
     squad = _as_squad(articles, made)
     out_dir.mkdir(parents=True, exist_ok=True)

@@ -264,3 +264,27 @@ def test_bad_drop_ratios_are_one_line(sieveqa, demo_index, saved_tiny, tiny_casc
     assert line == "error: --drop-ratios must be numbers separated by commas, got 'half'"
     line = one_error_line(sieveqa("answer", *args, "--ranker", saved_tiny, "--drop-ratios", "0.3"))
     assert line.endswith("is a cross-encoder model, which takes no runtime policy (drop_ratios)")
+
+
+def test_eval_answers_on_questions_nothing_answers(sieveqa, saved_tiny, saved_easi, tmp_path: Path) -> None:
+    from sieveqa.data.open_qa import OpenExample, RetrievedPassage, write_open_jsonl
+
+    said = RetrievedPassage("p1", "Fleming discovered penicillin in 1928. It is an antibiotic.")
+    silent = RetrievedPassage("p2", "Cats sleep a lot. Dogs bark at night.")
+    questions = tmp_path / "open.jsonl"
+    write_open_jsonl(questions, [
+        OpenExample("a", "Who discovered penicillin?", ["Fleming"], [said, silent]),
+        OpenExample("u", "Who discovered aspirin?", [], [silent, said], True),
+    ])  # fmt: skip
+    report = tmp_path / "report.json"
+    models = ["--reranker", saved_tiny, "--selector", saved_easi, "--read", "2"]
+    result = sieveqa("eval-answers", "--dataset", questions, "--method", "peasi", *models, "--json", report)
+    assert result.exit_code == 0, result.output
+    body = json.loads(report.read_text())
+    assert (body["answerable"], body["unanswerable"], body["always_abstain"]) == (1, 1, 50.0)
+    # Uncalibrated, it always answers: the unanswerable question never abstains.
+    assert body["calibrated"] is False and body["unanswerable_abstain"] == 0.0 and body["answered"] == 100.0
+    assert body["overall"] == 50.0 * (body["right_answered"] == 100.0)
+    assert body["choice"]["read"] == 2 and set(body["signals"]) >= {"passage", "sentence"}
+    refused = sieveqa("eval-answers", "--method", "pointwise", "--min-confidence", "0.5")
+    assert refused.exit_code == 2 and "are for open-domain datasets" in one_error_line(refused)

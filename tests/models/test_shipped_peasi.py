@@ -33,7 +33,9 @@ def demo_index(tmp_path_factory) -> Path:
 def test_demo_questions_get_their_sentence(demo_index: Path, method: str) -> None:
     answerer = load_answerer(method, str(demo_index))
     assert answerer.method.model_names == (  # what eval-answers reports (the pointwise run named PEASI's)
-        {"reranker": "peasi-pr", "selector": "peasi-easi"} if method == "peasi" else {"ranker": "default"}
+        {"reranker": "peasi-pr", "selector": "peasi-easi"}
+        if method == "peasi"
+        else {"ranker": "default", "judge": "peasi-pr"}
     )
     for question, words in QUESTIONS.items():
         answer = answerer.answer(question)

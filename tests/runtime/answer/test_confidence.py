@@ -12,7 +12,9 @@ from sieveqa.errors import ConfigError
 from sieveqa.runtime.answer.answerer import Answerer, load_answerer
 from sieveqa.runtime.answer.confidence import (
     Confidence,
+    best_threshold,
     choose_threshold,
+    fit_logistic,
     fit_platt,
     load_confidence,
     save_confidence,
@@ -44,6 +46,29 @@ def test_the_threshold_keeps_the_share_asked_for() -> None:
     threshold = choose_threshold(kept, 0.9)
     assert threshold == 0.1 and sum(c >= threshold for c in kept) == 9
     assert choose_threshold(kept, 1.0) == 0.05 and choose_threshold([], 0.9) == 0.0
+
+
+def test_a_signal_the_score_lacks_is_learned_and_must_be_given() -> None:
+    # Right exactly when the passage signal is positive; the score says nothing.
+    rows = [[float(i % 3), p] for i in range(30) for p in (-2.0, 2.0)]
+    right = [p > 0 for _, p in rows]
+    weights, bias = fit_logistic(rows, right)
+    conf = Confidence(weights[0], bias, signals={"passage": weights[1]})
+    assert conf(1.0, {"passage": 2.0}) > 0.9 and conf(1.0, {"passage": -2.0}) < 0.1
+    with pytest.raises(ConfigError, match="carries no passage signal"):
+        conf(1.0)
+    assert conf.applies_to({}, ("passage", "margin")) and not conf.applies_to({}, ("margin",))
+
+
+def test_the_overall_threshold_counts_right_answers_and_right_abstentions() -> None:
+    # Confidence 0.9 and 0.8 right, 0.7 an unanswerable question, 0.6 right, 0.1 unanswerable.
+    values = [0.9, 0.8, 0.7, 0.6, 0.1]
+    gains = [1.0, 1.0, 0.0, 1.0, 0.0]
+    losses = [0.0, 0.0, 1.0, 0.0, 1.0]
+    # Answering down to 0.6 gets 3 right answers and 1 right abstention (0.1): 4 of 5.
+    assert best_threshold(values, gains, losses) == (0.6, 4.0)
+    assert best_threshold([0.5, 0.4], [0.0, 0.0], [1.0, 1.0]) == (math.inf, 2.0)  # abstain on all
+    assert best_threshold([], [], []) == (math.inf, 0.0)
 
 
 def test_the_answerer_abstains_below_min_confidence_and_shows_its_guess(index) -> None:

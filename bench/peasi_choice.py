@@ -1,0 +1,243 @@
+"""How PEASI should choose, and what tells "the documents say this", measured once and swept offline
+(docs/RESULTS.md, "The right sentence in the right passage").
+
+``cache``: for each question of a set, the passage reranker's logit of every retrieved passage, then,
+for the ``--read`` best passages, EASI's logit of each of their sentences and the point-wise ranker's
+logit of each sentence read alone, and whether the sentence is right. Passage benchmarks with labelled
+sentences (``squad-passages:dev-sentences``) and open-domain sets (``squad2-open:dev``, where a sentence is
+right when it holds a gold answer and nothing is right for an unanswerable question) both work.
+
+``sweep``: from caches, answer P@1 of every choice on a grid (passages read, weight of log P(sentence |
+passage), how many sentences the point-wise ranker re-reads and the weight of its logit), the best
+choice by mean P@1 over the sets (ties: the cheaper, then the simpler). On an open set, each choice's
+confidence fitted on every subset of the signals with 5-fold cross-fitting: held-out AUROC (answerable
+against unanswerable) and SQuAD 2.0 overall at the held-out folds' own best thresholds.
+
+    python bench/peasi_choice.py cache --dataset squad-passages:dev-sentences --out C1.cache.json
+    python bench/peasi_choice.py sweep --caches C1.cache.json,C2.cache.json --out choice-dev.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import math
+import random
+import statistics
+from pathlib import Path
+from typing import Any
+
+from _common import finish, markdown
+from tqdm.auto import tqdm
+
+from sieveqa.data.registry import is_open_dataset, load_dataset, load_open_dataset
+from sieveqa.evaluation.abstention import as_passages, is_right
+from sieveqa.evaluation.answers import passages_of
+from sieveqa.runtime.answer.answerer import load_answerer
+from sieveqa.runtime.answer.confidence import best_threshold, fit_logistic
+from sieveqa.runtime.answer.method import ModelSettings
+from sieveqa.runtime.answer.sentence import rank_found
+
+READS = (1, 2, 3)
+SENTENCE_WEIGHTS = (0.1, 0.25, 0.5, 1.0, 2.0, 4.0, 1000.0)  # 1000: best passage first, EASI decides
+LOOKS = (0, 2, 3, 5, 8)
+LOOK_WEIGHTS = (0.25, 0.5, 1.0, 2.0)
+SIGNALS = ("passage", "sentence", "in_passage", "margin", "pointwise")
+
+
+def _questions(name: str, limit: int | None) -> list[tuple[str, Any, Any]]:
+    """(question, passages, judge) where judge(found) says whether an answer is right (None: the
+    question is unanswerable); ``limit`` of them drawn at random (seed 0), for a quick look."""
+    if is_open_dataset(name):
+        examples = load_open_dataset(name)
+        if limit is not None:
+            examples = random.Random(0).sample(examples, min(limit, len(examples)))
+        return [(ex.question, as_passages(ex, 20), None if ex.impossible else ex.answers) for ex in examples]
+    out = []
+    for ex in load_dataset(name):
+        passages, members = passages_of(ex)
+        labels = {p.id: [c.label == 1 for c in m] for p, m in zip(passages, members, strict=True)}
+        out.append((ex.question.text, passages, labels))
+    return out
+
+
+def _right(judge: Any, found: Any) -> bool:
+    if judge is None:
+        return False
+    if isinstance(judge, dict):
+        return judge[found.passage.id][found.sentence]
+    return is_right(found, judge)
+
+
+def cache(args: argparse.Namespace) -> None:
+    answerer = load_answerer("peasi", None, reranker=args.reranker, selector=args.selector)
+    method = answerer.method
+    look = ModelSettings().ranker(args.look_ranker)
+    rows = []
+    for question, passages, judge in tqdm(_questions(args.dataset, args.limit), desc=args.dataset, unit="q"):
+        found, scores, _ = method.candidates(question, passages, args.read)
+        looked, _ = rank_found(look, question, found)
+        pointwise = {(f.passage.id, f.sentence): f.score for f in looked}
+        read = [p.id for p, _ in sorted(zip(passages, scores, strict=True), key=lambda x: -x[1])]
+        rank = {pid: r for r, pid in enumerate(read)}
+        logits = [f.passage_score for f in found]
+        rows.append(
+            {
+                "answerable": judge is not None,
+                "passages": len(passages),
+                "candidates": [
+                    {
+                        "rank": rank[f.passage.id],
+                        **{k: round(v, 5) for k, v in (f.signals or {}).items()},
+                        "pointwise": round(pointwise[(f.passage.id, f.sentence)], 5),
+                        "right": _right(judge, f),
+                    }
+                    for f in found
+                ],
+                "logits": [round(x, 5) for x in sorted(set(logits), reverse=True)],
+            }
+        )
+    payload = {"dataset": args.dataset, "models": method.model_names | {"look": args.look_ranker}}
+    finish(args.out, "peasi_choice cache", payload | {"read": args.read, "questions": rows})
+
+
+def _choose(row: dict[str, Any], read: int, w: float, look: int, lw: float) -> dict[str, Any] | None:
+    """The answer this choice gives (a candidate with its joint score), None without candidates."""
+    cands = [c for c in row["candidates"] if c["rank"] < read]
+    if not cands:
+        return None
+    joint = sorted(cands, key=lambda c: -(c["passage"] + w * c["in_passage"]))
+    if look:
+        head = sorted(joint[:look], key=lambda c: -(c["passage"] + w * c["in_passage"] + lw * c["pointwise"]))
+        joint = head + joint[look:]
+    best = joint[0]
+    score = best["passage"] + w * best["in_passage"] + (lw * best["pointwise"] if look else 0.0)
+    return {**best, "score": score, "looked": bool(look)}
+
+
+def _grid() -> list[tuple[int, float, int, float]]:
+    plain = [(r, w, 0, 0.0) for r in READS for w in SENTENCE_WEIGHTS]
+    looked = [
+        (r, w, k, lw) for r in READS for w in SENTENCE_WEIGHTS for k in LOOKS[1:] for lw in LOOK_WEIGHTS
+    ]
+    return plain + looked
+
+
+def _p_at_1(rows: list[dict[str, Any]], choice: tuple[int, float, int, float]) -> float:
+    answerable = [r for r in rows if r["answerable"]]
+    hits = [bool((a := _choose(r, *choice)) and a["right"]) for r in answerable]
+    return 100 * sum(hits) / max(len(hits), 1)
+
+
+def _confidence(rows: list[dict[str, Any]], choice: tuple[int, float, int, float]) -> list[dict[str, Any]]:
+    """For each signal subset: held-out AUROC and overall (5 folds, each at its fit's best threshold)."""
+    answers = [_choose(r, *choice) for r in rows]
+    names = [s for s in SIGNALS if s != "pointwise" or choice[2]]
+    order = list(range(len(rows)))
+    random.Random(0).shuffle(order)
+    out = []
+    for n in range(len(names) + 1):
+        for subset in itertools.combinations(names, n):
+            values = [0.0] * len(rows)
+            points = 0.0
+            for k in range(5):
+                test = set(order[k::5])
+                fit = [i for i in range(len(rows)) if i not in test and answers[i] is not None]
+                feats = [[answers[i]["score"], *(answers[i][s] for s in subset)] for i in fit]
+                weights, bias = fit_logistic(feats, [answers[i]["right"] for i in fit])
+
+                def conf(
+                    i: int, weights: list[float] = weights, bias: float = bias, subset: tuple = subset
+                ) -> float:
+                    a = answers[i]
+                    if a is None:
+                        return -math.inf
+                    x = [a["score"], *(a[s] for s in subset)]
+                    return sum(w * v for w, v in zip(weights, x, strict=True)) + bias
+
+                train = [i for i in range(len(rows)) if i not in test]
+                gains = [float(bool(answers[i] and answers[i]["right"])) for i in train]
+                losses = [float(not rows[i]["answerable"]) for i in train]
+                threshold, _ = best_threshold([conf(i) for i in train], gains, losses)
+                for i in test:
+                    values[i] = conf(i)
+                    answered = values[i] >= threshold
+                    right = bool(answers[i] and answers[i]["right"])
+                    points += (answered and right) or (not answered and not rows[i]["answerable"])
+            out.append(
+                {
+                    "signals": "+".join(("score", *subset)),
+                    "auroc": round(_auroc(values, [r["answerable"] for r in rows]), 4),
+                    "overall": round(100 * points / len(rows), 2),
+                }
+            )
+    return sorted(out, key=lambda r: (-r["overall"], -r["auroc"]))
+
+
+def _auroc(values: list[float], labels: list[bool]) -> float:
+    from sklearn.metrics import roc_auc_score
+
+    return float(roc_auc_score(labels, [v if math.isfinite(v) else -1e30 for v in values]))
+
+
+def sweep(args: argparse.Namespace) -> None:
+    caches = {Path(p).name: json.loads(Path(p).read_text()) for p in args.caches.split(",")}
+    grid = _grid()
+    table = []
+    for choice in tqdm(grid, desc="choices"):
+        row = {
+            "read": choice[0],
+            "sentence_weight": choice[1],
+            "second_look": choice[2],
+            "look_weight": choice[3],
+        }
+        for c in caches.values():
+            if any(r["answerable"] for r in c["questions"]):
+                row[c["dataset"]] = round(_p_at_1(c["questions"], choice), 2)
+        row["mean"] = round(statistics.mean(v for k, v in row.items() if ":" in k), 2)
+        table.append(row)
+    # Ties go to reading fewer passages, looking at fewer sentences, then to the plain weights.
+    best = max(
+        table, key=lambda r: (r["mean"], -r["read"], -r["second_look"], -abs(r["sentence_weight"] - 1))
+    )
+    plain = max((r for r in table if r["second_look"] == 0), key=lambda r: (r["mean"], -r["read"]))
+    top1 = next(
+        r for r in table if r["read"] == 1 and r["sentence_weight"] == 1000.0 and r["second_look"] == 0
+    )
+    payload: dict[str, Any] = {
+        "caches": {n: c["models"] | {"dataset": c["dataset"]} for n, c in caches.items()}
+    }
+    payload |= {"paper_top1": top1, "best_without_look": plain, "best": best}
+    open_sets = {n: c for n, c in caches.items() if any(not r["answerable"] for r in c["questions"])}
+    for c in open_sets.values():
+        key = (best["read"], best["sentence_weight"], best["second_look"], best["look_weight"])
+        payload[f"confidence {c['dataset']}"] = _confidence(c["questions"], key)
+    payload["grid"] = sorted(table, key=lambda r: -r["mean"])
+    keys = [k for k in table[0] if k != "mean"] + ["mean"]
+    print(markdown([top1, plain, best], keys))
+    for c in open_sets.values():
+        print(markdown(payload[f"confidence {c['dataset']}"][:8], ["signals", "auroc", "overall"]))
+    finish(args.out, "peasi_choice sweep", payload)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="mode", required=True)
+    c = sub.add_parser("cache")
+    c.add_argument("--dataset", required=True)
+    c.add_argument("--reranker", default="peasi-pr")
+    c.add_argument("--selector", default=None)
+    c.add_argument("--look-ranker", default="default")
+    c.add_argument("--read", type=int, default=max(READS))
+    c.add_argument("--limit", type=int, default=None, help="open sets: this many questions, drawn at random")
+    c.add_argument("--out", type=Path, required=True)
+    s = sub.add_parser("sweep")
+    s.add_argument("--caches", required=True, help="cache files, comma-separated")
+    s.add_argument("--out", type=Path, required=True)
+    args = parser.parse_args()
+    cache(args) if args.mode == "cache" else sweep(args)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,121 @@
+"""PEASI's joint choice over passage and sentence scores, its second look, the signals its answers
+carry, and the judge that gives the sentence methods a passage signal."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from sieveqa.data.corpus import IndexedPassage
+from sieveqa.encoder import Cost
+from sieveqa.errors import ConfigError
+from sieveqa.models.base import Ranker, RankResult
+from sieveqa.runtime.answer.peasi import Peasi, PeasiOptions
+from sieveqa.runtime.answer.sentence import Pointwise, judged
+from tests.fakes import KeywordRanker
+
+
+def _passage(pid: str, *sentences: str) -> IndexedPassage:
+    spans, at = [], 0
+    for s in sentences:
+        spans.append((at, at + len(s)))
+        at += len(s) + 1
+    return IndexedPassage(pid, "doc", "", " ".join(sentences), tuple(spans))
+
+
+class TableReranker(Ranker):
+    """A passage reranker whose logits are given by passage text."""
+
+    def __init__(self, logits: dict[str, float]) -> None:
+        self.logits = logits
+
+    def run(self, examples, progress=False) -> RankResult:
+        scores = [[self.logits[c.text] for c in ex.candidates] for ex in examples]
+        return RankResult(scores, Cost(sequences=sum(len(s) for s in scores)))
+
+    def score_matrix(self, questions, texts, progress=False, last_only=False, windows=False):
+        return torch.tensor([[self.logits[t]] for t in texts]), Cost(sequences=len(texts))
+
+
+class TableSelector:
+    """EASI stand-in: each sentence's logit from a table."""
+
+    def __init__(self, logits: dict[str, float]) -> None:
+        self.logits = logits
+
+    def sentence_logits(self, questions, passages, progress=False):
+        return [[self.logits[s] for s in p] for p in passages], Cost(sequences=len(passages))
+
+
+# The best passage (logit 2) holds one sentence EASI finds only so-so among its two; the second
+# (logit 1.5) holds a sentence EASI is sure of. Best passage first picks "x1"; jointly, "y1".
+P1 = _passage("1", "x1 so-so", "x2 worse")
+P2 = _passage("2", "y1 sure", "y2 no")
+RERANKER = TableReranker({P1.text: 2.0, P2.text: 1.5})
+SELECTOR = TableSelector({"x1 so-so": 1.0, "x2 worse": 0.8, "y1 sure": 5.0, "y2 no": -5.0})
+
+
+def _peasi(**options) -> Peasi:
+    opts = PeasiOptions(**options)
+    look = KeywordRanker() if opts.second_look else None
+    return Peasi(RERANKER, SELECTOR, options=opts, look=look)  # type: ignore[arg-type]
+
+
+def test_read_1_is_the_papers_top_passage_and_reading_more_chooses_jointly() -> None:
+    top = _peasi(read=1).run("q", [P1, P2], 1)
+    assert top.answers[0].text == "x1 so-so" and top.inferences == 2 + 1
+    joint = _peasi(read=2, sentence_weight=1.0).run("q", [P1, P2], 1)
+    best = joint.answers[0]
+    assert best.text == "y1 sure" and joint.inferences == 2 + 2
+    in_passage = 5.0 - math.log(math.exp(5.0) + math.exp(-5.0))
+    assert best.score == pytest.approx(1.5 + in_passage)
+    assert best.signals == pytest.approx(
+        {"passage": 1.5, "sentence": 5.0, "in_passage": in_passage, "margin": -0.5}
+    )
+    # A heavy sentence weight trusts EASI's softmax; a tiny one keeps the best passage first.
+    assert _peasi(read=2, sentence_weight=0.01).run("q", [P1, P2], 1).answers[0].text == "x1 so-so"
+
+
+def test_answers_are_one_per_passage_and_their_signals_are_named() -> None:
+    method = _peasi(read=2)
+    run = method.run("q", [P1, P2], 2)
+    assert [a.passage.id for a in run.answers] == ["2", "1"] and run.ranking is None
+    assert set(method.signals) == {"passage", "sentence", "in_passage", "margin"}
+    assert all(set(a.signals) == set(method.signals) for a in run.answers)
+
+
+def test_the_second_look_reorders_the_best_few_by_the_point_wise_ranker() -> None:
+    # The keyword ranker scores a sentence by how often it says "answer": only the second look sees it.
+    p1 = _passage("1", "plain text", "the answer answer")
+    reranker = TableReranker({p1.text: 1.0})
+    selector = TableSelector({"plain text": 2.0, "the answer answer": 0.0})
+    opts = PeasiOptions(read=1, second_look=2, look_weight=3.0)
+    method = Peasi(reranker, selector, options=opts, look=KeywordRanker())  # type: ignore[arg-type]
+    run = method.run("q", [p1], 1)
+    best = run.answers[0]
+    assert best.text == "the answer answer" and best.signals["pointwise"] == 2.0
+    assert "pointwise" in method.signals and run.inferences == 1 + 1 + 2
+    plain = Peasi(reranker, selector, options=PeasiOptions(read=1))  # type: ignore[arg-type]
+    assert plain.run("q", [p1], 1).answers[0].text == "plain text"
+
+
+def test_options_are_checked() -> None:
+    with pytest.raises(ConfigError, match="--read must be >= 1"):
+        PeasiOptions(read=0)
+    with pytest.raises(ConfigError, match="must be >= 0"):
+        PeasiOptions(sentence_weight=-1)
+    with pytest.raises(ConfigError, match="--second-look needs a point-wise ranker"):
+        Peasi(RERANKER, SELECTOR, options=PeasiOptions(second_look=2))  # type: ignore[arg-type]
+
+
+def test_the_judge_gives_each_answer_its_passages_logit() -> None:
+    judge = TableReranker({P1.text: -3.0, P2.text: 4.0})
+    run = Pointwise(KeywordRanker(), judge=judge).run("q", [P1, P2], 4)  # type: ignore[arg-type]
+    assert [a.signals["passage"] for a in run.answers] == [
+        {P1.text: -3.0, P2.text: 4.0}[a.passage.text] for a in run.answers
+    ]
+    assert run.inferences == 4 + 2  # every sentence, then each answer's passage once
+    plain = Pointwise(KeywordRanker()).run("q", [P1, P2], 1)
+    assert plain.answers[0].signals is None and judged(None, "q", plain) is plain
