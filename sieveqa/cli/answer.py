@@ -321,12 +321,13 @@ def eval_answers(
 
 def _eval_open(answerer: Any, dataset: str, limit: int | None, passages: int, json_out: Path | None) -> None:
     from sieveqa.data.registry import load_open_dataset
+    from sieveqa.evaluation.abstention import answerable_in
     from sieveqa.evaluation.open_answers import evaluate_open
     from sieveqa.evaluation.provenance import run_info
     from sieveqa.io import atomic_write_json
 
     examples = load_open_dataset(dataset)[:limit]
-    report = evaluate_open(answerer, examples, passages)
+    report = evaluate_open(answerer, examples, passages, answerable=answerable_in(dataset))
     m = answerer.method
     result = {"dataset": dataset, "method": m.name, **report, **m.describe(), "signals": list(m.signals)}
     result["provenance"] = run_info("sieveqa " + " ".join(sys.argv[1:]))

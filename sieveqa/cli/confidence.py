@@ -33,12 +33,11 @@ def _names(value: str, flag: str) -> list[str]:
 
 def _scored(method: Any, names: list[str], passages: int | None, progress: bool) -> list[Any]:
     from sieveqa.data.registry import load_open_dataset
-    from sieveqa.evaluation.abstention import score_questions
+    from sieveqa.evaluation.abstention import answerable_in, score_questions
 
     out = []
     for name in names:
-        answerable = False if name.endswith("-unindexed") else None
-        out += score_questions(method, load_open_dataset(name), answerable, passages, progress)
+        out += score_questions(method, load_open_dataset(name), answerable_in(name), passages, progress)
     return out
 
 

@@ -11,7 +11,11 @@ cuts them (kept in ``index/``, so ``sieveqa answer --index`` asks it too), and e
 BM25's top 20 passages. Splits: ``train`` (the train-split articles' 8,093 questions), ``dev-all`` (the
 dev-split articles' 1,280) and ``dev``: dev-all's 563 answerable questions and as many of its
 unanswerable ones (``random.Random(7)``), so always abstaining scores 50, as in the issue that asked
-for it. An unanswerable question has no answers and ``impossible`` set.
+for it. An unanswerable question has no answers and ``impossible`` set. ``test-made`` is a held-out
+stand-in with *made* unanswerable questions (``sieveqa.data.unanswerable``: entity swaps and
+negations) on SQuAD-AS2's test articles, asked of an index of those articles (``index-test/``):
+SQuAD-AS2's fixed 500 test questions and 500 made from the same articles. Made questions are easier to
+spot than human ones, so its numbers are an optimistic check, not SQuAD 2.0's.
 
 ``squad2-passages:train`` (``squad-passages``' format, for a passage reranker): the train-split
 articles' questions over BM25's top 2 passages of those articles, the question's own paragraph's
@@ -25,15 +29,17 @@ from __future__ import annotations
 
 import random
 import tempfile
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from sieveqa.data.corpus import CorpusIndex, CorpusOptions
 from sieveqa.data.documents import squad_document
+from sieveqa.data.jsonl import read_jsonl
 from sieveqa.data.open_qa import OpenExample, RetrievedPassage, read_open_jsonl
 from sieveqa.data.passage_sets import passage_names, write_passage_set
-from sieveqa.data.squad import SquadArticle, default_squad_path, read_squad
-from sieveqa.data.squad_as2 import SUBSET_SEED, cached_manifest, split_articles
+from sieveqa.data.squad import SquadArticle, SquadQuestion, default_squad_path, read_squad
+from sieveqa.data.squad_as2 import SUBSET_SEED, cached_manifest, ensure_squad_as2, split_articles
 from sieveqa.data.squad_open import write_open_files
 from sieveqa.errors import DataFormatError, DatasetNotFoundError
 from sieveqa.io import atomic_dir, file_sha256
@@ -53,8 +59,9 @@ PASSAGES_NAME = "squad2-passages"
 BUILDER_VERSION = 1
 TOP_K = 20
 TRAIN_TOP_K = 2
-OPEN_SPLITS = ("train", "dev", "dev-all")
+OPEN_SPLITS = ("train", "dev", "dev-all", "test-made")
 INDEX = "index"
+TEST_INDEX = "index-test"
 
 
 def squad2_path() -> Path:
@@ -91,22 +98,16 @@ def _params(top_k: int) -> dict[str, Any]:
     }
 
 
-def build_squad2_open(out_dir: Path | None = None, top_k: int = TOP_K) -> dict[str, Any]:
-    """Build (or find cached) ``squad2-open`` and its index into ``out_dir``; return the manifest."""
-    out_dir = Path(out_dir) if out_dir is not None else cache_root() / OPEN_NAME
-    params = _params(top_k)
-    names = {f"{s}.jsonl.gz" for s in OPEN_SPLITS}
-    if (manifest := cached_manifest(out_dir, params, names)) is not None and (out_dir / INDEX).is_dir():
-        return manifest
-    by_split = squad2_articles()
-    articles = by_split["train"] + by_split["dev"]
+def _ask(by_split: dict[str, list[SquadArticle]], folder: Path, top_k: int) -> dict[str, list[OpenExample]]:
+    """Every split's questions with BM25's top passages of one index of all their paragraphs, built
+    at ``folder`` (atomically)."""
+    articles = [a for group in by_split.values() for a in group]
     docs = [squad_document(p, a.title) for a in articles for p in a.paragraphs]
-    out_dir.mkdir(parents=True, exist_ok=True)
-    with atomic_dir(out_dir / INDEX) as tmp:
+    built = {}
+    with atomic_dir(folder) as tmp:
         index = CorpusIndex.build(docs, tmp, CorpusOptions())
         stored = {p.id: p for p in index.passages([str(i) for i in range(1, len(index) + 1)])}
         named = passage_names(list(stored.values()))
-        built = {}
         for split, group in by_split.items():
             questions = [q for a in group for p in a.paragraphs for q in p.questions]
             hits = index.search_many([q.question for q in questions], top_k, matching_only=False)
@@ -121,13 +122,54 @@ def build_squad2_open(out_dir: Path | None = None, top_k: int = TOP_K) -> dict[s
                 for q, found in zip(questions, hits, strict=True)
             ]
         index.close()
-    dev = built["dev"]
-    answerable = [ex for ex in dev if not ex.impossible]
-    unanswerable = sorted(ex.qid for ex in dev if ex.impossible)
-    keep = {ex.qid for ex in answerable} | set(
-        random.Random(SUBSET_SEED).sample(unanswerable, min(len(answerable), len(unanswerable)))
-    )
-    files = {"train": built["train"], "dev": [ex for ex in dev if ex.qid in keep], "dev-all": dev}
+    return built
+
+
+def _balanced(examples: list[OpenExample], answerable: set[str] | None = None) -> list[OpenExample]:
+    """The answerable questions (those named, or all) and as many unanswerable ones, drawn at random
+    (seed 7), in file order."""
+    can = [ex.qid for ex in examples if not ex.impossible and (answerable is None or ex.qid in answerable)]
+    cannot = sorted(ex.qid for ex in examples if ex.impossible)
+    keep = set(can) | set(random.Random(SUBSET_SEED).sample(cannot, min(len(can), len(cannot))))
+    return [ex for ex in examples if ex.qid in keep]
+
+
+def _test_made() -> list[SquadArticle]:
+    """SQuAD-AS2's test articles with the questions made unanswerable from theirs (entity swaps and
+    negations: a question asked of another paragraph would find its own one in this index)."""
+    from sieveqa.data.unanswerable import made_questions
+
+    articles = read_squad(default_squad_path())
+    test = set(split_articles(a.title for a in articles)["test"])
+    articles = [a for a in articles if a.title in test]
+    made: dict[str, list[SquadQuestion]] = {}
+    for m in made_questions(articles):
+        if m.kind != "other":
+            made.setdefault(m.paragraph, []).append(SquadQuestion(m.qid, m.question, [], True))
+    return [
+        SquadArticle(a.title, [replace(p, questions=p.questions + made.get(p.pid, [])) for p in a.paragraphs])
+        for a in articles
+    ]
+
+
+def build_squad2_open(out_dir: Path | None = None, top_k: int = TOP_K) -> dict[str, Any]:
+    """Build (or find cached) ``squad2-open`` and its indexes into ``out_dir``; return the manifest."""
+    out_dir = Path(out_dir) if out_dir is not None else cache_root() / OPEN_NAME
+    params = _params(top_k)
+    names = {f"{s}.jsonl.gz" for s in OPEN_SPLITS}
+    indexes = (out_dir / INDEX, out_dir / TEST_INDEX)
+    if (manifest := cached_manifest(out_dir, params, names)) is not None and all(i.is_dir() for i in indexes):
+        return manifest
+    out_dir.mkdir(parents=True, exist_ok=True)
+    built = _ask(squad2_articles(), out_dir / INDEX, top_k)
+    test = _ask({"test": _test_made()}, out_dir / TEST_INDEX, top_k)["test"]
+    fixed = {ex.qid for ex in read_jsonl(ensure_squad_as2() / "test.jsonl.gz")}
+    files = {
+        "train": built["train"],
+        "dev": _balanced(built["dev"]),
+        "dev-all": built["dev"],
+        "test-made": _balanced(test, fixed),
+    }
     return write_open_files(out_dir, OPEN_NAME, params, files)
 
 

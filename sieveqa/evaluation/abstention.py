@@ -41,6 +41,7 @@ from sieveqa.runtime.answer.method import AnswerMethod, Found
 __all__ = [
     "Scored",
     "abstention_curve",
+    "answerable_in",
     "as_passages",
     "fit_confidence",
     "is_right",
@@ -99,6 +100,12 @@ def score_questions(
         signals = dict(best.signals or {}) if best is not None else {}
         out.append(Scored(score, right, can, signals, f1, run.cost.seconds))
     return out
+
+
+def answerable_in(dataset: str) -> bool | None:
+    """Whether a dataset's questions are answerable from their passages by its name: False for one
+    asked of an index without its article (``...-unindexed``), None (each question says) otherwise."""
+    return False if dataset.endswith("-unindexed") else None
 
 
 def parse_rule(text: str) -> str | float:

@@ -34,10 +34,15 @@ __all__ = ["evaluate_open", "open_metrics"]
 
 
 def evaluate_open(
-    answerer: Answerer, examples: Sequence[OpenExample], passages: int | None = 20, progress: bool = True
+    answerer: Answerer,
+    examples: Sequence[OpenExample],
+    passages: int | None = 20,
+    progress: bool = True,
+    answerable: bool | None = None,
 ) -> dict[str, Any]:
-    """The module docstring's metrics of ``answerer`` on ``examples``, and its cost per question."""
-    scored = score_questions(answerer.method, examples, None, passages, progress)
+    """The module docstring's metrics of ``answerer`` on ``examples`` (answerable as ``answerable``
+    says; None: unless ``impossible``), and its cost per question."""
+    scored = score_questions(answerer.method, examples, answerable, passages, progress)
     confidence = answerer.confidence
     values = [
         -math.inf

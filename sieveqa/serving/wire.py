@@ -167,6 +167,11 @@ class FoundAnswer(_Wire):
     score: float
     passage_score: float | None = None
     confidence: float | None = Field(None, description="calibrated P(right); null where not calibrated")
+    signals: dict[str, float] = Field(
+        default_factory=dict,
+        description="what each stage said of this answer (the reranker's logit of its passage, ...): "
+        "what the confidence reads",
+    )
     document: str
     title: str
     passage_id: str

@@ -86,4 +86,7 @@ def test_squad2_open_asks_one_index_half_unanswerable(v2_path: Path, tmp_path: P
     assert manifest["bm25_hits_at_k"]["dev"]["hits@20"] > 0.95  # of the answerable questions
     index = CorpusIndex.open(tmp_path / INDEX)
     assert index.counts["documents"] == 957
+    made = read_open_jsonl(tmp_path / "test-made.jsonl.gz")  # SQuAD-AS2's fixed test 500, and 500 made
+    assert sum(ex.impossible for ex in made) == sum(not ex.impossible for ex in made) == 500
+    assert not any("~other" in ex.qid for ex in made)  # its own paragraph is in this index
     assert build_squad2_open(tmp_path) == manifest  # cached: byte-identical files

@@ -33,6 +33,8 @@ def test_the_answer_stands_in_its_passage_with_the_cost(answering: TestClient) -
     a, b = best["answer_span"]
     assert best["passage"][a:b] == best["answer"]
     assert body["method"] == "peasi"
+    assert set(best["signals"]) == {"passage", "sentence", "in_passage", "margin"}  # what confidence reads
+    assert best["signals"]["passage"] == best["passage_score"]
     assert len(body["passages"]) == 3
     scores = [p["score"] for p in body["passages"]]
     assert scores == sorted(scores, reverse=True)
