@@ -36,6 +36,7 @@ from sieveqa.evaluation.abstention import as_passages, is_right
 from sieveqa.evaluation.answers import passages_of
 from sieveqa.runtime.answer.answerer import load_answerer
 from sieveqa.runtime.answer.confidence import best_threshold, fit_logistic
+from sieveqa.runtime.answer.fusion import lexical_scores
 from sieveqa.runtime.answer.method import ModelSettings
 from sieveqa.runtime.answer.sentence import rank_found
 
@@ -43,6 +44,7 @@ READS = (1, 2, 3)
 SENTENCE_WEIGHTS = (0.1, 0.25, 0.5, 1.0, 2.0, 4.0, 1000.0)  # 1000: best passage first, EASI decides
 LOOKS = (0, 2, 3, 5, 8)
 LOOK_WEIGHTS = (0.25, 0.5, 1.0, 2.0)
+BM25_WEIGHTS = (0.0, 0.5, 1.0, 2.0)  # of the passage's BM25, min-max over the question's passages
 SIGNALS = ("passage", "sentence", "in_passage", "margin", "pointwise")
 
 
@@ -79,6 +81,12 @@ def cache(args: argparse.Namespace) -> None:
         found, scores, _ = method.candidates(question, passages, args.read)
         looked, _ = rank_found(look, question, found)
         pointwise = {(f.passage.id, f.sentence): f.score for f in looked}
+        lexical = lexical_scores(question, [p.text for p in passages])
+        low, high = min(lexical), max(lexical)
+        bm25 = {
+            p.id: (x - low) / (high - low) if high > low else 0.0
+            for p, x in zip(passages, lexical, strict=True)
+        }
         read = [p.id for p, _ in sorted(zip(passages, scores, strict=True), key=lambda x: -x[1])]
         rank = {pid: r for r, pid in enumerate(read)}
         logits = [f.passage_score for f in found]
@@ -91,6 +99,7 @@ def cache(args: argparse.Namespace) -> None:
                         "rank": rank[f.passage.id],
                         **{k: round(v, 5) for k, v in (f.signals or {}).items()},
                         "pointwise": round(pointwise[(f.passage.id, f.sentence)], 5),
+                        "bm25": round(bm25[f.passage.id], 5),
                         "right": _right(judge, f),
                     }
                     for f in found
@@ -102,35 +111,49 @@ def cache(args: argparse.Namespace) -> None:
     finish(args.out, "peasi_choice cache", payload | {"read": args.read, "questions": rows})
 
 
-def _choose(row: dict[str, Any], read: int, w: float, look: int, lw: float) -> dict[str, Any] | None:
+Choice = tuple[int, float, int, float, float]  # read, sentence weight, second look, its weight, BM25's
+
+
+def _joint(c: dict[str, Any], w: float, bw: float) -> float:
+    return c["passage"] + w * c["in_passage"] + bw * c["bm25"]
+
+
+def _choose(
+    row: dict[str, Any], read: int, w: float, look: int, lw: float, bw: float
+) -> dict[str, Any] | None:
     """The answer this choice gives (a candidate with its joint score), None without candidates."""
     cands = [c for c in row["candidates"] if c["rank"] < read]
     if not cands:
         return None
-    joint = sorted(cands, key=lambda c: -(c["passage"] + w * c["in_passage"]))
+    joint = sorted(cands, key=lambda c: -_joint(c, w, bw))
     if look:
-        head = sorted(joint[:look], key=lambda c: -(c["passage"] + w * c["in_passage"] + lw * c["pointwise"]))
+        head = sorted(joint[:look], key=lambda c: -(_joint(c, w, bw) + lw * c["pointwise"]))
         joint = head + joint[look:]
     best = joint[0]
-    score = best["passage"] + w * best["in_passage"] + (lw * best["pointwise"] if look else 0.0)
+    score = _joint(best, w, bw) + (lw * best["pointwise"] if look else 0.0)
     return {**best, "score": score, "looked": bool(look)}
 
 
-def _grid() -> list[tuple[int, float, int, float]]:
-    plain = [(r, w, 0, 0.0) for r in READS for w in SENTENCE_WEIGHTS]
+def _grid() -> list[Choice]:
+    plain = [(r, w, 0, 0.0, b) for r in READS for w in SENTENCE_WEIGHTS for b in BM25_WEIGHTS]
     looked = [
-        (r, w, k, lw) for r in READS for w in SENTENCE_WEIGHTS for k in LOOKS[1:] for lw in LOOK_WEIGHTS
+        (r, w, k, lw, b)
+        for r in READS
+        for w in SENTENCE_WEIGHTS
+        for k in LOOKS[1:]
+        for lw in LOOK_WEIGHTS
+        for b in BM25_WEIGHTS
     ]
     return plain + looked
 
 
-def _p_at_1(rows: list[dict[str, Any]], choice: tuple[int, float, int, float]) -> float:
+def _p_at_1(rows: list[dict[str, Any]], choice: Choice) -> float:
     answerable = [r for r in rows if r["answerable"]]
     hits = [bool((a := _choose(r, *choice)) and a["right"]) for r in answerable]
     return 100 * sum(hits) / max(len(hits), 1)
 
 
-def _confidence(rows: list[dict[str, Any]], choice: tuple[int, float, int, float]) -> list[dict[str, Any]]:
+def _confidence(rows: list[dict[str, Any]], choice: Choice) -> list[dict[str, Any]]:
     """For each signal subset: held-out AUROC and overall (5 folds, each at its fit's best threshold)."""
     answers = [_choose(r, *choice) for r in rows]
     names = [s for s in SIGNALS if s != "pointwise" or choice[2]]
@@ -191,19 +214,24 @@ def sweep(args: argparse.Namespace) -> None:
             "sentence_weight": choice[1],
             "second_look": choice[2],
             "look_weight": choice[3],
+            "bm25_weight": choice[4],
         }
         for c in caches.values():
             if any(r["answerable"] for r in c["questions"]):
                 row[c["dataset"]] = round(_p_at_1(c["questions"], choice), 2)
         row["mean"] = round(statistics.mean(v for k, v in row.items() if ":" in k), 2)
         table.append(row)
+
     # Ties go to reading fewer passages, looking at fewer sentences, then to the plain weights.
-    best = max(
-        table, key=lambda r: (r["mean"], -r["read"], -r["second_look"], -abs(r["sentence_weight"] - 1))
-    )
-    plain = max((r for r in table if r["second_look"] == 0), key=lambda r: (r["mean"], -r["read"]))
+    def simpler(r: dict[str, Any]) -> tuple:
+        return (r["mean"], -r["read"], -r["second_look"], -r["bm25_weight"], -abs(r["sentence_weight"] - 1))
+
+    best = max(table, key=simpler)
+    plain = max((r for r in table if r["second_look"] == 0), key=simpler)
     top1 = next(
-        r for r in table if r["read"] == 1 and r["sentence_weight"] == 1000.0 and r["second_look"] == 0
+        r
+        for r in table
+        if (r["read"], r["sentence_weight"], r["second_look"], r["bm25_weight"]) == (1, 1000.0, 0, 0.0)
     )
     payload: dict[str, Any] = {
         "caches": {n: c["models"] | {"dataset": c["dataset"]} for n, c in caches.items()}
@@ -211,7 +239,7 @@ def sweep(args: argparse.Namespace) -> None:
     payload |= {"paper_top1": top1, "best_without_look": plain, "best": best}
     open_sets = {n: c for n, c in caches.items() if any(not r["answerable"] for r in c["questions"])}
     for c in open_sets.values():
-        key = (best["read"], best["sentence_weight"], best["second_look"], best["look_weight"])
+        key = tuple(best[k] for k in ("read", "sentence_weight", "second_look", "look_weight", "bm25_weight"))
         payload[f"confidence {c['dataset']}"] = _confidence(c["questions"], key)
     payload["grid"] = sorted(table, key=lambda r: -r["mean"])
     keys = [k for k in table[0] if k != "mean"] + ["mean"]

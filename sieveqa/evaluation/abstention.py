@@ -19,6 +19,7 @@ questions that abstain and the overall score.
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -91,14 +92,16 @@ def score_questions(
     answerable as ``answerable`` says (None: unless the example is ``impossible``)."""
     out = []
     for ex in tqdm(examples, desc="questions", unit="q", disable=not progress):
+        started = time.perf_counter()
         run = method.run(ex.question, as_passages(ex, passages), 1)
+        seconds = time.perf_counter() - started
         best = run.answers[0] if run.answers else None
         can = not ex.impossible if answerable is None else answerable
         score = best.score if best is not None else -math.inf
         right = can and best is not None and is_right(best, ex.answers)
         f1 = f1_score(best.text, ex.answers) if can and best is not None and best.span is not None else None
         signals = dict(best.signals or {}) if best is not None else {}
-        out.append(Scored(score, right, can, signals, f1, run.cost.seconds))
+        out.append(Scored(score, right, can, signals, f1, seconds))
     return out
 
 

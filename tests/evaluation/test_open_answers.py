@@ -58,6 +58,7 @@ def test_the_answerer_is_scored_with_its_confidence_and_threshold() -> None:
     confidence = fit_confidence(scored + scored, "overall", {}, {})  # twice: both labels at each score
     report = evaluate_open(Answerer(method, confidence=confidence), _examples(), progress=False)
     assert report["calibrated"] and report["overall"] == 100.0 and report["auroc"] == 1.0
+    assert report["cost"]["p50_seconds"] > 0  # timed around the method
     assert report["unanswerable_abstain"] == 100.0 and report["answered"] == 100.0
     uncalibrated = evaluate_open(Answerer(method), _examples(), progress=False)
     assert uncalibrated["unanswerable_abstain"] == 0.0 and uncalibrated["overall"] == pytest.approx(66.67)
