@@ -12,8 +12,9 @@ Two fusions, each with BM25's share ``weight``:
 - ``rrf``: ``(1 - w) / (k + rank_model) + w / (k + rank_bm25)`` (weighted reciprocal rank, k = 60).
 
 Written ``none``, ``interp:0.3`` or ``rrf:0.5`` wherever an option takes one (``--fusion``). PEASI
-fuses its passage reranker's scores and so chooses the passages EASI reads; with ``--top`` N > 1 the
-answers of those passages are still ordered by P(passage) × P(sentence) from the reranker alone.
+fuses its passage reranker's scores and so chooses the passages EASI reads; the answers of those
+passages are still ordered by its joint score, which reads the reranker's own logit (and BM25 only as
+its ``bm25_weight`` says).
 """
 
 from __future__ import annotations

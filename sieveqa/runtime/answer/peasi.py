@@ -4,13 +4,14 @@ The passage reranker scores every retrieved passage (a logit: does this passage 
 the ``read`` best passages, ``question [SEP] s1 [SEP] s2 ...``, and scores each of their sentences. The
 answer is chosen jointly over both stages rather than best passage first: a sentence's score is
 
-    passage logit + ``sentence_weight`` x log P(sentence | passage)
+    passage logit + ``sentence_weight`` x log P(sentence | passage) + ``bm25_weight`` x BM25
                   + ``look_weight`` x the point-wise ranker's logit (``second_look``)
 
 where ``second_look`` > 0 has the point-wise ranker read the best ``second_look`` sentences so far,
-alone, and re-order them (they stay above the others). With ``read`` 1 and no second look this is the
-paper's top-1 passage. The defaults were chosen on dev (``bench/peasi_choice.py``; docs/RESULTS.md,
-"The right sentence in the right passage").
+alone, and re-order them (they stay above the others); BM25 is the passage's, min-max normalised over
+the retrieved passages. With ``read`` 1 and no second look this is the paper's top-1 passage. The
+defaults were chosen on dev (``bench/peasi_choice.py``; docs/RESULTS.md, "The right sentence in the
+right passage").
 
 Every answer carries the signals its confidence reads (``Found.signals``): ``passage`` (the reranker's
 logit of its passage: whether the passage answers), ``sentence`` (EASI's logit of it: how well it
@@ -69,14 +70,18 @@ class PeasiOptions(MethodOptions):
     )
     look_ranker: str = field(default="default", metadata={"help": "peasi: the ranker of the second look"})
     look_weight: float = field(default=1.0, metadata={"help": "peasi: weight of the second look's logit"})
+    bm25_weight: float = field(
+        default=0.0,
+        metadata={"help": "peasi: weight of the passage's BM25 (min-max over the retrieved) in the choice"},
+    )
 
     def __post_init__(self) -> None:
         if self.read < 1 or self.second_look < 0:
             raise ConfigError(
                 f"--read must be >= 1 and --second-look >= 0, got {self.read}, {self.second_look}"
             )
-        if self.sentence_weight < 0 or self.look_weight < 0:
-            raise ConfigError("--sentence-weight and --look-weight must be >= 0")
+        if min(self.sentence_weight, self.look_weight, self.bm25_weight) < 0:
+            raise ConfigError("--sentence-weight, --look-weight and --bm25-weight must be >= 0")
 
 
 class Peasi(AnswerMethod):
@@ -126,6 +131,8 @@ class Peasi(AnswerMethod):
         choice = {"read": o.read, "sentence_weight": o.sentence_weight, "second_look": o.second_look}
         if o.second_look:
             choice["look_weight"] = o.look_weight
+        if o.bm25_weight:
+            choice["bm25_weight"] = o.bm25_weight
         return {**super().describe(), "fusion": str(self.fusion), "choice": choice}
 
     def with_settings(self, alpha: float | None = None, **other: Any) -> Peasi:
@@ -153,8 +160,10 @@ class Peasi(AnswerMethod):
         cost = Cost()
         logits, sorting, pr_cost = self._passage_scores(question, passages)
         cost.add(pr_cost)
-        lexical = lexical_scores(question, [p.text for p in passages]) if self.fusion.active else []
+        wants = self.fusion.active or self.options.bm25_weight > 0
+        lexical = lexical_scores(question, [p.text for p in passages]) if wants else []
         scores = self.fusion.combine(sorting, lexical or [0.0] * len(passages))
+        bm25 = _minmax(lexical) if lexical else [0.0] * len(passages)
         order = sorted(range(len(passages)), key=lambda i: (-scores[i], i))[: read or self.options.read]
         chosen = [passages[i] for i in order]
         sentence_logits, easi_cost = self.selector.sentence_logits(
@@ -169,6 +178,7 @@ class Peasi(AnswerMethod):
             for s, zs in enumerate(z):
                 signals = {"passage": logits[i], "sentence": zs, "in_passage": zs - norm, "margin": margin}
                 joint = logits[i] + self.options.sentence_weight * signals["in_passage"]
+                joint += self.options.bm25_weight * bm25[i]
                 found.append(Found(p, s, joint, logits[i], signals=signals))
         found.sort(key=lambda f: -f.score)  # stable: ties keep passage, then sentence order
         if self.look is not None and found:
@@ -212,6 +222,11 @@ class Peasi(AnswerMethod):
         )
         result = self.reranker.run([example])
         return result.own_scores()[0], result.scores[0], result.cost
+
+
+def _minmax(values: Sequence[float]) -> list[float]:
+    low, high = min(values), max(values)
+    return [(v - low) / (high - low) if high > low else 0.0 for v in values]
 
 
 def _logsumexp(values: Sequence[float]) -> float:

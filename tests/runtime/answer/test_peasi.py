@@ -119,3 +119,15 @@ def test_the_judge_gives_each_answer_its_passages_logit() -> None:
     assert run.inferences == 4 + 2  # every sentence, then each answer's passage once
     plain = Pointwise(KeywordRanker()).run("q", [P1, P2], 1)
     assert plain.answers[0].signals is None and judged(None, "q", plain) is plain
+
+
+def test_bm25_of_the_passage_can_tip_the_choice() -> None:
+    # P1 out-scores P2 by 0.5 with the reranker, but only P2 shares the question's words.
+    p1, p2 = _passage("1", "x1 so-so", "x2 worse"), _passage("2", "cats purr", "y2 no")
+    reranker = TableReranker({p1.text: 2.0, p2.text: 1.5})
+    selector = TableSelector({"x1 so-so": 1.0, "x2 worse": 1.0, "cats purr": 1.0, "y2 no": 1.0})
+    plain = Peasi(reranker, selector, options=PeasiOptions(read=2))  # type: ignore[arg-type]
+    assert plain.run("why do cats purr", [p1, p2], 1).answers[0].passage.id == "1"
+    lexical = Peasi(reranker, selector, options=PeasiOptions(read=2, bm25_weight=1.0))  # type: ignore[arg-type]
+    best = lexical.run("why do cats purr", [p1, p2], 1).answers[0]
+    assert best.passage.id == "2" and best.score == pytest.approx(1.5 + math.log(0.5) + 1.0)
