@@ -1,6 +1,7 @@
 """The abstention curves of ``sieveqa calibrate-confidence --json`` reports: share of answerable test
-questions answered against the accuracy of those answered, with the share of unindexed questions
-that abstain, one line per method; the dev-chosen min-confidence marked.
+questions answered against the accuracy of those answered, with the share of unanswerable questions
+(on topic, or whose article is not indexed) that abstain, one line per method; the dev-chosen
+min-confidence marked.
 
     python bench/abstention_plot.py bench/results/abstention/skyline.json \\
         bench/results/abstention/peasi.json --out bench/results/abstention/curves.png
@@ -34,8 +35,9 @@ def main() -> None:
                          marker="o", markersize=3, label=report["method"])[0]  # fmt: skip
         at = part["at_min_confidence"]
         left.plot(at["answered"], at["accuracy_answered"], marker="*", markersize=12, color=line.get_color())
-        right.plot([p["threshold"] for p in curve], [p["unindexed_abstain"] for p in curve],
-                   color=line.get_color(), label=f"{report['method']}: unindexed abstain")  # fmt: skip
+        abstain = [p.get("unanswerable_abstain", p.get("unindexed_abstain")) for p in curve]  # older reports
+        right.plot([p["threshold"] for p in curve], abstain,
+                   color=line.get_color(), label=f"{report['method']}: unanswerable abstain")  # fmt: skip
         right.plot([p["threshold"] for p in curve], [p["right_kept"] for p in curve], linestyle="--",
                    color=line.get_color(), label=f"{report['method']}: right answers kept")  # fmt: skip
     left.set_xlabel("answerable questions answered (%)")

@@ -57,9 +57,13 @@ def _held_out(scored: list[Any], folds: int, fit: Any) -> dict[str, Any]:
             s = scored[i]
             values[i] = confidence(s.score, s.signals) if s.score > float("-inf") else float("-inf")
             thresholds[i] = confidence.min_confidence
-    # Each fold answers at its own threshold: compare each value with it (shifted to a common 0).
+    # Each fold answers at its own threshold: compare each value with it (shifted to a common 0); the
+    # AUROCs pool the held-out confidences themselves.
     shifted = [v - t for v, t in zip(values, thresholds, strict=True)]
-    return {"folds": folds, **open_metrics(scored, shifted, 0.0)}
+    pooled = open_metrics(scored, values, 0.0)
+    return {"folds": folds, **open_metrics(scored, shifted, 0.0)} | {
+        k: pooled[k] for k in ("auroc", "auroc_right")
+    }
 
 
 @app.command("calibrate-confidence", cls=settings_command(method_settings))

@@ -35,6 +35,7 @@ def test_calibrate_then_answer_with_confidence(sieveqa, saved_tiny: Path, pair: 
     out, report = tmp_path / "confidence.json", tmp_path / "report.json"
     models = ["--ranker", saved_tiny, "--judge", saved_tiny]
     args = ["--method", "pointwise", *models, "--dev", pair, "--check", pair, "--threshold-rule", "0.9"]
+    args += ["--folds", "2"]
     result = sieveqa("calibrate-confidence", *args, "--out", out, "--json", report, "--no-progress")
     assert result.exit_code == 0, result.output
     fitted = load_confidence(out)["pointwise"]
@@ -45,6 +46,8 @@ def test_calibrate_then_answer_with_confidence(sieveqa, saved_tiny: Path, pair: 
     assert at["right_kept"] >= 90.0  # the threshold keeps the share asked for, on dev
     assert body["check"]["curve"][0]["threshold"] == 0.0 and body["check"]["curve"][0]["answered"] == 100.0
     assert body["dev"]["metrics"]["always_abstain"] == 50.0 and body["dev"]["metrics"]["unanswerable"] == 16
+    held_out = body["dev_held_out"]  # each fold's questions scored by a fit on the other
+    assert held_out["folds"] == 2 and held_out["questions"] == 32 and 0 <= held_out["overall"] <= 100
     index = tmp_path / "index"
     assert sieveqa("index", "corpus", "--input", "demo", "--out", index).exit_code == 0
     asked = [
