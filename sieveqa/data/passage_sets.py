@@ -153,16 +153,19 @@ def write_passage_set(
     top_k: dict[str, int],
     subsets_dir: Path,
     progress: bool = True,
+    appended: Sequence[str] = ("train",),
 ) -> dict[str, Any]:
     """Write each file of ``files`` (name → article split, optional subset of ``subsets_dir``) from
-    the paragraphs ``pars_of`` each split, then the manifest; return the manifest."""
+    the paragraphs ``pars_of`` each split, then the manifest; return the manifest. The splits in
+    ``appended`` get the passages retrieval missed appended (the correct ones; an unanswerable
+    question's whole paragraph)."""
     written: dict[str, dict[str, Any]] = {}
     retrieval: dict[str, dict[str, float]] = {}
     cache: dict[str, list[RankingExample]] = {}
     for fname, (split, subset) in tqdm(files.items(), desc=name, disable=not progress):
         if split not in cache:
             hits: dict[int, int] = {}
-            cache[split] = list(_split_examples(pars_of[split], top_k[split], split == "train", hits))
+            cache[split] = list(_split_examples(pars_of[split], top_k[split], split in appended, hits))
             n = len(cache[split])
             retrieval[split] = {
                 f"hits@{k}": round(hits.get(k, 0) / n, 4) for k in HITS_AT if k <= top_k[split]

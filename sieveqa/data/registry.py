@@ -111,8 +111,8 @@ def _squad_train_as2(split: str) -> list[RankingExample]:
 _PASSAGE_SPLITS = {
     "squad-passages": ("train", "dev", "test", "dev-all", "test-all"),
     "squad-train-passages": ("train", "dev"),
-    "squad2-passages": ("train",),
-    "squad-unanswerable": ("train",),
+    "squad2-passages": ("train", "own"),
+    "squad-unanswerable": ("train", "contrast"),
     "wikiqa-passages": ("train", "dev", "test"),
 }
 

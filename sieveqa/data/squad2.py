@@ -21,6 +21,8 @@ spot than human ones, so its numbers are an optimistic check, not SQuAD 2.0's.
 articles' questions over BM25's top 2 passages of those articles, the question's own paragraph's
 passages appended when BM25 missed them: for an answerable question those holding the answer, for an
 unanswerable one all of them, labelled 0: the on-topic negatives a reranker had never seen.
+``squad2-passages:own`` keeps only those: each question over its own paragraph (the passages holding
+its answer, or for an unanswerable question all of them): whether a passage on the topic answers.
 
 Rebuilding gives byte-identical files (the manifests record every sha256).
 """
@@ -191,11 +193,13 @@ def build_squad2_passages(out_dir: Path | None = None, top_k: int = TRAIN_TOP_K)
     """Build (or find cached) ``squad2-passages`` into ``out_dir``; return its manifest."""
     out_dir = Path(out_dir) if out_dir is not None else cache_root() / PASSAGES_NAME
     params = _params(top_k)
-    if (manifest := cached_manifest(out_dir, params, {"train.jsonl.gz"})) is not None:
+    if (manifest := cached_manifest(out_dir, params, {"train.jsonl.gz", "own.jsonl.gz"})) is not None:
         return manifest
     train = squad2_articles()["train"]
-    pars = {"train": [(a.title, p) for a in train for p in a.paragraphs]}
+    pars = [(a.title, p) for a in train for p in a.paragraphs]
+    files = {"train": ("train", None), "own": ("own", None)}
     with tempfile.TemporaryDirectory(prefix="sieveqa-squad2-") as tmp:
         return write_passage_set(
-            out_dir, PASSAGES_NAME, params, pars, {"train": ("train", None)}, {"train": top_k}, Path(tmp)
-        )
+            out_dir, PASSAGES_NAME, params, {"train": pars, "own": pars}, files,
+            {"train": top_k, "own": 0}, Path(tmp), appended=("train", "own"),
+        )  # fmt: skip

@@ -19,8 +19,10 @@ kind drawn per question (``random.Random(seed)``) among those its text allows:
 A made question is SQuAD 2.0-shaped (``impossible``, no answers) and belongs to the paragraph it is
 asked of, so ``train-v2.json.gz`` is a SQuAD 2.0 file that any SQuAD reader takes (``read_squad``).
 ``squad-unanswerable:train`` (``squad-passages``' format) gives each made question the passages of its
-paragraph only, all labelled 0: BM25's other passages could answer a swapped question. Rebuilding gives
-byte-identical files.
+paragraph only, all labelled 0: BM25's other passages could answer a swapped question.
+``squad-unanswerable:contrast`` puts each beside the question it was made from, over that one's
+passages holding its answer (labelled 1): minimal pairs, where only the question differs. Rebuilding
+gives byte-identical files.
 """
 
 from __future__ import annotations
@@ -189,9 +191,15 @@ def made_questions(articles: list[SquadArticle], seed: int = SEED) -> Iterator[M
                 yield Made(f"{q.qid}~{kind}", text, kind, q.qid, pid)
 
 
-def _as_squad(articles: list[SquadArticle], made: list[Made]) -> list[SquadArticle]:
-    """The made questions as SQuAD 2.0 articles: each under the paragraph it is asked of."""
+def _as_squad(articles: list[SquadArticle], made: list[Made], sources: bool = False) -> list[SquadArticle]:
+    """The made questions as SQuAD 2.0 articles: each under the paragraph it is asked of; with
+    ``sources``, each next to the question it was made from, under that one's own paragraph."""
     by_pid: dict[str, list[SquadQuestion]] = {}
+    if sources:
+        own = {q.qid: (p.pid, q) for a in articles for p in a.paragraphs for q in p.questions}
+        for m in made:
+            pid, q = own[m.source_qid]
+            by_pid.setdefault(pid, []).append(q)
     for m in made:
         by_pid.setdefault(m.paragraph, []).append(SquadQuestion(m.qid, m.question, [], True))
     out = []
@@ -244,7 +252,7 @@ def build_squad_unanswerable(
     params = {"builder_version": BUILDER_VERSION, "source": source, "seed": seed, "weights": WEIGHTS}
     if max_articles is not None:
         params["max_articles"] = max_articles
-    names = {SOURCE_FILE, "train.jsonl.gz"}
+    names = {SOURCE_FILE, "train.jsonl.gz", "contrast.jsonl.gz"}
     if (manifest := cached_manifest(out_dir, params, names)) is not None:
         return manifest
     articles = read_squad(squad_path)
@@ -256,9 +264,15 @@ def build_squad_unanswerable(
     text = json.dumps(_squad_json(squad, made), ensure_ascii=False, indent=1)
     with atomic_open(out_dir / SOURCE_FILE, "wb") as raw:
         raw.write(gzip.compress(text.encode("utf-8"), mtime=0))
-    pars = {"train": [(a.title, p) for a in squad for p in a.paragraphs]}
-    files = {"train": ("train", None)}
-    manifest = write_passage_set(out_dir, NAME, params, pars, files, {"train": 0}, out_dir)
+    contrast = _as_squad(articles, made, sources=True)
+    pars = {
+        "train": [(a.title, p) for a in squad for p in a.paragraphs],
+        "contrast": [(a.title, p) for a in contrast for p in a.paragraphs],
+    }
+    files = {"train": ("train", None), "contrast": ("contrast", None)}
+    manifest = write_passage_set(
+        out_dir, NAME, params, pars, files, {"train": 0, "contrast": 0}, out_dir, appended=tuple(files)
+    )
     source_file = out_dir / SOURCE_FILE
     manifest["files"][SOURCE_FILE] = {"questions": len(made), "sha256": file_sha256(source_file)}
     manifest["kinds"] = {k: sum(m.kind == k for m in made) for k in KINDS}

@@ -60,19 +60,19 @@ class PeasiOptions(MethodOptions):
     selector: str | None = selector_option()
     fusion: str = fusion_option("none")
     drop_ratios: str | None = ratios_option()
-    read: int = field(default=1, metadata={"help": "peasi: passages EASI reads (the reranker's best)"})
+    read: int = field(default=1, metadata={"help": "passages EASI reads (the reranker's best)"})
     sentence_weight: float = field(
         default=1.0,
-        metadata={"help": "peasi: weight of log P(sentence | passage) beside the passage's logit"},
+        metadata={"help": "weight of log P(sentence | passage) beside the passage's logit"},
     )
     second_look: int = field(
-        default=0, metadata={"help": "peasi: best sentences the point-wise ranker re-reads alone (0: none)"}
+        default=0, metadata={"help": "best sentences the point-wise ranker re-reads alone (0: none)"}
     )
-    look_ranker: str = field(default="default", metadata={"help": "peasi: the ranker of the second look"})
-    look_weight: float = field(default=1.0, metadata={"help": "peasi: weight of the second look's logit"})
+    look_ranker: str = field(default="default", metadata={"help": "the ranker of the second look"})
+    look_weight: float = field(default=1.0, metadata={"help": "weight of the second look's logit"})
     bm25_weight: float = field(
         default=0.0,
-        metadata={"help": "peasi: weight of the passage's BM25 (min-max over the retrieved) in the choice"},
+        metadata={"help": "weight of the passage's BM25 (min-max over the retrieved) in the choice"},
     )
 
     def __post_init__(self) -> None:
