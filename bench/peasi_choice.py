@@ -38,14 +38,14 @@ from sieveqa.runtime.answer.answerer import load_answerer
 from sieveqa.runtime.answer.confidence import best_threshold, fit_logistic
 from sieveqa.runtime.answer.fusion import lexical_scores
 from sieveqa.runtime.answer.method import ModelSettings
-from sieveqa.runtime.answer.sentence import rank_found
+from sieveqa.runtime.answer.sentence import load_judge, rank_found
 
 READS = (1, 2, 3)
 SENTENCE_WEIGHTS = (0.1, 0.25, 0.5, 1.0, 2.0, 4.0, 1000.0)  # 1000: best passage first, EASI decides
 LOOKS = (0, 2, 3, 5, 8)
 LOOK_WEIGHTS = (0.25, 0.5, 1.0, 2.0)
 BM25_WEIGHTS = (0.0, 0.5, 1.0, 2.0)  # of the passage's BM25, min-max over the question's passages
-SIGNALS = ("passage", "sentence", "in_passage", "margin", "pointwise")
+SIGNALS = ("passage", "sentence", "in_passage", "margin", "pointwise", "judge")
 
 
 def _questions(name: str, limit: int | None) -> list[tuple[str, Any, Any]]:
@@ -76,9 +76,15 @@ def cache(args: argparse.Namespace) -> None:
     answerer = load_answerer("peasi", None, reranker=args.reranker, selector=args.selector)
     method = answerer.method
     look = ModelSettings().ranker(args.look_ranker)
+    judge = load_judge(args.judge, ModelSettings())
     rows = []
-    for question, passages, judge in tqdm(_questions(args.dataset, args.limit), desc=args.dataset, unit="q"):
+    for question, passages, gold in tqdm(_questions(args.dataset, args.limit), desc=args.dataset, unit="q"):
         found, scores, _ = method.candidates(question, passages, args.read)
+        judged = {}
+        if judge is not None:
+            texts = list(dict.fromkeys(f.passage.text for f in found))
+            matrix, _ = judge.score_matrix([question] * len(texts), texts, windows=True)
+            judged = dict(zip(texts, matrix[:, -1].tolist(), strict=True))
         looked, _ = rank_found(look, question, found)
         pointwise = {(f.passage.id, f.sentence): f.score for f in looked}
         lexical = lexical_scores(question, [p.text for p in passages])
@@ -92,7 +98,7 @@ def cache(args: argparse.Namespace) -> None:
         logits = [f.passage_score for f in found]
         rows.append(
             {
-                "answerable": judge is not None,
+                "answerable": gold is not None,
                 "passages": len(passages),
                 "candidates": [
                     {
@@ -100,7 +106,8 @@ def cache(args: argparse.Namespace) -> None:
                         **{k: round(v, 5) for k, v in (f.signals or {}).items()},
                         "pointwise": round(pointwise[(f.passage.id, f.sentence)], 5),
                         "bm25": round(bm25[f.passage.id], 5),
-                        "right": _right(judge, f),
+                        **({"judge": round(judged[f.passage.text], 5)} if judged else {}),
+                        "right": _right(gold, f),
                     }
                     for f in found
                 ],
@@ -108,6 +115,8 @@ def cache(args: argparse.Namespace) -> None:
             }
         )
     payload = {"dataset": args.dataset, "models": method.model_names | {"look": args.look_ranker}}
+    if judge is not None:
+        payload["models"]["judge"] = args.judge
     finish(args.out, "peasi_choice cache", payload | {"read": args.read, "questions": rows})
 
 
@@ -156,7 +165,8 @@ def _p_at_1(rows: list[dict[str, Any]], choice: Choice) -> float:
 def _confidence(rows: list[dict[str, Any]], choice: Choice) -> list[dict[str, Any]]:
     """For each signal subset: held-out AUROC and overall (5 folds, each at its fit's best threshold)."""
     answers = [_choose(r, *choice) for r in rows]
-    names = [s for s in SIGNALS if s != "pointwise" or choice[2]]
+    first = next((a for a in answers if a is not None), {})
+    names = [s for s in SIGNALS if (s != "pointwise" or choice[2]) and s in first]
     order = list(range(len(rows)))
     random.Random(0).shuffle(order)
     out = []
@@ -257,6 +267,7 @@ def main() -> None:
     c.add_argument("--reranker", default="peasi-pr")
     c.add_argument("--selector", default=None)
     c.add_argument("--look-ranker", default="default")
+    c.add_argument("--judge", default="none", help="a reranker whose logit of each read passage is cached")
     c.add_argument("--read", type=int, default=max(READS))
     c.add_argument("--limit", type=int, default=None, help="open sets: this many questions, drawn at random")
     c.add_argument("--out", type=Path, required=True)

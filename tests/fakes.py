@@ -8,6 +8,7 @@ from sieveqa.data.documents import Document
 from sieveqa.data.records import RankingExample
 from sieveqa.encoder import Cost
 from sieveqa.models.base import Ranker, RankResult
+from sieveqa.runtime.answer.peasi import PeasiOptions
 
 DOCS = [
     Document("a", "Cats sleep a lot. The answer is forty two. Dogs bark.", "Animals"),
@@ -24,6 +25,11 @@ class KeywordRanker(Ranker):
 
     def score_matrix(self, questions, texts, progress=False, last_only=False, windows=False):
         return torch.tensor([[float(t.count("answer"))] for t in texts]), Cost(sequences=len(texts))
+
+
+#: PEASI as the paper runs it (the best passage, EASI decides, no second look): what tests without a
+#: point-wise ranker for the second look construct.
+TOP_PASSAGE = PeasiOptions(read=1, second_look=0, bm25_weight=0.0)
 
 
 class KeywordSelector:

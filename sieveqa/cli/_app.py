@@ -74,7 +74,7 @@ ModelOpt = Annotated[
         "--model",
         "-m",
         help="a saved model folder, or a shipped one: default, default-cascade, peasi-pr, "
-        "peasi-cascade, peasi-easi",
+        "peasi-cascade, peasi-easi, peasi-judge",
     ),
 ]
 DeviceOpt = Annotated[str, typer.Option(help="auto (CUDA if available), cpu or cuda")]

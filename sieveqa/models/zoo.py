@@ -25,6 +25,9 @@ SHIPPED = {
     # peasi-pr retrofitted with exits (heads only; its body is read from "peasi-pr"), so PEASI's
     # passage reranking can drop passages at them (`make peasi-cascade`; issue 31's budget).
     "peasi-cascade": RESOURCES / "peasi-cascade",
+    # peasi-pr taught whether a passage on the topic answers (SQuAD 2.0's human unanswerable questions
+    # and made ones, issue 41): the answering methods' judge, whose logit their confidence reads.
+    "peasi-judge": RESOURCES / "peasi-judge",
     # HAS for answer stores (issue 15): sentences of WikiQA train and a slice of SQuAD-AS2 train.
     "has": RESOURCES / "has",
     # The anytime reader (issue 29): span and has-answer heads after every layer, calibrated, with its

@@ -5,7 +5,7 @@ from sieveqa.evaluation.answers import evaluate_answers, passages_of
 from sieveqa.runtime.answer.answerer import Answerer
 from sieveqa.runtime.answer.peasi import Peasi
 from sieveqa.runtime.answer.sentence import Pointwise
-from tests.runtime.answer.test_answerer import KeywordRanker, KeywordSelector
+from tests.fakes import TOP_PASSAGE, KeywordRanker, KeywordSelector
 
 
 def _examples() -> list[RankingExample]:
@@ -35,7 +35,9 @@ def test_pointwise_and_peasi_scores() -> None:
     assert pointwise.metrics == {"p@1": 0.5, "map": 0.75, "mrr": 0.75}
     assert pointwise.passage_metrics is None
     assert pointwise.cost["inferences_per_question"] == 2.5
-    peasi = evaluate_answers(Answerer(Peasi(ranker, KeywordSelector())), _examples(), progress=False)
+    peasi = evaluate_answers(
+        Answerer(Peasi(ranker, KeywordSelector(), options=TOP_PASSAGE)), _examples(), progress=False
+    )
     assert peasi.metrics == {"p@1": 0.5}  # it only picks; no ranking to score
     assert peasi.passage_metrics == {"p@1": 0.5, "map": 0.75, "mrr": 0.75}
     assert peasi.cost["inferences_per_question"] == (3 + 2) / 2

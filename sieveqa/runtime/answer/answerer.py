@@ -100,6 +100,14 @@ class Answerer:
         system = self.method.system
         named = tuple(sorted(getattr(self.method, "model_names", {}).items()))
         usable = [s for s in settings if s.models == named]
+        measured = {s.models for s in settings if s.method == self.method.name}
+        if measured and not usable:  # e.g. PEASI's defaults changed since its grid was measured
+            raise ConfigError(
+                f"--budget-ms: the settings of --method {self.method.name} were measured with "
+                f"{' or '.join(_models(dict(m)) for m in sorted(measured))}, not {_models(dict(named))}; "
+                "load it with the budget instead (load_answerer(..., budget_ms=N) or answer --budget-ms), "
+                "or measure the grid again (bench/budget.py)"
+            )
         choice = choose(budget_ms, self.method.name, usable, system, note)[0]
         method = self.method
         if choice.setting.drop_ratios is not None:

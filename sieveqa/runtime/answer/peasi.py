@@ -16,7 +16,9 @@ right passage").
 Every answer carries the signals its confidence reads (``Found.signals``): ``passage`` (the reranker's
 logit of its passage: whether the passage answers), ``sentence`` (EASI's logit of it: how well it
 answers, comparable across passages), ``in_passage`` (its log-probability within its passage),
-``margin`` (its passage's logit over the best other passage's) and, when looked at, ``pointwise``.
+``margin`` (its passage's logit over the best other passage's), when looked at, ``pointwise``, and
+with a ``judge`` (a reranker trained on on-topic unanswerable questions), ``judge``: its logit of the
+answer's passage, whether the passage says the answer rather than whether it is on the topic.
 """
 
 from __future__ import annotations
@@ -38,6 +40,8 @@ from sieveqa.runtime.answer.fusion import Fusion, lexical_scores
 from sieveqa.runtime.answer.method import AnswerMethod, AnswerRun, Found, MethodOptions, ModelSettings
 from sieveqa.runtime.answer.sentence import (
     fusion_option,
+    judged,
+    load_judge,
     parse_ratios,
     rank_found,
     ratios_option,
@@ -60,19 +64,26 @@ class PeasiOptions(MethodOptions):
     selector: str | None = selector_option()
     fusion: str = fusion_option("none")
     drop_ratios: str | None = ratios_option()
-    read: int = field(default=1, metadata={"help": "passages EASI reads (the reranker's best)"})
+    read: int = field(default=3, metadata={"help": "passages EASI reads (the reranker's best)"})
     sentence_weight: float = field(
         default=1.0,
         metadata={"help": "weight of log P(sentence | passage) beside the passage's logit"},
     )
     second_look: int = field(
-        default=0, metadata={"help": "best sentences the point-wise ranker re-reads alone (0: none)"}
+        default=3, metadata={"help": "best sentences the point-wise ranker re-reads alone (0: none)"}
     )
     look_ranker: str = field(default="default", metadata={"help": "the ranker of the second look"})
     look_weight: float = field(default=1.0, metadata={"help": "weight of the second look's logit"})
     bm25_weight: float = field(
-        default=0.0,
+        default=1.0,
         metadata={"help": "weight of the passage's BM25 (min-max over the retrieved) in the choice"},
+    )
+    judge: str = field(
+        default="peasi-judge",
+        metadata={
+            "help": "a passage reranker trained on on-topic unanswerable questions whose logit of each "
+            "answer's passage is the confidence's judge signal (none: no such signal)"
+        },
     )
 
     def __post_init__(self) -> None:
@@ -95,12 +106,13 @@ class Peasi(AnswerMethod):
         fusion: Fusion | str = "none",
         options: PeasiOptions | None = None,
         look: Ranker | None = None,
+        judge: PairModel | None = None,
     ) -> None:
         self.reranker, self.selector, self.fusion = reranker, selector, Fusion.parse(fusion)
         self.options = options or PeasiOptions()
         if self.options.second_look and look is None:
             raise ConfigError("--second-look needs a point-wise ranker (--look-ranker)")
-        self.look = look
+        self.look, self.judge = look, judge
 
     @classmethod
     def load(cls, options: PeasiOptions, settings: ModelSettings) -> Self:
@@ -116,15 +128,19 @@ class Peasi(AnswerMethod):
         elif ratios is not None:
             raise ConfigError(f"--drop-ratios: the reranker {options.reranker} is not a cascade")
         look = settings.ranker(options.look_ranker) if options.second_look else None
-        method = cls(reranker, selector, options.fusion, options, look)
+        judge = load_judge(options.judge, settings)
+        method = cls(reranker, selector, options.fusion, options, look, judge)
         method.model_names = {"reranker": options.reranker, "selector": selector_name}
         if look is not None:
             method.model_names["second_look"] = options.look_ranker
+        if judge is not None:
+            method.model_names["judge"] = options.judge
         return method
 
     @property
     def signals(self) -> tuple[str, ...]:
-        return SIGNALS + (("pointwise",) if self.look is not None else ())
+        looked = ("pointwise",) if self.look is not None else ()
+        return SIGNALS + looked + (("judge",) if self.judge is not None else ())
 
     def describe(self) -> dict[str, Any]:
         o = self.options
@@ -141,7 +157,7 @@ class Peasi(AnswerMethod):
         if alpha is None:
             return self
         reranker = with_alpha(self.reranker, alpha, "reranker")
-        method = type(self)(reranker, self.selector, self.fusion, self.options, self.look)
+        method = type(self)(reranker, self.selector, self.fusion, self.options, self.look, self.judge)
         method.model_names = getattr(self, "model_names", {})
         return method
 
@@ -150,7 +166,7 @@ class Peasi(AnswerMethod):
         best: dict[str, Found] = {}  # one answer per passage, the passage's best sentence
         for found in candidates:
             best.setdefault(found.passage.id, found)
-        return AnswerRun(list(best.values())[:top], scores, None, cost)
+        return judged(self.judge, question, AnswerRun(list(best.values())[:top], scores, None, cost), "judge")
 
     def candidates(
         self, question: str, passages: Sequence[IndexedPassage], read: int | None = None

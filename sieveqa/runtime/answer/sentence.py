@@ -8,8 +8,9 @@
 (``peasi``, which picks the sentence inside the passages its reranker puts first, is in
 ``sieveqa.runtime.answer.peasi``.) Each fuses BM25 into its scores as its ``fusion`` option says; the
 defaults are the dev choices (``bench/fusion.py --split dev``; docs/RESULTS.md, "Never worse than
-BM25"). Whether the documents answer at all, a sentence's own score cannot say: a ``judge`` (PEASI's
-passage reranker by default) scores the passage of each answer, and that logit is the ``passage``
+BM25"). Whether the documents answer at all, a sentence's own score cannot say: a ``judge``
+(``peasi-judge`` by default: PEASI's passage reranker taught on on-topic unanswerable questions)
+scores the passage of each answer, and that logit is the ``passage``
 signal the confidence reads (one more inference per answer).
 """
 
@@ -74,7 +75,7 @@ def selector_option() -> Any:
 
 def judge_option() -> Any:
     return field(
-        default="peasi-pr",
+        default="peasi-judge",
         metadata={
             "help": "the passage reranker whose logit of each answer's passage says whether the documents "
             "answer (the confidence's passage signal; none: no such signal)"
@@ -127,15 +128,15 @@ def load_judge(name: str, settings: ModelSettings) -> PairModel | None:
     return settings.model(name, PairModel, "--judge", "a passage reranker")
 
 
-def judged(judge: PairModel | None, question: str, run: AnswerRun) -> AnswerRun:
-    """``run`` with each answer's ``passage`` signal: the judge's logit of its passage."""
+def judged(judge: PairModel | None, question: str, run: AnswerRun, signal: str = "passage") -> AnswerRun:
+    """``run`` with each answer's ``signal``: the judge's logit of its passage."""
     if judge is None or not run.answers:
         return run
     texts = list(dict.fromkeys(f.passage.text for f in run.answers))
     matrix, cost = judge.score_matrix([question] * len(texts), texts, windows=True)
     logit = dict(zip(texts, matrix[:, -1].tolist(), strict=True))
     run.answers = [
-        replace(f, signals={**(f.signals or {}), "passage": logit[f.passage.text]}) for f in run.answers
+        replace(f, signals={**(f.signals or {}), signal: logit[f.passage.text]}) for f in run.answers
     ]
     run.cost.add(cost)
     return run

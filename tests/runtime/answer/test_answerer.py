@@ -7,10 +7,10 @@ from sieveqa.errors import ConfigError
 from sieveqa.runtime.answer.answerer import Answerer, load_answerer
 from sieveqa.runtime.answer.peasi import Peasi
 from sieveqa.runtime.answer.sentence import Cascade, PeasiAll, Pointwise
-from tests.fakes import DOCS, KeywordRanker, KeywordSelector
+from tests.fakes import DOCS, TOP_PASSAGE, KeywordRanker, KeywordSelector
 
 METHODS = {
-    "peasi": lambda r: Peasi(r, KeywordSelector()),
+    "peasi": lambda r: Peasi(r, KeywordSelector(), options=TOP_PASSAGE),
     "peasi-all": lambda r: PeasiAll(KeywordSelector(), r),
     "pointwise": Pointwise,
     "cascade": Cascade,
@@ -36,7 +36,7 @@ def test_every_method_finds_the_answer_sentence(index, method: str, inferences: 
 
 
 def test_top_n_reads_that_many_passages(index) -> None:
-    answerer = Answerer(Peasi(KeywordRanker(), KeywordSelector()), index, top=3)
+    answerer = Answerer(Peasi(KeywordRanker(), KeywordSelector(), options=TOP_PASSAGE), index, top=3)
     answer = answerer.answer("answer rain snow cats")
     assert len(answerer.answer("answer rain snow cats", top=2).answers) == 2  # a request's own top
     assert len(answer.answers) == 3 and answer.inferences == len(answer.passages) + 3
@@ -48,7 +48,7 @@ def test_top_n_reads_that_many_passages(index) -> None:
 
 
 def test_a_question_that_retrieves_nothing_gets_no_answer(index) -> None:
-    answerer = Answerer(Peasi(KeywordRanker(), KeywordSelector()), index)
+    answerer = Answerer(Peasi(KeywordRanker(), KeywordSelector(), options=TOP_PASSAGE), index)
     answer = answerer.answer("zzz qqq")
     assert answer.answers == [] and answer.best is None and answer.inferences == 0
 
@@ -72,8 +72,12 @@ def test_a_cascade_reranker_drops_passages_at_its_exits(index, tiny_cascade) -> 
     from sieveqa.runtime.cascade import CascadeRanker
 
     question = "the answer about cats, dogs, rain and snow?"
-    full = Answerer(Peasi(CascadeRanker(tiny_cascade, drop_ratios=0.0), KeywordSelector()), index)
-    pruned = Answerer(Peasi(CascadeRanker(tiny_cascade, drop_ratios=0.5), KeywordSelector()), index)
+    full = Answerer(
+        Peasi(CascadeRanker(tiny_cascade, drop_ratios=0.0), KeywordSelector(), options=TOP_PASSAGE), index
+    )
+    pruned = Answerer(
+        Peasi(CascadeRanker(tiny_cascade, drop_ratios=0.5), KeywordSelector(), options=TOP_PASSAGE), index
+    )
     a, b = full.answer(question), pruned.answer(question)
     assert a.cost.layer_units == 4 * 4  # 4 passages through 4 layers
     assert b.cost.layer_units == 4 + 2 + 1 + 1  # half dropped at each exit but the last, ⌊α·k⌋

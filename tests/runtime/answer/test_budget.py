@@ -14,7 +14,7 @@ from sieveqa.runtime.answer import budget
 from sieveqa.runtime.answer.answerer import Answerer, load_answerer
 from sieveqa.runtime.answer.budget import Setting, choose, load_settings
 from sieveqa.runtime.answer.sentence import Cascade
-from tests.fakes import DOCS
+from tests.fakes import DOCS, TOP_PASSAGE
 
 
 def _setting(p50: float, p_at_1: float, method: str = "cascade", **kw) -> Setting:
@@ -109,7 +109,9 @@ def test_a_hand_built_peasi_moves_its_drop_ratios(tmp_path, monkeypatch, tiny_ca
     from tests.fakes import KeywordSelector
 
     index = CorpusIndex.build(DOCS, tmp_path / "idx", CorpusOptions(passage_tokens=8))
-    answerer = Answerer(Peasi(CascadeRanker(tiny_cascade, drop_ratios=0.0), KeywordSelector()), index)
+    answerer = Answerer(
+        Peasi(CascadeRanker(tiny_cascade, drop_ratios=0.0), KeywordSelector(), options=TOP_PASSAGE), index
+    )
     _table(
         tmp_path, monkeypatch, [_setting(40, 0.5, method="peasi", retrieve=3, drop_ratios=(0.5,)).as_dict()]
     )
@@ -124,3 +126,21 @@ def test_a_methods_system_is_found_through_its_fusion(tiny_model, tiny_cascade) 
     assert Pointwise(tiny_model, "interp:0.1").system == "torch:fp32"  # the first sweep said none:none
     assert Cascade(CascadeRanker(tiny_cascade), "rrf:0.05").system == "torch:fp32"
     assert Pointwise(tiny_model).system == "torch:fp32"
+
+
+def test_an_answerer_whose_models_were_never_measured_is_told_so(tmp_path, monkeypatch, tiny_cascade) -> None:
+    """PEASI's defaults (models by role) changed after its grid was measured: within() names both."""
+    from sieveqa.runtime.cascade import CascadeRanker
+
+    index = CorpusIndex.build(DOCS, tmp_path / "idx", CorpusOptions(passage_tokens=8))
+    method = Cascade(CascadeRanker(tiny_cascade, drop_ratios=0.0))
+    method.model_names = {"ranker": "default-cascade", "judge": "peasi-judge"}
+    measured = _setting(40, 0.5, models=(("ranker", "default-cascade"),))
+    _table(tmp_path, monkeypatch, [measured.as_dict()])
+    with pytest.raises(
+        ConfigError,
+        match=r"measured with ranker default-cascade, not judge peasi-judge, ranker default-cascade;",
+    ):
+        Answerer(method, index).within(100)
+    method.model_names = {"ranker": "default-cascade"}
+    assert Answerer(method, index).within(100).budget.setting == measured

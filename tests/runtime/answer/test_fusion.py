@@ -9,7 +9,7 @@ from sieveqa.runtime.answer.answerer import Answerer, default_fusion
 from sieveqa.runtime.answer.fusion import FusedRanker, Fusion, lexical_scores, with_fusion
 from sieveqa.runtime.answer.peasi import Peasi
 from sieveqa.runtime.answer.sentence import Pointwise
-from tests.fakes import DOCS, KeywordRanker, KeywordSelector
+from tests.fakes import DOCS, TOP_PASSAGE, KeywordRanker, KeywordSelector
 
 
 @pytest.mark.parametrize(
@@ -115,7 +115,7 @@ def test_answerer_fuses_passages_and_sentences(tmp_path) -> None:
     assert plain.best.text == "The answer is forty two."
     fused = Answerer(Pointwise(KeywordRanker(), "interp:0.9"), index, retrieve=10)
     assert fused.answer(question).best.text == "Rain falls."
-    peasi = Answerer(Peasi(KeywordRanker(), KeywordSelector()), index, retrieve=10)
+    peasi = Answerer(Peasi(KeywordRanker(), KeywordSelector(), options=TOP_PASSAGE), index, retrieve=10)
     question = "is the answer rain or snow?"
     assert peasi.answer(question).best.passage.doc_id == "a"
     peasi.method.fusion = Fusion("interp", 0.9)

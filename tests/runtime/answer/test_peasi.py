@@ -131,3 +131,14 @@ def test_bm25_of_the_passage_can_tip_the_choice() -> None:
     lexical = Peasi(reranker, selector, options=PeasiOptions(read=2, bm25_weight=1.0))  # type: ignore[arg-type]
     best = lexical.run("why do cats purr", [p1, p2], 1).answers[0]
     assert best.passage.id == "2" and best.score == pytest.approx(1.5 + math.log(0.5) + 1.0)
+
+
+def test_peasis_judge_adds_its_own_signal_beside_the_rerankers() -> None:
+    judge = TableReranker({P1.text: -3.0, P2.text: 4.0})
+    method = Peasi(RERANKER, SELECTOR, options=PeasiOptions(read=2), judge=judge)  # type: ignore[arg-type]
+    run = method.run("q", [P1, P2], 2)
+    assert "judge" in method.signals
+    by_id = {a.passage.id: a.signals for a in run.answers}
+    assert by_id["1"]["judge"] == -3.0 and by_id["1"]["passage"] == 2.0  # the reranker's stays
+    assert by_id["2"]["judge"] == 4.0
+    assert run.inferences == 2 + 2 + 2  # passages, EASI on two, the judge on the two answers' passages
