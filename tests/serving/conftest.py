@@ -15,7 +15,7 @@ from sieveqa.models.base import Ranker, RankResult
 from sieveqa.runtime.answer.answerer import Answerer
 from sieveqa.runtime.answer.peasi import Peasi
 from sieveqa.serving import Limits, Service, create_app
-from tests.fakes import DOCS, KeywordRanker, KeywordSelector
+from tests.fakes import DOCS, TOP_PASSAGE, KeywordRanker, KeywordSelector
 
 
 class RecordingRanker(Ranker):
@@ -47,4 +47,4 @@ def client(tiny_model) -> Iterator[TestClient]:
 @pytest.fixture
 def keyword_answerer(tmp_path) -> Answerer:
     index = CorpusIndex.build(DOCS, tmp_path / "idx", CorpusOptions(passage_tokens=8))
-    return Answerer(Peasi(KeywordRanker(), KeywordSelector()), index, retrieve=10)
+    return Answerer(Peasi(KeywordRanker(), KeywordSelector(), options=TOP_PASSAGE), index, retrieve=10)

@@ -109,7 +109,9 @@ class Peasi(AnswerMethod):
         judge: PairModel | None = None,
     ) -> None:
         self.reranker, self.selector, self.fusion = reranker, selector, Fusion.parse(fusion)
-        self.options = options or PeasiOptions()
+        if options is None:  # built by hand without a point-wise ranker: no second look
+            options = PeasiOptions() if look is not None else PeasiOptions(second_look=0)
+        self.options = options
         if self.options.second_look and look is None:
             raise ConfigError("--second-look needs a point-wise ranker (--look-ranker)")
         self.look, self.judge = look, judge

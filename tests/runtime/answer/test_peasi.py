@@ -4,6 +4,7 @@ carry, and the judge that gives the sentence methods a passage signal."""
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import pytest
 import torch
@@ -14,7 +15,7 @@ from sieveqa.errors import ConfigError
 from sieveqa.models.base import Ranker, RankResult
 from sieveqa.runtime.answer.peasi import Peasi, PeasiOptions
 from sieveqa.runtime.answer.sentence import Pointwise, judged
-from tests.fakes import KeywordRanker
+from tests.fakes import TOP_PASSAGE, KeywordRanker
 
 
 def _passage(pid: str, *sentences: str) -> IndexedPassage:
@@ -58,7 +59,7 @@ SELECTOR = TableSelector({"x1 so-so": 1.0, "x2 worse": 0.8, "y1 sure": 5.0, "y2 
 
 
 def _peasi(**options) -> Peasi:
-    opts = PeasiOptions(**options)
+    opts = replace(TOP_PASSAGE, **options)
     look = KeywordRanker() if opts.second_look else None
     return Peasi(RERANKER, SELECTOR, options=opts, look=look)  # type: ignore[arg-type]
 
@@ -91,19 +92,19 @@ def test_the_second_look_reorders_the_best_few_by_the_point_wise_ranker() -> Non
     p1 = _passage("1", "plain text", "the answer answer")
     reranker = TableReranker({p1.text: 1.0})
     selector = TableSelector({"plain text": 2.0, "the answer answer": 0.0})
-    opts = PeasiOptions(read=1, second_look=2, look_weight=3.0)
+    opts = replace(TOP_PASSAGE, read=1, second_look=2, look_weight=3.0)
     method = Peasi(reranker, selector, options=opts, look=KeywordRanker())  # type: ignore[arg-type]
     run = method.run("q", [p1], 1)
     best = run.answers[0]
     assert best.text == "the answer answer" and best.signals["pointwise"] == 2.0
     assert "pointwise" in method.signals and run.inferences == 1 + 1 + 2
-    plain = Peasi(reranker, selector, options=PeasiOptions(read=1))  # type: ignore[arg-type]
+    plain = Peasi(reranker, selector, options=replace(TOP_PASSAGE, read=1))  # type: ignore[arg-type]
     assert plain.run("q", [p1], 1).answers[0].text == "plain text"
 
 
 def test_options_are_checked() -> None:
     with pytest.raises(ConfigError, match="--read must be >= 1"):
-        PeasiOptions(read=0)
+        replace(TOP_PASSAGE, read=0)
     with pytest.raises(ConfigError, match="must be >= 0"):
         PeasiOptions(sentence_weight=-1)
     with pytest.raises(ConfigError, match="--second-look needs a point-wise ranker"):
@@ -126,16 +127,16 @@ def test_bm25_of_the_passage_can_tip_the_choice() -> None:
     p1, p2 = _passage("1", "x1 so-so", "x2 worse"), _passage("2", "cats purr", "y2 no")
     reranker = TableReranker({p1.text: 2.0, p2.text: 1.5})
     selector = TableSelector({"x1 so-so": 1.0, "x2 worse": 1.0, "cats purr": 1.0, "y2 no": 1.0})
-    plain = Peasi(reranker, selector, options=PeasiOptions(read=2))  # type: ignore[arg-type]
+    plain = Peasi(reranker, selector, options=replace(TOP_PASSAGE, read=2))  # type: ignore[arg-type]
     assert plain.run("why do cats purr", [p1, p2], 1).answers[0].passage.id == "1"
-    lexical = Peasi(reranker, selector, options=PeasiOptions(read=2, bm25_weight=1.0))  # type: ignore[arg-type]
+    lexical = Peasi(reranker, selector, options=replace(TOP_PASSAGE, read=2, bm25_weight=1.0))  # type: ignore[arg-type]
     best = lexical.run("why do cats purr", [p1, p2], 1).answers[0]
     assert best.passage.id == "2" and best.score == pytest.approx(1.5 + math.log(0.5) + 1.0)
 
 
 def test_peasis_judge_adds_its_own_signal_beside_the_rerankers() -> None:
     judge = TableReranker({P1.text: -3.0, P2.text: 4.0})
-    method = Peasi(RERANKER, SELECTOR, options=PeasiOptions(read=2), judge=judge)  # type: ignore[arg-type]
+    method = Peasi(RERANKER, SELECTOR, options=replace(TOP_PASSAGE, read=2), judge=judge)  # type: ignore[arg-type]
     run = method.run("q", [P1, P2], 2)
     assert "judge" in method.signals
     by_id = {a.passage.id: a.signals for a in run.answers}
