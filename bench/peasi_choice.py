@@ -37,8 +37,8 @@ from sieveqa.evaluation.answers import passages_of
 from sieveqa.runtime.answer.answerer import load_answerer
 from sieveqa.runtime.answer.confidence import best_threshold, fit_logistic
 from sieveqa.runtime.answer.fusion import lexical_scores
-from sieveqa.runtime.answer.method import ModelSettings
-from sieveqa.runtime.answer.sentence import load_judge, rank_found
+from sieveqa.runtime.answer.method import AnswerRun, ModelSettings
+from sieveqa.runtime.answer.sentence import judged, rank_found
 
 READS = (1, 2, 3)
 SENTENCE_WEIGHTS = (0.1, 0.25, 0.5, 1.0, 2.0, 4.0, 1000.0)  # 1000: best passage first, EASI decides
@@ -73,18 +73,15 @@ def _right(judge: Any, found: Any) -> bool:
 
 
 def cache(args: argparse.Namespace) -> None:
-    answerer = load_answerer("peasi", None, reranker=args.reranker, selector=args.selector)
+    answerer = load_answerer(
+        "peasi", None, reranker=args.reranker, selector=args.selector, second_look=0, judge=args.judge
+    )
     method = answerer.method
     look = ModelSettings().ranker(args.look_ranker)
-    judge = load_judge(args.judge, ModelSettings())
     rows = []
     for question, passages, gold in tqdm(_questions(args.dataset, args.limit), desc=args.dataset, unit="q"):
         found, scores, _ = method.candidates(question, passages, args.read)
-        judged = {}
-        if judge is not None:
-            texts = list(dict.fromkeys(f.passage.text for f in found))
-            matrix, _ = judge.score_matrix([question] * len(texts), texts, windows=True)
-            judged = dict(zip(texts, matrix[:, -1].tolist(), strict=True))
+        found = judged(method.judge, question, AnswerRun(found, None, None), "judge").answers
         looked, _ = rank_found(look, question, found)
         pointwise = {(f.passage.id, f.sentence): f.score for f in looked}
         lexical = lexical_scores(question, [p.text for p in passages])
@@ -106,7 +103,6 @@ def cache(args: argparse.Namespace) -> None:
                         **{k: round(v, 5) for k, v in (f.signals or {}).items()},
                         "pointwise": round(pointwise[(f.passage.id, f.sentence)], 5),
                         "bm25": round(bm25[f.passage.id], 5),
-                        **({"judge": round(judged[f.passage.text], 5)} if judged else {}),
                         "right": _right(gold, f),
                     }
                     for f in found
@@ -115,8 +111,6 @@ def cache(args: argparse.Namespace) -> None:
             }
         )
     payload = {"dataset": args.dataset, "models": method.model_names | {"look": args.look_ranker}}
-    if judge is not None:
-        payload["models"]["judge"] = args.judge
     finish(args.out, "peasi_choice cache", payload | {"read": args.read, "questions": rows})
 
 

@@ -45,17 +45,16 @@ class Setting:
     p50_ms: float
     p_at_1: float
     #: The model options the setting needs beside the method's defaults (PEASI's cascade reranker).
-    options: tuple[tuple[str, str], ...] = ()
+    options: tuple[tuple[str, Any], ...] = ()
     #: The models it ran, by role (as ``AnswerMethod.model_names``).
     models: tuple[tuple[str, str], ...] = ()
 
     @classmethod
     def from_dict(cls, data: dict[str, Any], where: str) -> Setting:
         try:
-            options, models = (
-                tuple(sorted((str(k), str(v)) for k, v in dict(data.get(key, {})).items()))
-                for key in ("options", "models")
-            )
+            # Options keep their JSON types (a method's options are typed); models are names.
+            options = tuple(sorted((str(k), v) for k, v in dict(data.get("options", {})).items()))
+            models = tuple(sorted((str(k), str(v)) for k, v in dict(data.get("models", {})).items()))
             return cls(
                 str(data["method"]), int(data["retrieve"]), str(data["system"]),
                 _ratios(data.get("drop_ratios")),

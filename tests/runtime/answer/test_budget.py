@@ -144,3 +144,16 @@ def test_an_answerer_whose_models_were_never_measured_is_told_so(tmp_path, monke
         Answerer(method, index).within(100)
     method.model_names = {"ranker": "default-cascade"}
     assert Answerer(method, index).within(100).budget.setting == measured
+
+
+def test_a_settings_options_keep_their_json_types() -> None:
+    """PEASI's settings pin read 1 and BM25 weight 0.0: as strings its typed options refused them."""
+    setting = Setting.from_dict(
+        {"method": "peasi", "retrieve": 5, "system": "torch:bf16", "p50_ms": 90, "p_at_1": 0.8,
+         "options": {"read": 1, "bm25_weight": 0.0, "judge": "none"}, "models": {"reranker": "peasi-pr"}},
+        "budgets.json",
+    )  # fmt: skip
+    options = setting.load_options()
+    assert (options["read"], options["bm25_weight"], options["judge"]) == (1, 0.0, "none")
+    assert type(options["read"]) is int and type(options["bm25_weight"]) is float
+    assert setting.models == (("reranker", "peasi-pr"),)
