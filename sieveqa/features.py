@@ -14,12 +14,15 @@ fit.)
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import random
 import threading
+from array import array
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import torch
 from tokenizers import Encoding, Tokenizer
@@ -29,6 +32,12 @@ from transformers import PreTrainedTokenizerBase
 from sieveqa.errors import BackboneError, ConfigError
 
 Span = tuple[int, int]
+
+
+class _Ids(NamedTuple):
+    """A remembered text's token ids (4 bytes a token; a Rust ``Encoding`` keeps ~25 times that)."""
+
+    ids: array
 
 
 @dataclass
@@ -116,52 +125,70 @@ class Featurizer:
         self.sep_id = int(tokenizer.sep_token_id)
         self._single = _probe(self._backend, ("a",))
         self._pair = _probe(self._backend, ("a", "b"))
-        self._memory: OrderedDict[str, Encoding] | None = None
-        self._memory_size = 0
-        self._memory_lock = threading.Lock()
+        self._memory: OrderedDict[str, _Ids] | None = None
+        self._memory_tokens = self._memory_cap = 0
+        self.__setstate__({})
 
     def __getstate__(self) -> dict[str, object]:
         # A copy (a deep-copied model, a pickled one) starts with no memory and its own lock.
-        state = {**self.__dict__, "_memory": None, "_memory_size": 0}
-        del state["_memory_lock"]
+        state = {**self.__dict__, "_memory": None, "_memory_tokens": 0, "_memory_cap": 0}
+        del state["_memory_lock"], state["_local"]
         return state
 
     def __setstate__(self, state: dict[str, object]) -> None:
         self.__dict__.update(state)
-        self._memory_lock = threading.Lock()
+        self._memory_lock, self._local = threading.Lock(), threading.local()
 
-    def remember(self, texts: int) -> None:
-        """Keep the encodings of the last ``texts`` texts, so that a text checked once (a service
-        measuring a request) is not tokenized again when it is scored; 0 forgets."""
+    def remember(self, tokens: int) -> None:
+        """Let texts tokenized inside :meth:`keeping` (a service checking a request) be given back,
+        once, to the next tokenization that asks for them (scoring that request), so they are not
+        tokenized twice. Only token ids are kept, at most ``tokens`` of them (4 bytes each), the
+        oldest dropped first; 0 forgets."""
         with self._memory_lock:
-            self._memory = OrderedDict() if texts > 0 else None
-            self._memory_size = texts
+            self._memory = OrderedDict() if tokens > 0 else None
+            self._memory_tokens, self._memory_cap = 0, max(tokens, 0)
 
-    def _encode(self, texts: Sequence[str]) -> list[Encoding]:
-        if self._memory is None:
-            return self._backend.encode_batch(list(texts), add_special_tokens=False)
+    @property
+    def remembered_tokens(self) -> int:
+        """Token ids held for texts checked but not yet scored."""
+        return self._memory_tokens
+
+    @contextlib.contextmanager
+    def keeping(self) -> Iterator[None]:
+        """Texts this thread tokenizes inside the block are remembered (see :meth:`remember`)."""
+        self._local.keep = True
+        try:
+            yield
+        finally:
+            self._local.keep = False
+
+    def _encode(self, texts: Sequence[str], offsets: bool = False) -> Sequence[Encoding | _Ids]:
         memory = self._memory
+        if memory is None or offsets:
+            return self._backend.encode_batch(list(texts), add_special_tokens=False)
+        keep = getattr(self._local, "keep", False)
+        unique = list(dict.fromkeys(texts))
         with self._memory_lock:
-            found = {t: memory[t] for t in texts if t in memory}
-        missing = list(dict.fromkeys(t for t in texts if t not in found))
+            found = {t: memory.pop(t) for t in unique if t in memory}
+            self._memory_tokens -= sum(len(e.ids) for e in found.values())
+        missing = [t for t in unique if t not in found]
         if missing:
             fresh = self._backend.encode_batch(missing, add_special_tokens=False)
-            found.update(zip(missing, fresh, strict=True))
-        with self._memory_lock:
-            for text in texts:
-                memory[text] = found[text]
-                memory.move_to_end(text)
-            while len(memory) > self._memory_size:
-                memory.popitem(last=False)
+            found.update((t, _Ids(array("i", e.ids))) for t, e in zip(missing, fresh, strict=True))
+        if keep:
+            with self._memory_lock:
+                for text in unique:
+                    if text not in memory and len(found[text].ids) <= self._memory_cap:
+                        memory[text] = found[text]
+                        self._memory_tokens += len(found[text].ids)
+                while self._memory_tokens > self._memory_cap:
+                    self._memory_tokens -= len(memory.popitem(last=False)[1].ids)
         return [found[t] for t in texts]
 
     def texts(self, texts: Sequence[str], max_length: int) -> Features:
         """One row per text: ``[CLS] text [SEP]``, truncated to ``max_length`` tokens."""
-        (pre, post), (pre_t, post_t), (kind,) = (
-            self._single.parts,
-            self._single.part_types,
-            self._single.types,
-        )
+        single = self._single
+        (pre, post), (pre_t, post_t), (kind,) = single.parts, single.part_types, single.types
         room = max_length - self._single.n_special
         if room < 1:
             raise ConfigError(f"max_length {max_length} leaves no room for text")
@@ -218,9 +245,9 @@ class Featurizer:
         if not questions:
             return out
         unique = list(dict.fromkeys(questions))
-        q_enc = dict(zip(unique, self._encode(unique), strict=True))
+        q_enc = dict(zip(unique, self._encode(unique, offsets), strict=True))
         sizes = [len(p) for p in passages]
-        flat = self._encode([s for p in passages for s in p])
+        flat = self._encode([s for p in passages for s in p], offsets)
         budget = max_length - self._pair.n_special
         if budget < 2:
             raise ConfigError(f"max_length {max_length} leaves no room for a question and a passage")
@@ -249,9 +276,9 @@ class Featurizer:
     def _append(
         self,
         out: Features,
-        q: Encoding,
+        q: Encoding | _Ids,
         q_len: int,
-        side: tuple[list[int], list[int], list[Span]],
+        side: tuple[Sequence[int], list[int], list[Span]],
         lo: int,
         hi: int,
         source: int,
@@ -276,14 +303,12 @@ class Featurizer:
 
 
 def _passage_side(
-    encodings: Sequence[Encoding], sep_id: int, segments: bool, offsets: bool
-) -> tuple[list[int], list[int], list[Span]]:
+    encodings: Sequence[Encoding | _Ids], sep_id: int, segments: bool, offsets: bool
+) -> tuple[Sequence[int], list[int], list[Span]]:
     """A passage's tokens (segments joined by separator tokens), their segment ids and spans."""
     if len(encodings) == 1 and not segments and not offsets:
         return encodings[0].ids, [], []
-    ids: list[int] = []
-    segs: list[int] = []
-    spans: list[Span] = []
+    ids, segs, spans = list[int](), list[int](), list[Span]()
     for k, enc in enumerate(encodings, start=1):
         if k > 1:
             ids.append(sep_id)

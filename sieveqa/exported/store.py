@@ -8,16 +8,19 @@ retrained in place never picks up a stale one. Layout, under ``$SIEVEQA_CACHE/ex
                                          /layer00.onnx …  one graph per layer (.xml/.bin for OpenVINO)
 
 A folder is written whole beside its final name and renamed into place, under a lock, so a killed
-export leaves nothing a reader would take for finished.
+export leaves nothing a reader would take for finished. The manifest records each file's sha256 and
+the runtime's version, checked when a model opens the export: a damaged or foreign fp32 export is
+made again (it is made on first use anyway), an int8 one is refused in a line naming its folder.
 """
 
 from __future__ import annotations
 
+import contextlib
 import importlib.metadata
 import json
 import shutil
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -27,9 +30,16 @@ from torch import Tensor
 
 from sieveqa.device import cpu_info, native_bf16, resolve_precision
 from sieveqa.encoder import LayerRunner, SteppableEncoder
-from sieveqa.errors import ConfigError, DeviceError, MissingExtraError, ModelFormatError
+from sieveqa.errors import (
+    ConfigError,
+    DeviceError,
+    MissingExtraError,
+    ModelFormatError,
+    SieveQAError,
+    shorten,
+)
 from sieveqa.exported import graphs, quantize, runners
-from sieveqa.io import atomic_dir, atomic_write_json
+from sieveqa.io import atomic_dir, atomic_write_json, file_sha256
 from sieveqa.paths import cache_root
 
 BACKENDS: tuple[str, ...] = ("auto", "torch", "onnx", "openvino")
@@ -72,9 +82,16 @@ def export_folder(fingerprint: str, fmt: str, precision: str) -> Path:
     return cache_root() / "exports" / fingerprint[:16] / f"{fmt}-{precision}"
 
 
+#: The library that reads each format: an export made under another version of it is made again.
+RUNTIMES = {"onnx": "onnxruntime", "openvino": "openvino"}
+#: Files already checked against their manifest in this process: (path, size, mtime_ns).
+_VERIFIED: set[tuple[str, int, int]] = set()
+
+
 def read_manifest(folder: Path, fingerprint: str) -> dict[str, Any] | None:
     """The manifest of a finished export of body ``fingerprint`` in ``folder``, or None if there is none;
-    an export of another body, or with files missing, is an error naming the folder."""
+    an export of another body or runtime version, with files missing or damaged, is an error naming
+    the folder."""
     path = folder / MANIFEST
     if not path.is_file():
         return None
@@ -91,6 +108,25 @@ def read_manifest(folder: Path, fingerprint: str) -> dict[str, Any] | None:
         raise ModelFormatError(
             f"{folder}: export files missing ({', '.join(missing[:3]) or 'all'}); export again"
         )
+    runtime = RUNTIMES.get(manifest.get("format", ""), "")
+    made, here = manifest.get("versions", {}).get(runtime), _versions(manifest["format"]).get(runtime)
+    if "sha256" not in manifest:
+        raise ModelFormatError(
+            f"{folder}: made by an older sieveqa (no checksums); delete it and export again"
+        )
+    if made != here:
+        raise ModelFormatError(
+            f"{folder}: made by {runtime} {made}, this is {here}; delete it and export again"
+        )
+    for name, digest in manifest["sha256"].items():
+        stat = (folder / name).stat()
+        key = (str(folder / name), stat.st_size, stat.st_mtime_ns)
+        if key not in _VERIFIED:
+            if file_sha256(folder / name) != digest:
+                raise ModelFormatError(
+                    f"{folder / name}: damaged (sha256 differs); delete {folder} and export again"
+                )
+            _VERIFIED.add(key)
     return manifest
 
 
@@ -125,15 +161,32 @@ def build_export(
         raise ConfigError("an int8 export needs calibration batches")
     say = progress or (lambda _: None)
     folder = export_folder(fingerprint, fmt, "int8" if int8 else "fp32")
-    with _lock(folder):
-        if not replace and read_manifest(folder, fingerprint) is not None:
+    try:
+        lock = _lock(folder)
+        lock.acquire()
+    except OSError as err:  # a read-only cache: a container's read-only layer, a shared install
+        raise ModelFormatError(
+            f"{folder.parent}: cannot write an export there ({err.strerror or err}); "
+            "set SIEVEQA_CACHE to a writable folder"
+        ) from err
+    try:
+        if not replace and _finished(folder, fingerprint):
             return folder  # another process made it while this one waited for the lock
-        try:
-            _write_export(encoder, fingerprint, fmt, int8, calibration, about, say, folder)
-        except (OSError, RuntimeError, ValueError) as err:
-            # The exporters' and quantizers' own failures (and a full disk) as one line.
-            raise ModelFormatError(f"{folder}: export to {fmt} failed: {err}") from err
+        _write_export(encoder, fingerprint, fmt, int8, calibration, about, say, folder)
+    except (OSError, RuntimeError, ValueError) as err:
+        # The exporters' and quantizers' own failures (and a full disk) as one line.
+        raise ModelFormatError(f"{folder}: export to {fmt} failed: {err}") from err
+    finally:
+        lock.release()
     return folder
+
+
+def _finished(folder: Path, fingerprint: str) -> bool:
+    """Whether ``folder`` holds a sound export of ``fingerprint`` (a damaged one is not)."""
+    try:
+        return read_manifest(folder, fingerprint) is not None
+    except ModelFormatError:
+        return False
 
 
 def _write_export(
@@ -170,6 +223,7 @@ def _write_export(
         if onnx_dir != tmp:
             shutil.rmtree(onnx_dir)
         rows = sum(batch["mask"].shape[0] for batch in samples[0]) if samples else 0
+        sums = {p.relative_to(tmp).as_posix(): file_sha256(p) for p in sorted(tmp.rglob("*")) if p.is_file()}
         model = cpu_info()[0]
         atomic_write_json(
             tmp / MANIFEST,
@@ -177,6 +231,7 @@ def _write_export(
                 "format": fmt,
                 "precision": "int8" if int8 else "fp32",
                 "files": files,
+                "sha256": sums,
                 "layers": encoder.num_layers,
                 "hidden_size": encoder.hidden_size,
                 "body_fingerprint": fingerprint,
@@ -201,27 +256,54 @@ def open_runner(
     encoder: SteppableEncoder, fingerprint: str, backend: str, precision: str, threads: int
 ) -> LayerRunner:
     """The layer runner of ``encoder``'s export for ``backend`` at ``precision``. An fp32 export that
-    does not exist yet is made now (seconds); an int8 one must have been made by ``sieveqa export``."""
+    does not exist yet, or is damaged, is made now (seconds); an int8 one must have been made by
+    ``sieveqa export``. It is read under the writers' lock (when the cache is writable), so no export
+    is replaced while it opens."""
     stored = "int8" if precision == "int8" else "fp32"
     folder = export_folder(fingerprint, backend, stored)
-    manifest = read_manifest(folder, fingerprint)
-    if manifest is None and stored == "int8":
-        raise ModelFormatError(
-            f"no int8 {backend} export of this model yet: run `sieveqa export MODEL --format {backend} "
-            "--int8` (it calibrates on a dev slice)"
-        )
-    if manifest is None:  # made now, unless another process makes it first (then theirs is used)
-        build_export(encoder, fingerprint, backend, replace=False)
-        manifest = read_manifest(folder, fingerprint)
-    if manifest is None:
-        raise ModelFormatError(f"{folder}: the export left no manifest")
-    if manifest["layers"] != encoder.num_layers:
-        raise ModelFormatError(
-            f"{folder}: {manifest['layers']} layers exported, the model has {encoder.num_layers}"
-        )
-    if backend == "onnx":
-        return runners.OnnxRuntimeLayers(folder, manifest["files"], threads)
-    return runners.OpenVinoLayers(folder, manifest["files"], threads, precision)
+    if stored == "fp32" and not _finished(folder, fingerprint):
+        # Made now, unless another process makes it first; a damaged one is made again.
+        build_export(encoder, fingerprint, backend, replace=(folder / MANIFEST).is_file())
+    with _reading(folder):
+        try:
+            manifest = read_manifest(folder, fingerprint)
+        except ModelFormatError as err:
+            raise ModelFormatError(f"{err} (`sieveqa export MODEL --format {backend} --int8`)") from None
+        if manifest is None:
+            raise ModelFormatError(
+                f"no int8 {backend} export of this model yet: run `sieveqa export MODEL --format {backend} "
+                "--int8` (it calibrates on a dev slice)"
+            )
+        if manifest["layers"] != encoder.num_layers:
+            raise ModelFormatError(
+                f"{folder}: {manifest['layers']} layers exported, the model has {encoder.num_layers}"
+            )
+        try:
+            if backend == "onnx":
+                return runners.OnnxRuntimeLayers(folder, manifest["files"], threads)
+            return runners.OpenVinoLayers(folder, manifest["files"], threads, precision)
+        except SieveQAError:
+            raise
+        except Exception as err:  # the runtime's own load errors (InvalidProtobuf, RuntimeError, ...)
+            reason = shorten(str(err))
+            raise ModelFormatError(
+                f"{folder}: {backend} cannot load it ({reason}); delete it and export again"
+            ) from err
+
+
+@contextlib.contextmanager
+def _reading(folder: Path) -> Iterator[None]:
+    """The writers' lock while an export is opened; none in a read-only cache (nobody writes there)."""
+    try:
+        lock = _lock(folder)
+        lock.acquire()
+    except OSError:
+        yield
+        return
+    try:
+        yield
+    finally:
+        lock.release()
 
 
 def attach(

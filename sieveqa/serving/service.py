@@ -39,8 +39,9 @@ REQUEST_SETTINGS = ("alpha", "budget")
 ANSWER_SETTINGS = ("budget",)
 #: Rankers kept for per-request settings.
 _SETTINGS_CACHE = 32
-#: Texts whose tokens the model keeps, so that a checked request is not tokenized again.
-_REMEMBERED_TEXTS = 8192
+#: Token ids of checked, not yet scored texts the model keeps (4 bytes each: 8 MB), so that a
+#: ``truncate: false`` request is tokenized once; scoring takes them back.
+_REMEMBERED_TOKENS = 2_000_000
 
 
 class RequestError(SieveQAError):
@@ -122,7 +123,7 @@ class Service:
         batching = batching or Batching()
         self.model = pair_model(ranker)
         if self.model is not None:  # a /rerank check's tokens are reused when its batch runs
-            self.model.featurizer.remember(_REMEMBERED_TEXTS)
+            self.model.featurizer.remember(_REMEMBERED_TOKENS)
         self.metrics = Metrics(lambda: self.queue_depth)
         wait_s = batching.max_wait_ms / 1000
         self.batcher = MicroBatcher(
@@ -252,7 +253,8 @@ class Service:
         ``truncate: false``, which needs the tokenizer's count to refuse an overlong pair."""
         if self.model is None or req.truncate:
             return sum(len(req.query) + len(t) for t in texts) // 4 + 1
-        features = self.model.featurize([req.query] * len(texts), texts)
+        with self.model.featurizer.keeping():
+            features = self.model.featurize([req.query] * len(texts), texts)
         if not req.truncate and any(features.truncated):
             i = features.truncated.index(True)
             raise RequestError(

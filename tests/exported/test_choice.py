@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from sieveqa.exported import choice
+from sieveqa.exported import build_export, choice
 
 pytest.importorskip("onnxruntime")
 
@@ -49,6 +49,17 @@ def test_auto_skips_a_missing_int8_export_and_takes_the_next(tiny_model, measure
     tiny_model.configure(precision="int8")
     assert (tiny_model.backend, tiny_model.precision) == ("torch", "int8")
     assert tiny_model.encoder.runner is None
+
+
+def test_auto_falls_back_past_a_damaged_int8_export(tiny_model, measured: Path) -> None:
+    """A runtime's load error was caught by neither open_runner nor attach (issue 42)."""
+    batches = [batch for _, batch in tiny_model.batches(tiny_model.featurize(["q"] * 4, ["a text"] * 4))]
+    folder = build_export(
+        tiny_model.encoder, tiny_model.body_fingerprint(), "onnx", int8=True, calibration=batches
+    )
+    (folder / "layer00.onnx").write_bytes(b"not a graph")
+    tiny_model.configure(device="cpu", backend="auto", precision="auto")
+    assert (tiny_model.backend, tiny_model.precision) == ("onnx", "fp32")
 
 
 def test_auto_on_an_unmeasured_cpu_is_torch(tiny_model, measured: Path) -> None:

@@ -12,6 +12,7 @@ import torch
 
 from sieveqa.errors import ConfigError, DeviceError, ModelFormatError
 from sieveqa.exported import backend_precision, build_export, export_folder, graphs
+from sieveqa.exported.store import read_manifest
 
 pytest.importorskip("onnxruntime")
 
@@ -116,16 +117,84 @@ def test_a_killed_export_leaves_nothing_and_the_next_one_finishes(
     assert (folder / "export.json").is_file()
 
 
-def test_an_export_of_another_body_or_with_files_missing_is_refused(tiny_model) -> None:
-    tiny_model.configure(device="cpu", backend="onnx")
+def test_a_damaged_missing_or_foreign_fp32_export_is_made_again(tiny_model) -> None:
+    """A truncated or zeroed layer ended in InvalidProtobuf (issue 42); an fp32 export is made on first
+    use, so a damaged, incomplete, foreign or older one is made again and scores as torch."""
+    reference = _scores(tiny_model, precision="fp32")
+    tiny_model.configure(backend="onnx")
     folder = export_folder(tiny_model.body_fingerprint(), "onnx", "fp32")
-    (folder / "layer01.onnx").unlink()
-    with pytest.raises(ModelFormatError, match=r"export files missing \(layer01.onnx\)"):
-        tiny_model.configure(backend="torch").configure(backend="onnx")
     manifest = json.loads((folder / "export.json").read_text())
-    (folder / "export.json").write_text(json.dumps(manifest | {"body_fingerprint": "0" * 64}))
-    with pytest.raises(ModelFormatError, match="an export of another body"):
-        tiny_model.configure(backend="torch").configure(backend="onnx")
+    assert set(manifest["sha256"]) == set(manifest["files"])
+    damages = {
+        "truncated": lambda: _truncate(folder / "layer00.onnx"),
+        "zeroed": lambda: _zero(folder / "layer01.onnx"),
+        "missing": lambda: (folder / "layer01.onnx").unlink(),
+        "another body": lambda: _edit(folder, body_fingerprint="0" * 64),
+        "another runtime": lambda: _edit(folder, versions={"onnxruntime": "0.1"}),
+        "no checksums": lambda: _edit(folder, sha256=None),
+    }
+    for what, damage in damages.items():
+        damage()
+        with pytest.raises(ModelFormatError, match=str(folder)):
+            read_manifest(folder, tiny_model.body_fingerprint())
+        got = _scores(tiny_model.configure(backend="torch"), backend="onnx")
+        assert (got - reference).abs().max().item() < 1e-4, what
+        assert read_manifest(folder, tiny_model.body_fingerprint()) is not None, what
+
+
+def test_a_damaged_int8_export_is_one_line(tiny_model) -> None:
+    folder = build_export(
+        tiny_model.encoder,
+        tiny_model.body_fingerprint(),
+        "onnx",
+        int8=True,
+        calibration=_calibration(tiny_model),
+    )
+    _zero(folder / "layer00.onnx")
+    with pytest.raises(ModelFormatError, match=rf"^{folder}/layer00.onnx: damaged .*export again"):
+        tiny_model.configure(device="cpu", backend="onnx", precision="int8")
+    assert tiny_model.encoder.runner is None
+
+
+def test_a_read_only_cache_is_one_line_and_onnx_on_first_use_falls_back(
+    tiny_model, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`export` and `--backend onnx` (export on first use) ended in `OSError: Read-only file system`."""
+    import errno
+
+    from filelock import FileLock
+
+    def read_only(self, *args, **kwargs):
+        raise OSError(errno.EROFS, "Read-only file system")
+
+    monkeypatch.setattr(FileLock, "acquire", read_only)
+    with pytest.raises(
+        ModelFormatError, match=r"cannot write an export there \(Read-only file system\); set SIEVEQA_CACHE"
+    ):
+        build_export(tiny_model.encoder, tiny_model.body_fingerprint(), "onnx")
+    with pytest.raises(ModelFormatError, match="Read-only file system"):
+        tiny_model.configure(device="cpu", backend="onnx")
+    assert tiny_model.encoder.runner is None
+
+
+def _truncate(path: Path) -> None:
+    path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
+
+
+def _zero(path: Path) -> None:
+    data = bytearray(path.read_bytes())
+    data[100:4000] = bytes(3900)
+    path.write_bytes(bytes(data))
+
+
+def _edit(folder: Path, **fields: object) -> None:
+    manifest = json.loads((folder / "export.json").read_text())
+    for key, value in fields.items():
+        if value is None:
+            manifest.pop(key)
+        else:
+            manifest[key] = value
+    (folder / "export.json").write_text(json.dumps(manifest))
 
 
 def _serves_threads_at_once(tiny_model, reference: torch.Tensor) -> None:

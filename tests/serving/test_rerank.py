@@ -151,6 +151,28 @@ def test_a_truncate_false_request_is_tokenized_once_and_off_the_event_loop(tiny_
     assert counting.on_loop and not any(counting.on_loop)
 
 
+def test_the_service_keeps_no_tokens_of_scored_texts_and_a_bounded_few_of_refused_ones(tiny_model) -> None:
+    """It kept each text's whole Rust encoding (~100 bytes a token) for the last 8,192 texts,
+    scored or not: gigabytes for a RAG client's long documents (issue 42). Now only a checked
+    request's token ids wait for its scoring, which takes them back, and refused ones are capped."""
+    service = Service(tiny_model)
+    featurizer = tiny_model.featurizer
+    long_texts = [f"text {i} " + "word " * 300 for i in range(6)]
+    try:
+        with TestClient(create_app(service)) as c:
+            for truncate in (True, False):
+                r = c.post("/rerank", json={"query": QUERY, "texts": TEXTS, "truncate": truncate})
+                assert r.status_code == 200, r.text
+                assert featurizer.remembered_tokens == 0
+            featurizer.remember(700)  # room for two of the long texts' ids
+            for text in long_texts:  # each refused as too long: checked, never scored
+                r = c.post("/rerank", json={"query": QUERY, "texts": [text], "truncate": False})
+                assert r.status_code == 413, r.text
+                assert 0 < featurizer.remembered_tokens <= 700
+    finally:
+        featurizer.remember(0)
+
+
 def test_one_setting_asked_at_once_from_two_threads_builds_one_ranker(tiny_cascade) -> None:
     """Checks run on the thread pool now: unguarded, two requests with the same alpha both missed
     the cache and built two rankers (which the batcher, grouping by ranker, cannot batch together),
