@@ -27,7 +27,7 @@ from tqdm.auto import tqdm
 from sieveqa.data.documents import Document
 from sieveqa.data.passages import passage_spans, tokenizer_signature, word_chunks
 from sieveqa.data.sentences import SPLITTER_VERSION, sentence_spans
-from sieveqa.errors import ConfigError, DataFormatError, StoreError
+from sieveqa.errors import BusyError, ConfigError, DataFormatError, StoreError
 from sieveqa.fields import typed
 from sieveqa.io import (
     LOCK_NAME,
@@ -174,10 +174,18 @@ class CorpusIndex:
 
     def latest(self) -> CorpusIndex:
         """This index, or the newer generation a writer has added since it was opened (cheap when
-        nothing changed: one ``stat`` of the manifest). This object stays usable until closed."""
-        if _stamp(self.path) == self._stamp:
-            return self
-        fresh = CorpusIndex.open(self.path, verify=False)
+        nothing changed: one ``stat`` of the manifest). This object stays usable until closed; an
+        index moved or deleted since is a BusyError (a server answers 503 until it is back)."""
+        try:
+            if _stamp(self.path) == self._stamp:
+                return self
+            fresh = CorpusIndex.open(self.path, verify=False)
+        except (FileNotFoundError, StoreError) as err:
+            if (self.path / MANIFEST).is_file():
+                raise
+            raise BusyError(
+                f"index {self.path.name}: not there (moved or deleted?); try again when it is back"
+            ) from err
         if fresh.manifest["generation"] == self.manifest["generation"]:
             self._stamp = fresh._stamp
             fresh.close()

@@ -19,6 +19,7 @@ import threading
 from collections import OrderedDict
 from concurrent.futures import Future
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from sieveqa.data.records import Candidate, Question, RankingExample
@@ -164,7 +165,8 @@ class Service:
         except BaseException:
             thread.close()  # no service will own it
             raise
-        return cls(ranker, answerer, model, index, limits, batching, thread)
+        name = None if index is None else Path(index).name  # /health: its name, not the server's path
+        return cls(ranker, answerer, model, name, limits, batching, thread)
 
     @property
     def kind(self) -> str:

@@ -69,6 +69,21 @@ def test_a_served_index_survives_index_add_and_serves_the_new_documents(
     assert r.json()["answers"][0]["document"] == "c"
 
 
+def test_a_served_index_moved_away_is_a_503_naming_it_and_answers_again_when_back(
+    answering: TestClient, keyword_answerer: Answerer
+) -> None:
+    """A deleted or moved index was an HTTP 500 (FileNotFoundError in the manifest's stat)."""
+    path = keyword_answerer.index.path
+    path.rename(path.with_name("elsewhere"))
+    r = answering.post("/answer", json={"question": QUESTION})
+    assert r.status_code == 503, r.text
+    assert r.json()["error"].startswith(f"index {path.name}: not there")
+    assert str(path.parent) not in r.text and r.headers["retry-after"] == "1"
+    path.with_name("elsewhere").rename(path)
+    r = answering.post("/answer", json={"question": QUESTION})
+    assert r.status_code == 200, r.text
+
+
 @pytest.mark.parametrize(
     ("body", "status", "says"),
     [
@@ -232,3 +247,14 @@ def test_budget_ms_moves_a_served_cascades_passages_and_drop_ratio(
         assert r.status_code == 400 and r.json()["error"].startswith(
             "budget_ms: --budget-ms: no settings measured"
         )
+
+
+def test_health_names_the_index_not_the_servers_path(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
+    """GET /health gave any client the index's absolute path."""
+    from sieveqa.serving import service as service_module
+
+    monkeypatch.setattr(service_module, "load_ranker", lambda model, **settings: KeywordRanker())
+    monkeypatch.setattr(service_module, "load_answerer", lambda method, index, **options: None)
+    service = Service.load("keyword", index=str(tmp_path / "deep" / "my-index"))
+    with TestClient(create_app(service)) as c:
+        assert c.get("/health").json()["index"] == "my-index"
