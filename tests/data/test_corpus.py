@@ -188,13 +188,13 @@ def test_other_versions_damage_and_empty_corpora_are_refused(tmp_path: Path) -> 
 
 def test_a_document_without_sentence_breaks_is_cut_into_passages_within_the_limit(tmp_path: Path) -> None:
     from sieveqa.data.passages import count_tokens
-    from sieveqa.data.sentences import split_sentences
+    from sieveqa.data.sentences import SPLITTER_VERSION, split_sentences
 
     words = " ".join(f"w{i}" for i in range(3000))  # one "sentence" of ~15,000 characters
     docs = [Document("wall", words, "Wall"), *DOCS]
     index = CorpusIndex.build(docs, tmp_path / "idx", CorpusOptions(passage_tokens=64))
     manifest = json.loads((tmp_path / "idx" / "manifest.json").read_text())
-    assert manifest["options"]["cut_sentences"] is True and manifest["splitter"] == 2
+    assert manifest["options"]["cut_sentences"] is True and manifest["splitter"] == SPLITTER_VERSION
     wall = [p for p in index.passages([str(i) for i in range(1, len(index) + 1)]) if p.doc_id == "wall"]
     assert len(wall) > 50 and max(count_tokens([p.text for p in wall])) <= 64
     assert " ".join(p.text for p in wall) == words
