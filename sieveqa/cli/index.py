@@ -46,7 +46,9 @@ def corpus(
     retriever: Annotated[
         str, typer.Option(help="bm25, or dense / hybrid to also store all-MiniLM-L6-v2 vectors in FAISS")
     ] = "bm25",
-    passage_tokens: Annotated[int, typer.Option(help="passages: consecutive sentences up to N tokens")] = 200,
+    passage_tokens: Annotated[
+        int | None, typer.Option(help="passages: consecutive sentences up to N tokens (a new index: 200)")
+    ] = None,
     chunk_words: Annotated[int | None, typer.Option(help="instead, passages of N words (e.g. 100)")] = None,
     chunk_stride: Annotated[int | None, typer.Option(help="word chunks start every N words")] = None,
     device: DeviceOpt = "auto",
@@ -66,12 +68,20 @@ def corpus(
     if retriever not in RETRIEVERS:
         raise ConfigError(f"--retriever must be one of {', '.join(RETRIEVERS)}, got {retriever!r}")
     check_output_dir(out, "--out")
-    options = CorpusOptions(passage_tokens, chunk_words, chunk_stride)
+    given = {"passage_tokens": passage_tokens, "chunk_words": chunk_words, "chunk_stride": chunk_stride}
+    given = {name: value for name, value in given.items() if value is not None}
     existing = CorpusIndex.open(out, verify=False) if (out / "manifest.json").is_file() else None
-    if existing is not None and options != existing.options:
-        raise ConfigError(
-            f"--out {out}: the index cuts passages with {existing.options}; append with the same"
-        )
+    if existing is None:
+        CorpusOptions(**given)  # checked before the documents are read
+    else:  # an append cuts as the index does: only what the user gave is compared with it
+        differ = [
+            f"--{k.replace('_', '-')} {v}" for k, v in given.items() if getattr(existing.options, k) != v
+        ]
+        if differ:
+            raise ConfigError(
+                f"{', '.join(differ)}: the index at {out} cuts passages with {existing.options}; "
+                "append without it (the index's own is used)"
+            )
     started = time.perf_counter()
     documents = read_documents(source)
     embedder = None
@@ -80,7 +90,7 @@ def corpus(
 
         embedder = SentenceEmbedder().configure(device=device)
     if existing is None:
-        index = CorpusIndex.build(documents, out, options, embedder, progress=True)
+        index = CorpusIndex.build(documents, out, CorpusOptions(**given), embedder, progress=True)
         verb = "built"
     else:
         index = existing.append(documents, embedder, progress=True)

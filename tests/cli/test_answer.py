@@ -90,6 +90,25 @@ def test_appending_to_an_index(sieveqa, demo_index, tmp_path: Path) -> None:
     assert result.exit_code == 0 and "9 documents" in result.output
 
 
+def test_appending_to_an_index_built_with_other_options_takes_the_indexs_own(sieveqa, tmp_path: Path) -> None:
+    """An index from before cut_sentences (read as False, which no flag sets) refused every append."""
+    from sieveqa.data.corpus import CorpusIndex, CorpusOptions
+    from sieveqa.data.documents import Document
+
+    index = tmp_path / "old"
+    CorpusIndex.build([Document("a", "Cats sleep a lot.")], index, CorpusOptions(64, cut_sentences=False))
+    more = tmp_path / "more.jsonl"
+    more.write_text('{"id": "b", "text": "Dogs bark."}\n')
+    result = sieveqa("index", "corpus", "--input", more, "--out", index)
+    assert result.exit_code == 0, result.output
+    assert CorpusIndex.open(index).options == CorpusOptions(64, cut_sentences=False)
+    more.write_text('{"id": "c", "text": "Owls hoot."}\n')
+    line = one_error_line(
+        sieveqa("index", "corpus", "--input", more, "--out", index, "--passage-tokens", "99")
+    )
+    assert line.startswith(f"error: --passage-tokens 99: the index at {index} cuts passages with ")
+
+
 @pytest.mark.parametrize(
     ("content", "expected"),
     [
