@@ -159,6 +159,12 @@ def _show(answer: Answer, method: str) -> None:
     )
 
 
+def _typed(ctx: typer.Context, name: str) -> bool:
+    """Whether option ``name`` was given (command line or environment), not left at its default."""
+    source = ctx.get_parameter_source(name)  # Typer's own (vendored) click enum: compare by name
+    return source is not None and source.name != "DEFAULT"
+
+
 @app.command("answer", cls=settings_command(method_settings))
 def answer(
     ctx: typer.Context,
@@ -211,9 +217,13 @@ def answer(
             q.encode("utf-8")
         except UnicodeEncodeError as err:  # a non-UTF-8 byte on the command line, kept as a surrogate
             raise ConfigError(f"the question is not UTF-8 text (at character {err.start + 1})") from None
+    levers: dict[str, Any] = {"retrieve": retrieve, "backend": backend, "precision": precision}
+    if budget_ms is not None:  # the budget chooses the levers not typed, among settings with those typed
+        levers = {n: v for n, v in levers.items() if _typed(ctx, n)}
     answerer = load_answerer(
-        method, str(index), retrieve, retriever, top, device, precision, batch_size,
-        confidence, min_confidence, backend, budget_ms=budget_ms, **given_settings(ctx),
+        method, str(index), retriever=retriever, top=top, device=device, batch_size=batch_size,
+        confidence=confidence, min_confidence=min_confidence, budget_ms=budget_ms,
+        **levers, **given_settings(ctx),
     )  # fmt: skip
     if answerer.budget is not None and not as_json:  # stderr: --questions writes JSON lines to stdout
         typer.echo(budget_line(answerer.budget), err=True)

@@ -63,6 +63,12 @@ def load_choices(path: Path | None = None) -> dict[str, Any]:
         raise ModelFormatError(f"{path}: unreadable backend choices ({err})") from err
 
 
+def measured_speeds(kind: str, path: Path | None = None) -> dict[str, float]:
+    """Pairs per second of each system measured on CPU kind ``kind`` (empty if none was)."""
+    rows = load_choices(path).get(kind, {}).get("rows", {})
+    return {name: float(row["pairs_per_second"]) for name, row in rows.items() if "pairs_per_second" in row}
+
+
 def auto_choices(precision: str, path: Path | None = None) -> list[tuple[str, str]]:
     """``(backend, precision)`` pairs to try for ``--backend auto`` on this CPU, best first: the
     measured ones whose backend is installed (only at ``precision`` unless it is ``auto``), then

@@ -274,6 +274,14 @@ def test_budget_ms_says_what_it_chose(sieveqa, demo_index, tiny_cascade, tmp_pat
     result = sieveqa("answer", *args, "--budget-ms", "100", "--drop-ratios", "0.3")
     said = one_error_line(result)
     assert said == "error: --budget-ms chooses the method's settings itself; drop --drop-ratios"
+    # A typed --retrieve or --backend stands (they were silently overridden): the budget chooses
+    # among the settings that have it, or says none does.
+    typed = json.loads(sieveqa("answer", *args, "--budget-ms", "100", "--retrieve", "20", "--json").output)
+    assert typed["budget"]["retrieve"] == 20 and "took 900 ms" in typed["budget"]["note"]
+    said = one_error_line(sieveqa("answer", *args, "--budget-ms", "100", "--backend", "onnx"))
+    assert (
+        said == "error: --budget-ms: no setting of --method cascade was measured with --backend onnx; drop it"
+    )
 
 
 def test_bad_drop_ratios_are_one_line(sieveqa, demo_index, saved_tiny, tiny_cascade, tmp_path: Path) -> None:

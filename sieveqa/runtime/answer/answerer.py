@@ -176,7 +176,7 @@ class Answerer:
 def load_answerer(
     method: str = "peasi",
     index: str | None = None,
-    retrieve: int = 20,
+    retrieve: int | None = None,
     retriever: str = "bm25",
     top: int = 1,
     device: str = "auto",
@@ -184,7 +184,7 @@ def load_answerer(
     batch_size: int | None = None,
     confidence: str | None = None,
     min_confidence: float | None = None,
-    backend: str = "torch",
+    backend: str | None = None,
     budget_ms: float | None = None,
     **options: Any,
 ) -> Answerer:
@@ -192,12 +192,20 @@ def load_answerer(
     ``reranker``, ``fusion``, ``budget``, ...; an option it does not take is refused) and the models
     they name loaded by name or folder, over the corpus index folder ``index``. ``confidence`` is a
     confidence file (default: the shipped one); ``min_confidence`` where the answerer abstains
-    (default: the calibration's dev-chosen threshold). ``budget_ms`` chooses ``retrieve``, the backend
-    and precision, and the drop ratios from the settings measured on dev (``runtime.answer.budget``)."""
+    (default: the calibration's dev-chosen threshold). ``retrieve`` defaults to 20 passages, ``backend``
+    to torch. ``budget_ms`` chooses ``retrieve``, the backend and precision, and the drop ratios from the
+    settings measured on dev (``runtime.answer.budget``), among those with the ones given here."""
     if budget_ms is not None:
+        given = {
+            "retrieve": retrieve,
+            "backend": backend,
+            "precision": None if precision == "auto" else precision,
+        }
         return _within_budget(
-            budget_ms, method, index, retriever, top, device, batch_size, confidence, min_confidence, options
-        )
+            budget_ms, method, index, retriever, top, device, batch_size, confidence, min_confidence, options,
+            {name: value for name, value in given.items() if value is not None},
+        )  # fmt: skip
+    retrieve, backend = retrieve or 20, backend or "torch"
     if retriever not in RETRIEVERS:
         raise ConfigError(f"--retriever must be one of {', '.join(RETRIEVERS)}, got {retriever!r}")
     cls, checked = method_options(method, options)
@@ -248,15 +256,24 @@ def _within_budget(
     confidence: str | None,
     min_confidence: float | None,
     options: dict[str, Any],
+    given: dict[str, Any],
 ) -> Answerer:
-    """``load_answerer`` at the best measured setting within ``budget_ms``; one whose export is not
-    made here (int8) or whose library is missing gives way to the next."""
+    """``load_answerer`` at the best measured setting within ``budget_ms`` among those with the
+    ``given`` retrieve, backend or precision; one whose export is not made here (int8) or whose
+    library is missing gives way to the next."""
     method_options(method, options)  # a bad option fails before the table is read
     chosen = sorted(k for k, v in options.items() if v is not None)
     if chosen:  # the table's numbers are for the method's measured models and settings only
         flags = ", ".join("--" + k.replace("_", "-") for k in chosen)
         raise ConfigError(f"--budget-ms chooses the method's settings itself; drop {flags}")
     settings, note = load_settings()
+    if given:  # the user's own flags stand: the budget chooses among the settings that have them
+        settings = [s for s in settings if all(getattr(s, k) == v for k, v in given.items())]
+        if not any(s.method == method for s in settings):
+            flags = " ".join(f"--{k} {v}" for k, v in given.items())
+            raise ConfigError(
+                f"--budget-ms: no setting of --method {method} was measured with {flags}; drop it"
+            )
     calibration = load_confidence(confidence).get(method)
     if min_confidence is not None or confidence is not None:  # abstention asked: calibrated models only
         settings = [s for s in settings if calibration is None or calibration.models == dict(s.models)]

@@ -7,7 +7,10 @@ sentence method on SQuAD passages dev (P@1, and p50 milliseconds per question, r
 records it per CPU kind in ``resources/budgets.json``. A budget then takes, among the settings of the
 method whose p50 is within N ms, the one with the best dev P@1 (the faster one on a tie); when none is,
 the fastest, and says so. The times are this project's 2-thread measurements on one machine of the
-kind: a budget is a target for p50, not a limit on any one question.
+kind: a budget is a target for p50, not a limit on any one question. Where the table has no
+``torch:fp32`` setting, each ``torch:bf16`` one has an fp32 twin whose p50 is estimated from the
+pairs/s ratio measured on that CPU kind (``resources/backends.json``), said as such; on a CPU without
+native bf16 (emulated, 40x slower per matmul) the bf16 settings are not offered at all.
 
 ``load_answerer(..., budget_ms=N)`` chooses every lever before the models load; an Answerer already
 loaded (the service's) can still move the cheap ones per request (``Answerer.within``): among the
@@ -19,7 +22,7 @@ from __future__ import annotations
 import functools
 import json
 import logging
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -48,6 +51,8 @@ class Setting:
     options: tuple[tuple[str, Any], ...] = ()
     #: The models it ran, by role (as ``AnswerMethod.model_names``).
     models: tuple[tuple[str, str], ...] = ()
+    #: How its p50 was estimated, when it was not measured.
+    estimated: str = ""
 
     @classmethod
     def from_dict(cls, data: dict[str, Any], where: str) -> Setting:
@@ -111,9 +116,13 @@ def _read(path: str, mtime_ns: int) -> dict[str, Any]:
     return json.loads(Path(path).read_text())
 
 
-def load_settings(kind: str | None = None, path: Path | None = None) -> tuple[list[Setting], str]:
+def load_settings(
+    kind: str | None = None, path: Path | None = None, native: bool | None = None
+) -> tuple[list[Setting], str]:
     """The settings measured on this CPU kind (or ``kind``), and a note when they come from another
-    kind (the only one measured: its times are then only a guide)."""
+    kind (the only one measured: its times are then only a guide); with fp32 estimates, and without
+    bf16 ones unless the CPU has ``native`` bf16 (default: this one's)."""
+    from sieveqa.device import native_bf16
     from sieveqa.exported.choice import cpu_kind
 
     path = path or BUDGETS
@@ -129,8 +138,26 @@ def load_settings(kind: str | None = None, path: Path | None = None) -> tuple[li
         measured = sorted(table)[0]
         note = f"latencies measured on a {measured} CPU, not on this {kind} one: a guide only"
         kind = measured
-    rows = table[kind].get("settings", [])
-    return [Setting.from_dict(r, f"{path} [{kind}]") for r in rows], note
+    rows = [Setting.from_dict(r, f"{path} [{kind}]") for r in table[kind].get("settings", [])]
+    return _runnable(rows, kind, native_bf16() if native is None else native), note
+
+
+def _runnable(settings: list[Setting], kind: str, native: bool) -> list[Setting]:
+    """``settings`` with an estimated torch:fp32 twin of each torch:bf16 one where no fp32 one was
+    measured; the bf16 ones dropped on a CPU without native bf16."""
+    from sieveqa.exported.choice import measured_speeds
+
+    speeds = measured_speeds(kind)
+    twins = []
+    if "torch:fp32" not in {s.system for s in settings} and {"torch:bf16", "torch:fp32"} <= set(speeds):
+        ratio = speeds["torch:bf16"] / speeds["torch:fp32"]
+        how = f"p50 estimated: torch:bf16's x {ratio:.2f}, the pairs/s ratio measured on {kind}"
+        twins = [
+            replace(s, system="torch:fp32", p50_ms=round(s.p50_ms * ratio, 1), estimated=how)
+            for s in settings
+            if s.system == "torch:bf16"
+        ]
+    return [s for s in settings if native or s.precision != "bf16"] + twins
 
 
 def choose(
@@ -151,9 +178,12 @@ def choose(
         raise ConfigError(f"--budget-ms: no settings measured for --method {method}{where}")
     within = sorted((s for s in mine if s.p50_ms <= budget_ms), key=lambda s: (-s.p_at_1, s.p50_ms))
     over = sorted((s for s in mine if s.p50_ms > budget_ms), key=lambda s: s.p50_ms)
-    sep = "; " if note else ""
-    out = [Choice(s, budget_ms, note) for s in within]
+    out = [Choice(s, budget_ms, _join(note, s.estimated)) for s in within]
     for s in over:
         miss = f"no measured setting answers within {budget_ms:g} ms; this one took {s.p50_ms:g} ms at p50"
-        out.append(Choice(s, budget_ms, note + sep + miss))
+        out.append(Choice(s, budget_ms, _join(note, miss, s.estimated)))
     return out
+
+
+def _join(*notes: str) -> str:
+    return "; ".join(n for n in notes if n)

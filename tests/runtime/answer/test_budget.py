@@ -66,6 +66,29 @@ def test_settings_of_another_cpu_kind_are_a_guide_and_say_so(tmp_path) -> None:
         load_settings("avx2", tmp_path / "none.json")
 
 
+def test_bf16_settings_become_fp32_estimates_where_the_cpu_has_no_native_bf16(tmp_path, monkeypatch) -> None:
+    """An unmeasured CPU fell back to the amx table's torch:bf16 (emulated here: 40x slower per
+    matmul), and a server at torch:fp32 had no setting at all (issue 42)."""
+    from sieveqa.exported import choice
+
+    speeds = tmp_path / "backends.json"
+    rows = {"torch:fp32": {"pairs_per_second": 100.0}, "torch:bf16": {"pairs_per_second": 250.0}}
+    speeds.write_text(json.dumps({"amx": {"rows": rows}}))
+    monkeypatch.setattr(choice, "CHOICES", speeds)
+    bf16, int8 = _setting(80, 0.8, system="torch:bf16"), _setting(60, 0.8, system="openvino:int8")
+    path = tmp_path / "b.json"
+    path.write_text(json.dumps({"amx": {"settings": [bf16.as_dict(), int8.as_dict()]}}))
+    estimate = "p50 estimated: torch:bf16's x 2.50, the pairs/s ratio measured on amx"
+    got, _ = load_settings("avx2", path, native=False)
+    assert [(s.system, s.p50_ms, s.estimated) for s in got] == [
+        ("openvino:int8", 60, ""),
+        ("torch:fp32", 200, estimate),
+    ]
+    assert choose(300, "cascade", got, system="torch:fp32")[0].note == estimate
+    with_native, _ = load_settings("amx", path, native=True)
+    assert [s.system for s in with_native] == ["torch:bf16", "openvino:int8", "torch:fp32"]
+
+
 def test_a_loaded_answerer_moves_its_passages_and_drop_ratio(tmp_path, monkeypatch, tiny_cascade) -> None:
     from sieveqa.runtime.cascade import CascadeRanker
 
