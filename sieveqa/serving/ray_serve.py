@@ -1,7 +1,10 @@
 """The same HTTP app as ``sieveqa serve``, as a Ray Serve deployment: each replica loads the model once
 and batches concurrent /rerank requests with ``@serve.batch`` (Ray's queue, not the micro-batcher).
 A replica holds at most ``max_queue`` /rerank requests waiting (429 with the Retry-After its measured
-rate gives, as ``sieveqa serve`` does), reports them as its queue depth, and keeps the deadline.
+rate gives, as ``sieveqa serve`` does), reports them as its queue depth, and keeps the deadline. Ray's
+own limits are set from the same ``max_queue``: it admits ``max_queue + 1`` requests into a replica
+(its default, 128, kept the replica's 429 from ever firing) and queues at most ``max_queue`` more
+before it answers 503 itself (its default queue is unbounded, and time in it is outside ``timeout_s``).
 
     >>> from ray import serve
     >>> from sieveqa.serving.ray_serve import application
@@ -14,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import json
 import math
 import time
 from collections import defaultdict
@@ -133,11 +137,30 @@ def application(
 ) -> serve.Application:
     """The deployment bound to its settings: ``num_replicas`` replicas of ``threads`` CPUs each;
     ``options`` go to ``SieveQADeployment`` (method, max_batch_pairs, batch_wait_ms, limits, ...)."""
-    deployment = SieveQADeployment.options(num_replicas=num_replicas, ray_actor_options={"num_cpus": threads})
-    return deployment.bind(model, index, threads=threads, **options)
+    return deployment(num_replicas, threads, options.get("limits")).bind(
+        model, index, threads=threads, **options
+    )
+
+
+def deployment(num_replicas: int, threads: int, limits: dict[str, Any] | None = None) -> serve.Deployment:
+    """``SieveQADeployment`` with Ray's admission and queue bounded by ``limits``' ``max_queue``."""
+    max_queue = Limits(**(limits or {})).max_queue
+    return SieveQADeployment.options(
+        num_replicas=num_replicas,
+        ray_actor_options={"num_cpus": threads},
+        max_ongoing_requests=max_queue + 1,
+        max_queued_requests=max_queue,
+    )
 
 
 def build(args: dict[str, str]) -> serve.Application:
-    """The builder ``serve run sieveqa.serving.ray_serve:build key=value ...`` calls."""
-    numbers = {"num_replicas": int, "threads": int, "max_batch_pairs": int, "batch_wait_ms": float}
-    return application(**{k: numbers.get(k, str)(v) for k, v in args.items()})
+    """The builder ``serve run sieveqa.serving.ray_serve:build key=value ...`` calls: a value that
+    reads as JSON (``read=3``, ``limits={"max_queue":64}``) is that, any other a string."""
+    return application(**{key: _value(value) for key, value in args.items()})
+
+
+def _value(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        return text

@@ -51,6 +51,45 @@ def test_the_deployment_serves_and_batches_concurrent_requests(saved_tiny: Path)
         ray.shutdown()
 
 
+@SLOW
+def test_a_flood_gets_429_or_503_and_nothing_hangs(saved_tiny: Path) -> None:
+    """A flood on a replica of max_queue 2 is refused (429 by the replica or 503 by Ray's bounded
+    queue), every request ends, and some are served."""
+    import httpx
+    import ray
+    from ray import serve
+
+    from sieveqa.serving.ray_serve import application
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    try:
+        serve.start(http_options={"host": "127.0.0.1", "port": port})
+        app = application(
+            str(saved_tiny), batch_wait_ms=1500, max_batch_pairs=8, limits={"max_queue": 2, "max_texts": 8}
+        )
+        serve.run(app, route_prefix="/")
+        body = {"query": "q", "texts": ["a text"] * 8}
+        with ThreadPoolExecutor(24) as pool:
+            codes = list(
+                pool.map(
+                    lambda _: (
+                        httpx.post(f"http://127.0.0.1:{port}/rerank", json=body, timeout=60).status_code
+                    ),
+                    range(24),
+                )
+            )
+        assert set(codes) <= {200, 429, 503} and 200 in codes, codes
+        assert codes.count(200) <= 6 and len(codes) - codes.count(200) >= 18, (
+            codes
+        )  # at most 3 in, 2 queued at a time
+    finally:
+        serve.shutdown()
+        ray.shutdown()
+
+
 def test_a_replica_bounds_its_queue_with_429_and_reports_its_depth() -> None:
     """A replica used to queue without bound (never a 429) and report depth 0."""
     import asyncio
@@ -85,3 +124,23 @@ def test_a_replica_bounds_its_queue_with_429_and_reports_its_depth() -> None:
     depth, err = asyncio.run(clients())
     assert depth == 2 and service.queue_depth == 0
     assert (err.status, err.kind) == (429, "overloaded") and err.retry_after >= 1
+
+
+def test_rays_own_admission_and_queue_are_bounded_by_max_queue() -> None:
+    """Ray admitted 128 requests into a replica (so its 429 at 512 never fired) and queued the rest
+    without bound, outside timeout_s (issue 42)."""
+    from sieveqa.serving.ray_serve import deployment
+
+    bounded = deployment(2, 1, {"max_queue": 16})
+    assert (bounded.max_ongoing_requests, bounded.max_queued_requests, bounded.num_replicas) == (17, 16, 2)
+    assert deployment(1, 1).max_queued_requests == 512  # Limits' default
+
+
+def test_serve_run_key_values_keep_their_types(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`serve run ...:build read=3` passed the string "3" to the answer options (TypeError)."""
+    from sieveqa.serving import ray_serve
+
+    got: dict[str, object] = {}
+    monkeypatch.setattr(ray_serve, "application", lambda **kw: got.update(kw))
+    ray_serve.build({"model": "default", "read": "3", "num_replicas": "2", "limits": '{"max_queue": 8}'})
+    assert got == {"model": "default", "read": 3, "num_replicas": 2, "limits": {"max_queue": 8}}
