@@ -39,7 +39,8 @@ class FieldType:
         return cls(annotation)
 
     def coerce(self, value: Any, where: str, error: type[SieveQAError] = ConfigError) -> Any:
-        """``value`` as this type (ints accepted for floats, ``"2,3"`` for lists), or ``error``."""
+        """``value`` as this type (ints accepted for floats, ``"2,3"`` or one number for lists), or
+        ``error``."""
         if value is None and self.optional:
             return None
         if self.kind is list:
@@ -49,6 +50,10 @@ class FieldType:
                     return [self.item(x) for x in value.split(",") if x.strip()]
                 except ValueError:
                     raise error(f"{where}: expected comma-separated {self._items}, got {value!r}") from None
+            if self.item is float and isinstance(value, int | float) and not isinstance(value, bool):
+                return [float(value)]  # one number: a list of one
+            if isinstance(value, tuple):
+                value = list(value)
             if isinstance(value, list) and all(
                 isinstance(x, numbers) and not isinstance(x, bool) for x in value
             ):

@@ -135,6 +135,12 @@ def settings_command(factory: Callable[[], dict[str, Setting]]) -> type[Settings
     return type("SettingsCommand", (SettingsCommand,), {"settings": staticmethod(factory)})
 
 
+def was_given(ctx: typer.Context, name: str) -> bool:
+    """Whether option ``name`` was given (command line or environment), not left at its default."""
+    source = ctx.get_parameter_source(name)  # Typer's own (vendored) click enum: compare by name
+    return source is not None and source.name != "DEFAULT"
+
+
 def given_settings(ctx: typer.Context) -> dict[str, Any]:
     """The settings typed on the command line of a ``settings_command`` (typed, lists parsed)."""
     return dict(ctx.meta.get(_SETTINGS_KEY, {}))

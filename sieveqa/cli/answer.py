@@ -15,7 +15,7 @@ from rich.markup import escape
 
 from sieveqa import registry
 from sieveqa.cli._app import BackendOpt, BatchOpt, DeviceOpt, PrecisionOpt, app, check_device, console
-from sieveqa.cli._options import Setting, given_settings, merge, settings_command, settings_of
+from sieveqa.cli._options import Setting, given_settings, merge, settings_command, settings_of, was_given
 from sieveqa.errors import ConfigError, DataFormatError
 
 if TYPE_CHECKING:
@@ -159,12 +159,6 @@ def _show(answer: Answer, method: str) -> None:
     )
 
 
-def _typed(ctx: typer.Context, name: str) -> bool:
-    """Whether option ``name`` was given (command line or environment), not left at its default."""
-    source = ctx.get_parameter_source(name)  # Typer's own (vendored) click enum: compare by name
-    return source is not None and source.name != "DEFAULT"
-
-
 @app.command("answer", cls=settings_command(method_settings))
 def answer(
     ctx: typer.Context,
@@ -219,7 +213,7 @@ def answer(
             raise ConfigError(f"the question is not UTF-8 text (at character {err.start + 1})") from None
     levers: dict[str, Any] = {"retrieve": retrieve, "backend": backend, "precision": precision}
     if budget_ms is not None:  # the budget chooses the levers not typed, among settings with those typed
-        levers = {n: v for n, v in levers.items() if _typed(ctx, n)}
+        levers = {n: v for n, v in levers.items() if was_given(ctx, n)}
     answerer = load_answerer(
         method, str(index), retriever=retriever, top=top, device=device, batch_size=batch_size,
         confidence=confidence, min_confidence=min_confidence, budget_ms=budget_ms,

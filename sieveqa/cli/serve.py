@@ -6,12 +6,12 @@ import errno
 import functools
 import socket
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
 from sieveqa.cli._app import BackendOpt, BatchOpt, DeviceOpt, PrecisionOpt, app, check_device, console
-from sieveqa.cli._options import Setting, given_settings, merge, settings_command, settings_of
+from sieveqa.cli._options import Setting, given_settings, merge, settings_command, settings_of, was_given
 from sieveqa.cli.answer import BudgetMsOpt, ConfidenceOpt, MinConfidenceOpt, budget_line
 from sieveqa.errors import ConfigError, require_extra
 
@@ -89,6 +89,11 @@ def serve(
     batching_values |= {k: values.pop(k) for k in ("max_wait_ms",) if k in values}
     limits, batching = Limits(**values), Batching(**batching_values)
     check_device(device, precision, backend)
+    if budget_ms is not None and index is None:
+        raise ConfigError("--budget-ms goes with --index: it chooses how /answer runs")
+    levers: dict[str, Any] = {"retrieve": retrieve, "backend": backend}
+    if budget_ms is not None:  # the budget chooses the levers not typed, among settings with those typed
+        levers = {n: (v if was_given(ctx, n) else None) for n, v in levers.items()}
     check_port(host, port)
     service = Service.load(
         model,
@@ -99,8 +104,7 @@ def serve(
         batch_size,
         limits,
         batching,
-        backend=backend,
-        retrieve=retrieve,
+        **levers,
         confidence=confidence,
         min_confidence=min_confidence,
         budget_ms=budget_ms,

@@ -39,6 +39,16 @@ def _pair(pair: object, i: int) -> tuple[str, str]:
     return query, text
 
 
+def _listed(values: Any, name: str, what: str) -> list[Any]:
+    """``values`` (any iterable) as a list, or a ConfigError naming ``name``."""
+    if isinstance(values, list):
+        return values
+    try:
+        return list(values)
+    except TypeError:
+        raise ConfigError(f"{name} must be a list of {what}, got {type(values).__name__}") from None
+
+
 def _questions(pairs: Sequence[tuple[str, str]]) -> list[RankingExample]:
     """The pairs grouped by query, in first-seen order; a candidate's id is its pair's position."""
     groups: dict[str, list[int]] = {}
@@ -96,7 +106,7 @@ class CrossEncoderStyle:
         from the last exit it reached); a single pair gives a single score. Pairs that
         share a query are one question (a cascade prunes among them); ``batch_size`` caps the pairs
         per call, a question's pairs never split."""
-        pairs = pairs.tolist() if hasattr(pairs, "tolist") else pairs  # a numpy array of pairs
+        pairs = _listed(pairs.tolist() if hasattr(pairs, "tolist") else pairs, "pairs", "(query, text) pairs")
         single = len(pairs) == 2 and all(isinstance(x, str) for x in pairs)
         checked = [_pair(pairs, 0)] if single else [_pair(p, i) for i, p in enumerate(pairs)]
         examples = _questions(checked)
@@ -129,16 +139,19 @@ class CrossEncoderStyle:
         ``[{"corpus_id", "score", "text" with return_documents}]``, the first ``top_k``. The order is
         the ranker's own (a cascade's survivors of a later exit first), scores as ``predict``'s.
         ``batch_size`` is taken for compatibility: one query's documents are one call."""
-        documents = documents.tolist() if hasattr(documents, "tolist") else documents
         if not isinstance(query, str):
             raise ConfigError(f"query must be a string, got {type(query).__name__}")
         if isinstance(documents, str):
             raise ConfigError("documents must be a list of strings, got one string")
+        # A generator is read once, here (checking it used to consume it: rank gave []).
+        documents = _listed(
+            documents.tolist() if hasattr(documents, "tolist") else documents, "documents", "strings"
+        )
         for i, doc in enumerate(documents):
             if not isinstance(doc, str):
                 raise ConfigError(f"documents[{i}]: expected a string, got {type(doc).__name__}")
-        if top_k is not None and top_k < 1:
-            raise ConfigError(f"top_k must be >= 1, got {top_k}")
+        if top_k is not None and (not isinstance(top_k, int) or isinstance(top_k, bool) or top_k < 1):
+            raise ConfigError(f"top_k must be an integer >= 1, got {top_k!r}")
         if batch_size is not None and batch_size < 1:
             raise ConfigError(f"batch_size must be >= 1, got {batch_size}")
         if not documents:

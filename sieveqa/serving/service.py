@@ -146,19 +146,20 @@ class Service:
         batch_size: int | None = None,
         limits: Limits | None = None,
         batching: Batching | None = None,
-        backend: str = "torch",
+        backend: str | None = "torch",
         **answer_options: Any,
     ) -> Service:
         """The ranker ``model`` (a shipped name or folder; a cascade with its saved policy) and, given a
-        corpus ``index``, an answerer with ``method`` (``answer_options`` as ``load_answerer`` takes)."""
-        settings = {"device": device, "precision": precision, "batch_size": batch_size, "backend": backend}
+        corpus ``index``, an answerer with ``method`` (``answer_options`` as ``load_answerer`` takes;
+        ``backend`` None: torch for the ranker, the answerer's ``budget_ms`` chooses its own)."""
+        settings = {"device": device, "precision": precision, "batch_size": batch_size}
         thread = ModelThread()  # the models load on the thread that will run them
 
         def models() -> tuple[Ranker, Answerer | None]:
             answerer = None
             if index is not None:  # a bad index is refused before any model loads
-                answerer = load_answerer(method, index, **answer_options, **settings)
-            return load_ranker(model, **settings), answerer
+                answerer = load_answerer(method, index, **answer_options, **settings, backend=backend)
+            return load_ranker(model, **settings, backend=backend or "torch"), answerer
 
         try:
             ranker, answerer = thread.call(models)

@@ -143,7 +143,7 @@ class AnswerRequest(_Request):
         description="below this calibrated confidence the answer is a best guess (answered: false); "
         "default: the server's",
     )
-    budget_ms: Annotated[float, Field(gt=0, le=600_000), _NUMBER] | None = Field(
+    budget_ms: Annotated[float, Field(gt=0, le=600_000, allow_inf_nan=False), _NUMBER] | None = Field(
         None,
         description="answer within about this many ms at p50: the passages retrieved and the drop ratio "
         "that gave the best dev P@1 within it on this kind of CPU, on the server's models and backend",

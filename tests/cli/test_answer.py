@@ -288,7 +288,7 @@ def test_bad_drop_ratios_are_one_line(sieveqa, demo_index, saved_tiny, tiny_casc
     cascade = tiny_cascade.save_pretrained(tmp_path / "cascade")
     args = ["q?", "--index", demo_index, "--method", "cascade"]
     line = one_error_line(sieveqa("answer", *args, "--ranker", cascade, "--drop-ratios", "half"))
-    assert line == "error: --drop-ratios must be numbers separated by commas, got 'half'"
+    assert line == "error: --drop-ratios: expected comma-separated numbers, got 'half'"
     line = one_error_line(sieveqa("answer", *args, "--ranker", saved_tiny, "--drop-ratios", "0.3"))
     assert line.endswith("is a cross-encoder model, which takes no runtime policy (drop_ratios)")
 

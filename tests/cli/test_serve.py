@@ -35,6 +35,7 @@ def test_a_taken_port_is_one_error_line(sieveqa) -> None:
         (["--max-texts", "0"], "max_texts must be >= 1"),
         (["--max-wait-ms", "-1"], "max_wait_ms >= 0"),
         (["--port", "70000"], "--port 70000: must be in 0..65535"),
+        (["--budget-ms", "100"], "--budget-ms goes with --index: it chooses how /answer runs"),
     ],
 )
 def test_bad_settings_are_one_error_line(sieveqa, args: list[str], says: str) -> None:

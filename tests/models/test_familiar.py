@@ -85,7 +85,10 @@ def _examples_for(query: str, docs: list[str]):
         (lambda r: r.predict([("q", "t")], batch_size=0), "batch_size must be >= 1"),
         (lambda r: r.rank("q", "one string"), "documents must be a list of strings"),
         (lambda r: r.rank("q", ["a", None]), "documents[1]: expected a string"),
-        (lambda r: r.rank("q", ["a"], top_k=0), "top_k must be >= 1"),
+        (lambda r: r.rank("q", ["a"], top_k=0), "top_k must be an integer >= 1, got 0"),
+        (lambda r: r.rank("q", ["a"], top_k=1.5), "top_k must be an integer >= 1, got 1.5"),
+        (lambda r: r.rank("q", None), "documents must be a list of strings, got NoneType"),
+        (lambda r: r.predict(None), "pairs must be a list of (query, text) pairs, got NoneType"),
     ],
 )
 def test_bad_input_is_one_clear_error(call, message) -> None:
@@ -130,3 +133,12 @@ def test_numpy_inputs_are_taken(tiny_model) -> None:
     assert tiny_model.predict(pairs).tolist() == tiny_model.predict(PAIRS).tolist()
     docs = np.array(["no", "shakespeare wrote hamlet"])
     assert tiny_model.rank("who wrote hamlet", docs) == tiny_model.rank("who wrote hamlet", list(docs))
+
+
+def test_a_generator_of_documents_or_pairs_is_ranked_whole(tiny_model) -> None:
+    """Validation consumed a generator, so rank() gave [] (issue 42)."""
+    docs = ["Shakespeare wrote Hamlet.", "Paris is in France.", "Hamlet is a play."]
+    expected = tiny_model.rank("who wrote hamlet", docs)
+    assert tiny_model.rank("who wrote hamlet", (d for d in docs)) == expected and len(expected) == 3
+    pairs = [("who wrote hamlet", d) for d in docs]
+    assert list(tiny_model.predict(p for p in pairs)) == list(tiny_model.predict(pairs))

@@ -10,9 +10,11 @@ per-call state, so one Answerer can serve several threads.
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import logging
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -135,6 +137,14 @@ class Answerer:
     def answer_many(self, questions: Sequence[str], top: int | None = None) -> list[Answer]:
         """Retrieve, then ``run``, for each question (retrieval is batched); ``top`` answers each
         (default: this Answerer's)."""
+        for i, question in enumerate(questions):  # the CLI and HTTP refuse these too
+            if not isinstance(question, str) or not question.strip():
+                which = "the question" if len(questions) == 1 else f"question {i + 1}"
+                raise ConfigError(
+                    f"{which} is empty" if isinstance(question, str) else f"{which} is not a string"
+                )
+        if top is not None and (not isinstance(top, int) or isinstance(top, bool) or top < 1):
+            raise ConfigError(f"top must be an integer >= 1, got {top!r}")
         started = time.perf_counter()
         index = self.refresh()
         hits = index.search_many(questions, self.retrieve, self.retriever, self.embedder)
@@ -318,7 +328,11 @@ def default_fusion(method: str) -> Fusion:
     return Fusion.parse(default)
 
 
-_LOADED: dict[tuple[str, str, str], Answerer] = {}
+#: ``load_answerer``'s own arguments (the rest are the method's options).
+_LOAD_ARGS = frozenset(inspect.signature(load_answerer).parameters) - {"method", "index", "options"}
+#: Answerers ``answer()`` keeps, by index, method and checked options (the last few used).
+_LOADED: OrderedDict[tuple[str, str, str], Answerer] = OrderedDict()
+_KEPT = 4
 _ANSWERING = threading.Lock()
 
 
@@ -329,9 +343,15 @@ def answer(question: str, index: str | Path, method: str = "peasi", top: int = 1
     call and kept for the next ones with the same arguments; it follows the index as it grows.
     Calls from several threads take turns (an answerer's models serve one question at a time)."""
     folder = str(Path(index).resolve())  # the cwd may change between calls
-    key = (folder, method, repr(sorted(options.items())))
+    model_options = {k: v for k, v in options.items() if k not in _LOAD_ARGS}
+    _, checked = method_options(method, model_options)  # one key per meaning, not per spelling
+    loading = {k: v for k, v in options.items() if k in _LOAD_ARGS and v is not None}
+    key = (folder, method, repr((checked, sorted(loading.items()))))
     with _ANSWERING:
         answerer = _LOADED.get(key)
         if answerer is None:
             answerer = _LOADED[key] = load_answerer(method, folder, **options)
+            while len(_LOADED) > _KEPT:
+                _LOADED.popitem(last=False)
+        _LOADED.move_to_end(key)
         return answerer.answer(question, top)

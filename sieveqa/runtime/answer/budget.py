@@ -22,6 +22,7 @@ from __future__ import annotations
 import functools
 import json
 import logging
+import math
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -170,8 +171,8 @@ def choose(
     """The settings of ``method`` (on ``system`` only, when given) best first for ``budget_ms``: those
     within it by dev P@1 (then speed), then the rest fastest first, each with a note saying it is
     over the budget."""
-    if not budget_ms > 0:
-        raise ConfigError(f"--budget-ms must be a positive number of milliseconds, got {budget_ms}")
+    if not isinstance(budget_ms, int | float) or isinstance(budget_ms, bool) or not 0 < budget_ms < math.inf:
+        raise ConfigError(f"--budget-ms must be a positive number of milliseconds, got {budget_ms!r}")
     mine = [s for s in settings if s.method == method and (system is None or s.system == system)]
     if not mine:
         where = f" on {system}" if system else ""

@@ -39,12 +39,12 @@ from sieveqa.models.peasi import PeasiModel
 from sieveqa.runtime.answer.fusion import Fusion, lexical_scores
 from sieveqa.runtime.answer.method import AnswerMethod, AnswerRun, Found, MethodOptions, ModelSettings
 from sieveqa.runtime.answer.sentence import (
+    RATIOS,
     fusion_option,
     judged,
     load_judge,
     parse_ratios,
     rank_found,
-    ratios_option,
     selector_option,
     with_alpha,
 )
@@ -63,7 +63,7 @@ class PeasiOptions(MethodOptions):
     )
     selector: str | None = selector_option()
     fusion: str = fusion_option("none")
-    drop_ratios: str | None = ratios_option()
+    drop_ratios: list[float] | None = field(default=None, metadata=RATIOS)
     read: int = field(default=3, metadata={"help": "passages EASI reads (the reranker's best)"})
     sentence_weight: float = field(
         default=1.0,

@@ -43,14 +43,11 @@ def _ranker(default: str) -> Any:
     return field(default=default, metadata={"help": "the sentence ranker (shipped name or folder)"})
 
 
-def ratios_option() -> Any:
-    return field(
-        default=None,
-        metadata={
-            "help": "when the ranker is a cascade: the share of candidates its exits drop, one α or one "
-            "per exit but the last, e.g. 0.3 or 0.5,0.3,0,0 (default: its tuned ones)"
-        },
-    )
+#: ``drop_ratios``' field metadata (the field is ``field(default=None, metadata=RATIOS)``).
+RATIOS = {
+    "help": "when the ranker is a cascade: the share of candidates its exits drop, one α or one "
+    "per exit but the last, e.g. 0.3 or 0.5,0.3,0,0 (default: its tuned ones)"
+}
 
 
 def parse_ratios(text: str | float | Sequence[float] | None) -> tuple[float, ...] | None:
@@ -102,7 +99,7 @@ class PointwiseOptions(MethodOptions):
 class CascadeOptions(PointwiseOptions):
     ranker: str = _ranker("default-cascade")
     fusion: str = fusion_option("rrf:0.05")
-    drop_ratios: str | None = ratios_option()
+    drop_ratios: list[float] | None = field(default=None, metadata=RATIOS)
 
 
 def with_alpha(ranker: Any, alpha: float, role: str = "ranker") -> Ranker:

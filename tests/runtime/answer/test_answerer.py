@@ -101,3 +101,45 @@ def test_drop_ratios_need_a_cascade(index, saved_tiny) -> None:
         parse_ratios("half")
     with pytest.raises(ConfigError, match=r"cross-encoder model, which takes no runtime policy \(drop_"):
         load_answerer("cascade", str(index.path), ranker=str(saved_tiny), drop_ratios="0.3")
+
+
+def test_the_python_api_refuses_what_the_cli_and_http_refuse(index, monkeypatch) -> None:
+    """answer("") gave answered=True with no answers; budget_ms="100" was a raw TypeError; a number
+    for drop_ratios was refused with "expected str" where load_ranker takes it (issue 42)."""
+    answerer = Answerer(Peasi(KeywordRanker(), KeywordSelector(), options=TOP_PASSAGE), index)
+    with pytest.raises(ConfigError, match=r"^the question is empty$"):
+        answerer.answer("  ")
+    with pytest.raises(ConfigError, match=r"^question 2 is not a string$"):
+        answerer.answer_many(["cats?", None])  # type: ignore[list-item]
+    with pytest.raises(ConfigError, match=r"^top must be an integer >= 1, got 1.5$"):
+        answerer.answer("cats?", top=1.5)  # type: ignore[arg-type]
+    with pytest.raises(
+        ConfigError, match=r"^--budget-ms must be a positive number of milliseconds, got '100'$"
+    ):
+        load_answerer("cascade", str(index.path), budget_ms="100")  # type: ignore[arg-type]
+    from sieveqa.runtime.answer.method import method_options
+
+    assert method_options("cascade", {"drop_ratios": 0.3})[1].drop_ratios == [0.3]
+    assert method_options("cascade", {"drop_ratios": (0.5, 0.3)})[1].drop_ratios == [0.5, 0.3]
+
+
+def test_answer_keeps_one_answerer_per_meaning_and_a_few_at_most(index, monkeypatch) -> None:
+    """answer() loaded a model per spelling of the options and kept each forever (issue 42)."""
+    from sieveqa.runtime.answer import answerer as module
+
+    loads: list[dict] = []
+
+    def load(method, folder, **options):
+        loads.append(options)
+        return Answerer(Peasi(KeywordRanker(), KeywordSelector(), options=TOP_PASSAGE), index)
+
+    monkeypatch.setattr(module, "load_answerer", load)
+    monkeypatch.setattr(module, "_LOADED", type(module._LOADED)())
+    question = "the answer about cats, dogs, rain and snow?"
+    module.answer(question, index.path, method="peasi", read=3)
+    module.answer(question, index.path, method="peasi", read=3, drop_ratios=None)
+    module.answer(question, index.path, method="peasi")  # read 3 is the default: the same answerer
+    assert len(loads) == 1
+    for n in range(1, 7):
+        module.answer(question, index.path, method="peasi", read=n + 3)
+    assert len(module._LOADED) == module._KEPT
