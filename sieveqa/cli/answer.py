@@ -101,7 +101,7 @@ def _read_questions(path: Path) -> list[tuple[str, str]]:
             out.append((str(obj.get("id", obj.get("qid", len(out) + 1))), question.strip()))
     else:
         try:
-            lines = path.read_text(encoding="utf-8").splitlines()
+            lines = path.read_text(encoding="utf-8-sig").splitlines()  # a BOM (Notepad's) is not text
         except UnicodeDecodeError as err:
             raise DataFormatError(f"{path}: not UTF-8 text (byte {err.start})") from None
         except OSError as err:

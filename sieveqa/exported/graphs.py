@@ -96,16 +96,14 @@ def export_onnx(encoder: SteppableEncoder, folder: Path) -> list[str]:
 
 
 def record_inputs(
-    encoder: SteppableEncoder, batches: Iterable[Mapping[str, Tensor]], max_rows: int
+    encoder: SteppableEncoder, batches: Iterable[Mapping[str, Tensor]]
 ) -> list[list[dict[str, np.ndarray]]]:
-    """Each layer's inputs, batch by batch, from running ``batches`` (collated features) through the
-    torch fp32 body: what static int8 quantization calibrates its activation ranges on."""
+    """Each layer's inputs, batch by batch, from running ``batches`` (collated features; every row of
+    them) through the torch fp32 body: what static int8 quantization calibrates its activation
+    ranges on."""
     per_layer: list[list[dict[str, np.ndarray]]] = [[] for _ in range(encoder.num_layers)]
-    seen = 0
     with torch.inference_mode():
         for batch in batches:
-            if seen >= max_rows:
-                break
             mask = batch["attention_mask"]
             hidden = encoder.embed(batch["input_ids"], mask, batch.get("token_type_ids"))
             for index in range(encoder.num_layers):
@@ -113,5 +111,4 @@ def record_inputs(
                     {"hidden": hidden.float().numpy().copy(), "mask": mask.numpy().copy()}
                 )
                 hidden = encoder.torch_layer(encoder.layers[index], hidden, mask)
-            seen += mask.shape[0]
     return per_layer

@@ -97,23 +97,24 @@ def export_hf(model: EncoderModel, out: Path) -> Path:
         dense.bias.zero_()
         final.weight.copy_(linear.weight.float() / EPS)
         final.bias.copy_(linear.bias.float())
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".partial", dir=out.parent))
-    hf.save_pretrained(tmp)
-    tokenizer = model.tokenizer  # may be shared: its limit is set for the save only
-    limit, tokenizer.model_max_length = tokenizer.model_max_length, model.config.max_length
-    try:
-        tokenizer.save_pretrained(tmp)
-    finally:
-        tokenizer.model_max_length = limit
-    (tmp / "sieveqa.json").write_text(
-        json.dumps({"exported_from": model.kind, "max_length": model.config.max_length, "eps": EPS}, indent=2)
-    )
-    try:
+    tmp = None
+    try:  # a failed save (a full disk, a read-only folder) leaves nothing and says so in one line
+        out.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".partial", dir=out.parent))
+        hf.save_pretrained(tmp)
+        tokenizer = model.tokenizer  # may be shared: its limit is set for the save only
+        limit, tokenizer.model_max_length = tokenizer.model_max_length, model.config.max_length
+        try:
+            tokenizer.save_pretrained(tmp)
+        finally:
+            tokenizer.model_max_length = limit
+        about = {"exported_from": model.kind, "max_length": model.config.max_length, "eps": EPS}
+        (tmp / "sieveqa.json").write_text(json.dumps(about, indent=2))
         if out.exists():
             out.rmdir()  # empty, as checked
         tmp.rename(out)
     except OSError as err:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise ConfigError(f"{out}: could not write the export there ({err.strerror})") from None
+        if tmp is not None:
+            shutil.rmtree(tmp, ignore_errors=True)
+        raise ConfigError(f"{out}: could not write the export there ({err.strerror or err})") from None
     return out

@@ -45,8 +45,6 @@ from sieveqa.paths import cache_root
 BACKENDS: tuple[str, ...] = ("auto", "torch", "onnx", "openvino")
 FORMATS: tuple[str, ...] = ("onnx", "openvino")
 MANIFEST = "export.json"
-#: Layer inputs recorded to calibrate int8 (rows of the calibration slice).
-CALIBRATION_ROWS = 256
 
 
 def backend_precision(backend: str, precision: str, device: torch.device) -> str:
@@ -208,7 +206,7 @@ def _write_export(
         samples = None
         if int8:
             say("recording layer inputs for calibration")
-            samples = graphs.record_inputs(encoder, calibration or [], CALIBRATION_ROWS)
+            samples = graphs.record_inputs(encoder, calibration or [])
             if not samples[0]:
                 raise ConfigError("the calibration set has no rows")
         if fmt == "openvino":

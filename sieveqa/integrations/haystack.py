@@ -8,7 +8,10 @@
     docs = [Document(content=t) for t in ["Paris is in France.", "Fleming found penicillin."]]
     ranker.run(query="Who discovered penicillin?", documents=docs)["documents"]
 
-In a pipeline after a retriever: ``pipeline.add_component("ranker", SieveQARanker())``.
+In a pipeline after a retriever: ``pipeline.add_component("ranker", SieveQARanker())``. Haystack
+loads a saved pipeline's components only from modules it trusts: importing this module adds itself to
+that list; a process that has not imported it passes
+``Pipeline.loads(text, allowed_modules=["sieveqa.integrations.haystack"])``.
 """
 
 from __future__ import annotations
@@ -24,6 +27,13 @@ from sieveqa.models.base import Ranker
 require_extra("haystack", "haystack", "the Haystack ranker")
 
 from haystack import Document, component, default_from_dict, default_to_dict  # noqa: E402
+
+try:  # Haystack >= 2.2x: deserialization imports only allowlisted modules
+    from haystack.core.serialization import allow_deserialization_module
+except ImportError:  # pragma: no cover - older Haystack trusts every module
+    pass
+else:
+    allow_deserialization_module(__name__)
 
 
 @component

@@ -67,6 +67,12 @@ def test_a_question_file_gives_one_json_line_each(sieveqa, demo_index, saved_tin
     assert result.exit_code == 0, result.output
     rows = [json.loads(line) for line in out.read_text().splitlines()]
     assert [r["id"] for r in rows] == ["x", "2"] and all(r["answers"] for r in rows)
+    text = tmp_path / "q.txt"
+    text.write_bytes("\ufeffWhat is firn?\n".encode())  # a BOM, as Notepad writes: not part of the question
+    result = sieveqa("answer", "--questions", text, "--output", out, "--index", demo_index, "--method",
+                     "pointwise", "--ranker", saved_tiny)  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert json.loads(out.read_text())["question"] == "What is firn?"
 
 
 def test_a_question_nothing_matches_says_so(sieveqa, demo_index, saved_tiny, saved_easi) -> None:

@@ -46,3 +46,20 @@ def test_models_without_an_equivalent_say_so(tiny_cascade, tiny_model) -> None:
     tiny_model.config.pooling = "mean"
     with pytest.raises(ConfigError, match="pooling 'mean' has no Hugging Face equivalent"):
         export_hf(tiny_model, Path("/nonexistent"))
+
+
+def test_a_failed_save_leaves_nothing_and_is_one_line(tiny_model, tmp_path, monkeypatch) -> None:
+    """A full disk left a hidden `.OUT.*.partial` folder with the weights and a raw OSError (issue 42)."""
+    import errno
+
+    from transformers import PreTrainedTokenizerBase
+
+    def full(self, *args, **kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(PreTrainedTokenizerBase, "save_pretrained", full)
+    with pytest.raises(
+        ConfigError, match=r"out: could not write the export there \(No space left on device\)$"
+    ):
+        export_hf(tiny_model, tmp_path / "out")
+    assert list(tmp_path.iterdir()) == []

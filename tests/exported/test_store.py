@@ -260,3 +260,13 @@ def test_a_finished_export_is_reused_when_not_replacing(tiny_model) -> None:
     made = (folder / "export.json").stat().st_mtime_ns
     assert build_export(tiny_model.encoder, fingerprint, "onnx", replace=False) == folder
     assert (folder / "export.json").stat().st_mtime_ns == made
+
+
+def test_int8_calibrates_on_every_row_it_is_given(tiny_model) -> None:
+    """`export --int8 --rows N` calibrated on at most ~256 rows whatever N was (issue 42)."""
+    features = tiny_model.featurize(QUESTIONS * 25, TEXTS * 25)  # 300 rows
+    batches = [batch for _, batch in tiny_model.batches(features)]
+    folder = build_export(
+        tiny_model.encoder, tiny_model.body_fingerprint(), "onnx", int8=True, calibration=batches
+    )
+    assert json.loads((folder / "export.json").read_text())["calibration_rows"] == 300

@@ -69,6 +69,9 @@ def test_haystack_component_runs_in_a_pipeline_and_serializes() -> None:
     ]
     again = SieveQARanker.from_dict(component.to_dict())
     assert (again.model, again.top_k, again.drop_ratios) == ("default", 2, None)
+    # A saved pipeline loads back: Haystack's allowlist had to be told about the module (issue 42).
+    loaded = Pipeline.loads(pipeline.dumps())
+    assert loaded.get_component("ranker").top_k == 2
 
 
 def test_a_model_folder_with_its_budget_loads_once(tiny_cascade, tmp_path) -> None:
