@@ -191,6 +191,8 @@ class Service:
         self._draining = True
 
     def start(self) -> None:
+        """Take requests (again, after a stop: a lifespan that ended does not end the service)."""
+        self._draining = False
         self.batcher.start()
         self.answers.start()
 

@@ -125,7 +125,8 @@ class ModelThread:
             self._work_off()
         finally:  # however it ends, the next start() makes a new thread and waiters hear of it
             with self.cond:
-                self._thread = None
+                if self._thread is threading.current_thread():
+                    self._thread = None
                 self.cond.notify_all()
 
     def _work_off(self) -> None:
@@ -139,6 +140,9 @@ class ModelThread:
                 else:
                     waiting = [w for w in self.workers if w._pending]
                     if not waiting:  # every worker stopped (or the thread closed), nothing left
+                        # Let go while holding the lock: a call submitted from now on starts a new
+                        # thread (set after the lock was released, one could be stranded).
+                        self._thread = None
                         return
                     worker = min(waiting, key=lambda w: w._pending[0].enqueued)
                     worker.busy = True
@@ -189,7 +193,9 @@ class Worker(ABC, Generic[J]):
         return self._started and self.thread.alive and not self._stopping
 
     def start(self) -> None:
-        self._started = True
+        """Take jobs (again, after a stop: a service whose lifespan ended can start anew)."""
+        with self._cond:
+            self._started, self._stopping = True, False
         self.thread.start()
 
     def stop(self, timeout: float | None = None) -> None:

@@ -216,6 +216,45 @@ def test_a_call_after_the_thread_ended_starts_it_again() -> None:
     assert thread.call(lambda: threading.current_thread().name) == "again"
 
 
+def test_a_call_submitted_while_the_loop_returns_is_not_stranded(monkeypatch) -> None:
+    """The loop let go of its thread after releasing the lock: a call queued in between found the
+    thread still set, started none, and its call() blocked forever (issue 42)."""
+    thread = ModelThread("returning")
+    worker = AnswerQueue(1, thread)
+    returned, go_on = threading.Event(), threading.Event()
+    real = thread._work_off
+
+    def work_off_then_linger() -> None:  # the window between the loop's return and its finally
+        real()
+        if not returned.is_set():
+            returned.set()
+            go_on.wait(5)
+
+    monkeypatch.setattr(thread, "_work_off", work_off_then_linger)
+    worker.start()
+    worker._stopping = True  # as stop() does, without waiting for the thread
+    with thread.cond:
+        thread.cond.notify_all()
+    assert returned.wait(5)
+    future = thread.submit(lambda: "ran")
+    go_on.set()
+    assert future.result(5) == "ran"
+
+
+def test_a_service_whose_lifespan_ended_starts_again(tiny_model) -> None:
+    """After a lifespan's shutdown, /health said "draining" forever in the next one (issue 42)."""
+    from fastapi.testclient import TestClient
+
+    from sieveqa.serving import create_app
+
+    service = Service(tiny_model)
+    app = create_app(service)
+    for _ in range(2):
+        with TestClient(app) as c:
+            assert c.get("/health").json()["status"] == "ok"
+            assert c.post("/rerank", json={"query": "q", "texts": ["a", "b"]}).status_code == 200
+
+
 def test_a_failed_load_leaves_no_thread_behind(monkeypatch) -> None:
     import sieveqa.serving.service as service_module
 
