@@ -214,12 +214,12 @@ class EncoderModel(nn.Module):
         faster on 2 cores with AMX; the scores are the same to the bit). Rebuilt when a weight is
         changed, replaced or moved (a training step, a load, ``.to``)."""
         dtype = torch.bfloat16 if self.precision == "bf16" else torch.float16
+        self._version_linear_weights()
         linear = [t for m in self.modules() if isinstance(m, nn.Linear) for t in m.parameters(recurse=False)]
-        # A weight changed in place bumps its version (inference tensors have none: they cannot be
-        # changed in place outside inference mode); a replaced tensor changes its id.
+        # A weight changed in place bumps its version; a replaced tensor changes its id.
         key = (
             dtype,
-            tuple((id(t), t.data_ptr(), -1 if t.is_inference() else t._version) for t in linear),
+            tuple((id(t), t.data_ptr(), t._version) for t in linear),
             tuple(id(t) for t in (*self.parameters(), *self.buffers())),
         )
         with _QUANTIZE:
@@ -233,6 +233,21 @@ class EncoderModel(nn.Module):
                 cached = (key, copy.deepcopy(self, memo))
                 object.__setattr__(self, "_half", cached)  # not a submodule: never saved or moved
         return cached[1]
+
+    def _version_linear_weights(self) -> None:
+        """Linear weights made in inference mode (a model loaded inside it) have no version, so an
+        in-place change of one went unseen and the bf16 copy mixed old and new weights: they become
+        normal tensors (once; a weight shared by several layers stays shared)."""
+        fresh: dict[int, nn.Parameter] = {}
+        with torch.inference_mode(False):
+            for module in self.modules():
+                if not isinstance(module, nn.Linear):
+                    continue
+                for name, t in list(module._parameters.items()):
+                    if t is not None and t.is_inference():
+                        if id(t) not in fresh:
+                            fresh[id(t)] = nn.Parameter(t.clone(), requires_grad=False)
+                        module._parameters[name] = fresh[id(t)]
 
     def _int8_copy(self) -> Self:
         with _QUANTIZE:

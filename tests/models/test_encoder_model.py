@@ -69,7 +69,15 @@ def test_a_model_built_in_inference_mode_scores_in_bf16(monkeypatch) -> None:
 
     with torch.inference_mode():
         model = CrossEncoder(CrossEncoderConfig(backbone="tiny", max_length=64)).configure(precision="bf16")
-    assert _scores(model) == _autocast_only(model, monkeypatch)
+    before = _scores(model)
+    assert before == _autocast_only(model, monkeypatch)
+    # Changed in place inside inference mode: the copy scored with the old Linear weights and the new
+    # others (issue 42), since an inference tensor has no version to say it changed.
+    with torch.inference_mode():
+        for p in model.parameters():
+            p.mul_(1.5)
+    after = _scores(model)
+    assert after != before and after == _autocast_only(model, monkeypatch)
 
 
 def test_the_copy_follows_a_replaced_tensor_and_a_training_step(tiny_model, monkeypatch) -> None:
