@@ -199,8 +199,9 @@ def test_a_document_without_sentence_breaks_is_cut_into_passages_within_the_limi
     assert len(wall) > 50 and max(count_tokens([p.text for p in wall])) <= 64
     assert " ".join(p.text for p in wall) == words
     whole = CorpusIndex.build(docs, tmp_path / "whole", CorpusOptions(passage_tokens=64, cut_sentences=False))
-    # Without cutting, each of the splitter's pieces (at most 1,000 characters) is a passage.
-    assert len(whole) == len(index) - len(wall) + len(split_sentences(words)) == 3 + 17
+    # Without cutting, each of the splitter's pieces (at most 1,000 characters, from its 2,000-character
+    # blocks) is a passage.
+    assert len(whole) == len(index) - len(wall) + len(split_sentences(words)) == 3 + 23
 
 
 def test_an_index_from_before_cut_sentences_keeps_long_sentences_whole(tmp_path: Path) -> None:

@@ -85,3 +85,29 @@ def test_a_sentence_with_a_placeholder_character_is_kept(mark: str) -> None:
     text = f"{first} {second}"
     assert split_sentences(text) == [first, second]
     assert sentence_spans(text) == [(0, len(first)), (len(first) + 1, len(text))]
+
+
+def test_a_long_text_reaches_pysbd_in_blocks_and_keeps_every_character(monkeypatch) -> None:
+    """pysbd's time grows with the square of its input: a 5 MB document without sentence breaks
+    was not indexed in 300 s (issue 42). Now it never reads more than BLOCK_CHARS of a long text."""
+    import random
+
+    from sieveqa.data import sentences
+
+    seen: list[int] = []
+    real = sentences._segmenter()
+
+    class Recording:
+        def segment(self, text: str) -> list[str]:
+            seen.append(len(text))
+            return real.segment(text)
+
+    monkeypatch.setattr(sentences, "_segmenter", lambda: Recording())
+    rng = random.Random(0)
+    text = " ".join(rng.choice(PIECES) for _ in range(12_000))  # ~50,000 characters
+    _covers_every_character(text, guard=True)
+    assert seen and max(seen) <= sentences.BLOCK_CHARS
+    seen.clear()
+    wall = " ".join(f"w{i}" for i in range(10_000))  # no sentence break at all
+    assert "".join(split_sentences(wall)).replace(" ", "") == wall.replace(" ", "")
+    assert max(seen) <= sentences.BLOCK_CHARS
