@@ -7,7 +7,13 @@ appends documents to the index the server answers from. Reported: requests serve
 counts, hung requests (no answer within --hang-s), p50/p99 latency of the valid ones, and the
 server's RSS at the start (after a warm-up) and the end, sampled every 30 s between.
 
+``--traffic rag`` (issue 42) is a RAG client's instead: nine in ten requests are a /rerank of 5-20
+documents of 2,000-20,000 characters, each seen once, half of them with ``truncate: false`` (most of
+those refused as too long after their check tokenized them); the rest /answer. Its measure is the RSS
+from minute 3 on (``rss_growth_from_3min_pct``).
+
     python bench/soak.py --seconds 600 --out bench/results/serving/soak.json
+    python bench/soak.py --traffic rag --seconds 1200 --out bench/results/serving/soak-rag.json
 """
 
 from __future__ import annotations
@@ -71,13 +77,94 @@ class Tally:
         self.status[str(status)] = self.status.get(str(status), 0) + 1
 
 
+WORDS = [
+    "the",
+    "of",
+    "and",
+    "to",
+    "in",
+    "a",
+    "is",
+    "that",
+    "for",
+    "it",
+    "as",
+    "was",
+    "with",
+    "be",
+    "by",
+    "on",
+    "not",
+    "he",
+    "this",
+    "are",
+    "or",
+    "his",
+    "from",
+    "at",
+    "which",
+    "but",
+    "have",
+    "an",
+    "they",
+    "you",
+    "were",
+    "her",
+    "she",
+    "there",
+    "been",
+    "one",
+    "all",
+    "we",
+    "their",
+    "has",
+    "would",
+    "when",
+    "if",
+    "so",
+    "what",
+    "no",
+    "more",
+    "river",
+    "glacier",
+    "protein",
+    "octopus",
+    "lighthouse",
+    "honey",
+    "rainbow",
+    "bicycle",
+    "tea",
+    "sourdough",
+    "valley",
+    "lamp",
+]
+
+
+def rag_document(rng: random.Random, serial: int) -> str:
+    """A document of 2,000-20,000 characters no other request sends (its serial number leads it)."""
+    size, words = rng.randint(2_000, 20_000), [f"doc{serial}"]
+    while sum(map(len, words)) + len(words) < size:
+        words.append(rng.choice(WORDS))
+    return " ".join(words)[:size]
+
+
 async def client(
-    url: str, rng: random.Random, sentences: list[str], stop: float, hang: float, t: Tally
+    url: str, rng: random.Random, sentences: list[str], stop: float, hang: float, t: Tally, rag: bool = False
 ) -> None:
+    serial = 0
     async with httpx.AsyncClient(base_url=url, timeout=hang) as http:
         while time.monotonic() < stop:
             roll = rng.random()
-            if roll < 0.1:
+            if rag:
+                serial += 1
+                if roll < 0.9:
+                    texts = [rag_document(rng, serial * 100 + k) for k in range(rng.randint(5, 20))]
+                    body = {"query": rng.choice(QUESTIONS), "texts": texts, "truncate": rng.random() < 0.5}
+                    path, kwargs = "/rerank", {"json": body}
+                else:
+                    path, kwargs = "/answer", {"json": {"question": rng.choice(QUESTIONS)}}
+                roll = 1.0  # neither malformed nor given up
+            elif roll < 0.1:
                 path, kwargs = rng.choice(MALFORMED)
             elif roll < 0.55:
                 texts = rng.sample(sentences, rng.randint(10, 40))
@@ -151,8 +238,9 @@ async def soak(url: str, pid: int, index: Path, args: argparse.Namespace) -> dic
             )
 
     rngs = [random.Random(args.seed * 1000 + i) for i in range(args.clients)]
+    rag = args.traffic == "rag"
     await asyncio.gather(
-        *(client(url, r, sentences, stop, args.hang_s, tally) for r in rngs),
+        *(client(url, r, sentences, stop, args.hang_s, tally, rag) for r in rngs),
         appender(index, docs, stop, args.append_every, appends),
         sample(),
     )
@@ -180,6 +268,7 @@ async def soak(url: str, pid: int, index: Path, args: argparse.Namespace) -> dic
         "rss_start_mib": rss[0]["rss_mib"],
         "rss_end_mib": rss[-1]["rss_mib"],
         "rss_growth_pct": round(100 * (rss[-1]["rss_mib"] / rss[0]["rss_mib"] - 1), 1),
+        "rss_growth_from_3min_pct": _growth_from(rss, 180),
         "rss_samples": rss,
         "appends": appends,
         "health_after": health,
@@ -187,11 +276,18 @@ async def soak(url: str, pid: int, index: Path, args: argparse.Namespace) -> dic
     }
 
 
+def _growth_from(rss: list[dict[str, float]], second: float) -> float | None:
+    """RSS growth from the first sample at or after ``second`` to the last, in percent."""
+    later = [r for r in rss if r["second"] >= second]
+    return round(100 * (later[-1]["rss_mib"] / later[0]["rss_mib"] - 1), 1) if len(later) > 1 else None
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--seconds", type=float, default=600)
+    parser.add_argument("--traffic", choices=("mixed", "rag"), default="mixed", help="see the docstring")
     parser.add_argument("--clients", type=int, default=32)
     parser.add_argument("--append-every", type=float, default=60)
     parser.add_argument(
@@ -212,7 +308,7 @@ def main() -> None:
         ) as url:
             report = asyncio.run(soak(url, procs[0].pid, index, args))
     print(json.dumps({k: v for k, v in report.items() if k not in ("rss_samples", "appends")}, indent=2))
-    finish(args.out, "soak", {"model": args.model, **report})
+    finish(args.out, "soak", {"model": args.model, "traffic": args.traffic, **report})
 
 
 if __name__ == "__main__":
