@@ -1,5 +1,5 @@
-"""Hostile inputs, tried as a user would: the cases of issue 30 over the real CLI (one process per
-command, the shipped models) and a real `sieveqa serve`. Each case says what must happen: exit 0, or
+"""Hostile inputs, tried as a user would: the cases of issues 30 and 42 over the real CLI (one process
+per command, the shipped models) and a real `sieveqa serve`. Each case says what must happen: exit 0, or
 exit 2 with one `error:` line naming the option, file, line or field; over HTTP, no 5xx and the
 status expected. Writes every case's outcome and a summary (tracebacks, 5xx, misses).
 
@@ -55,6 +55,17 @@ def _files(tmp: Path) -> dict[str, Path]:
     put("docs-wall.jsonl", json.dumps({"id": "wall", "text": " ".join(f"w{i}" for i in range(60000))}) + "\n")
     put("answers-dup.jsonl", '{"id": "a1", "text": "Bees make honey."}\n{"id": "a1", "text": "Again."}\n')
     put("store-empty-q.jsonl", '{"question": ""}\n')
+    # Issue 42: pysbd's placeholders, a 5 MB wall, a BOM, a cache that cannot be written.
+    put(
+        "docs-placeholders.jsonl",
+        json.dumps({"id": "g", "text": "Gauss: the flux ∯ E dA equals Q. Springs ♨ are warm."}) + "\n",
+    )
+    put(
+        "docs-wall5mb.jsonl",
+        json.dumps({"id": "wall5", "text": " ".join(f"w{i}" for i in range(700_000))}) + "\n",
+    )
+    put("bom.txt", "\ufeffWhat protein carries oxygen in octopus blood?\n".encode())
+    put("not-a-folder", "a file where the cache folder should be")
     return f
 
 
@@ -230,13 +241,80 @@ def _cli_cases(f: dict[str, Path], idx: Path, tmp: Path) -> list[tuple[str, list
             [],
         ),
         ("answer over it", ["answer", "w12345 w12346?", "--index", tmp / "wall"], 0, []),
+        # Issue 42.
+        (
+            "index corpus: 5 MB without a sentence break",
+            ["index", "corpus", "--input", f["docs-wall5mb.jsonl"], "--out", tmp / "wall5"],
+            0,
+            [],
+        ),
+        (
+            "index corpus: pysbd's placeholder characters",
+            ["index", "corpus", "--input", f["docs-placeholders.jsonl"], "--out", tmp / "ph"],
+            0,
+            [],
+        ),
+        (
+            "answer over it: the sentence is there",
+            ["answer", "What does the flux equal?", "--index", tmp / "ph"],
+            0,
+            [],
+        ),
+        ("answer --questions: a BOM", ["answer", "--questions", f["bom.txt"], "--index", idx], 0, []),
+        (
+            "answer --budget-ms with --retrieve no setting has",
+            ["answer", q, "--index", idx, "--budget-ms", "150", "--retrieve", "3"],
+            2,
+            ["--retrieve 3", "--budget-ms"],
+        ),
+        ("serve --budget-ms without --index", ["serve", "--budget-ms", "100"], 2, ["--budget-ms", "--index"]),
+        (
+            "export to a cache that cannot be written",
+            ["export", "default", "--env", f"SIEVEQA_CACHE={f['not-a-folder']}/cache"],
+            2,
+            ["SIEVEQA_CACHE"],
+        ),
+        (
+            "rank --backend onnx: export in a fresh cache",
+            ["rank", "--input", f["ok.jsonl"], "--backend", "onnx", "--env", f"SIEVEQA_CACHE={tmp}/c1"],
+            0,
+            [],
+        ),
+        (
+            "rank --backend onnx: its layer00.onnx truncated",
+            [
+                "rank",
+                "--input",
+                f["ok.jsonl"],
+                "--backend",
+                "onnx",
+                "--env",
+                f"SIEVEQA_CACHE={tmp}/c1",
+                "--damage",
+                f"{tmp}/c1",
+            ],
+            0,
+            [],
+        ),
     ]
 
 
 def _run_cli(argv: list, code: int, words: list[str]) -> dict:
+    """Run one case; ``--env K=V`` and ``--damage CACHE`` (truncate the first exported layer found
+    under CACHE first) are the bench's own, taken out of argv."""
+    argv, env = list(map(str, argv)), {**os.environ, "COLUMNS": "200"}
+    while "--env" in argv:
+        i = argv.index("--env")
+        key, _, value = argv[i + 1].partition("=")
+        env[key] = value
+        del argv[i : i + 2]
+    if "--damage" in argv:
+        i = argv.index("--damage")
+        layer = next(Path(argv[i + 1]).rglob("layer00.onnx"))
+        layer.write_bytes(layer.read_bytes()[: layer.stat().st_size // 2])
+        del argv[i : i + 2]
     start = time.perf_counter()
-    done = subprocess.run([str(BIN), *map(str, argv)], capture_output=True, text=True, timeout=600,
-                          env={**os.environ, "COLUMNS": "200"})  # fmt: skip
+    done = subprocess.run([str(BIN), *argv], capture_output=True, text=True, timeout=900, env=env)
     out = done.stdout + done.stderr
     errors = [line for line in out.splitlines() if line.startswith("error:")]
     ok = done.returncode == code and "Traceback" not in out
@@ -297,7 +375,38 @@ def _http_cases() -> list[tuple[str, str, str, dict, int]]:
         ("HEAD /health", "HEAD", "/health", {}, 200),
         ("HEAD /", "HEAD", "/", {}, 200),
         ("/docs offline", "GET", "/docs", {}, 200),
+        (
+            "/answer: budget_ms NaN",
+            "POST",
+            "/answer",
+            {
+                "content": '{"question": "q", "budget_ms": NaN}',
+                "headers": {"content-type": "application/json"},
+            },
+            422,
+        ),
     ]
+
+
+def _moved_index(url: str, idx: Path) -> list[dict]:
+    """The served index moved away (a 503 naming it, not a 500) and back (answers again); /health
+    names it without the server's path (issue 42)."""
+    rows = []
+    health = httpx.get(f"{url}/health", timeout=60).json()
+    rows.append({"case": "/health: the index by name", "kind": "http", "status": 200,
+                 "ok": health.get("index") == idx.name, "line": str(health.get("index"))})  # fmt: skip
+    idx.rename(idx.with_name("moved"))
+    try:
+        gone = httpx.post(f"{url}/answer", json={"question": "Who?"}, timeout=120)
+    finally:
+        idx.with_name("moved").rename(idx)
+    back = httpx.post(f"{url}/answer", json={"question": "Who?"}, timeout=120)
+    moved_ok = gone.status_code == 503 and idx.name in gone.text
+    rows.append({"case": "/answer: the index moved away", "kind": "http", "status": gone.status_code,
+                 "ok": moved_ok, "line": gone.text[:160]})  # fmt: skip
+    rows.append({"case": "/answer: the index back", "kind": "http", "status": back.status_code,
+                 "ok": back.status_code == 200, "line": ""})  # fmt: skip
+    return rows
 
 
 def _serve(idx: Path) -> tuple[subprocess.Popen, str]:
@@ -344,6 +453,9 @@ def main() -> None:
                 rows.append({"case": name, "kind": "http", "status": got.status_code, "ok": ok,
                              "line": got.text[:160] if got.status_code >= 400 else ""})  # fmt: skip
                 print(("ok  " if ok else "MISS"), name, got.status_code, flush=True)
+            rows += _moved_index(url, idx)
+            for row in rows[-3:]:
+                print(("ok  " if row["ok"] else "MISS"), row["case"], row["status"], flush=True)
         finally:
             proc.terminate()
             proc.wait(60)
