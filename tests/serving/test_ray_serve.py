@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import socket
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -12,15 +15,11 @@ pytest.importorskip("ray")
 SLOW = pytest.mark.slow  # starting Ray and Serve takes ~15 s
 
 
-@SLOW
-def test_the_deployment_serves_and_batches_concurrent_requests(saved_tiny: Path) -> None:
-    import httpx
+@contextlib.contextmanager
+def _ray_serving(app: Any) -> Iterator[str]:
+    """``app`` served by a local Ray on a free port of 127.0.0.1; its URL."""
     import ray
     from ray import serve
-
-    from sieveqa.runtime.policy import load_ranker
-    from sieveqa.serving.ray_serve import application
-    from tests.serving.test_rerank import QUERY, TEXTS, _offline
 
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -28,8 +27,22 @@ def test_the_deployment_serves_and_batches_concurrent_requests(saved_tiny: Path)
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
     try:
         serve.start(http_options={"host": "127.0.0.1", "port": port})
-        serve.run(application(str(saved_tiny), batch_wait_ms=200, limits={"max_texts": 10}), route_prefix="/")
-        url = f"http://127.0.0.1:{port}"
+        serve.run(app, route_prefix="/")
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        serve.shutdown()
+        ray.shutdown()
+
+
+@SLOW
+def test_the_deployment_serves_and_batches_concurrent_requests(saved_tiny: Path) -> None:
+    import httpx
+
+    from sieveqa.runtime.policy import load_ranker
+    from sieveqa.serving.ray_serve import application
+    from tests.serving.test_rerank import QUERY, TEXTS, _offline
+
+    with _ray_serving(application(str(saved_tiny), batch_wait_ms=200, limits={"max_texts": 10})) as url:
         body = {"query": QUERY, "texts": TEXTS, "raw_scores": True}
         with ThreadPoolExecutor(8) as pool:
             answers = list(pool.map(lambda _: httpx.post(f"{url}/rerank", json=body, timeout=60), range(8)))
@@ -46,9 +59,6 @@ def test_the_deployment_serves_and_batches_concurrent_requests(saved_tiny: Path)
         assert float(batches.split()[-1]) < 8  # some requests shared a batch
         too_many = httpx.post(f"{url}/rerank", json={"query": "q", "texts": ["a"] * 11})
         assert too_many.status_code == 413
-    finally:
-        serve.shutdown()
-        ray.shutdown()
 
 
 @SLOW
@@ -56,38 +66,19 @@ def test_a_flood_gets_429_or_503_and_nothing_hangs(saved_tiny: Path) -> None:
     """A flood on a replica of max_queue 2 is refused (429 by the replica or 503 by Ray's bounded
     queue), every request ends, and some are served."""
     import httpx
-    import ray
-    from ray import serve
 
     from sieveqa.serving.ray_serve import application
 
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
-    try:
-        serve.start(http_options={"host": "127.0.0.1", "port": port})
-        app = application(
-            str(saved_tiny), batch_wait_ms=1500, max_batch_pairs=8, limits={"max_queue": 2, "max_texts": 8}
-        )
-        serve.run(app, route_prefix="/")
+    limits = {"max_queue": 2, "max_texts": 8}
+    with _ray_serving(
+        application(str(saved_tiny), batch_wait_ms=1500, max_batch_pairs=8, limits=limits)
+    ) as url:
         body = {"query": "q", "texts": ["a text"] * 8}
         with ThreadPoolExecutor(24) as pool:
-            codes = list(
-                pool.map(
-                    lambda _: (
-                        httpx.post(f"http://127.0.0.1:{port}/rerank", json=body, timeout=60).status_code
-                    ),
-                    range(24),
-                )
-            )
-        assert set(codes) <= {200, 429, 503} and 200 in codes, codes
-        assert codes.count(200) <= 6 and len(codes) - codes.count(200) >= 18, (
-            codes
-        )  # at most 3 in, 2 queued at a time
-    finally:
-        serve.shutdown()
-        ray.shutdown()
+            post = lambda _: httpx.post(f"{url}/rerank", json=body, timeout=60).status_code  # noqa: E731
+            codes = list(pool.map(post, range(24)))
+    assert set(codes) <= {200, 429, 503} and 200 in codes, codes
+    assert codes.count(200) <= 6 and len(codes) - codes.count(200) >= 18, codes  # 3 in and 2 queued at a time
 
 
 def test_a_replica_bounds_its_queue_with_429_and_reports_its_depth() -> None:
