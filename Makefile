@@ -7,7 +7,7 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export NO_MKDOCS_2_WARNING := 1
 
-.PHONY: race-env install demo test test-all test-shutdown test-docs test-wheel docs wheel test-fast lint install-mpnet default-model default-v1-model cascade-models retrofit-model mono-models default-cascade peasi-cascade has-models has-sensitivity peasi-models peasi-v2-models peasi-v3-models peasi-ship peasi-wikiqa reader-models reader-v2-model reader-ship confidence-ship mhs-teachers mhs-teacher-scores mhs-kd-search mhs-students mhs-tables default-kd has-store-model has-store-v2-model store-bench fusion-bench
+.PHONY: race-env install demo test test-all test-shutdown test-docs test-wheel docs wheel test-fast lint install-mpnet default-model default-v1-model cascade-models retrofit-model mono-models default-cascade peasi-cascade has-models has-sensitivity peasi-models peasi-v2-models peasi-v3-models judge-mpnet peasi-ship peasi-wikiqa reader-models reader-v2-model reader-ship confidence-ship mhs-teachers mhs-teacher-scores mhs-kd-search mhs-students mhs-tables default-kd has-store-model has-store-v2-model store-bench fusion-bench
 
 $(VENV)/.installed: pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -246,6 +246,16 @@ peasi-v3-models: install
 	$(SIEVEQA) train --arch cross-encoder --init $(PEASI3)/pr-focused/best --train squad2-passages:own \
 		--dev "" --max-length 256 --epochs 3 --lr 3e-5 --batch-size 16 --seed 45 --checkpoint-every 200 \
 		--out $(PEASI3)/judge-own
+
+# A larger judge (issue 41, not shipped: MPNet-12 fine-tuned whole is 220 MB in fp16, past the 25 MB a
+# shipped model may take): all-mpnet-base-v2 on the human unanswerable questions alone, 81 min here.
+judge-mpnet: install-mpnet
+	$(SIEVEQA) train --arch cross-encoder --init mpnet-12 --train squad2-passages:own --dev "" --max-length 256 \
+		--epochs 2 --lr 2e-5 --batch-size 16 --seed 45 --checkpoint-every 50 --out runs/judge-mpnet/own
+	$(BIN)/python bench/peasi_choice.py cache --dataset squad2-open:dev --reranker peasi-pr --selector peasi-easi \
+		--judge runs/judge-mpnet/own/best --out runs/judge-mpnet/cache-dev.cache.json
+	$(BIN)/python bench/peasi_choice.py sweep --caches runs/judge-mpnet/cache-dev.cache.json \
+		--out bench/results/abstention/judge-mpnet-sweep.json
 
 # What ships as peasi-easi / peasi-judge (peasi-pr is the second pair's, $(PEASI2)/pr/best; the first
 # pair: $(PEASI)/pr-continued/best and $(PEASI)/easi-pooled-2/best, from `make peasi-models`).
