@@ -72,6 +72,7 @@ class Tally:
         self.status: dict[str, int] = {}
         self.latency: list[float] = []
         self.cancelled = self.hung = self.errors = 0
+        self.error_kinds: dict[str, int] = {}
 
     def count(self, status: int) -> None:
         self.status[str(status)] = self.status.get(str(status), 0) + 1
@@ -188,8 +189,9 @@ async def client(
             except httpx.TimeoutException:
                 t.hung += 1
                 continue
-            except httpx.TransportError:
+            except httpx.TransportError as err:
                 t.errors += 1
+                t.error_kinds[type(err).__name__] = t.error_kinds.get(type(err).__name__, 0) + 1
                 continue
             t.count(response.status_code)
             if response.status_code == 200:
@@ -247,6 +249,11 @@ async def soak(url: str, pid: int, index: Path, args: argparse.Namespace) -> dic
     rss.append({"second": round(time.monotonic() - started), "rss_mib": round(rss_kib(pid) / 1024, 1)})
     async with httpx.AsyncClient(base_url=url, timeout=60) as http:
         health = (await http.get("/health")).status_code
+        server_counts = {
+            line.split("{", 1)[1].split("}", 1)[0]: float(line.split()[-1])
+            for line in (await http.get("/metrics")).text.splitlines()
+            if line.startswith("sieveqa_requests_total{")
+        }
         after = (
             await http.post("/answer", json={"question": "Who keeps the lighthouse lamp lit?"})
         ).status_code
@@ -263,6 +270,7 @@ async def soak(url: str, pid: int, index: Path, args: argparse.Namespace) -> dic
         "cancelled_by_client": tally.cancelled,
         "hung": tally.hung,
         "transport_errors": tally.errors,
+        "transport_error_kinds": tally.error_kinds,
         "p50_ms": round(1000 * statistics.median(lat), 1) if lat else None,
         "p99_ms": round(1000 * lat[int(0.99 * (len(lat) - 1))], 1) if lat else None,
         "rss_start_mib": rss[0]["rss_mib"],
@@ -271,6 +279,7 @@ async def soak(url: str, pid: int, index: Path, args: argparse.Namespace) -> dic
         "rss_growth_from_3min_pct": _growth_from(rss, 180),
         "rss_samples": rss,
         "appends": appends,
+        "server_requests": server_counts,
         "health_after": health,
         "answer_after": after,
     }

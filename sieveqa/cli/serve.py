@@ -34,6 +34,10 @@ def serve_settings() -> dict[str, Setting]:
     )
 
 
+#: Seconds an idle connection is kept open (load balancers idle at 60 s: above it, as advised).
+KEEP_ALIVE_S = 75
+
+
 def check_port(host: str, port: int) -> None:
     """Refuse a port that is out of range or taken, before any model loads."""
     if not 0 <= port <= 65535:
@@ -116,9 +120,12 @@ def serve(
         console.print(f"answering over {index} with {method}: the page is {where}/")
         if service.answerer is not None and service.answerer.budget is not None:
             console.print(f"[dim]{budget_line(service.answerer.budget)}[/dim]")
+    # Keep-alive past a busy client's pause between requests (uvicorn's 5 s closed connections a client
+    # was reusing: 530 ReadErrors in 20 minutes of RAG traffic, docs/RESULTS.md, issue 42).
     config = uvicorn.Config(
-        create_app(service), host=host, port=port, timeout_graceful_shutdown=grace, log_level="warning"
-    )
+        create_app(service), host=host, port=port, timeout_graceful_shutdown=grace, log_level="warning",
+        timeout_keep_alive=KEEP_ALIVE_S,
+    )  # fmt: skip
 
     class Server(uvicorn.Server):
         def handle_exit(self, sig: int, frame: object) -> None:
