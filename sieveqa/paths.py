@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from sieveqa.errors import DatasetNotFoundError
+from sieveqa.errors import ConfigError, DatasetNotFoundError
 
 _CANDIDATES = (Path.cwd() / ".." / "shared" / "data", Path(__file__).resolve().parents[2] / "shared" / "data")
 
@@ -30,5 +30,11 @@ def cache_root() -> Path:
     """Folder for derived data (SQuAD-AS2): ``$SIEVEQA_CACHE``, else ``~/.cache/sieveqa``."""
     env = os.environ.get("SIEVEQA_CACHE")
     root = Path(env).expanduser() if env else Path.home() / ".cache" / "sieveqa"
-    root.mkdir(parents=True, exist_ok=True)
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        why = err.strerror or err
+        raise ConfigError(
+            f"{root}: the cache folder cannot be made ({why}); set SIEVEQA_CACHE to a writable one"
+        ) from None
     return root

@@ -77,7 +77,10 @@ def device_for(backend: str, device: str) -> str:
 
 def export_folder(fingerprint: str, fmt: str, precision: str) -> Path:
     """Where the ``fmt`` export at ``precision`` (fp32 or int8) of the body ``fingerprint`` lives."""
-    return cache_root() / "exports" / fingerprint[:16] / f"{fmt}-{precision}"
+    try:
+        return cache_root() / "exports" / fingerprint[:16] / f"{fmt}-{precision}"
+    except ConfigError as err:  # no cache: an export is missing, as --backend auto takes it
+        raise ModelFormatError(str(err)) from None
 
 
 #: The library that reads each format: an export made under another version of it is made again.

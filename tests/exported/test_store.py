@@ -270,3 +270,11 @@ def test_int8_calibrates_on_every_row_it_is_given(tiny_model) -> None:
         tiny_model.encoder, tiny_model.body_fingerprint(), "onnx", int8=True, calibration=batches
     )
     assert json.loads((folder / "export.json").read_text())["calibration_rows"] == 300
+
+
+def test_a_cache_folder_that_cannot_be_made_is_one_line(tmp_path, monkeypatch) -> None:
+    """SIEVEQA_CACHE under a file: `export` ended in a NotADirectoryError traceback (bench/hostile.py)."""
+    (tmp_path / "a-file").write_text("x")
+    monkeypatch.setenv("SIEVEQA_CACHE", str(tmp_path / "a-file" / "cache"))
+    with pytest.raises(ModelFormatError, match=r"the cache folder cannot be made .*set SIEVEQA_CACHE"):
+        export_folder("0" * 64, "onnx", "fp32")
