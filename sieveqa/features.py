@@ -110,11 +110,9 @@ def _private_backend(spec: str) -> Tokenizer:
 
 
 class Featurizer:
-    """Turns texts into :class:`Features` for one tokenizer.
-
-    Thread-safe: it only reads a private copy of the Rust tokenizer with truncation and padding off
-    (the Hugging Face wrapper reconfigures its tokenizer on every call, which races across threads).
-    """
+    """Turns texts into :class:`Features` for one tokenizer. Thread-safe: it only reads a private copy
+    of the Rust tokenizer with truncation and padding off (the Hugging Face wrapper reconfigures its
+    tokenizer on every call, which races across threads)."""
 
     def __init__(self, tokenizer: PreTrainedTokenizerBase) -> None:
         backend = getattr(tokenizer, "backend_tokenizer", None)

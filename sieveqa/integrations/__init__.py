@@ -18,6 +18,7 @@ cross-encoder.
 from __future__ import annotations
 
 import threading
+from collections import OrderedDict
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -25,7 +26,9 @@ from typing import Any
 from sieveqa.errors import ConfigError
 from sieveqa.models.base import Ranker
 
-_LOADED: dict[tuple[str, str], Ranker] = {}
+#: Rankers loaded by name and drop ratios, the last few used (each holds a model's weights).
+_LOADED: OrderedDict[tuple[str, str], Ranker] = OrderedDict()
+_KEPT = 4
 _LOCK = threading.Lock()
 
 
@@ -48,6 +51,9 @@ def shared_ranker(model: str | Path | Ranker, drop_ratios: float | Sequence[floa
         if key not in _LOADED:
             overrides: dict[str, Any] = {} if drop_ratios is None else {"drop_ratios": drop_ratios}
             _LOADED[key] = load_ranker(name, **overrides)
+            while len(_LOADED) > _KEPT:
+                _LOADED.popitem(last=False)
+        _LOADED.move_to_end(key)
         return _LOADED[key]
 
 

@@ -87,3 +87,15 @@ def test_onnx_ranks_as_torch(sieveqa, saved_tiny: Path, example_jsonl: Path, tmp
 )
 def test_wrong_requests_are_one_line(sieveqa, args: tuple[str, ...], expected: str) -> None:
     assert one_error_line(sieveqa(*args)).startswith(expected)
+
+
+def test_a_cache_that_cannot_be_made_is_one_line(
+    sieveqa, saved_tiny: Path, tmp_path: Path, monkeypatch
+) -> None:
+    """A SIEVEQA_CACHE under a file (or on a read-only disk) was a NotADirectoryError traceback."""
+    (tmp_path / "a-file").write_text("x")
+    monkeypatch.setenv("SIEVEQA_CACHE", str(tmp_path / "a-file" / "cache"))
+    line = one_error_line(sieveqa("export", saved_tiny))
+    assert line.endswith(
+        "the cache folder cannot be made (Not a directory); set SIEVEQA_CACHE to a writable one"
+    )

@@ -99,3 +99,16 @@ def test_a_haystack_component_with_a_loaded_ranker_says_it_cannot_be_serialized(
 
     with pytest.raises(ConfigError, match="cannot be serialized"):
         SieveQARanker(model=RecordingRanker()).to_dict()
+
+
+def test_shared_rankers_are_kept_a_few_at_most(monkeypatch) -> None:
+    """shared_ranker kept a model per spelling of its options, forever (issue 42)."""
+    from sieveqa import integrations
+    from sieveqa.runtime import policy
+
+    monkeypatch.setattr(integrations, "_LOADED", type(integrations._LOADED)())
+    monkeypatch.setattr(policy, "load_ranker", lambda name, **overrides: RecordingRanker())
+    for name in ("m1", "m2", "m3", "m4", "m5", "m6"):
+        integrations.shared_ranker(name)
+    assert len(integrations._LOADED) == integrations._KEPT
+    assert integrations.shared_ranker("m6") is integrations._LOADED[("m6", "None")]
