@@ -167,16 +167,15 @@ class Featurizer:
         keep = getattr(self._local, "keep", False)
         unique = list(dict.fromkeys(texts))
         with self._memory_lock:
-            found = {t: memory.pop(t) for t in unique if t in memory}
+            found: dict[str, Encoding | _Ids] = {t: memory.pop(t) for t in unique if t in memory}
             self._memory_tokens -= sum(len(e.ids) for e in found.values())
         missing = [t for t in unique if t not in found]
-        if missing:
-            fresh = self._backend.encode_batch(missing, add_special_tokens=False)
-            found.update((t, _Ids(array("i", e.ids))) for t, e in zip(missing, fresh, strict=True))
+        for t, e in zip(missing, self._backend.encode_batch(missing, add_special_tokens=False), strict=True):
+            found[t] = _Ids(array("i", e.ids)) if keep else e  # only what is kept is cut to its ids
         if keep:
             with self._memory_lock:
                 for text in unique:
-                    if text not in memory and len(found[text].ids) <= self._memory_cap:
+                    if text not in memory and len(found[text].ids) <= self._memory_cap:  # kept: _Ids
                         memory[text] = found[text]
                         self._memory_tokens += len(found[text].ids)
                 while self._memory_tokens > self._memory_cap:

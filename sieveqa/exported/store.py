@@ -269,6 +269,8 @@ def open_runner(
         try:
             manifest = read_manifest(folder, fingerprint)
         except ModelFormatError as err:
+            if stored == "fp32":  # made again above unless the cache cannot be written: said as it is
+                raise
             raise ModelFormatError(f"{err} (`sieveqa export MODEL --format {backend} --int8`)") from None
         if manifest is None:
             raise ModelFormatError(
