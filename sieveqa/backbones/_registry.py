@@ -13,7 +13,7 @@ from pathlib import Path
 from transformers import AutoConfig, AutoModel, AutoTokenizer, PreTrainedModel, PreTrainedTokenizerBase
 from transformers.utils import logging as hf_logging
 
-from sieveqa.errors import BackboneError
+from sieveqa.errors import BackboneError, ConfigError
 
 
 @dataclass(frozen=True)
@@ -40,6 +40,14 @@ class Backbone:
     tokenizer: PreTrainedTokenizerBase
     path: Path | None = None
     extra: dict[str, str] = field(default_factory=dict)
+
+    def keep_layers(self, num_layers: int) -> None:
+        """Keep the first ``num_layers`` transformer layers (a shallower model)."""
+        layers = self.model.encoder.layer
+        if not 1 <= num_layers <= len(layers):
+            raise ConfigError(f"num_layers must be in 1..{len(layers)}, got {num_layers}")
+        self.model.encoder.layer = layers[:num_layers]
+        self.model.config.num_hidden_layers = num_layers
 
 
 REGISTRY: dict[str, BackboneSpec] = {}

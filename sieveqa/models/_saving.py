@@ -1,7 +1,8 @@
 """The model folder format: ``config.json`` + ``model.safetensors`` (+ ``policy.json``).
 
-Parameters that training left frozen (the word embeddings, by default) are not stored: they are read
-from the named backbone, whose fingerprint is recorded so a different base is refused rather than
+Parameters that training left frozen (the word embeddings, by default; with ``train_layers``, all
+but the top layers) are not stored: they are read from the named backbone, whose fingerprint is
+recorded so a different base is refused rather than
 silently mixed in. ``config.json`` records the sha256 of the weights file, checked at every load, so
 a truncated download or a flipped byte is reported instead of used. ``policy.json`` holds the
 question-time settings a runtime applies (a cascade's drop ratios), written apart from the weights.
@@ -24,7 +25,8 @@ from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 from torch import nn
 
-from sieveqa.errors import ModelFormatError
+from sieveqa.encoder import SteppableEncoder
+from sieveqa.errors import ConfigError, ModelFormatError
 from sieveqa.io import atomic_dir, atomic_write_json, file_sha256, read_json_object
 
 log = logging.getLogger(__name__)
@@ -40,6 +42,20 @@ _V1_RENAMES = ((re.compile(r"^heads\.(\d+)\.net\."), r"heads.\1."),)
 def tensor_fingerprint(tensor: torch.Tensor) -> str:
     """sha256 of a tensor's fp32 bytes: identifies the base weights a model was trained over."""
     return hashlib.sha256(tensor.detach().float().cpu().contiguous().numpy().tobytes()).hexdigest()
+
+
+def frozen_prefixes(encoder: SteppableEncoder, train_layers: int | None, prefix: str) -> tuple[str, ...]:
+    """Names (under ``prefix``) of ``encoder``'s weights that training only its top ``train_layers``
+    layers keeps at the base's values: embeddings, lower layers (whole modules) and anything else."""
+    if train_layers is None:
+        return ()
+    layers = len(encoder.layers)
+    if train_layers > layers:
+        raise ConfigError(f"train_layers must be in 1..{layers}, got {train_layers}")
+    trained = tuple(f"{prefix}backbone.encoder.layer.{i}." for i in range(layers - train_layers, layers))
+    module = re.compile(rf"{re.escape(prefix)}backbone\.(embeddings\.|encoder\.layer\.\d+\.)")
+    names = [n for n, _ in encoder.named_parameters(prefix=prefix.rstrip(".")) if not n.startswith(trained)]
+    return tuple(dict.fromkeys(m.group(0) if (m := module.match(n)) else n for n in names))
 
 
 def save_model_folder(

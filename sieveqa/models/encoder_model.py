@@ -24,12 +24,18 @@ from tqdm.auto import tqdm
 
 from sieveqa.backbones import Backbone, load_backbone
 from sieveqa.device import autocast, resolve_device
-from sieveqa.encoder import SteppableEncoder
+from sieveqa.encoder import SteppableEncoder, state_fingerprint
 from sieveqa.errors import ConfigError, ModelFormatError
 from sieveqa.features import Features, Featurizer, collate, length_batches
 from sieveqa.fields import typed
 from sieveqa.models import zoo
-from sieveqa.models._saving import load_into, read_meta, save_model_folder, tensor_fingerprint
+from sieveqa.models._saving import (
+    frozen_prefixes,
+    load_into,
+    read_meta,
+    save_model_folder,
+    tensor_fingerprint,
+)
 
 log = logging.getLogger(__name__)
 
@@ -55,11 +61,18 @@ class ModelConfig:
     freeze_word_embeddings: bool = field(
         default=True, metadata={"help": "keep the base word embeddings (smaller saved model, faster steps)"}
     )
+    train_layers: int | None = field(
+        default=None,
+        metadata={
+            "help": "train only the top N layers; the rest stay the base's and are not saved (None: all)"
+        },
+    )
 
     def __post_init__(self) -> None:
         checks = {
             "max_length": self.max_length >= 8,
             "num_layers": self.num_layers is None or self.num_layers >= 1,
+            "train_layers": self.train_layers is None or self.train_layers >= 1,
             "dropout": 0 <= self.dropout < 1,
         }
         bad = [name for name, ok in checks.items() if not ok]
@@ -74,15 +87,6 @@ class ModelConfig:
         return cls(**settings)
 
 
-def truncate_layers(backbone: Backbone, num_layers: int) -> None:
-    """Keep the first ``num_layers`` transformer layers of ``backbone`` (a shallower model)."""
-    layers = backbone.model.encoder.layer
-    if not 1 <= num_layers <= len(layers):
-        raise ConfigError(f"num_layers must be in 1..{len(layers)}, got {num_layers}")
-    backbone.model.encoder.layer = layers[:num_layers]
-    backbone.model.config.num_hidden_layers = num_layers
-
-
 class EncoderModel(nn.Module):
     """A steppable encoder over a (possibly truncated) backbone, with inference settings and
     persistence. Subclasses add heads and say how they score."""
@@ -95,7 +99,7 @@ class EncoderModel(nn.Module):
         self.config = config
         backbone = backbone or load_backbone(config.backbone)
         if config.num_layers is not None:
-            truncate_layers(backbone, config.num_layers)
+            backbone.keep_layers(config.num_layers)
         self.tokenizer = backbone.tokenizer
         self.featurizer = Featurizer(backbone.tokenizer)
         self.encoder = SteppableEncoder(backbone.model)
@@ -107,6 +111,9 @@ class EncoderModel(nn.Module):
         self.check_positions()
         if config.freeze_word_embeddings:
             backbone.model.embeddings.word_embeddings.weight.requires_grad_(False)
+        for name, param in self.encoder.named_parameters(prefix=BODY.rstrip(".")):
+            if name.startswith(self.frozen_prefixes()):
+                param.requires_grad_(False)
         self.batch_size = 64
         self.precision = "fp32"
         self._precision_asked = "fp32"  # re-resolved when the device changes (auto → bf16/fp16/fp32)
@@ -306,12 +313,22 @@ class EncoderModel(nn.Module):
     def _shares_body(self) -> bool:
         return self.body_from is not None and self._body_fingerprint == self.body_fingerprint()
 
+    def frozen_prefixes(self) -> tuple[str, ...]:
+        """Names of the body's weights ``train_layers`` keeps at the base's (all but the top N layers)."""
+        return frozen_prefixes(self.encoder, self.config.train_layers, BODY)
+
     def _excluded(self) -> tuple[str, ...]:
         if self._shares_body():
             return (BODY,)
         # A random test backbone has no installed base to read frozen weights from: store them all.
-        frozen = self.config.freeze_word_embeddings and self.config.backbone != "tiny"
-        return (WORD_EMBEDDINGS,) if frozen else ()
+        if self.config.backbone == "tiny":
+            return ()
+        words = (WORD_EMBEDDINGS,) if self.config.freeze_word_embeddings else ()
+        return tuple(dict.fromkeys(words + self.frozen_prefixes()))
+
+    def _frozen_fingerprint(self) -> str:
+        frozen = self.frozen_prefixes()
+        return state_fingerprint({n: t for n, t in self.state_dict().items() if n.startswith(frozen)})
 
     def save_pretrained(
         self, path: str | Path, extra: dict[str, Any] | None = None, policy: dict[str, Any] | None = None
@@ -324,6 +341,8 @@ class EncoderModel(nn.Module):
             "base_fingerprint": tensor_fingerprint(self.encoder.backbone.embeddings.word_embeddings.weight),
             **(extra or {}),
         }
+        if self.config.train_layers is not None:
+            meta["frozen_fingerprint"] = self._frozen_fingerprint()
         if self._shares_body():
             meta |= {"body_from": self.body_from, "body_fingerprint": self._body_fingerprint}
         elif self.body_from is not None:
@@ -369,6 +388,11 @@ class EncoderModel(nn.Module):
                 raise ModelFormatError(
                     f"{path}: trained over other base weights than the installed backbone "
                     f"{model.config.backbone!r} (fingerprint {found[:12]} != {expected})"
+                )
+            frozen = meta.get("frozen_fingerprint")
+            if frozen is not None and model._frozen_fingerprint() != frozen:
+                raise ModelFormatError(
+                    f"{path}: its frozen layers are not the installed backbone {model.config.backbone!r}'s"
                 )
         load_into(path, model, meta)
         model.meta, model.path = meta, path

@@ -224,6 +224,10 @@ def init_model(
     cls = registry.for_arch(arch).model_class()
     if not _is_model_folder(init):
         return cls(cls.config_class.for_arch(arch, backbone=init, **settings))
+    if settings.get("train_layers") is not None:
+        raise ConfigError(
+            f"--train-layers keeps layers at a backbone's weights: --init a backbone, not {init}"
+        )
     other = load_model(init)
     if other.kind != cls.kind:
         return cls.start_from(other, cls.config_class.for_arch(arch, **settings))

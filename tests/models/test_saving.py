@@ -94,3 +94,25 @@ def test_a_policy_file_beside_the_model_wins_and_is_checked(tiny_cascade, tmp_pa
     (model.path / "policy.json").write_text('{"policy": "towers", "budget": 3}')
     with pytest.raises(ConfigError, match="holds a 'towers' policy, expected 'cascade'"):
         CascadePolicy.saved(model)
+
+
+@pytest.mark.real
+def test_train_layers_saves_only_the_top_layer_and_refuses_other_frozen_weights(tmp_path: Path) -> None:
+    from sieveqa.models.cross_encoder import CrossEncoderConfig
+
+    model = CrossEncoder(CrossEncoderConfig(backbone="minilm-l6", max_length=64, train_layers=1))
+    with torch.no_grad():  # as if trained: the top layer and head differ from the base
+        for name, p in model.named_parameters():
+            if p.requires_grad:
+                p.add_(0.01 * torch.randn_like(p))
+    folder = model.save_pretrained(tmp_path / "m")
+    stored = load_file(folder / "model.safetensors")
+    assert stored and all(n.startswith(("encoder.backbone.encoder.layer.5.", "head")) for n in stored)
+    pairs = (["who wrote hamlet"] * 2, ["Shakespeare wrote Hamlet.", "Paris is in France."])
+    loaded = CrossEncoder.from_pretrained(folder)
+    torch.testing.assert_close(loaded.score_pairs(*pairs), model.score_pairs(*pairs), rtol=0, atol=1e-3)
+    meta = json.loads((folder / "config.json").read_text())
+    meta["frozen_fingerprint"] = "0" * 64  # trained over other lower layers than those installed
+    (folder / "config.json").write_text(json.dumps(meta))
+    with pytest.raises(ModelFormatError, match="its frozen layers are not the installed backbone"):
+        CrossEncoder.from_pretrained(folder)

@@ -193,3 +193,24 @@ def test_labels_must_match_the_pairs(tiny_model) -> None:
     feats = tiny_model.featurize(["q", "q"], ["a", "b"])
     with pytest.raises(ValueError, match="need one label per training pair, got 2 pairs / 1 labels"):
         PairTensors(feats, torch.tensor([1.0]))
+
+
+def test_train_layers_changes_only_the_top_layer_and_the_head(tmp_path: Path) -> None:
+    from sieveqa.models.cross_encoder import CrossEncoderConfig
+
+    model = CrossEncoder(CrossEncoderConfig(backbone="tiny", max_length=64, train_layers=1))
+    top = f"encoder.backbone.encoder.layer.{len(model.encoder.layers) - 1}."
+    before = {n: p.detach().clone() for n, p in model.named_parameters()}
+    _trainer(model, tmp_path, epochs=1).train()
+    changed = {n for n, p in model.named_parameters() if not torch.equal(p, before[n])}
+    assert changed and all(n.startswith((top, "head")) for n in changed), sorted(changed)[:3]
+    assert any(n.startswith("head") for n in changed) and any(n.startswith(top) for n in changed)
+
+
+def test_train_layers_beyond_the_backbone_is_refused() -> None:
+    from sieveqa.models.cross_encoder import CrossEncoderConfig
+
+    with pytest.raises(ConfigError, match=r"train_layers must be in 1\.\.\d+, got 99"):
+        CrossEncoder(CrossEncoderConfig(backbone="tiny", max_length=64, train_layers=99))
+    with pytest.raises(ConfigError, match="invalid train_layers=0"):
+        CrossEncoderConfig(backbone="tiny", train_layers=0)
