@@ -37,16 +37,28 @@ log = logging.getLogger("sieveqa.serving")
 
 #: Seconds between two returns of freed heap memory to the system (``malloc_trim``) by a model thread.
 TRIM_EVERY_S = 10.0
+#: glibc's ``mallopt`` settings for a service (malloc.h numbers): blocks of 256 KiB and more that the
+#: heap's free space cannot hold come from mmap and go back whole when freed, free space past 1 MiB
+#: at the heap's top goes back at once, and the threads share two arenas.
+M_TRIM_THRESHOLD, M_MMAP_THRESHOLD, M_ARENA_MAX = -1, -3, -8
+TRIM_THRESHOLD, MMAP_THRESHOLD, ARENA_MAX = 1 << 20, 256 << 10, 2
 
 
 def _trimmer() -> Callable[[], Any] | None:
-    """glibc's ``malloc_trim(0)``, or None where there is none. Tensors of ever new shapes (a RAG
-    client's documents) free blocks glibc keeps inside its heap: the service's RSS crept up by 12% in
-    17 minutes of such traffic (docs/RESULTS.md, issue 42); trimming gives those pages back."""
+    """glibc's ``malloc_trim(0)``, or None where there is none, with the service's heap settings
+    made. Tensors of ever new shapes and a RAG client's large bodies free blocks glibc keeps: the
+    service's RSS crept up by 12% in 17 minutes of such traffic, and by 10% in 20 minutes with the
+    heap trimmed alone (docs/RESULTS.md, issue 42). glibc raises its mmap threshold to the largest
+    block freed (up to 32 MB), after which activations and request bodies fragment the heap; a fixed
+    threshold stops that, and two arenas keep the threads' freed blocks in fewer heaps."""
     try:
-        trim = ctypes.CDLL("libc.so.6").malloc_trim
+        libc = ctypes.CDLL("libc.so.6")
+        trim, mallopt = libc.malloc_trim, libc.mallopt
     except (OSError, AttributeError):
         return None
+    mallopt(M_TRIM_THRESHOLD, TRIM_THRESHOLD)
+    mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD)
+    mallopt(M_ARENA_MAX, ARENA_MAX)
     return lambda: trim(0)
 
 
