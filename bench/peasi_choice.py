@@ -12,6 +12,7 @@ passage), how many sentences the point-wise ranker re-reads and the weight of it
 choice by mean P@1 over the sets (ties: the cheaper, then the simpler). On an open set, each choice's
 confidence fitted on every subset of the signals with 5-fold cross-fitting: held-out AUROC (answerable
 against unanswerable) and SQuAD 2.0 overall at the held-out folds' own best thresholds.
+``--second-judge`` adds another cache's judge logits as one more signal (``judge2``).
 
     python bench/peasi_choice.py cache --dataset squad-passages:dev-sentences --out C1.cache.json
     python bench/peasi_choice.py sweep --caches C1.cache.json,C2.cache.json --out choice-dev.json
@@ -45,7 +46,7 @@ SENTENCE_WEIGHTS = (0.1, 0.25, 0.5, 1.0, 2.0, 4.0, 1000.0)  # 1000: best passage
 LOOKS = (0, 2, 3, 5, 8)
 LOOK_WEIGHTS = (0.25, 0.5, 1.0, 2.0)
 BM25_WEIGHTS = (0.0, 0.5, 1.0, 2.0)  # of the passage's BM25, min-max over the question's passages
-SIGNALS = ("passage", "sentence", "in_passage", "margin", "pointwise", "judge")
+SIGNALS = ("passage", "sentence", "in_passage", "margin", "null", "pointwise", "judge", "judge2")
 
 
 def _questions(name: str, limit: int | None) -> list[tuple[str, Any, Any]]:
@@ -208,8 +209,27 @@ def _auroc(values: list[float], labels: list[bool]) -> float:
     return float(roc_auc_score(labels, [v if math.isfinite(v) else -1e30 for v in values]))
 
 
+def _second_judge(cache: dict[str, Any], other: dict[str, Any]) -> None:
+    """Put ``other``'s judge logits into ``cache`` as ``judge2``: the judge reads a passage, so they
+    go by the passage's rank (the same set and reranker: the same passages read, checked)."""
+    if other["dataset"] != cache["dataset"] or len(other["questions"]) != len(cache["questions"]):
+        raise SystemExit(f"--second-judge: a cache of {other['dataset']}, not of {cache['dataset']}")
+    for mine, theirs in zip(cache["questions"], other["questions"], strict=True):
+        judged = {c["rank"]: c["judge"] for c in theirs["candidates"]}
+        if {c["rank"] for c in mine["candidates"]} != set(judged):
+            raise SystemExit("--second-judge: it read other passages (another reranker)")
+        for c in mine["candidates"]:
+            c["judge2"] = judged[c["rank"]]
+
+
 def sweep(args: argparse.Namespace) -> None:
     caches = {Path(p).name: json.loads(Path(p).read_text()) for p in args.caches.split(",")}
+    if args.second_judge:
+        other = json.loads(args.second_judge.read_text())
+        for c in caches.values():
+            if c["dataset"] == other["dataset"]:
+                _second_judge(c, other)
+                c["models"] |= {"judge2": other["models"].get("judge")}
     grid = _grid()
     table = []
     for choice in tqdm(grid, desc="choices"):
@@ -267,6 +287,7 @@ def main() -> None:
     c.add_argument("--out", type=Path, required=True)
     s = sub.add_parser("sweep")
     s.add_argument("--caches", required=True, help="cache files, comma-separated")
+    s.add_argument("--second-judge", type=Path, help="a cache of the same open set whose judge is 'judge2'")
     s.add_argument("--out", type=Path, required=True)
     args = parser.parse_args()
     cache(args) if args.mode == "cache" else sweep(args)

@@ -8,6 +8,7 @@ from sieveqa.data.documents import Document
 from sieveqa.data.records import RankingExample
 from sieveqa.encoder import Cost
 from sieveqa.models.base import Ranker, RankResult
+from sieveqa.models.easi import SentenceRead, SentenceReader
 from sieveqa.runtime.answer.peasi import PeasiOptions
 
 DOCS = [
@@ -32,12 +33,13 @@ class KeywordRanker(Ranker):
 TOP_PASSAGE = PeasiOptions(read=1, second_look=0, bm25_weight=0.0)
 
 
-class KeywordSelector:
+class KeywordSelector(SentenceReader):
     """EASI stand-in: a sentence's logit is 20 when it says 'answer', else 0, so all probability goes
     to those that say it (one inference a passage)."""
 
-    def sentence_logits(self, questions, passages, progress=False):
-        return [[20.0 * ("answer" in s) for s in sents] for sents in passages], Cost(sequences=len(passages))
+    def read(self, questions, passages, progress=False):
+        logits = [[20.0 * ("answer" in s) for s in sents] for sents in passages]
+        return SentenceRead(logits, None, Cost(sequences=len(passages)))
 
     def select(self, questions, passages, progress=False):
         out = []

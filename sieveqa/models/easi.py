@@ -12,11 +12,16 @@ Two selectors:
 A passage longer than ``max_length`` is cut into overlapping token windows (``stride``), never
 truncated silently; a sentence seen in several windows keeps its highest logit. A passage's
 probabilities are the softmax of its sentences' logits.
+
+With ``null``, the first token also scores "no sentence here answers" (SQuAD 2.0's null answer, for a
+sentence): one more option in the passage's softmax, trained on questions the passage does not answer.
+Its logit (a passage read in windows keeps its lowest) is :attr:`SentenceRead.nulls`.
 """
 
 from __future__ import annotations
 
 import time
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Self
@@ -33,7 +38,7 @@ from sieveqa.features import Features, Featurizer
 from sieveqa.models.base import Ranker, RankResult, SimilarityResult
 from sieveqa.models.encoder_model import EncoderModel, ModelConfig
 
-__all__ = ["SELECTORS", "EasiConfig", "EasiModel", "in_passage"]
+__all__ = ["SELECTORS", "EasiConfig", "EasiModel", "SentenceRead", "SentenceReader", "in_passage"]
 
 SELECTORS = ("pooled", "slots")
 NEG = -1e4  # logit of a sentence position a row does not hold (finite: fp16/bf16 safe)
@@ -51,6 +56,9 @@ class EasiConfig(ModelConfig):
     slots: int = field(default=16, metadata={"help": "easi slots: sentences per window (k)"})
     stride: int | None = field(
         default=None, metadata={"help": "easi: tokens shared by windows of a long passage (max_length/4)"}
+    )
+    null: bool = field(
+        default=False, metadata={"help": "easi: also score 'no sentence here answers' (SQuAD 2.0's null)"}
     )
 
     def __post_init__(self) -> None:
@@ -70,24 +78,70 @@ class EasiConfig(ModelConfig):
 
 
 class SentenceSelector(nn.Sequential):
-    """EASI's head: token states of a ``q [SEP] s1 [SEP] ...`` row → one logit per sentence."""
+    """EASI's head: token states of a ``q [SEP] s1 [SEP] ...`` row → one logit per sentence (and,
+    with ``null``, one more last: "none of them")."""
 
     def __init__(self, hidden: int, config: EasiConfig) -> None:
         width = config.slots if config.selector == "slots" else 1
         super().__init__(nn.Dropout(config.dropout), nn.Linear(hidden, width))
         self.selector, self.slots = config.selector, config.slots
+        if config.null:
+            self.add_module("null", nn.Linear(hidden, 1))
 
     def forward(self, hidden: Tensor, segment_ids: Tensor) -> Tensor:  # type: ignore[override]
-        """Rows × sentence positions, ``NEG`` where a row holds no such sentence."""
+        """Rows × sentence positions (+ the null, last), ``NEG`` where a row holds no such sentence."""
+        dropout, linear = self[0], self[1]
         n = int(segment_ids.max().clamp(min=1).item())
         if self.selector == "slots":
             n = min(n, self.slots)
-            logits = super().forward(hidden[:, 0])[:, :n]
+            logits = linear(dropout(hidden[:, 0]))[:, :n]
             present = (segment_ids.unsqueeze(-1) == torch.arange(1, n + 1, device=hidden.device)).any(dim=1)
         else:
             pooled, present = pool_segments(hidden, segment_ids, n)
-            logits = super().forward(pooled).squeeze(-1)
-        return logits.float().masked_fill(~present, NEG)
+            logits = linear(dropout(pooled)).squeeze(-1)
+        logits = logits.float().masked_fill(~present, NEG)
+        if hasattr(self, "null"):
+            logits = torch.cat([logits, self.null(dropout(hidden[:, 0])).float()], dim=1)
+        return logits
+
+
+@dataclass
+class SentenceRead:
+    """What EASI read: each passage's sentence logits, its null logit (None without ``null``), the cost."""
+
+    logits: list[list[float]]
+    nulls: list[float] | None
+    cost: Cost
+
+
+class SentenceReader(ABC):
+    """What reads a passage's sentences in place (EASI, PEASI's EASI side): ``read``, and the views
+    of it the runtime takes."""
+
+    @abstractmethod
+    def read(
+        self, questions: Sequence[str], passages: Sequence[Sequence[str]], progress: bool = False
+    ) -> SentenceRead:
+        """Each passage's sentence logits, its null logit (with ``null``), and the cost."""
+
+    @property
+    def has_null(self) -> bool:
+        """Whether :meth:`read` gives each passage's null logit (``EasiConfig.null``)."""
+        return bool(getattr(getattr(self, "config", None), "null", False))
+
+    def sentence_logits(
+        self, questions: Sequence[str], passages: Sequence[Sequence[str]], progress: bool = False
+    ) -> tuple[list[list[float]], Cost]:
+        """Each passage's sentence logits and the cost (:meth:`read` without the null)."""
+        out = self.read(questions, passages, progress)
+        return out.logits, out.cost
+
+    def select(
+        self, questions: Sequence[str], passages: Sequence[Sequence[str]], progress: bool = False
+    ) -> tuple[list[list[float]], Cost]:
+        """Each passage's sentence probabilities (softmax over the passage), and the cost."""
+        logits, cost = self.sentence_logits(questions, passages, progress)
+        return in_passage(logits), cost
 
 
 @dataclass
@@ -100,7 +154,7 @@ class SegmentInputs:
     sizes: list[int]  # sentences per input passage
 
 
-class EasiModel(EncoderModel, Ranker):
+class EasiModel(EncoderModel, Ranker, SentenceReader):
     """Scores the sentences of a passage in one pass (per window)."""
 
     kind = "easi"
@@ -143,25 +197,18 @@ class EasiModel(EncoderModel, Ranker):
         hidden = self.encoder(input_ids, attention_mask, token_type_ids, cost=cost)
         return self.head(hidden, segment_ids)
 
-    def sentence_logits(
+    def read(
         self, questions: Sequence[str], passages: Sequence[Sequence[str]], progress: bool = False
-    ) -> tuple[list[list[float]], Cost]:
+    ) -> SentenceRead:
         """Each passage's sentence logits (how well each sentence answers, on one scale across
-        passages), and the cost."""
+        passages), its null logit with ``null``, and the cost."""
         started = time.perf_counter()
         cost = Cost()
         inputs = self.featurize(questions, passages)
         with self.inference() as model:
-            logits = read_windows(model, inputs, lambda batch: model(**batch, cost=cost), progress)
+            logits, nulls = read_windows(model, inputs, lambda batch: model(**batch, cost=cost), progress)
         cost.seconds = time.perf_counter() - started
-        return logits, cost
-
-    def select(
-        self, questions: Sequence[str], passages: Sequence[Sequence[str]], progress: bool = False
-    ) -> tuple[list[list[float]], Cost]:
-        """Each passage's sentence probabilities (softmax over the passage), and the cost."""
-        logits, cost = self.sentence_logits(questions, passages, progress)
-        return in_passage(logits), cost
+        return SentenceRead(logits, nulls, cost)
 
     def run(self, examples: Sequence[RankingExample], progress: bool = False) -> RankResult:
         """Score each example's sentences in place, passage by passage (``passage_id`` groups them):
@@ -205,17 +252,25 @@ def read_windows(
     inputs: SegmentInputs,
     logits: Callable[[dict[str, Tensor]], Tensor],
     progress: bool = False,
-) -> list[list[float]]:
+) -> tuple[list[list[float]], list[float] | None]:
     """Run ``logits`` over the rows' batches: each passage's sentence logits, a sentence read in
-    several windows keeping its highest."""
+    several windows keeping its highest, and with a ``null`` selector each passage's null logit (its
+    lowest over the windows: a passage answers if any window of it does)."""
+    null = bool(getattr(model.config, "null", False))
     best = [torch.full((max(n, 1),), NEG) for n in inputs.sizes]
+    nulls = torch.full((len(inputs.sizes),), -NEG)
     for rows, batch in model.batches(inputs.features, progress, segments=True):
         out = logits(batch).float().cpu()
+        if null:
+            out, row_nulls = out[:, :-1], out[:, -1]
         for j, r in enumerate(rows):
             p, lo = inputs.passage[r], inputs.first[r]
             width = min(out.shape[1], len(best[p]) - lo)
             best[p][lo : lo + width] = torch.maximum(best[p][lo : lo + width], out[j, :width])
-    return [b[:n].tolist() for b, n in zip(best, inputs.sizes, strict=True)]
+            if null:
+                nulls[p] = torch.minimum(nulls[p], row_nulls[j])
+    sentences = [b[:n].tolist() for b, n in zip(best, inputs.sizes, strict=True)]
+    return sentences, nulls.tolist() if null else None
 
 
 def in_passage(logits: Sequence[Sequence[float]]) -> list[list[float]]:

@@ -28,9 +28,10 @@ from sieveqa.models.cross_encoder import CrossEncoder
 from sieveqa.models.easi import (
     EasiConfig,
     EasiModel,
+    SentenceRead,
+    SentenceReader,
     SentenceSelector,
     featurize_segments,
-    in_passage,
     read_windows,
 )
 from sieveqa.models.encoder_model import WORD_EMBEDDINGS, EncoderModel, ModelConfig
@@ -55,13 +56,15 @@ class PeasiConfig(EasiConfig):
         super().__post_init__()
         if self.sharing not in SHARING:
             raise ConfigError(f"sharing must be one of {', '.join(SHARING)}, got {self.sharing!r}")
+        if self.null:
+            raise ConfigError("null is EASI's own option (--arch easi); PEASI's multi-task models have none")
 
     @classmethod
     def for_arch(cls, arch: str, **settings: Any) -> Self:
         return cls(**{**settings, "sharing": arch.removeprefix("peasi-")})
 
 
-class PeasiModel(EncoderModel):
+class PeasiModel(EncoderModel, SentenceReader):
     """PR and EASI with a shared body (``mtl0``) or two bodies (``mtl1``, ``concat``)."""
 
     kind = "peasi"
@@ -183,17 +186,10 @@ class PeasiModel(EncoderModel):
         cost.seconds = time.perf_counter() - started
         return out.tolist(), cost
 
-    def select(
+    def read(
         self, questions: Sequence[str], passages: Sequence[Sequence[str]], progress: bool = False
-    ) -> tuple[list[list[float]], Cost]:
-        """EASI: each passage's sentence probabilities (windows as in ``EasiModel.select``)."""
-        logits, cost = self.sentence_logits(questions, passages, progress)
-        return in_passage(logits), cost
-
-    def sentence_logits(
-        self, questions: Sequence[str], passages: Sequence[Sequence[str]], progress: bool = False
-    ) -> tuple[list[list[float]], Cost]:
-        """EASI: each passage's sentence logits (as ``EasiModel.sentence_logits``)."""
+    ) -> SentenceRead:
+        """EASI: each passage's sentence logits (as ``EasiModel.read``)."""
         started = time.perf_counter()
         cost = Cost()
         inputs = featurize_segments(self.featurizer, self.config, questions, passages)
@@ -205,6 +201,6 @@ class PeasiModel(EncoderModel):
                 )
                 return model.selector(hidden, batch["segment_ids"])
 
-            out = read_windows(model, inputs, logits, progress)
+            out, nulls = read_windows(model, inputs, logits, progress)
         cost.seconds = time.perf_counter() - started
-        return out, cost
+        return SentenceRead(out, nulls, cost)

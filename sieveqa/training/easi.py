@@ -7,6 +7,10 @@ paragraph, a ``squad-passages`` passage, a WikiQA document); ``windows`` cuts th
 windows of at most ``passage_tokens`` tokens: ``all`` starts a window at every sentence (the paper's
 sliding window, so a correct sentence is seen at several positions), ``one`` keeps one such window
 per passage at random, ``passage`` uses each passage as it is.
+
+A question none of whose sentences is correct (SQuAD 2.0's unanswerable ones over their own paragraph,
+``squad2-passages:own-sentences``) teaches a ``null`` selector its null option, in the same windows;
+a selector without one skips those passages.
 """
 
 from __future__ import annotations
@@ -64,16 +68,18 @@ class PassageSample:
     @property
     def summary(self) -> str:
         n = sum(len(p) for p in self.passages)
-        return f"{len(self)} passages with an answer ({n} sentences)"
+        unanswered = sum(not t for t in self.targets)
+        return f"{len(self) - unanswered} passages with an answer, {unanswered} without ({n} sentences)"
 
 
-def positive_passages(examples: Sequence[RankingExample]) -> list[RankingExample]:
-    """One example per passage that holds a correct sentence, its sentences as candidates."""
+def positive_passages(examples: Sequence[RankingExample], unanswered: bool = False) -> list[RankingExample]:
+    """One example per passage that holds a correct sentence, its sentences as candidates; with
+    ``unanswered``, the passages of questions with no correct sentence at all too."""
     return [
         RankingExample(Question(f"{ex.qid}@{pid}", ex.question.text), sents)
         for ex in examples
         for pid, sents in group_passages(ex)
-        if any(c.label == 1 for c in sents)
+        if any(c.label == 1 for c in sents) or (unanswered and not any(c.label == 1 for c in ex.candidates))
     ]
 
 
@@ -82,14 +88,14 @@ def make_passages(
 ) -> PassageSample:
     rng = random.Random(seed)
     out = PassageSample([], [], [])
-    for ex in positive_passages(examples):
+    for ex in positive_passages(examples, unanswered=True):
         texts = [c.text for c in ex.candidates]
         labels = [c.label == 1 for c in ex.candidates]
         if options.windows == "passage":
             windows = [(0, len(texts))]
         else:
             windows = pack_windows(count_tokens(texts), options.passage_tokens, step=1)
-            windows = [(lo, hi) for lo, hi in windows if any(labels[lo:hi])]
+            windows = [(lo, hi) for lo, hi in windows if any(labels[lo:hi]) or not any(labels)]
             if options.windows == "one":
                 windows = [rng.choice(windows)]
         for lo, hi in windows:
@@ -106,17 +112,18 @@ def make_passages(
 
 @dataclass
 class SegmentTensors(FeatureRows):
-    """EASI rows with the positions of their correct sentences."""
+    """EASI rows with the positions of their correct sentences (none: the null option's row)."""
 
     targets: list[list[int]]
     pad_id: int = 0
+    null: bool = False
 
     def batch(self, rows: Sequence[int]) -> dict[str, Tensor]:
         batch = collate(self.features, rows, self.pad_id, segments=True)
         width = int(batch["segment_ids"].max().clamp(min=1).item())
-        labels = torch.zeros((len(rows), width))
+        labels = torch.zeros((len(rows), width + self.null))  # the null is the selector's last column
         for j, r in enumerate(rows):
-            labels[j, [t - 1 for t in self.targets[r]]] = 1.0
+            labels[j, [t - 1 for t in self.targets[r]] or [-1]] = 1.0
         return {**batch, "labels": labels}
 
 
@@ -142,7 +149,7 @@ class EasiRecipe(Recipe):
 
     def sample(self, examples: Sequence[RankingExample], config: TrainConfig, source: str) -> PassageSample:
         sample = make_passages(examples, self.options, config.max_pairs, config.seed)
-        if not len(sample):
+        if not any(sample.targets):
             raise DataFormatError(f"{source}: no passage holds a sentence labelled correct (1)")
         return sample
 
@@ -150,12 +157,15 @@ class EasiRecipe(Recipe):
         assert isinstance(model, EasiModel)
         inputs = model.featurize(sample.questions, sample.passages)
         assert inputs.features.segment_ids is not None
+        null = model.config.null
         keep, targets = [], []
         for r, segs in enumerate(inputs.features.segment_ids):
             p, lo = inputs.passage[r], inputs.first[r]
             present = set(segs)
             rel = [t - lo + 1 for t in sample.targets[p] if t - lo + 1 in present]
-            if rel:  # a window without the answer teaches nothing here
+            # A window cut from an answer's passage without it teaches nothing here; a passage of an
+            # unanswered question teaches the null option.
+            if rel or (null and not sample.targets[p]):
                 keep.append(r)
                 targets.append(rel)
         f = inputs.features
@@ -165,7 +175,7 @@ class EasiRecipe(Recipe):
             [f.token_type_ids[r] for r in keep],
             segment_ids=[f.segment_ids[r] for r in keep],
         )
-        return SegmentTensors(rows, targets, model.pad_id)
+        return SegmentTensors(rows, targets, model.pad_id, null)
 
     def objective(self, model: EncoderModel) -> Objective:
         return InPlaceCE()

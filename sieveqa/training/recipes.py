@@ -203,6 +203,8 @@ class TripletRecipe(Recipe):
 
 #: Model settings a saved model may be given when training continues from it (inputs, not weights).
 INPUT_SETTINGS = ("max_length",)
+#: Model settings that give a saved model one more head, trained from scratch (EASI's null option).
+ADDED_HEADS = ("null",)
 
 
 def _is_model_folder(init: str) -> bool:
@@ -225,13 +227,12 @@ def init_model(
     if not _is_model_folder(init):
         return cls(cls.config_class.for_arch(arch, backbone=init, **settings))
     if settings.get("train_layers") is not None:
-        raise ConfigError(
-            f"--train-layers keeps layers at a backbone's weights: --init a backbone, not {init}"
-        )
+        raise ConfigError(f"--train-layers starts from a backbone (--init NAME), not the saved model {init}")
     other = load_model(init)
     if other.kind != cls.kind:
         return cls.start_from(other, cls.config_class.for_arch(arch, **settings))
     inputs = {k: settings.pop(k) for k in INPUT_SETTINGS if k in settings}
+    heads = {k: v for k in ADDED_HEADS if (v := settings.pop(k, None)) and not getattr(other.config, k)}
     if settings:
         flags = ", ".join(f"--{k.replace('_', '-')}" for k in sorted(settings))
         raise ConfigError(f"{flags} cannot change a saved model's architecture; {init} brings its own")
@@ -240,6 +241,8 @@ def init_model(
         # with the default ranker's body): rebuilt through the config so its checks run.
         other.config = type(other.config)(**{**asdict(other.config), **inputs})
         other.check_positions()
+    if heads:
+        other = _with_heads(other, cls, heads)
     # The arch must be the saved model's (bert-pooling cannot continue a HAS model).
     implied = asdict(cls.config_class.for_arch(arch))
     defaults = asdict(cls.config_class())
@@ -248,6 +251,17 @@ def init_model(
     if clash:
         raise ConfigError(f"{init} is not a {arch!r} model ({', '.join(f'{k}={saved[k]!r}' for k in clash)})")
     return other
+
+
+def _with_heads(other: EncoderModel, cls: type[EncoderModel], heads: dict[str, Any]) -> EncoderModel:
+    """``other`` rebuilt with the new heads ``heads`` turn on, every weight it had kept."""
+    model = cls(type(other.config)(**{**asdict(other.config), **heads}))
+    missing, unexpected = model.load_state_dict(other.state_dict(), strict=False)
+    new = {n for n, _ in model.named_parameters()} - set(other.state_dict())
+    if unexpected or set(missing) != new:
+        raise ConfigError(f"{', '.join(heads)} cannot be added to this {other.kind} model")
+    model.meta, model.path = other.meta, other.path
+    return model.to(other.device)
 
 
 def _options(recipe_class: type[Recipe], options: dict[str, Any] | None) -> Any:

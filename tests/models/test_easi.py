@@ -76,3 +76,29 @@ def test_starting_from_a_ranker_keeps_its_body(tiny_model) -> None:
         easi.encoder.state_dict().items(), tiny_model.encoder.state_dict().values(), strict=True
     ):
         assert torch.equal(a, b), name
+
+
+@pytest.mark.parametrize("selector", ["pooled", "slots"])
+def test_a_null_selector_reads_each_passage_null_once_its_lowest_window(selector: str) -> None:
+    """A windowed passage answers if any window does: its null is the lowest window's, and the
+    sentence logits are those the same weights give without the null."""
+    torch.manual_seed(0)
+    config = EasiConfig(backbone="tiny", max_length=48, stride=8, selector=selector, slots=4, null=True)
+    model = EasiModel(config)
+    read = model.read(["what topic?", "q"], [SENTS, SENTS[:2]])
+    assert read.nulls is not None and len(read.nulls) == 2 and [len(z) for z in read.logits] == [12, 2]
+    inputs = model.featurize(["what topic?"], [SENTS])
+    with torch.inference_mode():
+        rows = [model(**b)[:, -1] for _, b in model.batches(inputs.features, segments=True)]
+    assert read.nulls[0] == pytest.approx(min(torch.cat(rows).tolist()), abs=1e-5)
+    plain = EasiModel(EasiConfig(**{**vars(config), "null": False}))
+    plain.load_state_dict(model.state_dict(), strict=False)
+    assert plain.read(["what topic?"], [SENTS]).logits[0] == pytest.approx(read.logits[0], abs=1e-5)
+    assert plain.read(["q"], [SENTS[:2]]).nulls is None and not plain.has_null and model.has_null
+
+
+def test_null_is_easis_alone() -> None:
+    from sieveqa.models.peasi import PeasiConfig
+
+    with pytest.raises(ConfigError, match="null is EASI's own option"):
+        PeasiConfig(null=True)

@@ -102,7 +102,7 @@ def test_train_layers_saves_only_the_top_layer_and_refuses_other_frozen_weights(
 
     model = CrossEncoder(CrossEncoderConfig(backbone="minilm-l6", max_length=64, train_layers=1))
     with torch.no_grad():  # as if trained: the top layer and head differ from the base
-        for name, p in model.named_parameters():
+        for p in model.parameters():
             if p.requires_grad:
                 p.add_(0.01 * torch.randn_like(p))
     folder = model.save_pretrained(tmp_path / "m")

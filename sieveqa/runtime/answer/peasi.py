@@ -18,7 +18,8 @@ logit of its passage: whether the passage answers), ``sentence`` (EASI's logit o
 answers, comparable across passages), ``in_passage`` (its log-probability within its passage),
 ``margin`` (its passage's logit over the best other passage's), when looked at, ``pointwise``, and
 with a ``judge`` (a reranker trained on on-topic unanswerable questions), ``judge``: its logit of the
-answer's passage, whether the passage says the answer rather than whether it is on the topic.
+answer's passage, whether the passage says the answer rather than whether it is on the topic; with a
+``null`` selector, ``null``: the log-probability EASI gives "no sentence of this passage answers".
 """
 
 from __future__ import annotations
@@ -142,7 +143,8 @@ class Peasi(AnswerMethod):
     @property
     def signals(self) -> tuple[str, ...]:
         looked = ("pointwise",) if self.look is not None else ()
-        return SIGNALS + looked + (("judge",) if self.judge is not None else ())
+        null = ("null",) if self.selector.has_null else ()
+        return SIGNALS + null + looked + (("judge",) if self.judge is not None else ())
 
     def describe(self) -> dict[str, Any]:
         o = self.options
@@ -184,17 +186,19 @@ class Peasi(AnswerMethod):
         bm25 = _minmax(lexical) if lexical else [0.0] * len(passages)
         order = sorted(range(len(passages)), key=lambda i: (-scores[i], i))[: read or self.options.read]
         chosen = [passages[i] for i in order]
-        sentence_logits, easi_cost = self.selector.sentence_logits(
-            [question] * len(chosen), [p.sentences for p in chosen]
-        )
-        cost.add(easi_cost)
+        reading = self.selector.read([question] * len(chosen), [p.sentences for p in chosen])
+        cost.add(reading.cost)
         found = []
-        for i, p, z in zip(order, chosen, sentence_logits, strict=True):
+        for k, (i, p, z) in enumerate(zip(order, chosen, reading.logits, strict=True)):
             others = [logits[j] for j in range(len(passages)) if j != i]
             margin = logits[i] - max(others) if others else 0.0
             norm = _logsumexp(z)
+            # log P(no sentence answers) in the passage's softmax with the null option
+            nulls = reading.nulls
+            null = {} if nulls is None else {"null": nulls[k] - _logsumexp([*z, nulls[k]])}
             for s, zs in enumerate(z):
                 signals = {"passage": logits[i], "sentence": zs, "in_passage": zs - norm, "margin": margin}
+                signals |= null
                 joint = logits[i] + self.options.sentence_weight * signals["in_passage"]
                 joint += self.options.bm25_weight * bm25[i]
                 found.append(Found(p, s, joint, logits[i], signals=signals))

@@ -13,6 +13,7 @@ from sieveqa.data.corpus import IndexedPassage
 from sieveqa.encoder import Cost
 from sieveqa.errors import ConfigError
 from sieveqa.models.base import Ranker, RankResult
+from sieveqa.models.easi import SentenceRead, SentenceReader
 from sieveqa.runtime.answer.peasi import Peasi, PeasiOptions
 from sieveqa.runtime.answer.sentence import Pointwise, judged
 from tests.fakes import TOP_PASSAGE, KeywordRanker
@@ -40,14 +41,16 @@ class TableReranker(Ranker):
         return torch.tensor([[self.logits[t]] for t in texts]), Cost(sequences=len(texts))
 
 
-class TableSelector:
+class TableSelector(SentenceReader):
     """EASI stand-in: each sentence's logit from a table."""
 
     def __init__(self, logits: dict[str, float]) -> None:
         self.logits = logits
 
-    def sentence_logits(self, questions, passages, progress=False):
-        return [[self.logits[s] for s in p] for p in passages], Cost(sequences=len(passages))
+    def read(self, questions, passages, progress=False):
+        return SentenceRead(
+            [[self.logits[s] for s in p] for p in passages], None, Cost(sequences=len(passages))
+        )
 
 
 # The best passage (logit 2) holds one sentence EASI finds only so-so among its two; the second
