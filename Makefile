@@ -7,7 +7,7 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export NO_MKDOCS_2_WARNING := 1
 
-.PHONY: race-env install demo test test-all test-shutdown test-docs test-wheel docs wheel test-fast lint install-mpnet default-model default-v1-model cascade-models retrofit-model mono-models default-cascade peasi-cascade has-models has-sensitivity peasi-models peasi-v2-models peasi-v3-models judge-mpnet judge-mpnet-top peasi-ship peasi-wikiqa reader-models reader-v2-model reader-ship confidence-ship mhs-teachers mhs-teacher-scores mhs-kd-search mhs-students mhs-tables default-kd has-store-model has-store-v2-model store-bench fusion-bench
+.PHONY: race-env install demo test test-all test-shutdown test-docs test-wheel docs wheel test-fast lint install-mpnet default-model default-v1-model cascade-models retrofit-model mono-models default-cascade peasi-cascade has-models has-sensitivity peasi-models peasi-v2-models peasi-v3-models judge-mpnet judge-mpnet-top easi-null peasi-ship peasi-wikiqa reader-models reader-v2-model reader-ship confidence-ship mhs-teachers mhs-teacher-scores mhs-kd-search mhs-students mhs-tables default-kd has-store-model has-store-v2-model store-bench fusion-bench
 
 $(VENV)/.installed: pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -267,6 +267,18 @@ judge-mpnet-top: install-mpnet
 		--judge runs/judge-mpnet-top/own/best --out runs/judge-mpnet-top/cache-dev.cache.json
 	$(BIN)/python bench/peasi_choice.py sweep --caches runs/judge-mpnet-top/cache-dev.cache.json \
 		--out bench/results/abstention/judge-mpnet-top-sweep.json
+
+# EASI with a null option (issue 41): the shipped selector given "no sentence here answers", continued on
+# SQuAD 2.0's questions of the train-split articles over their own paragraph (the unanswerable ones
+# teach the null) and 4,000 answer windows of SQuAD train; then its null read beside the judge.
+easi-null: install
+	$(SIEVEQA) train --arch easi --init peasi-easi --null \
+		--train "squad2-passages:own-sentences,squad-train-as2:train[~4000]" --windows one --dev "" \
+		--epochs 2 --lr 3e-5 --batch-size 16 --seed 47 --checkpoint-every 200 --out runs/easi-null/own
+	$(BIN)/python bench/peasi_choice.py cache --dataset squad2-open:dev --reranker peasi-pr \
+		--selector runs/easi-null/own/best --judge peasi-judge --out runs/easi-null/cache-dev.cache.json
+	$(BIN)/python bench/peasi_choice.py sweep --caches runs/easi-null/cache-dev.cache.json \
+		--out bench/results/abstention/easi-null-sweep.json
 
 # What ships as peasi-easi / peasi-judge (peasi-pr is the second pair's, $(PEASI2)/pr/best; the first
 # pair: $(PEASI)/pr-continued/best and $(PEASI)/easi-pooled-2/best, from `make peasi-models`).
