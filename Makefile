@@ -256,6 +256,8 @@ judge-mpnet: install-mpnet
 		--judge runs/judge-mpnet/own/best --out runs/judge-mpnet/cache-dev.cache.json
 	$(BIN)/python bench/peasi_choice.py sweep --caches runs/judge-mpnet/cache-dev.cache.json \
 		--out bench/results/abstention/judge-mpnet-sweep.json
+	$(BIN)/python bench/low_rank_judge.py --judge runs/judge-mpnet/own/best --ranks 8,16,32,64 \
+		--out bench/results/abstention/judge-mpnet-low-rank.json
 
 # The larger judge made shippable (issue 41): all-mpnet-base-v2 with only its top layer trained (the
 # other eleven and the embeddings stay the pip-installed base's and are not saved: ~15 MB in fp16).
