@@ -9,6 +9,10 @@ and how much of the changes' norm the rank keeps.
 
     python bench/low_rank_judge.py --judge runs/judge-mpnet/own/best --ranks 32,64,96 \
         --out bench/results/abstention/judge-mpnet-low-rank.json
+
+``--save-rank R --save FILE`` only writes the judge at rank R as one safetensors file (each changed
+matrix ``NAME`` as ``NAME.lr_a`` @ ``NAME.lr_b`` to add to the base's, every other trained tensor as
+it is, the word embeddings left out; fp16), so that it outlives the 435 MB folder it came from.
 """
 
 from __future__ import annotations
@@ -41,6 +45,27 @@ def _top_passages(reranker: str, dataset: str, passages: int) -> tuple[list[str]
     return questions, texts, answerable
 
 
+def _save(judge_path: str, rank: int, out: Path) -> None:
+    from safetensors.torch import save_file
+
+    judge = load_model(judge_path)
+    base = load_backbone(judge.config.backbone).model.state_dict()
+    tensors = {}
+    for name, w in judge.state_dict().items():
+        key = name.removeprefix(BODY)
+        if "word_embeddings" in name:
+            continue
+        if name.startswith(BODY) and key in base and w.dim() == 2 and "embeddings" not in key:
+            u, s, vh = torch.linalg.svd(w.float() - base[key].float(), full_matrices=False)
+            tensors[f"{name}.lr_a"] = (u[:, :rank] * s[:rank]).half().contiguous()
+            tensors[f"{name}.lr_b"] = vh[:rank].half().contiguous()
+        else:
+            tensors[name] = w.half().contiguous()
+    meta = {"judge": judge_path, "backbone": judge.config.backbone, "rank": str(rank)}
+    save_file(tensors, out, metadata=meta)
+    print(f"wrote {out} ({out.stat().st_size / 1e6:.1f} MB)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--judge", required=True, help="a pair model fine-tuned whole")
@@ -48,9 +73,15 @@ def main() -> None:
     parser.add_argument("--dataset", default="squad2-open:dev")
     parser.add_argument("--reranker", default="peasi-pr")
     parser.add_argument("--passages", type=int, default=20)
-    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--out", type=Path)
+    parser.add_argument("--save-rank", type=int)
+    parser.add_argument("--save", type=Path)
     args = parser.parse_args()
     ranks = [int(r) for r in args.ranks.split(",")]
+    if args.save is not None:
+        return _save(args.judge, args.save_rank, args.save)
+    if args.out is None:
+        parser.error("--out is needed unless --save is given")
 
     started = time.perf_counter()
     questions, texts, answerable = _top_passages(args.reranker, args.dataset, args.passages)
