@@ -3,6 +3,8 @@ question, p50 and p95, for each method, on the SQuAD-AS2 test questions over the
 
     python bench/answer_latency.py --reranker runs/peasi/pr/best --selector runs/peasi/easi-pooled/best \\
         --limit 200 --out bench/results/peasi/answer_latency.json
+
+``--judges A,B`` times ``peasi`` once per judge (a row each, ``peasi judge=A``).
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ def main() -> None:
     parser.add_argument("--reranker", default="peasi-pr")
     parser.add_argument("--selector", default=None)
     parser.add_argument("--methods", default="peasi,peasi-all,pointwise,cascade")
+    parser.add_argument("--judges", default=None, help="peasi's judges to time, comma-separated")
     parser.add_argument("--limit", type=int, default=200, help="questions (the first N of squad-as2:test)")
     parser.add_argument("--out", type=Path, default=Path("bench/results/peasi/answer_latency.json"))
     args = parser.parse_args()
@@ -33,9 +36,14 @@ def main() -> None:
     rows, results = [], {}
     with tempfile.TemporaryDirectory() as tmp:
         index = CorpusIndex.build(read_documents("squad:test"), Path(tmp) / "index")
-        for method in args.methods.split(","):
-            models = {"reranker": args.reranker, "selector": args.selector} if method == "peasi" else {}
-            answerer = load_answerer(method, str(index.path), **models)
+        runs = [(m, {}) for m in args.methods.split(",")]
+        if args.judges:
+            runs = [(m, o) for m, o in runs if m != "peasi"]
+            runs += [(f"peasi judge={j}", {"judge": j}) for j in args.judges.split(",")]
+        for method, options in runs:
+            name = method.split()[0]
+            models = {"reranker": args.reranker, "selector": args.selector} if name == "peasi" else {}
+            answerer = load_answerer(name, str(index.path), **models, **options)
             answerer.answer(questions[0])  # warm-up
             seconds, inferences, flops = [], [], []
             for question in questions:
