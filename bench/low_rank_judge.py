@@ -28,6 +28,7 @@ from tqdm.auto import tqdm
 
 from sieveqa.backbones import load_backbone
 from sieveqa.data.registry import load_open_dataset
+from sieveqa.models.encoder_model import EncoderModel
 from sieveqa.models.zoo import load_model
 
 BODY = "encoder.backbone."
@@ -45,21 +46,33 @@ def _top_passages(reranker: str, dataset: str, passages: int) -> tuple[list[str]
     return questions, texts, answerable
 
 
+Svd = tuple[torch.Tensor, torch.Tensor, torch.Tensor]
+
+
+def _changes(judge: EncoderModel) -> dict[str, tuple[torch.Tensor, Svd]]:
+    """Each body matrix's base weight and the SVD of what training changed in it (embeddings aside)."""
+    base = load_backbone(judge.config.backbone).model.state_dict()
+    out = {}
+    for name, w in judge.state_dict().items():
+        key = name.removeprefix(BODY)
+        if name.startswith(BODY) and key in base and w.dim() == 2 and "embeddings" not in key:
+            weight = base[key].float()
+            out[name] = (weight, torch.linalg.svd(w.float() - weight, full_matrices=False))
+    return out
+
+
 def _save(judge_path: str, rank: int, out: Path) -> None:
     from safetensors.torch import save_file
 
     judge = load_model(judge_path)
-    base = load_backbone(judge.config.backbone).model.state_dict()
+    changes = _changes(judge)
     tensors = {}
     for name, w in judge.state_dict().items():
-        key = name.removeprefix(BODY)
-        if "word_embeddings" in name:
-            continue
-        if name.startswith(BODY) and key in base and w.dim() == 2 and "embeddings" not in key:
-            u, s, vh = torch.linalg.svd(w.float() - base[key].float(), full_matrices=False)
+        if name in changes:
+            _, (u, s, vh) = changes[name]
             tensors[f"{name}.lr_a"] = (u[:, :rank] * s[:rank]).half().contiguous()
             tensors[f"{name}.lr_b"] = vh[:rank].half().contiguous()
-        else:
+        elif "word_embeddings" not in name:
             tensors[name] = w.half().contiguous()
     meta = {"judge": judge_path, "backbone": judge.config.backbone, "rank": str(rank)}
     save_file(tensors, out, metadata=meta)
@@ -86,14 +99,8 @@ def main() -> None:
     started = time.perf_counter()
     questions, texts, answerable = _top_passages(args.reranker, args.dataset, args.passages)
     judge = load_model(args.judge)
-    base = load_backbone(judge.config.backbone).model.state_dict()
     trained = {k: v.detach().clone() for k, v in judge.state_dict().items()}
-    changes = {}  # matrix name -> (base weight, SVD of the change)
-    for name, w in trained.items():
-        key = name.removeprefix(BODY)
-        if name.startswith(BODY) and key in base and w.dim() == 2 and "embeddings" not in key:
-            delta = w.float() - base[key].float()
-            changes[name] = (base[key].float(), torch.linalg.svd(delta, full_matrices=False))
+    changes = _changes(judge)
     word_embeddings = sum(w.numel() for n, w in trained.items() if "word_embeddings" in n)
     kept = sum(w.numel() for n, w in trained.items() if n not in changes) - word_embeddings
     rows = []

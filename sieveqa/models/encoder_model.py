@@ -111,8 +111,9 @@ class EncoderModel(nn.Module):
         self.check_positions()
         if config.freeze_word_embeddings:
             backbone.model.embeddings.word_embeddings.weight.requires_grad_(False)
+        frozen = self.frozen_prefixes()
         for name, param in self.encoder.named_parameters(prefix=BODY.rstrip(".")):
-            if name.startswith(self.frozen_prefixes()):
+            if name.startswith(frozen):
                 param.requires_grad_(False)
         self.batch_size = 64
         self.precision = "fp32"

@@ -242,3 +242,16 @@ def test_teacher_scores_names_its_own_options(
     assert line.startswith("error: invalid --max-pairs 0") and "TrainConfig" not in line
     line = one_error_line(sieveqa(*base, "--teacher", tmp_path / "nothing"))
     assert "nothing' is neither a shipped model" in line and "--teachers" not in line
+
+
+def test_bad_train_layers_are_one_line(sieveqa, example_jsonl: Path, tmp_path: Path) -> None:
+    line = one_error_line(_train(sieveqa, example_jsonl, tmp_path / "a", "--train-layers", "99"))
+    assert line.startswith("error: train_layers must be in 1..") and line.endswith("got 99")
+    line = one_error_line(_train(sieveqa, example_jsonl, tmp_path / "b", "--train-layers", "0"))
+    assert "invalid train_layers=0" in line
+    assert _train(sieveqa, example_jsonl, tmp_path / "c", "--epochs", "1").exit_code == 0
+    saved = str(tmp_path / "c" / "best")
+    line = one_error_line(
+        _train(sieveqa, example_jsonl, tmp_path / "d", "--init", saved, "--train-layers", "1")
+    )
+    assert line == f"error: --train-layers starts from a backbone (--init NAME), not the saved model {saved}"

@@ -188,13 +188,13 @@ class Peasi(AnswerMethod):
         chosen = [passages[i] for i in order]
         reading = self.selector.read([question] * len(chosen), [p.sentences for p in chosen])
         cost.add(reading.cost)
+        nulls = reading.nulls
         found = []
         for k, (i, p, z) in enumerate(zip(order, chosen, reading.logits, strict=True)):
             others = [logits[j] for j in range(len(passages)) if j != i]
             margin = logits[i] - max(others) if others else 0.0
             norm = _logsumexp(z)
             # log P(no sentence answers) in the passage's softmax with the null option
-            nulls = reading.nulls
             null = {} if nulls is None else {"null": nulls[k] - _logsumexp([*z, nulls[k]])}
             for s, zs in enumerate(z):
                 signals = {"passage": logits[i], "sentence": zs, "in_passage": zs - norm, "margin": margin}
