@@ -6,6 +6,7 @@ recorded so a different base is refused rather than
 silently mixed in. ``config.json`` records the sha256 of the weights file, checked at every load, so
 a truncated download or a flipped byte is reported instead of used. ``policy.json`` holds the
 question-time settings a runtime applies (a cascade's drop ratios), written apart from the weights.
+A body fine-tuned whole may instead be stored as low-rank factors of its changes (``_low_rank``).
 
 Format 1 (sieveqa before the shared classifier head) still loads: its cascade heads are renamed and
 the drop ratios it kept inside the model config become its policy.
@@ -17,6 +18,7 @@ import hashlib
 import json
 import logging
 import re
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +30,7 @@ from torch import nn
 from sieveqa.encoder import SteppableEncoder
 from sieveqa.errors import ConfigError, ModelFormatError
 from sieveqa.io import atomic_dir, atomic_write_json, file_sha256, read_json_object
+from sieveqa.models._low_rank import check_base, expand, factorize
 
 log = logging.getLogger(__name__)
 
@@ -65,16 +68,21 @@ def save_model_folder(
     exclude: tuple[str, ...] = (),
     dtype: torch.dtype = torch.float16,
     policy: dict[str, Any] | None = None,
+    low_rank: tuple[Mapping[str, torch.Tensor], int] | None = None,
 ) -> Path:
     """Write ``module``'s state (minus ``exclude`` prefixes) in ``dtype``, ``meta`` as config.json
-    with the weights' sha256, and ``policy`` as policy.json; all or nothing."""
+    with the weights' sha256, and ``policy`` as policy.json; all or nothing. With ``low_rank=(base,
+    rank)``, matrices that differ from ``base``'s are stored as rank-``rank`` factors of the change."""
     path = Path(path)
+    state = {name: t for name, t in module.state_dict().items() if not name.startswith(exclude)}
+    if low_rank is not None:
+        state, entry = factorize(state, *low_rank)
+        meta = {**meta, "low_rank": entry}
     state = {
         name: tensor.detach().to(dtype).cpu().contiguous()
         if tensor.is_floating_point()
         else tensor.detach().cpu().contiguous()
-        for name, tensor in module.state_dict().items()
-        if not name.startswith(exclude)
+        for name, tensor in state.items()
     }
     with atomic_dir(path) as tmp:
         save_file(state, str(tmp / WEIGHTS))
@@ -156,6 +164,12 @@ def load_into(path: str | Path, module: nn.Module, meta: dict[str, Any]) -> None
         state = {_rename_v1(name): tensor for name, tensor in state.items()}
     excluded = tuple(meta.get("excluded", ()))
     own = module.state_dict()
+    if (entry := meta.get("low_rank")) is not None:
+        where = f"{path / CONFIG}"
+        if not isinstance(entry, dict):
+            raise ModelFormatError(f"{where}: field 'low_rank' must be an object")
+        check_base(where, own, entry)
+        state = expand(state, own, entry)
     expected = {n for n in own if not n.startswith(excluded)}
     missing, extra = expected - set(state), set(state) - expected
     if missing or extra:

@@ -332,10 +332,15 @@ class EncoderModel(nn.Module):
         return state_fingerprint({n: t for n, t in self.state_dict().items() if n.startswith(frozen)})
 
     def save_pretrained(
-        self, path: str | Path, extra: dict[str, Any] | None = None, policy: dict[str, Any] | None = None
+        self,
+        path: str | Path,
+        extra: dict[str, Any] | None = None,
+        policy: dict[str, Any] | None = None,
+        low_rank: int | None = None,
     ) -> Path:
         """Save config and weights (fp16; frozen base embeddings, or a shared body, left out and
-        fingerprinted), and ``policy`` as policy.json beside them."""
+        fingerprinted), and ``policy`` as policy.json beside them. With ``low_rank=r``, each body
+        matrix training changed is stored as rank-r factors of its change from the installed base."""
         meta = {
             "sieveqa_model": self.kind,
             "config": asdict(self.config),
@@ -348,7 +353,15 @@ class EncoderModel(nn.Module):
             meta |= {"body_from": self.body_from, "body_fingerprint": self._body_fingerprint}
         elif self.body_from is not None:
             log.warning("the body changed since share_body(%s): saving the whole model", self.body_from)
-        return save_model_folder(path, self, meta, exclude=self._excluded(), policy=policy)
+        base = None
+        if low_rank is not None:
+            if low_rank < 1:
+                raise ConfigError(f"low_rank must be >= 1, got {low_rank}")
+            if self._shares_body():
+                raise ConfigError(f"low_rank: the body is {self.body_from!r}'s, not stored here to factor")
+            installed = load_backbone(self.config.backbone).model.state_dict()
+            base = ({f"{BODY}backbone.{n}": t for n, t in installed.items()}, low_rank)
+        return save_model_folder(path, self, meta, exclude=self._excluded(), policy=policy, low_rank=base)
 
     def _load_shared_body(self, path: Path, meta: dict[str, Any]) -> None:
         source = str(meta["body_from"])

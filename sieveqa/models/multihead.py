@@ -134,13 +134,17 @@ class MultiHeadStudent(PairModel):
         return model
 
     def save_pretrained(
-        self, path: str | Path, extra: dict[str, Any] | None = None, policy: dict[str, Any] | None = None
+        self,
+        path: str | Path,
+        extra: dict[str, Any] | None = None,
+        policy: dict[str, Any] | None = None,
+        low_rank: int | None = None,
     ) -> Path:
         """Saved as what it is: with one head (a single-teacher student) a plain cross-encoder, which
         everything that takes a cross-encoder (retrofit, PEASI, readers) accepts."""
         if self.config.heads == 1:
-            return self.as_cross_encoder().save_pretrained(path, extra, policy)
-        return super().save_pretrained(path, extra, policy)
+            return self.as_cross_encoder().save_pretrained(path, extra, policy, low_rank)
+        return super().save_pretrained(path, extra, policy, low_rank)
 
     @classmethod
     def start_from(cls, other: EncoderModel, config: ModelConfig) -> Self:

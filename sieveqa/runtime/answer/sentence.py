@@ -24,7 +24,7 @@ from typing import Any, Self
 from sieveqa.data.corpus import IndexedPassage
 from sieveqa.data.records import Candidate, Question, RankingExample
 from sieveqa.encoder import Cost
-from sieveqa.errors import ConfigError
+from sieveqa.errors import BackboneError, ConfigError
 from sieveqa.models.base import Ranker
 from sieveqa.models.easi import EasiModel
 from sieveqa.models.pair_model import PairModel
@@ -122,7 +122,12 @@ def load_judge(name: str, settings: ModelSettings) -> PairModel | None:
     """The passage reranker ``name`` (``none``: no judge)."""
     if name.lower() == "none":
         return None
-    return settings.model(name, PairModel, "--judge", "a passage reranker")
+    try:
+        return settings.model(name, PairModel, "--judge", "a passage reranker")
+    except BackboneError as err:  # the shipped judge's base (MPNet) is a separate install
+        raise BackboneError(
+            f"--judge {name}: {err}; or --judge none (answers then carry no confidence)"
+        ) from None
 
 
 def judged(judge: PairModel | None, question: str, run: AnswerRun, signal: str = "passage") -> AnswerRun:
