@@ -76,3 +76,22 @@ def served(
     finally:
         server.send_signal(signal.SIGTERM)
         server.wait(60)
+
+
+def top_passages(reranker: str, dataset: str, passages: int = 20) -> tuple[list[str], list[str], list[bool]]:
+    """For each question of the open set ``dataset``: the question, the passage ``reranker`` puts first
+    among its first ``passages`` retrieved ones, and whether the question is answerable."""
+    from tqdm.auto import tqdm
+
+    from sieveqa.data.registry import load_open_dataset
+    from sieveqa.models.zoo import load_model
+
+    model = load_model(reranker).configure(precision="auto")
+    questions, texts, answerable = [], [], []
+    for ex in tqdm(load_open_dataset(dataset), desc="reranking", unit="q"):
+        candidates = [p.text for p in ex.passages[:passages]]
+        scores = model.score_pairs([ex.question] * len(candidates), candidates)
+        texts.append(candidates[max(range(len(candidates)), key=scores.__getitem__)])
+        questions.append(ex.question)
+        answerable.append(not ex.impossible)
+    return questions, texts, answerable

@@ -21,29 +21,15 @@ import time
 from pathlib import Path
 
 import torch
-from _common import finish
+from _common import finish, top_passages
 from sklearn.metrics import roc_auc_score
-from tqdm.auto import tqdm
 
 from sieveqa.backbones import load_backbone
-from sieveqa.data.registry import load_open_dataset
 from sieveqa.models._low_rank import expand, factorize
 from sieveqa.models.encoder_model import EncoderModel
 from sieveqa.models.zoo import load_model
 
 BODY = "encoder.backbone."
-
-
-def _top_passages(reranker: str, dataset: str, passages: int) -> tuple[list[str], list[str], list[bool]]:
-    model = load_model(reranker).configure(precision="auto")
-    questions, texts, answerable = [], [], []
-    for ex in tqdm(load_open_dataset(dataset), desc="reranking", unit="q"):
-        candidates = [p.text for p in ex.passages[:passages]]
-        scores = model.score_pairs([ex.question] * len(candidates), candidates)
-        texts.append(candidates[max(range(len(candidates)), key=scores.__getitem__)])
-        questions.append(ex.question)
-        answerable.append(not ex.impossible)
-    return questions, texts, answerable
 
 
 def _base(judge: EncoderModel) -> dict[str, torch.Tensor]:
@@ -63,7 +49,7 @@ def main() -> None:
     ranks = [int(r) for r in args.ranks.split(",")]
 
     started = time.perf_counter()
-    questions, texts, answerable = _top_passages(args.reranker, args.dataset, args.passages)
+    questions, texts, answerable = top_passages(args.reranker, args.dataset, args.passages)
     judge = load_model(args.judge)
     trained = {k: v.detach().clone() for k, v in judge.state_dict().items()}
     base = _base(judge)

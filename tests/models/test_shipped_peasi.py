@@ -48,7 +48,7 @@ ANSWERED = [
         "What is compressed snow called before it becomes glacial ice?",
         marks=pytest.mark.xfail(
             strict=True,
-            reason="a known miss: peasi-judge (dev AUROC 0.63) says firn's passage does not answer",
+            reason="a known miss: the judge doubts firn's passage (confidence 0.34, threshold 0.50)",
         ),
     ),
 ]
