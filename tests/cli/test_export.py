@@ -68,7 +68,7 @@ def test_onnx_ranks_as_torch(sieveqa, saved_tiny: Path, example_jsonl: Path, tmp
     [
         (
             ("export", "default", "--format", "tflite"),
-            "error: --format must be one of onnx, openvino or hf, got 'tflite'",
+            "error: --format must be one of onnx, openvino, hf or low-rank, got 'tflite'",
         ),
         (
             ("export", "default", "--calibrate", "wikiqa:dev"),
