@@ -270,16 +270,18 @@ judge-mpnet-top: install
 		--out bench/results/abstention/judge-mpnet-top-sweep.json
 
 # The shipped judge continued one epoch on the human questions with 8,000 made ones beside their
-# sources (issue 41; 1,136 steps, 60 min here), kept at rank 16 in bench/staging until its confidence
-# is refitted: top-passage AUROC 0.686 against 0.675 (bench/results/abstention/judge-mpnet-made-signals.json).
+# sources (issue 41; 1,136 steps, 60 min here): top-passage AUROC 0.686 against 0.675, but the full
+# choice's held-out confidence 0.677 / 61.7 against 0.672 / 63.2, so it does not ship (docs/RESULTS.md).
 judge-mpnet-made: install
 	$(SIEVEQA) train --arch cross-encoder --init peasi-judge \
 		--train "squad2-passages:own,squad-unanswerable:contrast[:8000]" --dev "" --max-length 256 \
 		--epochs 1 --lr 1e-5 --batch-size 16 --seed 48 --checkpoint-every 50 --out runs/judge-mpnet-made
-	rm -rf bench/staging/judge-mpnet-made-r16
-	$(SIEVEQA) export runs/judge-mpnet-made/best bench/staging/judge-mpnet-made-r16 --format low-rank --rank 16
 	$(BIN)/python bench/answerability_signals.py --judges peasi-judge,runs/judge-mpnet-made/best --readers "" \
 		--out bench/results/abstention/judge-mpnet-made-signals.json
+	$(BIN)/python bench/peasi_choice.py cache --dataset squad2-open:dev --reranker peasi-pr --selector peasi-easi \
+		--judge runs/judge-mpnet-made/best --out runs/judge-mpnet-made/cache-dev.cache.json
+	$(BIN)/python bench/peasi_choice.py sweep --caches runs/judge-mpnet-made/cache-dev.cache.json \
+		--out bench/results/abstention/judge-mpnet-made-sweep.json
 
 # EASI with a null option (issue 41): the shipped selector given "no sentence here answers", continued on
 # SQuAD 2.0's questions of the train-split articles over their own paragraph (the unanswerable ones
