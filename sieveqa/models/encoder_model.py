@@ -263,6 +263,11 @@ class EncoderModel(InferenceCopies):
         frozen = self.frozen_prefixes()
         return state_fingerprint({n: t for n, t in self.state_dict().items() if n.startswith(frozen)})
 
+    def installed_base(self) -> dict[str, Tensor]:
+        """The installed backbone's weights, named as this model's body names them."""
+        installed = load_backbone(self.config.backbone).model.state_dict()
+        return {f"{BODY}backbone.{n}": t for n, t in installed.items()}
+
     def save_pretrained(
         self,
         path: str | Path,
@@ -291,8 +296,7 @@ class EncoderModel(InferenceCopies):
                 raise ConfigError(f"low_rank must be >= 1, got {low_rank}")
             if self._shares_body():
                 raise ConfigError(f"low_rank: the body is {self.body_from!r}'s, not stored here to factor")
-            installed = load_backbone(self.config.backbone).model.state_dict()
-            base = ({f"{BODY}backbone.{n}": t for n, t in installed.items()}, low_rank)
+            base = (self.installed_base(), low_rank)
         return save_model_folder(path, self, meta, exclude=self._excluded(), policy=policy, low_rank=base)
 
     def _load_shared_body(self, path: Path, meta: dict[str, Any]) -> None:

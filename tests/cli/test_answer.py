@@ -321,3 +321,13 @@ def test_eval_answers_on_questions_nothing_answers(sieveqa, saved_tiny, saved_ea
     assert body["choice"]["read"] == 2 and set(body["signals"]) >= {"passage", "sentence"}
     refused = sieveqa("eval-answers", "--method", "pointwise", "--min-confidence", "0.5")
     assert refused.exit_code == 2 and "are for open-domain datasets" in one_error_line(refused)
+
+
+def test_a_judge_whose_base_is_not_installed_is_one_line(
+    sieveqa, demo_index, saved_tiny, saved_easi, judge_over_missing_mpnet
+) -> None:
+    args = ["--index", demo_index, "--reranker", saved_tiny, "--selector", saved_easi]
+    line = one_error_line(sieveqa("answer", "Who?", *args, "--judge", judge_over_missing_mpnet))
+    assert "backbone 'mpnet-12' is not available" in line and line.endswith(
+        "or --judge none (answers then carry no confidence)"
+    )

