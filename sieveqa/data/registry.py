@@ -29,7 +29,8 @@ Open-domain QA data (a question, its gold answers, its retrieved passages: ``sie
 has its own names, read by :func:`load_open_dataset`: ``squad-open-mini:{train,dev0,dev1,dev-all,test,
 test-all}``, ``squad-open-train:{train,dev,dev-all}`` (the same from SQuAD v1.1 train, for training
 the reader), ``squad2-open:{train,dev,dev-all}`` (SQuAD 2.0's questions, unanswerable ones included,
-over an index of all its paragraphs) and ``jsonl:PATH`` in that format.
+over an index of all its paragraphs), ``squad-unanswerable:open`` (the made unanswerable questions over
+their own paragraphs) and ``jsonl:PATH`` in that format; these take ``[:N]`` and ``[~N]`` too.
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ import re
 import shutil
 from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 from sieveqa.data.jsonl import read_jsonl
 from sieveqa.data.open_qa import OpenExample, read_open_jsonl
@@ -239,18 +241,25 @@ BUILDERS: dict[str, Callable[[int | None, bool], dict]] = {
 }
 
 
+T = TypeVar("T")
+
+
+def _sliced(name: str, sliced: re.Match[str], load: Callable[[str], list[T]]) -> list[T]:
+    """``NAME[:N]`` (the first N questions) or ``NAME[~N]`` (N drawn at random, seed 0, in order)."""
+    n = int(sliced["n"])
+    if n < 1:
+        raise DatasetNotFoundError(f"{name}: [{sliced['how']}N] takes N >= 1 questions")
+    examples = load(sliced["name"])
+    if sliced["how"] == ":":
+        return examples[:n]
+    keep = sorted(random.Random(0).sample(range(len(examples)), min(n, len(examples))))
+    return [examples[i] for i in keep]
+
+
 def load_dataset(name: str) -> list[RankingExample]:
     """Load a dataset by name (see the module docstring); raises DatasetNotFoundError on a bad name."""
-    sliced = _SLICE.fullmatch(name)
-    if sliced:
-        n = int(sliced["n"])
-        if n < 1:
-            raise DatasetNotFoundError(f"{name}: [{sliced['how']}N] takes N >= 1 questions")
-        examples = load_dataset(sliced["name"])
-        if sliced["how"] == ":":
-            return examples[:n]
-        keep = sorted(random.Random(0).sample(range(len(examples)), min(n, len(examples))))
-        return [examples[i] for i in keep]
+    if sliced := _SLICE.fullmatch(name):
+        return _sliced(name, sliced, load_dataset)
     if name.endswith((".jsonl", ".jsonl.gz")) and not name.startswith("jsonl:"):
         name = f"jsonl:{name}"
     family, sep, split = name.partition(":")
@@ -275,7 +284,7 @@ def load_datasets(names: str | list[str]) -> list[RankingExample]:
 
 
 #: The families :func:`load_open_dataset` reads (besides ``jsonl:``).
-OPEN_FAMILIES = ("squad-open-mini", "squad-open-train", "squad-gold", "squad2-open")
+OPEN_FAMILIES = ("squad-open-mini", "squad-open-train", "squad-gold", "squad2-open", "squad-unanswerable")
 
 
 def is_open_dataset(name: str) -> bool:
@@ -308,9 +317,19 @@ def load_open_dataset(name: str) -> list[OpenExample]:
         squad_open_train,
     )
 
+    if sliced := _SLICE.fullmatch(name):
+        return _sliced(name, sliced, load_open_dataset)
     if name.endswith((".jsonl", ".jsonl.gz")) and not name.startswith("jsonl:"):
         name = f"jsonl:{name}"
     family, _, split = name.partition(":")
+    if family == "squad-unanswerable":
+        if split != "open":
+            raise DatasetNotFoundError(
+                f"squad-unanswerable's open-domain split is 'open', not {split!r} (train and contrast rank)"
+            )
+        from sieveqa.data.unanswerable import unanswerable_open
+
+        return unanswerable_open()
     if family == "squad-open-mini":
         if split not in SPLITS:
             raise DatasetNotFoundError(

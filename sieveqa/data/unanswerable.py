@@ -21,8 +21,9 @@ asked of, so ``train-v2.json.gz`` is a SQuAD 2.0 file that any SQuAD reader take
 ``squad-unanswerable:train`` (``squad-passages``' format) gives each made question the passages of its
 paragraph only, all labelled 0: BM25's other passages could answer a swapped question.
 ``squad-unanswerable:contrast`` puts each beside the question it was made from, over that one's
-passages holding its answer (labelled 1): minimal pairs, where only the question differs. Rebuilding
-gives byte-identical files.
+passages holding its answer (labelled 1): minimal pairs, where only the question differs.
+``squad-unanswerable:open`` is ``train`` in the open-domain format (each made question ``impossible``
+over its paragraph's passages), for the reader. Rebuilding gives byte-identical files.
 """
 
 from __future__ import annotations
@@ -38,13 +39,14 @@ from typing import Any
 
 from tqdm.auto import tqdm
 
+from sieveqa.data.open_qa import OpenExample, RetrievedPassage
 from sieveqa.data.passage_sets import write_passage_set
 from sieveqa.data.squad import SquadArticle, SquadParagraph, SquadQuestion, read_squad
 from sieveqa.data.squad_as2 import MANIFEST, cached_manifest
 from sieveqa.io import atomic_open, atomic_write_json, file_sha256
 from sieveqa.paths import cache_root
 
-__all__ = ["KINDS", "Made", "build_squad_unanswerable", "made_questions", "perturb"]
+__all__ = ["KINDS", "Made", "build_squad_unanswerable", "made_questions", "perturb", "unanswerable_open"]
 
 NAME = "squad-unanswerable"
 BUILDER_VERSION = 1
@@ -285,3 +287,25 @@ def unanswerable_articles() -> list[SquadArticle]:
     out_dir = cache_root() / NAME
     build_squad_unanswerable(out_dir)
     return read_squad(out_dir / SOURCE_FILE)
+
+
+def unanswerable_open(out_dir: Path | None = None) -> list[OpenExample]:
+    """``squad-unanswerable:open``: each made question over its own paragraph's passages, as an
+    open-domain question marked ``impossible`` (the reader's format: every exit learns has-answer 0
+    on it). Read from ``out_dir`` as built there, or from the cache (built on first use)."""
+    from sieveqa.data.jsonl import read_jsonl
+    from sieveqa.data.passage_sets import to_passages
+
+    if out_dir is None:
+        out_dir = cache_root() / NAME
+        build_squad_unanswerable(out_dir)
+    return [
+        OpenExample(
+            ex.qid,
+            ex.question.text,
+            [],
+            [RetrievedPassage(c.id, c.text) for c in ex.candidates],
+            impossible=True,
+        )
+        for ex in to_passages(read_jsonl(out_dir / "train.jsonl.gz"))
+    ]

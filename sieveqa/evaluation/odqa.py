@@ -13,6 +13,7 @@ import gzip
 import hashlib
 import itertools
 import json
+import math
 import statistics
 import time
 from collections.abc import Sequence
@@ -212,17 +213,26 @@ def score_outcomes(examples: Sequence[OpenExample], outcomes: Sequence[Outcome])
 
 
 def evaluate_reader(model: ReaderModel, dev: Sequence[OpenExample], passages: int = 5) -> dict[str, float]:
-    """The static reader on the top ``passages``: EM and F1 at the last exit, EM after every exit."""
+    """The static reader on the top ``passages``: EM and F1 at the last exit, EM after every exit, of
+    the answerable questions; with unanswerable ones in ``dev`` too, ``has_auc``: the AUROC of the
+    best passage's last-exit has-answer logit between answerable and unanswerable questions."""
+    from sieveqa.evaluation.open_answers import auroc
+
     examples = [OpenExample(ex.qid, ex.question, ex.answers, ex.passages[:passages]) for ex in dev]
     table = read_table(model, examples)
     out: dict[str, float] = {}
+    if any(ex.impossible for ex in dev):
+        top = [max((p[-1].has_logit for p in g), default=-math.inf) for g in table.guesses]
+        can = [b for b, ex in zip(top, dev, strict=True) if not ex.impossible]
+        cannot = [b for b, ex in zip(top, dev, strict=True) if ex.impossible]
+        out["has_auc"] = auroc(can, cannot) or 0.0
+    keep = [q for q, ex in enumerate(dev) if not ex.impossible]
+    examples, guesses = [examples[q] for q in keep], [table.guesses[q] for q in keep]
     for e, layer in enumerate(model.exits):
         outcomes = []
         for q in range(len(examples)):
-            best = max(
-                range(len(table.guesses[q])), key=lambda p, q=q, e=e: table.guesses[q][p][e].score, default=-1
-            )
-            g = table.guesses[q][best][e] if best >= 0 else None
+            best = max(range(len(guesses[q])), key=lambda p, q=q, e=e: guesses[q][p][e].score, default=-1)
+            g = guesses[q][best][e] if best >= 0 else None
             outcomes.append(
                 Outcome(best, g.start if g else -1, g.end if g else -1, g.score if g else 0.0, 0, 0)
             )

@@ -84,8 +84,8 @@ def open_metrics(scored: Sequence[Scored], values: Sequence[float], threshold: f
         "overall": _pct(right + abstain, len(scored)),
         "always_abstain": _pct(len(cannot), len(scored)),
         "right_at_any_confidence": _pct(sum(scored[i].right for i in can), len(can)),
-        "auroc": _auroc([values[i] for i in can], [values[i] for i in cannot]),
-        "auroc_right": _auroc(
+        "auroc": auroc([values[i] for i in can], [values[i] for i in cannot]),
+        "auroc_right": auroc(
             [v for v, s in zip(values, scored, strict=True) if s.right],
             [v for v, s in zip(values, scored, strict=True) if not s.right],
         ),
@@ -100,7 +100,7 @@ def open_metrics(scored: Sequence[Scored], values: Sequence[float], threshold: f
     return out
 
 
-def _auroc(positive: Sequence[float], negative: Sequence[float]) -> float | None:
+def auroc(positive: Sequence[float], negative: Sequence[float]) -> float | None:
     """P(a positive scores above a negative), ties half (None without both)."""
     if not positive or not negative:
         return None

@@ -23,8 +23,7 @@ from __future__ import annotations
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
-from typing import Self
+from dataclasses import dataclass, field
 
 import torch
 from torch import Tensor, nn
@@ -165,16 +164,6 @@ class EasiModel(EncoderModel, Ranker, SentenceReader):
         super().__init__(config or EasiConfig(), backbone)
         self.head = SentenceSelector(self.encoder.hidden_size, self.config)
         self.eval()
-
-    @classmethod
-    def start_from(cls, other: EncoderModel, config: ModelConfig) -> Self:
-        """EASI over another trained model's body (e.g. the default ranker's): a new selector head."""
-        settings = asdict(config) if isinstance(config, EasiConfig) else {}
-        body = {k: getattr(other.config, k) for k in ("backbone", "num_layers", "freeze_word_embeddings")}
-        model = cls(EasiConfig(**{**settings, **body}))
-        model.encoder.load_state_dict(other.encoder.state_dict())
-        model.meta = {"body_from": other.meta.get("training", {})}
-        return model.to(other.device)
 
     # -- inputs ----------------------------------------------------------------------------------
 

@@ -224,8 +224,17 @@ class EncoderModel(InferenceCopies):
 
     @classmethod
     def start_from(cls, other: EncoderModel, config: ModelConfig) -> Self:
-        """A new model of this class over another trained model (``train --init FOLDER``)."""
-        raise ConfigError(f"cannot start a {cls.kind!r} model from a {other.kind!r} model")
+        """A new model of this class over another trained model's body (``train --init FOLDER``).
+
+        The body (backbone, depth, its weights) is ``other``'s; the heads are new, built from
+        ``config``. EASI over the default ranker, or a judge over the reader's body, start this way.
+        """
+        settings = asdict(config) if isinstance(config, cls.config_class) else {}
+        body = {k: getattr(other.config, k) for k in ("backbone", "num_layers", "freeze_word_embeddings")}
+        model = cls(cls.config_class(**{**settings, **body}))
+        model.encoder.load_state_dict(other.encoder.state_dict())
+        model.meta = {"body_from": other.meta.get("training", {})}
+        return model.to(other.device)
 
     # -- persistence ------------------------------------------------------------------------------
 

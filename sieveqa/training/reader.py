@@ -81,7 +81,9 @@ def make_sample(
     examples: Sequence[OpenExample], passages: int, max_negatives: int | None, max_rows: int | None, seed: int
 ) -> ReaderSample:
     """The top ``passages`` of each question with its answer spans; at most ``max_negatives`` passages
-    without an answer per question; at most ``max_rows`` rows, whole questions sampled."""
+    without an answer per question (drawn at random; an ``impossible`` question keeps its best
+    retrieved ones, the passages that most look as though they answer it); at most ``max_rows`` rows,
+    whole questions sampled."""
     rng = random.Random(seed)
     order = list(range(len(examples)))
     rng.shuffle(order)
@@ -91,7 +93,8 @@ def make_sample(
         rows = [(p.text, answer_spans(p.text, ex.answers)) for p in ex.passages[:passages]]
         negatives = [r for r in rows if not r[1]]
         if max_negatives is not None and len(negatives) > max_negatives:
-            keep = set(map(id, rng.sample(negatives, max_negatives)))
+            chosen = negatives[:max_negatives] if ex.impossible else rng.sample(negatives, max_negatives)
+            keep = set(map(id, chosen))
             rows = [r for r in rows if r[1] or id(r) in keep]
         if max_rows is not None and len(out) + len(rows) > max_rows:
             break

@@ -57,3 +57,19 @@ def test_comma_list_concatenates(real_data) -> None:
 def test_slice_keeps_the_first_questions(real_data) -> None:
     head = load_dataset("wikiqa:dev[:7]")
     assert [e.qid for e in head] == [e.qid for e in load_dataset("wikiqa:dev")[:7]]
+
+
+def test_open_datasets_take_slices_too(tmp_path) -> None:
+    from sieveqa.data.open_qa import OpenExample, RetrievedPassage, write_open_jsonl
+    from sieveqa.data.registry import load_open_dataset
+
+    path = tmp_path / "q.jsonl"
+    passage = [RetrievedPassage("p", "Paris is in France.")]
+    write_open_jsonl(path, [OpenExample(f"q{i}", f"Question {i}?", ["Paris"], passage) for i in range(6)])
+    assert [ex.qid for ex in load_open_dataset(f"{path}[:2]")] == ["q0", "q1"]
+    drawn = [ex.qid for ex in load_open_dataset(f"{path}[~3]")]
+    assert len(drawn) == 3 and drawn == sorted(drawn) == [ex.qid for ex in load_open_dataset(f"{path}[~3]")]
+    with pytest.raises(DatasetNotFoundError, match="N >= 1"):
+        load_open_dataset(f"{path}[:0]")
+    with pytest.raises(DatasetNotFoundError, match="split is 'open'"):
+        load_open_dataset("squad-unanswerable:train")

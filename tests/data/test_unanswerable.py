@@ -81,3 +81,10 @@ def test_the_built_set_is_squad_2_and_a_passage_view(squad_train_path: Path, tmp
     dev = set(as2.split_train_articles((a.title for a in read_squad(squad_train_path)), 12)["dev"])
     assert not dev & {a.title for a in again}  # squad-train-as2's dev articles are left alone
     assert build_squad_unanswerable(tmp_path / "out", max_articles=3) == manifest  # cached
+    from sieveqa.data.unanswerable import unanswerable_open
+
+    opened = unanswerable_open(tmp_path / "out")  # the reader's view: impossible, own passages
+    assert [ex.qid for ex in opened] == [ex.qid for ex in view]
+    assert all(ex.impossible and not ex.answers and ex.passages for ex in opened)
+    texts = {ex.qid: " ".join(c.text for c in ex.candidates) for ex in view}
+    assert all(" ".join(p.text for p in ex.passages) == texts[ex.qid] for ex in opened)

@@ -100,3 +100,21 @@ def test_windows_read_a_long_text_whole_and_keep_its_best_score(tiny_model) -> N
     assert torch.allclose(windowed[1], plain[1], atol=1e-5)  # a text that fits scores as before
     # The first window is the truncated text (equal up to float noise); later ones may score higher.
     assert windowed[0] >= plain[0] - 1e-5
+
+
+def test_a_judge_starts_from_a_reader_body_with_a_new_head(tmp_path: Path) -> None:
+    """``train --arch cross-encoder --init READER``: the reader's body, read whole, and a fresh head."""
+    from sieveqa.models.cross_encoder import CrossEncoderConfig
+    from sieveqa.models.reader import ReaderConfig, ReaderModel
+    from sieveqa.training.recipes import init_model
+
+    torch.manual_seed(3)
+    reader = ReaderModel(ReaderConfig(backbone="tiny", max_length=32))
+    reader.save_pretrained(tmp_path / "reader")
+    judge = init_model(str(tmp_path / "reader"), "cross-encoder", {"max_length": 48})
+    assert isinstance(judge, CrossEncoder) and judge.config.max_length == 48
+    saved = ReaderModel.from_pretrained(tmp_path / "reader").encoder.state_dict()
+    for name, weight in judge.encoder.state_dict().items():
+        assert torch.equal(weight, saved[name]), name
+    fresh = CrossEncoder(CrossEncoderConfig(backbone="tiny"))
+    assert judge.head.state_dict().keys() == fresh.head.state_dict().keys()

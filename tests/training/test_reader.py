@@ -46,8 +46,25 @@ def test_sample_keeps_answers_and_caps_negatives() -> None:
     )
 
 
+def test_an_unanswerable_question_keeps_its_best_retrieved_passages() -> None:
+    passages = [RetrievedPassage(str(k), f"Passage {k} about Paris.") for k in range(5)]
+    impossible = OpenExample("u", "Who founded Paris in 1900?", [], passages, impossible=True)
+    for seed in range(4):
+        sample = make_sample([impossible], passages=5, max_negatives=2, max_rows=None, seed=seed)
+        assert sample.texts == ["Passage 0 about Paris.", "Passage 1 about Paris."]
+        assert sample.spans == [[], []]
+
+
+def _unanswerable(n: int) -> list[OpenExample]:
+    passages = [
+        RetrievedPassage("b", "Bananas are yellow fruit that grow in warm places."),
+        RetrievedPassage("c", "Cats sleep a lot."),
+    ]
+    return [OpenExample(f"u{c}", f"What is the capital of {c}?", [], passages, True) for c in "XY"[:n]]
+
+
 def test_the_reader_learns_spans_at_every_exit(tmp_path: Path) -> None:
-    examples = _examples(8)
+    examples = _examples(8) + _unanswerable(2)
     write_open_jsonl(tmp_path / "train.jsonl", examples)
     torch.manual_seed(0)
     before = ReaderModel(ReaderConfig(backbone="tiny", max_length=32))
@@ -63,8 +80,10 @@ def test_the_reader_learns_spans_at_every_exit(tmp_path: Path) -> None:
     )
     after = ReaderModel.from_pretrained(tmp_path / "out" / "best")
     assert evaluate_reader(before, examples, passages=2)["em"] < 100
-    scores = evaluate_reader(after, examples, passages=2)
+    scores = evaluate_reader(after, examples, passages=2)  # EM of the answerable ones
     assert scores["em"] == 100.0 and scores["f1"] == 100.0
+    assert scores["has_auc"] == 1.0  # and it learned which questions its passages do not answer
+    assert "has_auc" not in evaluate_reader(after, examples[:8], passages=2)
     assert after.exits == [1, 2, 3, 4]
 
 
