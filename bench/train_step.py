@@ -23,10 +23,10 @@ from _common import finish
 from sieveqa.data.registry import load_datasets
 from sieveqa.device import autocast
 from sieveqa.features import length_batches
+from sieveqa.training.batches import PairTensors
 from sieveqa.training.objectives import PointwiseBCE
 from sieveqa.training.pairs import make_pairs
-from sieveqa.training.recipes import init_model
-from sieveqa.training.trainer import PairTensors
+from sieveqa.training.run import init_model
 
 
 def main() -> None:

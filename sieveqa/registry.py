@@ -86,7 +86,7 @@ register(
     Technique(
         kind="cross-encoder",
         model="sieveqa.models.cross_encoder:CrossEncoder",
-        recipe="sieveqa.training.recipes:PointwiseRecipe",
+        recipe="sieveqa.training.pairs:PointwiseRecipe",
         archs=("cross-encoder",),
         summary="(question, candidate) scored jointly (the TANDA baseline)",
     )
@@ -95,7 +95,7 @@ register(
     Technique(
         kind="cascade",
         model="sieveqa.models.cascade:CascadeTransformer",
-        recipe="sieveqa.training.recipes:CascadeRecipe",
+        recipe="sieveqa.training.cascade:CascadeRecipe",
         archs=("cascade",),
         ranker="sieveqa.runtime.cascade:CascadeRanker",
         summary="classifiers after several layers; each drops a share of the candidates",
@@ -105,7 +105,7 @@ register(
     Technique(
         kind="hashing",
         model="sieveqa.models.hashing:HashingModel",
-        recipe="sieveqa.training.recipes:TripletRecipe",
+        recipe="sieveqa.training.triplets:TripletRecipe",
         archs=("has", "bert-attention", "bert-pooling"),
         summary="questions and answers encoded apart; answers storable as bits (HAS)",
     )

@@ -45,14 +45,14 @@ def test_a_new_technique_needs_only_its_own_files_and_one_registration(
     from sieveqa.models.zoo import load_model
     from sieveqa.runtime.policy import load_ranker
     from sieveqa.training.config import TrainConfig
-    from sieveqa.training.recipes import train_model
+    from sieveqa.training.run import train_model
 
     monkeypatch.setattr(registry, "_TECHNIQUES", dict(registry._TECHNIQUES))
     registry.register(
         registry.Technique(
             kind="toy",
             model="tests.test_registry:ToyRanker",
-            recipe="sieveqa.training.recipes:PointwiseRecipe",
+            recipe="sieveqa.training.pairs:PointwiseRecipe",
             archs=("toy",),
         )
     )

@@ -126,7 +126,7 @@ def train(
     """
     from sieveqa.io import read_json_object
     from sieveqa.training.config import TrainConfig
-    from sieveqa.training.recipes import train_model
+    from sieveqa.training.run import train_model
 
     known = train_settings()
     values = read_settings(read_json_object(config), known, str(config), _RUN_KEYS) if config else {}
@@ -228,7 +228,7 @@ def retrofit(
     tune-cascade to pick drop ratios.
     """
     from sieveqa.io import read_json_object
-    from sieveqa.training.recipes import retrofit_cascade
+    from sieveqa.training.cascade import retrofit_cascade
 
     known = retrofit_settings()
     values = read_settings(read_json_object(config), known, str(config)) if config else {}
@@ -260,7 +260,7 @@ def teacher_scores_command(
     from sieveqa.io import check_output_file
     from sieveqa.training.config import TrainConfig
     from sieveqa.training.distill import teacher_scores
-    from sieveqa.training.recipes import PointwiseRecipe
+    from sieveqa.training.pairs import PointwiseRecipe
 
     check_device(device, "fp32")
     if not out.name.endswith(".json.gz"):

@@ -9,117 +9,43 @@ index holds a shared lock on its generation, so a server keeps answering from it
 runs, and ``latest()`` moves it to the new one): a kill at any point leaves either the old index or the
 new one, and a killed first build leaves no index, so running it again starts over. Appending
 re-encodes nothing already stored; only BM25, whose statistics are global, is rebuilt.
+
+This module opens, writes and searches an index; what it stores is ``sieveqa.data.corpus_format``'s
+and how a generation is written and swept is ``sieveqa.data.corpus_generations``'s.
 """
 
 from __future__ import annotations
 
 import contextlib
-import shutil
 import sqlite3
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
-import numpy as np
-from tqdm.auto import tqdm
-
-from sieveqa.data.documents import Document
-from sieveqa.data.passages import passage_spans, tokenizer_signature, word_chunks
-from sieveqa.data.sentences import SPLITTER_VERSION, sentence_spans
-from sieveqa.errors import BusyError, ConfigError, DataFormatError, StoreError
-from sieveqa.fields import typed
-from sieveqa.io import (
-    LOCK_NAME,
-    ReadLease,
-    atomic_dir,
-    atomic_write_json,
-    exclusive,
-    file_sha256,
-    read_json_object,
-    read_manifest,
-    remove_unleased,
+from sieveqa.data.corpus_format import (
+    DB,
+    FORMAT,
+    MANIFEST,
+    RETRIEVERS,
+    VERSION,
+    CorpusOptions,
+    Embedder,
+    IndexedPassage,
+    check_ids,
 )
+from sieveqa.data.corpus_generations import is_leftover, manifest_stamp, sweep_generations, write_generation
+from sieveqa.data.documents import Document
+from sieveqa.data.passages import tokenizer_signature
+from sieveqa.data.sentences import SPLITTER_VERSION
+from sieveqa.errors import BusyError, ConfigError, StoreError
+from sieveqa.fields import typed
+from sieveqa.io import ReadLease, exclusive, file_sha256, read_manifest
 from sieveqa.retrieval import BM25Index
 from sieveqa.retrieval.dense import DenseIndex
+from sieveqa.retrieval.fusion import fuse
 
-__all__ = ["CorpusIndex", "CorpusOptions", "Embedder", "IndexedPassage"]
-
-FORMAT = "sieveqa-corpus-index"
-VERSION = 1
-MANIFEST = "manifest.json"
-DB = "corpus.sqlite"
-RETRIEVERS = ("bm25", "dense", "hybrid")
-RRF_K = 60  # reciprocal rank fusion constant (Cormack et al. 2009)
-_SCHEMA = """
-CREATE TABLE documents (row INTEGER PRIMARY KEY, id TEXT UNIQUE NOT NULL, title TEXT NOT NULL,
-                        text TEXT NOT NULL);
-CREATE TABLE sentences (doc INTEGER NOT NULL, position INTEGER NOT NULL, start INTEGER NOT NULL,
-                        end INTEGER NOT NULL, PRIMARY KEY (doc, position));
-CREATE TABLE passages (row INTEGER PRIMARY KEY, doc INTEGER NOT NULL, start INTEGER NOT NULL,
-                       end INTEGER NOT NULL);
-"""
-
-
-class Embedder(Protocol):
-    """What turns texts into unit vectors for dense retrieval (``sieveqa.models.embedder``)."""
-
-    def embed(self, texts: Sequence[str], progress: bool = False) -> np.ndarray: ...
-
-    def signature(self) -> dict[str, Any]: ...
-
-
-@dataclass(frozen=True)
-class CorpusOptions:
-    """How documents become passages."""
-
-    passage_tokens: int = field(
-        default=200, metadata={"help": "passages: consecutive sentences up to this many tokens"}
-    )
-    chunk_words: int | None = field(
-        default=None, metadata={"help": "instead, passages of this many words (e.g. 100)"}
-    )
-    chunk_stride: int | None = field(
-        default=None, metadata={"help": "word chunks start every N words (default: no overlap)"}
-    )
-    cut_sentences: bool = field(
-        default=True,
-        metadata={"help": "cut a sentence longer than passage_tokens into word windows (indexes built "
-                  "before this option kept it whole: one passage)"},
-    )  # fmt: skip
-
-    def __post_init__(self) -> None:
-        if self.passage_tokens < 8:
-            raise ConfigError(f"passage_tokens must be >= 8, got {self.passage_tokens}")
-        if self.chunk_stride is not None and self.chunk_words is None:
-            raise ConfigError("chunk_stride needs chunk_words")
-        if self.chunk_words is not None:
-            word_chunks("a", self.chunk_words, self.chunk_stride)  # validates the pair
-
-
-@dataclass(frozen=True)
-class IndexedPassage:
-    """A passage as stored: its text, its document, and its sentences' spans inside the text."""
-
-    id: str
-    doc_id: str
-    title: str
-    text: str
-    spans: tuple[tuple[int, int], ...]
-
-    @property
-    def sentences(self) -> list[str]:
-        return [self.text[a:b] for a, b in self.spans]
-
-
-def _sentences(doc: Document) -> list[tuple[int, int]]:
-    try:
-        spans = sentence_spans(doc.text, list(doc.sentences) if doc.sentences is not None else None)
-    except ValueError as err:
-        raise DataFormatError(f"document {doc.id!r}: {err}") from None
-    if not spans:
-        raise DataFormatError(f"document {doc.id!r} has no text")
-    return spans
+__all__ = ["FORMAT", "RETRIEVERS", "CorpusIndex", "CorpusOptions", "Embedder", "IndexedPassage"]
 
 
 class CorpusIndex:
@@ -140,7 +66,8 @@ class CorpusIndex:
         self.options = CorpusOptions(**typed(CorpusOptions, options, f"{path}/{MANIFEST}"))
         gen = path / manifest["generation"]
         self._lease = lease or ReadLease(gen)
-        self._stamp = stamp if stamp is not None else _stamp(path)  # of the manifest read, not a later one
+        # The stamp of the manifest read, not of a later one.
+        self._stamp = stamp if stamp is not None else manifest_stamp(path)
         self._db_path = gen / DB
         self._bm25 = BM25Index.load(gen / "bm25")
         self._dense = DenseIndex.load(gen / "dense") if (gen / "dense").is_dir() else None
@@ -152,7 +79,7 @@ class CorpusIndex:
         """Open an index; ``verify`` checks every file's sha256 against the manifest."""
         path = Path(path)
         for attempt in range(3):  # a writer may replace the generation between manifest and lease
-            stamp = _stamp(path) if (path / MANIFEST).is_file() else None
+            stamp = manifest_stamp(path) if (path / MANIFEST).is_file() else None
             manifest = read_manifest(path, FORMAT, VERSION, "a corpus index", "sieveqa index corpus")
             if manifest.get("tokenizer") != tokenizer_signature():
                 raise StoreError(f"{path}: built with another tokenizer than the installed one; rebuild it")
@@ -177,7 +104,7 @@ class CorpusIndex:
         nothing changed: one ``stat`` of the manifest). This object stays usable until closed; an
         index moved or deleted since is a BusyError (a server answers 503 until it is back)."""
         try:
-            if _stamp(self.path) == self._stamp:
+            if manifest_stamp(self.path) == self._stamp:
                 return self
             fresh = CorpusIndex.open(self.path, verify=False)
         except (FileNotFoundError, StoreError) as err:
@@ -194,7 +121,7 @@ class CorpusIndex:
 
     def sweep(self) -> None:
         """Remove the generations older than the current one that no reader holds."""
-        _sweep(self.path)
+        sweep_generations(self.path)
 
     def close(self) -> None:
         """Release this generation, and remove the generations no reader holds any more."""
@@ -218,9 +145,9 @@ class CorpusIndex:
             raise StoreError(
                 f"{path} already holds an index; add documents with `sieveqa index corpus --append`"
             )
-        if path.is_dir() and (other := [p.name for p in path.iterdir() if not _leftover(p.name)]):
+        if path.is_dir() and (other := [p.name for p in path.iterdir() if not is_leftover(p.name)]):
             raise StoreError(f"{path} is not empty ({', '.join(sorted(other)[:3])}) and holds no index")
-        _check_ids(documents, set())
+        check_ids(documents, set())
         manifest = {
             "format": FORMAT,
             "version": VERSION,
@@ -233,7 +160,7 @@ class CorpusIndex:
         with exclusive(path, "corpus index"):
             if (path / MANIFEST).exists():
                 raise StoreError(f"{path} already holds an index (another build finished first)")
-            _write_generation(path, manifest, None, documents, embedder, progress)
+            write_generation(path, manifest, None, documents, embedder, progress)
         return cls.open(path, verify=False)
 
     def append(
@@ -251,9 +178,9 @@ class CorpusIndex:
                 current.check_embedder(embedder)
             with contextlib.closing(current._connect()) as db:
                 stored = {row[0] for row in db.execute("SELECT id FROM documents")}
-            _check_ids(documents, stored)
+            check_ids(documents, stored)
             manifest = {k: v for k, v in current.manifest.items() if k not in ("files", "counts")}
-            _write_generation(self.path, manifest, current, documents, embedder, progress)
+            write_generation(self.path, manifest, current.generation, documents, embedder, progress)
             current.close()
         self.close()  # readers elsewhere keep the old generation until they move on
         return CorpusIndex.open(self.path, verify=False)
@@ -283,9 +210,13 @@ class CorpusIndex:
     def retrievers(self) -> tuple[str, ...]:
         return RETRIEVERS if self._dense is not None else ("bm25",)
 
+    @property
+    def generation(self) -> Path:
+        """The generation folder this index reads."""
+        return self.path / self.manifest["generation"]
+
     def disk_bytes(self) -> int:
-        gen = self.path / self.manifest["generation"]
-        return sum(f.stat().st_size for f in gen.rglob("*") if f.is_file())
+        return sum(f.stat().st_size for f in self.generation.rglob("*") if f.is_file())
 
     def passages(self, ids: Sequence[str]) -> list[IndexedPassage]:
         """The passages with these ids, in the order asked."""
@@ -347,131 +278,10 @@ class CorpusIndex:
         if retriever == "dense":
             return dense
         lexical = [[hit for hit in hits if hit[1] > 0] for hits in self._bm25.search_many(queries, 2 * k)]
-        return [_fuse([a, b], k) for a, b in zip(lexical, dense, strict=True)]
-
-
-def _fuse(lists: Sequence[list[tuple[str, float]]], k: int) -> list[tuple[str, float]]:
-    scores: dict[str, float] = {}
-    for ranked in lists:
-        for rank, (pid, _) in enumerate(ranked, start=1):
-            scores[pid] = scores.get(pid, 0.0) + 1.0 / (RRF_K + rank)
-    return sorted(scores.items(), key=lambda item: (-item[1], int(item[0])))[:k]
+        return [fuse([a, b], k) for a, b in zip(lexical, dense, strict=True)]
 
 
 def _describe(signature: Any) -> str:
     if not isinstance(signature, dict):
         return "none"
     return f"{signature.get('name')}, fingerprint {str(signature.get('fingerprint'))[:12]}"
-
-
-def _stamp(path: Path) -> tuple[int, int]:
-    """What changes when the manifest is replaced (a new file: another inode and mtime)."""
-    stat = (path / MANIFEST).stat()
-    return stat.st_ino, stat.st_mtime_ns
-
-
-def _sweep(path: Path) -> None:
-    """Remove the generations older than the manifest's that no reader holds (a newer one may be a
-    writer's, not yet in the manifest)."""
-    try:
-        current = str(read_json_object(path / MANIFEST, StoreError).get("generation"))
-    except (StoreError, OSError):
-        return
-    for gen in path.glob("gen-*"):
-        if gen.name < current and gen.is_dir():
-            remove_unleased(gen)
-
-
-def _leftover(name: str) -> bool:
-    return name == LOCK_NAME or name.startswith(("gen-", ".gen-"))
-
-
-def _check_ids(documents: Sequence[Document], stored: set[str]) -> None:
-    if not documents:
-        raise DataFormatError("the corpus is empty: no documents to index")
-    seen: set[str] = set()
-    for doc in documents:
-        if doc.id in seen or doc.id in stored:
-            where = "already in the index" if doc.id in stored else "repeated"
-            raise DataFormatError(f"document id {doc.id!r} is {where}")
-        seen.add(doc.id)
-
-
-def _write_generation(
-    path: Path,
-    manifest: dict[str, Any],
-    current: CorpusIndex | None,
-    documents: Sequence[Document],
-    embedder: Embedder | None,
-    progress: bool,
-) -> None:
-    number = 0 if current is None else int(current.manifest["generation"].split("-")[1]) + 1
-    name = f"gen-{number:05d}"
-    options = CorpusOptions(**{"cut_sentences": False, **manifest["options"]})
-    with atomic_dir(path / name) as tmp:
-        if current is not None:
-            shutil.copyfile(current._db_path, tmp / DB)
-        db = sqlite3.connect(tmp / DB)
-        try:
-            if current is None:
-                db.executescript(_SCHEMA)
-            new_rows = _insert(db, documents, options, progress)
-            db.commit()
-            texts = [
-                (str(row), f"{title}\n{text[start:end]}" if title else text[start:end])
-                for row, title, text, start, end in db.execute(
-                    "SELECT p.row, d.title, d.text, p.start, p.end FROM passages p "
-                    "JOIN documents d ON d.row = p.doc ORDER BY p.row"
-                )
-            ]
-            counts = {
-                table: db.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0]
-                for table in ("documents", "sentences", "passages")
-            }
-        finally:
-            db.close()
-        BM25Index.build([i for i, _ in texts], [t for _, t in texts]).save(tmp / "bm25")
-        if embedder is not None:
-            fresh = [(i, t) for i, t in texts if int(i) in new_rows]
-            vectors = embedder.embed([t for _, t in fresh], progress=progress)
-            if current is not None and current._dense is not None:
-                dense = DenseIndex.load(current.path / current.manifest["generation"] / "dense")
-                dense.add([i for i, _ in fresh], vectors)
-            else:
-                dense = DenseIndex.build([i for i, _ in fresh], vectors)
-            dense.save(tmp / "dense")
-        files = {f.relative_to(tmp).as_posix(): file_sha256(f) for f in sorted(tmp.rglob("*")) if f.is_file()}
-    atomic_write_json(path / MANIFEST, {**manifest, "generation": name, "counts": counts, "files": files})
-
-
-def _insert(
-    db: sqlite3.Connection, documents: Sequence[Document], options: CorpusOptions, progress: bool
-) -> set[int]:
-    """Insert documents, their sentences and passages; returns the new passages' rows."""
-    new_rows: set[int] = set()
-    for doc in tqdm(documents, desc="splitting documents", unit="doc", disable=not progress):
-        spans = _sentences(doc)
-        cur = db.execute(
-            "INSERT INTO documents (id, title, text) VALUES (?, ?, ?)", (doc.id, doc.title, doc.text)
-        )
-        row = cur.lastrowid
-        db.executemany(
-            "INSERT INTO sentences (doc, position, start, end) VALUES (?, ?, ?, ?)",
-            [(row, i, a, b) for i, (a, b) in enumerate(spans)],
-        )
-        for a, b in passage_spans(
-            doc.text,
-            spans,
-            options.passage_tokens,
-            options.chunk_words,
-            options.chunk_stride,
-            options.cut_sentences,
-        ):
-            new_rows.add(
-                int(
-                    db.execute(
-                        "INSERT INTO passages (doc, start, end) VALUES (?, ?, ?)", (row, a, b)
-                    ).lastrowid
-                )
-            )
-    return new_rows

@@ -139,7 +139,7 @@ class CascadeTransformer(PairModel):
     ) -> CascadeTransformer:
         """A cascade over a trained cross-encoder: same body, its head kept as the last exit.
 
-        The new exits start untrained (see ``sieveqa.training.recipes.retrofit_cascade``); the last
+        The new exits start untrained (see ``sieveqa.training.cascade.retrofit_cascade``); the last
         exit scores exactly as the cross-encoder did.
         """
         src = model.config

@@ -25,12 +25,11 @@ from sieveqa.models.multihead import MultiHeadStudent
 from sieveqa.models.pair_model import PairModel
 from sieveqa.models.zoo import load_model
 from sieveqa.paths import cache_root
+from sieveqa.training.batches import Objective, PairTensors, TrainData
 from sieveqa.training.config import TrainConfig
 from sieveqa.training.objectives import Distillation
-from sieveqa.training.pairs import LabelledPairs
-from sieveqa.training.recipes import PointwiseRecipe
+from sieveqa.training.pairs import LabelledPairs, PointwiseRecipe
 from sieveqa.training.teachers import TeacherScores, weights_digest
-from sieveqa.training.trainer import Objective, PairTensors, TrainData
 
 
 @dataclass

@@ -30,9 +30,9 @@ from sieveqa.evaluation.metrics import evaluate_scores
 from sieveqa.features import Features, collate
 from sieveqa.models.easi import EasiModel
 from sieveqa.models.encoder_model import EncoderModel
+from sieveqa.training.batches import FeatureRows, Objective, TrainData
 from sieveqa.training.config import TrainConfig
-from sieveqa.training.recipes import Recipe
-from sieveqa.training.trainer import FeatureRows, Objective, TrainData
+from sieveqa.training.recipe import Recipe
 
 WINDOWS = ("all", "one", "passage")
 

@@ -15,7 +15,7 @@ from typing import Any
 
 from sieveqa.errors import ConfigError
 from sieveqa.training.config import TrainConfig
-from sieveqa.training.recipes import train_model
+from sieveqa.training.run import train_model
 
 # The paper's search space (section 3.2): α ∈ {0, 0.1, 0.5, 0.9}, τ ∈ {1, 3, 5}.
 SPACE: dict[str, list[float]] = {"alpha": [0.0, 0.1, 0.5, 0.9], "tau": [1.0, 3.0, 5.0]}

@@ -1,4 +1,5 @@
-"""Labelled (question, candidate) pairs for pointwise training, with negative sampling."""
+"""Labelled (question, candidate) pairs with negative sampling, and the point-wise recipe (the
+TANDA-style cross-encoder's) that trains on them."""
 
 from __future__ import annotations
 
@@ -6,7 +7,16 @@ import random
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+import torch
+
 from sieveqa.data.records import RankingExample
+from sieveqa.errors import DataFormatError
+from sieveqa.models.encoder_model import EncoderModel
+from sieveqa.models.pair_model import PairModel
+from sieveqa.training.batches import Objective, PairTensors, TrainData
+from sieveqa.training.config import TrainConfig
+from sieveqa.training.objectives import PointwiseBCE
+from sieveqa.training.recipe import Recipe
 
 
 @dataclass
@@ -62,3 +72,23 @@ def make_pairs(
             out.labels.append(int(cand.label))
             out.ids.append(f"{ex.qid}/{cand.id}")
     return out
+
+
+class PointwiseRecipe(Recipe):
+    """(question, candidate, 0/1) pairs, every positive plus sampled negatives; binary cross-entropy."""
+
+    def sample(self, examples: Sequence[RankingExample], config: TrainConfig, source: str) -> LabelledPairs:
+        pairs = make_pairs(examples, config.max_negatives, config.max_pairs, seed=config.seed)
+        if not len(pairs):
+            raise DataFormatError(f"{source}: no labelled candidates to train on")
+        if not pairs.n_positive:
+            raise DataFormatError(f"{source}: no candidate is labelled correct (1); nothing to learn from")
+        return pairs
+
+    def tensors(self, model: EncoderModel, sample: LabelledPairs) -> TrainData:
+        assert isinstance(model, PairModel)
+        features = model.featurize(sample.questions, sample.texts)
+        return PairTensors(features, torch.tensor(sample.labels, dtype=torch.float32), model.pad_id)
+
+    def objective(self, model: EncoderModel) -> Objective:
+        return PointwiseBCE()

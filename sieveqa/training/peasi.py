@@ -26,10 +26,10 @@ from sieveqa.models.easi import EasiModel
 from sieveqa.models.encoder_model import EncoderModel
 from sieveqa.models.peasi import PeasiModel
 from sieveqa.models.zoo import load_model
+from sieveqa.training.batches import Objective, TrainData
 from sieveqa.training.config import TrainConfig
 from sieveqa.training.easi import InPlaceCE, positive_passages
-from sieveqa.training.recipes import Recipe
-from sieveqa.training.trainer import Objective, TrainData
+from sieveqa.training.recipe import Recipe
 
 SEG = "seg_"
 

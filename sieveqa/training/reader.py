@@ -25,9 +25,9 @@ from sieveqa.evaluation.odqa import evaluate_reader
 from sieveqa.features import collate
 from sieveqa.models.encoder_model import EncoderModel
 from sieveqa.models.reader import NEG, ReaderModel
+from sieveqa.training.batches import FeatureRows, Objective, TrainData
 from sieveqa.training.config import TrainConfig
-from sieveqa.training.recipes import Recipe
-from sieveqa.training.trainer import FeatureRows, Objective, TrainData
+from sieveqa.training.recipe import Recipe
 
 Span = tuple[int, int]
 

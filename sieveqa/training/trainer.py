@@ -1,9 +1,9 @@
 """One training loop for every sieveqa model: AdamW, linear warm-up then decay, gradient accumulation,
 seeded runs, progress bars, dev evaluation that keeps the best model, and checkpoints that resume
 exactly where a killed run stopped (every random generator is saved with the weights, so a resumed run
-ends with the same weights as an uninterrupted one). It trains wherever the model is, under bf16
-autocast on a GPU or on a CPU that multiplies bf16 natively (``TrainConfig.precision``).
-Only one run at a time may write into an output folder.
+ends with the same weights as an uninterrupted one; ``sieveqa.training.checkpoint``). It trains
+wherever the model is, under bf16 autocast on a GPU or on a CPU that multiplies bf16 natively
+(``TrainConfig.precision``). Only one run at a time may write into an output folder.
 """
 
 from __future__ import annotations
@@ -12,10 +12,10 @@ import json
 import math
 import random
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
 import torch
@@ -25,62 +25,12 @@ from tqdm.auto import tqdm
 from transformers import get_linear_schedule_with_warmup
 
 from sieveqa.device import autocast, resolve_precision
-from sieveqa.errors import ConfigError, DataFormatError
-from sieveqa.features import Features, collate, length_batches
-from sieveqa.io import atomic_dir, atomic_write_json, exclusive, read_json_object
+from sieveqa.errors import DataFormatError
+from sieveqa.features import length_batches
+from sieveqa.io import atomic_dir, atomic_write_json, exclusive
+from sieveqa.training.batches import Evaluate, Objective, TrainData
+from sieveqa.training.checkpoint import check_checkpoint, rng_state, set_rng_state
 from sieveqa.training.config import TrainConfig
-
-
-class Objective(Protocol):
-    """A training loss: given the model and a collated batch (with ``labels``), return a scalar."""
-
-    def __call__(self, model: nn.Module, batch: dict[str, Tensor]) -> Tensor: ...
-
-
-Evaluate = Callable[[nn.Module], dict[str, float]]
-
-
-class TrainData(Protocol):
-    """Training examples the loop can batch: a token count per row and a collate of chosen rows."""
-
-    def __len__(self) -> int: ...
-
-    @property
-    def lengths(self) -> list[int]: ...
-
-    def batch(self, rows: Sequence[int]) -> dict[str, Tensor]: ...
-
-
-@dataclass
-class FeatureRows:
-    """Tokenized training rows; subclasses add their targets and say how rows become a batch."""
-
-    features: Features
-
-    def __len__(self) -> int:
-        return len(self.features)
-
-    @property
-    def lengths(self) -> list[int]:
-        return self.features.lengths
-
-
-@dataclass
-class PairTensors(FeatureRows):
-    """(question, candidate) pairs with one target each: what the pair rankers train on."""
-
-    labels: Tensor
-    pad_id: int = 0
-
-    def __post_init__(self) -> None:
-        if len(self.features) != len(self.labels) or len(self.labels) == 0:
-            raise DataFormatError(
-                f"need one label per training pair, got {len(self.features)} pairs / "
-                f"{len(self.labels)} labels"
-            )
-
-    def batch(self, rows: Sequence[int]) -> dict[str, Tensor]:
-        return {**collate(self.features, rows, self.pad_id), "labels": self.labels[rows]}
 
 
 @dataclass
@@ -119,73 +69,6 @@ def train_precision(asked: str, device: torch.device) -> str:
     if resolved not in ("fp32", "bf16"):
         return "fp32"
     return resolved
-
-
-def _rng_state() -> dict[str, Any]:
-    version, internal, gauss = random.getstate()
-    kind, keys, pos, has_gauss, cached = np.random.get_state()
-    return {
-        "python": [version, list(internal), gauss],
-        "numpy": [kind, keys.tolist(), pos, has_gauss, cached],
-    }
-
-
-def _set_rng_state(saved: dict[str, Any]) -> None:
-    version, internal, gauss = saved["python"]
-    random.setstate((version, tuple(internal), gauss))
-    kind, keys, pos, has_gauss, cached = saved["numpy"]
-    np.random.set_state((kind, np.asarray(keys, dtype=np.uint32), pos, has_gauss, cached))
-
-
-def _comparable(config: dict[str, Any]) -> dict[str, Any]:
-    # Progress bars, the device and where an invocation pauses change nothing in what a run computes;
-    # every other setting does.
-    return {k: v for k, v in config.items() if k not in ("progress", "device", "stop_after")}
-
-
-def check_checkpoint(
-    out_dir: str | Path,
-    config: TrainConfig,
-    n_examples: int,
-    unit: str = "n_pairs",
-    run: dict[str, Any] | None = None,
-) -> bool:
-    """Whether ``out_dir`` holds a checkpoint to resume; refuse one written with other settings or
-    data, naming what differs (before any model or data is prepared).
-
-    ``unit`` says what ``n_examples`` counts: ``n_pairs`` the training rows (a reader's passage may
-    make several), ``n_examples`` the sampled examples a recipe counts before tokenizing; a
-    checkpoint that did not record the count is checked again by the trainer, by rows. ``run`` is
-    what the run was asked to do (``--arch``, ``--init``, data, recipe options), compared by option.
-    """
-    path = Path(out_dir) / "checkpoint" / "trainer_state.json"
-    if not path.is_file():
-        return False
-    saved = read_json_object(path)
-    # A setting added after the checkpoint was written compares as its default, which it then had.
-    theirs = _comparable({**TrainConfig().to_dict(), **saved.get("config", {})})
-    ours = _comparable(config.to_dict())
-    diffs = [f"{k} {theirs.get(k)!r} -> {ours.get(k)!r}" for k in sorted(ours) if theirs.get(k) != ours[k]]
-    if run is not None and isinstance(saved.get("run"), dict):
-        theirs_run = saved["run"]
-        diffs += [
-            f"--{k.replace('_', '-')} {theirs_run.get(k)!r} -> {v!r}"
-            for k, v in sorted(run.items())
-            if k in theirs_run and theirs_run[k] != _jsonable(v)
-        ]
-    if unit in saved and saved[unit] != n_examples:
-        diffs.append(f"training examples {saved[unit]} -> {n_examples}")
-    if diffs:
-        raise ConfigError(
-            f"{path.parent}: the checkpoint was written with other settings ({'; '.join(diffs)}); "
-            "run with the same settings to resume, or use a new output folder (or --no-resume)"
-        )
-    return True
-
-
-def _jsonable(value: Any) -> Any:
-    """``value`` as a JSON round trip gives it back (tuples become lists)."""
-    return json.loads(json.dumps(value))
 
 
 def _param_groups(model: nn.Module, weight_decay: float) -> list[dict[str, Any]]:
@@ -268,7 +151,7 @@ class Trainer:
                 "n_examples": self.meta.get("n_examples", len(self.data)),
                 "run": {k: v for k, v in self.meta.items() if k != "n_examples"},
                 "precision": self.precision,
-                "rng": _rng_state(),
+                "rng": rng_state(),
             }
             (tmp / "trainer_state.json").write_text(json.dumps(state, indent=2), encoding="utf-8")
 
@@ -286,7 +169,7 @@ class Trainer:
         if "cuda_rng" in blob and self.device.type == "cuda":
             torch.cuda.set_rng_state(blob["cuda_rng"].cpu(), self.device)
         if "rng" in saved:
-            _set_rng_state(saved["rng"])
+            set_rng_state(saved["rng"])
         if saved.get("precision", self.precision) != self.precision:
             # Same settings on another kind of machine: "auto" resolved otherwise. Continuing is
             # right (emulated bf16 is several times slower than fp32), but the weights will differ

@@ -1,15 +1,23 @@
-"""(question, positive, negative) triplets for the ranking hinge loss of the siamese models (HAS)."""
+"""(question, positive, negative) triplets for the ranking hinge loss of the siamese models (HAS), and
+the recipe that trains them."""
 
 from __future__ import annotations
 
 import random
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from torch import Tensor
 
 from sieveqa.data.records import RankingExample
+from sieveqa.errors import ConfigError, DataFormatError
 from sieveqa.features import Features, collate
+from sieveqa.models.encoder_model import EncoderModel
+from sieveqa.models.hashing import HashingModel
+from sieveqa.training.batches import Objective, TrainData
+from sieveqa.training.config import TrainConfig
+from sieveqa.training.objectives import TripletHinge
+from sieveqa.training.recipe import Recipe
 
 
 @dataclass
@@ -92,3 +100,40 @@ class TripletBatches:
         q = collate(self.questions, rows, self.pad_id)
         a = collate(answers, range(len(answers)), self.pad_id)
         return {f"q_{k}": v for k, v in q.items()} | {f"a_{k}": v for k, v in a.items()}
+
+
+@dataclass
+class TripletOptions:
+    """Options of triplet training (HAS and its BERT baselines)."""
+
+    negatives_per_positive: int = field(
+        default=4, metadata={"help": "has/bert-*: triplets per positive answer (negatives drawn at random)"}
+    )
+
+    def __post_init__(self) -> None:
+        if self.negatives_per_positive < 1:
+            raise ConfigError(f"negatives_per_positive must be >= 1, got {self.negatives_per_positive}")
+
+
+class TripletRecipe(Recipe):
+    """(question, positive, negative) triplets; the hinge loss with HAS's binary constraint."""
+
+    options_class = TripletOptions
+
+    def sample(self, examples: Sequence[RankingExample], config: TrainConfig, source: str) -> TextTriplets:
+        triplets = make_triplets(examples, self.options.negatives_per_positive, config.max_pairs, config.seed)
+        if not len(triplets):
+            raise DataFormatError(f"{source}: no question has both a positive and a negative answer")
+        return triplets
+
+    def tensors(self, model: EncoderModel, sample: TextTriplets) -> TrainData:
+        assert isinstance(model, HashingModel)
+        return TripletBatches(
+            model.featurize_questions(sample.questions),
+            model.featurize_answers(sample.positives),
+            model.featurize_answers(sample.negatives),
+            model.pad_id,
+        )
+
+    def objective(self, model: EncoderModel) -> Objective:
+        return TripletHinge()

@@ -106,7 +106,7 @@ def test_a_judge_starts_from_a_reader_body_with_a_new_head(tmp_path: Path) -> No
     """``train --arch cross-encoder --init READER``: the reader's body, read whole, and a fresh head."""
     from sieveqa.models.cross_encoder import CrossEncoderConfig
     from sieveqa.models.reader import ReaderConfig, ReaderModel
-    from sieveqa.training.recipes import init_model
+    from sieveqa.training.run import init_model
 
     torch.manual_seed(3)
     reader = ReaderModel(ReaderConfig(backbone="tiny", max_length=32))

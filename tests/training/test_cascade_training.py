@@ -9,9 +9,10 @@ import torch
 from sieveqa.data.jsonl import example_dict, write_jsonl
 from sieveqa.features import collate
 from sieveqa.models.cascade import CascadeTransformer
+from sieveqa.training.cascade import retrofit_cascade
 from sieveqa.training.config import TrainConfig
 from sieveqa.training.objectives import CascadeBCE, ExitDistillation
-from sieveqa.training.recipes import retrofit_cascade, train_model
+from sieveqa.training.run import train_model
 from tests.training.test_trainer import _toy_examples
 
 

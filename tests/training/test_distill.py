@@ -15,7 +15,7 @@ from sieveqa.models.multihead import MultiHeadStudent
 from sieveqa.training.config import TrainConfig
 from sieveqa.training.distill import teacher_scores
 from sieveqa.training.pairs import make_pairs
-from sieveqa.training.recipes import train_model
+from sieveqa.training.run import train_model
 from sieveqa.training.teachers import TeacherScores
 
 from .test_trainer import _toy_examples

@@ -127,7 +127,7 @@ def test_a_short_run_learns_the_null_and_it_reaches_peasi_answers(tmp_path: Path
 def test_training_a_saved_selector_with_null_adds_the_head_and_keeps_the_rest(tmp_path: Path) -> None:
     from sieveqa.errors import ConfigError
     from sieveqa.models.zoo import load_model
-    from sieveqa.training.recipes import init_model
+    from sieveqa.training.run import init_model
 
     saved = EasiModel(EasiConfig(backbone="tiny", max_length=48))
     saved.save_pretrained(tmp_path / "easi")

@@ -12,7 +12,7 @@ from sieveqa.evaluation.odqa import evaluate_reader
 from sieveqa.models.reader import ReaderConfig, ReaderModel
 from sieveqa.training.config import TrainConfig
 from sieveqa.training.reader import make_sample, token_targets
-from sieveqa.training.recipes import train_model
+from sieveqa.training.run import train_model
 
 CITIES = [("Paris", "France"), ("Berlin", "Germany"), ("Rome", "Italy"), ("Madrid", "Spain")]
 

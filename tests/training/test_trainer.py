@@ -10,10 +10,11 @@ import torch
 from sieveqa.data.records import Candidate, Question, RankingExample
 from sieveqa.errors import ConfigError
 from sieveqa.models.cross_encoder import CrossEncoder
+from sieveqa.training.batches import PairTensors
 from sieveqa.training.config import TrainConfig
 from sieveqa.training.objectives import PointwiseBCE
 from sieveqa.training.pairs import make_pairs
-from sieveqa.training.trainer import PairTensors, Trainer, train_precision
+from sieveqa.training.trainer import Trainer, train_precision
 
 
 def _toy_examples(n: int = 12) -> list[RankingExample]:
