@@ -1,0 +1,96 @@
+"""How the service says no: every refused request gets an :class:`~sieveqa.serving.wire.ErrorBody`
+with the status its issue deserves (400 empty or malformed, 413 too large, 422 wrong types, 429 with
+Retry-After when the queue is full, 503 while an index is away); a 500 is a bug of ours, logged once."""
+
+from __future__ import annotations
+
+import logging
+import math
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException
+
+from sieveqa.errors import BusyError, ConfigError, DataFormatError, SieveQAError
+from sieveqa.serving.service import RequestError
+from sieveqa.serving.wire import ErrorBody
+
+__all__ = ["ERRORS", "error_response", "install_error_handlers"]
+
+log = logging.getLogger("sieveqa.serving")
+#: pydantic's errors for a text or list with nothing in it: 400, as for an empty request.
+_EMPTY = {"string_too_short", "too_short", "string_pattern_mismatch"}
+#: The refusals every endpoint documents in the OpenAPI schema.
+ERRORS: dict[int | str, dict[str, Any]] = {
+    code: {"model": ErrorBody, "description": text}
+    for code, text in {
+        400: "empty or malformed input",
+        413: "too many texts, too long a text, or too large a body",
+        422: "a field of the wrong type",
+        429: "the queue is full; see Retry-After",
+    }.items()
+}
+
+
+def error_response(
+    status: int, kind: str, message: str, headers: dict[str, str] | None = None
+) -> JSONResponse:
+    """The error body every refusal sends: its message and kind."""
+    return JSONResponse({"error": message, "error_type": kind}, status, headers)
+
+
+_NO_ERROR = {"type": "", "loc": (), "msg": "invalid request"}
+
+
+def _field(part: object) -> bool:
+    """Whether a pydantic error location part names a field or index (not the body, nor a union
+    member such as ``Document`` or ``constrained-str``)."""
+    return isinstance(part, int) or (part != "body" and not str(part)[:1].isupper() and "-" not in str(part))
+
+
+def _validation(exc: RequestValidationError) -> JSONResponse:
+    """422 for a field of the wrong type; 400 for a body that is missing, empty or not JSON."""
+    errors = exc.errors()
+    # Of a union's errors (a document is a string or an object), an empty text is the one to name.
+    first = next((e for e in errors if e["type"] in _EMPTY), errors[0] if errors else _NO_ERROR)
+    if first["type"] == "json_invalid" or (tuple(first["loc"]) == ("body",) and first["type"] == "missing"):
+        what = "not valid JSON" if first["type"] == "json_invalid" else "missing"
+        return error_response(400, "validation", f"the request body is {what}")
+    where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in first["loc"] if _field(p))
+    where = where.lstrip(".") or "body"
+    if first["type"] in _EMPTY:
+        return error_response(400, "empty", f"{where} is empty")
+    return error_response(422, "validation", f"{where}: {first['msg']}")
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    """Turn every refusal, sieveqa error and framework error into an error body with its status."""
+
+    @app.exception_handler(RequestError)
+    async def refused(_: Request, exc: RequestError) -> JSONResponse:
+        headers = None if exc.retry_after is None else {"Retry-After": str(math.ceil(exc.retry_after))}
+        return error_response(exc.status, exc.kind, str(exc), headers)
+
+    @app.exception_handler(BusyError)
+    async def busy(_: Request, exc: BusyError) -> JSONResponse:
+        return error_response(503, "unavailable", str(exc), {"Retry-After": "1"})
+
+    @app.exception_handler(SieveQAError)
+    async def library(_: Request, exc: SieveQAError) -> JSONResponse:
+        """A sieveqa error at request time: the request's fault (422) or the server's (500, logged
+        once), always with its one-line message."""
+        if isinstance(exc, ConfigError | DataFormatError):
+            return error_response(422, "validation", str(exc))
+        log.error("request failed: %s", exc)
+        return error_response(500, "internal", str(exc))
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid(_: Request, exc: RequestValidationError) -> JSONResponse:
+        return _validation(exc)
+
+    @app.exception_handler(HTTPException)
+    async def http_error(_: Request, exc: HTTPException) -> JSONResponse:
+        kind = {404: "not_found", 405: "not_allowed", 413: "too_large"}.get(exc.status_code, "validation")
+        return error_response(exc.status_code, kind, str(exc.detail), getattr(exc, "headers", None))

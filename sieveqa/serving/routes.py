@@ -1,0 +1,181 @@
+"""The service's endpoints: ``/rerank`` (text-embeddings-inference's or Cohere's request shape),
+``/answer``, ``/health``, ``/metrics`` and the web page. Timing headers, in milliseconds as
+text-embeddings-inference sends them: ``x-queue-time``, ``x-compute-time``; plus ``x-inferences``
+and ``x-layer-units``. A request whose client goes away is cancelled, its queued work dropped."""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import uuid
+from collections.abc import Coroutine
+from importlib import resources
+from typing import Any, TypeVar
+
+from fastapi import APIRouter, Request, Response
+from fastapi.responses import FileResponse
+
+from sieveqa.serving.errors import ERRORS
+from sieveqa.serving.metrics import CONTENT_TYPE
+from sieveqa.serving.service import RequestError, Service
+from sieveqa.serving.wire import (
+    AnswerRequest,
+    AnswerResponse,
+    Cost,
+    ErrorBody,
+    FoundAnswer,
+    Health,
+    Passage,
+    RankedDocument,
+    RankedText,
+    RerankDocuments,
+    RerankMeta,
+    RerankRequest,
+)
+
+__all__ = ["STATIC", "service_routes"]
+
+T = TypeVar("T")
+STATIC = resources.files("sieveqa.serving") / "static"
+
+
+#: How often a waiting request checks whether its client is still there.
+_GONE_POLL_S = 0.05
+
+
+async def _unless_gone(request: Request, work: Coroutine[Any, Any, T]) -> T:
+    """``work``'s result, or, if the client disconnects first, ``work`` cancelled (its queued job is
+    then dropped, never computed) and a 499 that nobody reads, but the metrics count."""
+    task = asyncio.ensure_future(work)
+    try:
+        while True:
+            done, _ = await asyncio.wait({task}, timeout=_GONE_POLL_S)
+            if done:
+                return task.result()
+            if await request.is_disconnected():
+                task.cancel()
+                raise RequestError(499, "client_closed", "the client closed the connection")
+    finally:
+        if not task.done():  # this request itself was cancelled (server shutdown)
+            task.cancel()
+
+
+def _sigmoid(x: float) -> float:
+    """1 / (1 + e^-x) without overflow for any float (a logit of -1000 is a probability of 0)."""
+    if x >= 0:
+        return 1.0 / (1.0 + math.exp(-x))
+    z = math.exp(x)
+    return z / (1.0 + z)
+
+
+def _timing_headers(response: Response, queue: float, compute: float, inferences: int, units: int) -> None:
+    response.headers["x-queue-time"] = f"{queue * 1000:.1f}"
+    response.headers["x-compute-time"] = f"{compute * 1000:.1f}"
+    response.headers["x-inferences"] = str(inferences)
+    response.headers["x-layer-units"] = str(units)
+
+
+def service_routes(service: Service) -> APIRouter:
+    """The endpoints of ``service``."""
+    app = APIRouter()
+
+    @app.post("/rerank", response_model=list[RankedText] | RerankDocuments, responses=ERRORS)
+    async def rerank(
+        req: RerankRequest, request: Request, response: Response
+    ) -> list[RankedText] | RerankDocuments:
+        """Rank texts for a query, best first (text-embeddings-inference or Cohere request shape)."""
+        done = await _unless_gone(request, service.rerank(req))
+        scores = done.scores
+        order = done.order[: req.top_n]
+        shown = scores if req.raw_scores or not done.logits else [_sigmoid(s) for s in scores]
+        _timing_headers(
+            response, done.queue_seconds, done.cost.seconds, done.cost.sequences, done.cost.layer_units
+        )
+        texts = req.candidate_texts()
+        if req.texts is not None:
+            return [
+                RankedText(index=i, score=shown[i], text=texts[i] if req.return_text else None) for i in order
+            ]
+        cost = Cost(
+            inferences=done.cost.sequences,
+            layer_units=done.cost.layer_units,
+            flops=done.cost.flops,
+            compute_seconds=round(done.cost.seconds, 4),
+            queue_seconds=round(done.queue_seconds, 4),
+        )
+        results = [
+            RankedDocument(
+                index=i,
+                relevance_score=shown[i],
+                document={"text": texts[i]} if req.return_documents else None,
+            )
+            for i in order
+        ]
+        return RerankDocuments(
+            id=str(uuid.uuid4()),
+            results=results,
+            meta=RerankMeta(model=service.name, cost=cost, info=done.info),
+        )
+
+    @app.post("/answer", response_model=AnswerResponse, responses={**ERRORS, 404: {"model": ErrorBody}})
+    async def answer(req: AnswerRequest, request: Request, response: Response) -> AnswerResponse:
+        """Answer a question over the server's corpus index: the answer in its passage, the runner-up
+        passages, and what it cost."""
+        found = await _unless_gone(request, service.answer(req))
+        scores = found.passage_scores or [None] * len(found.passages)
+        ranked = sorted(
+            zip(found.passages, scores, strict=True), key=lambda p: -(p[1] if p[1] is not None else 0)
+        )
+        passages = [
+            Passage(passage_id=p.id, document=p.doc_id, title=p.title, text=p.text, score=s)
+            for p, s in ranked[: req.passages]
+        ]
+        c = found.cost
+        _timing_headers(response, 0.0, c.seconds, found.inferences, c.layer_units)
+        assert service.answerer is not None  # service.answer refuses the request otherwise
+        return AnswerResponse(
+            question=found.question,
+            method=service.answerer.method.name,
+            answered=service.answerer.answers(found, req.min_confidence),
+            confidence=found.confidence,
+            answers=[FoundAnswer(**f.as_dict()) for f in found.answers],
+            passages=passages,
+            cost=Cost(
+                inferences=found.inferences,
+                layer_units=c.layer_units,
+                flops=c.flops,
+                compute_seconds=round(c.seconds, 4),
+            ),
+            retrieval_seconds=round(found.retrieval_seconds, 4),
+            budget=None if found.budget is None else found.budget.as_dict(),
+        )
+
+    @app.api_route(
+        "/health", methods=["GET", "HEAD"], response_model=Health, responses={503: {"model": Health}}
+    )
+    async def health(response: Response) -> Health:
+        """Readiness, and what this server has loaded: 503 while it drains or if a worker is down."""
+        method = service.answerer.method.name if service.answerer is not None else None
+        depth = service.queue_depth
+        status = "ok" if service.ready else "draining" if service.draining else "down"
+        if status != "ok":
+            response.status_code = 503
+        return Health(
+            status=status,
+            model=service.name,
+            kind=service.kind,
+            index=service.index,
+            method=method,
+            queue_depth=depth,
+        )
+
+    @app.get("/metrics", response_class=Response, responses={200: {"content": {CONTENT_TYPE: {}}}})
+    async def metrics() -> Response:
+        """Prometheus metrics: requests, latency, batch sizes, queue depth, layer-units."""
+        return Response(service.metrics.render(), media_type=CONTENT_TYPE)
+
+    @app.api_route("/", methods=["GET", "HEAD"], include_in_schema=False)
+    async def page() -> FileResponse:
+        return FileResponse(str(STATIC / "index.html"))
+
+    return app
