@@ -27,6 +27,7 @@ from sieveqa.errors import ConfigError, SieveQAError
 from sieveqa.models.base import Ranker
 from sieveqa.models.pair_model import PairModel
 from sieveqa.runtime.answer.answerer import Answer, Answerer, load_answerer
+from sieveqa.runtime.answer.budget import Choice
 from sieveqa.runtime.policy import load_ranker
 from sieveqa.serving.batcher import MicroBatcher, Scored
 from sieveqa.serving.metrics import Metrics
@@ -59,7 +60,7 @@ class _Question(Job):
     question: str
     top: int
     settings: dict[str, Any]
-    budget_ms: float | None = None
+    budget: Choice | None = None
 
 
 class AnswerQueue(Worker[_Question]):
@@ -75,11 +76,12 @@ class AnswerQueue(Worker[_Question]):
         question: str,
         top: int,
         settings: dict[str, Any] | None = None,
-        budget_ms: float | None = None,
+        budget: Choice | None = None,
     ) -> Future[Answer]:
         """Queue a question for its ``top`` answers, with the method's per-request ``settings`` and
-        ``budget_ms``; cancelling the future while it waits drops it."""
-        return self._enqueue(_Question(1, answerer, question, top, settings or {}, budget_ms))
+        the setting its budget chose (``Answerer.budget_choice``, resolved once, before queueing);
+        cancelling the future while it waits drops it."""
+        return self._enqueue(_Question(1, answerer, question, top, settings or {}, budget))
 
     def _take(self) -> list[_Question]:
         return [self._pending.popleft()]
@@ -87,12 +89,14 @@ class AnswerQueue(Worker[_Question]):
     def _work(self, jobs: list[_Question]) -> None:
         (job,) = jobs
         answerer = job.answerer
-        if (job.settings or job.budget_ms is not None) and answerer.index is not None:
+        if (job.settings or job.budget is not None) and answerer.index is not None:
             answerer.refresh()  # the server's own answerer sees a new generation first
-        if job.settings:  # this question's own method settings, through the method's hook
-            answerer = answerer.with_method(answerer.method.with_settings(**job.settings))
-        if job.budget_ms is not None:  # checked before it was queued
-            answerer = answerer.within(job.budget_ms)
+        # This question's own method settings, through the method's hook, then its budget's setting.
+        method = answerer.method.with_settings(**job.settings) if job.settings else answerer.method
+        if job.budget is not None:
+            answerer = answerer.at(job.budget, method)
+        elif job.settings:
+            answerer = answerer.with_method(method)
         job.future.set_result(answerer.answer(job.question, job.top))
 
 
@@ -346,13 +350,14 @@ class Service:
                 "validation",
                 f"{' and '.join(refused)}: --method {self.answerer.method.name} takes {takes}",
             )
-        if req.budget_ms is not None:  # a measured setting exists for the models as loaded
+        budget = None
+        if req.budget_ms is not None:  # resolved here, once: a measured setting for the models as loaded
             try:
-                self.answerer.within(req.budget_ms)
+                budget = self.answerer.budget_choice(req.budget_ms)
             except ConfigError as err:
                 raise RequestError(400, "validation", f"budget_ms: {err}") from None
         found: Answer = await self._await(
-            self.answers.submit, self.answerer, req.question, req.top, settings, req.budget_ms
+            self.answers.submit, self.answerer, req.question, req.top, settings, budget
         )
         self.metrics.layer_units.labels("answer").inc(found.cost.layer_units)
         self.metrics.inferences.labels("answer").inc(found.inferences)

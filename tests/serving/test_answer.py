@@ -231,7 +231,14 @@ def test_budget_ms_moves_a_served_cascades_passages_and_drop_ratio(
     with TestClient(create_app(Service(KeywordRanker(), answerer))) as c:
         plain = c.post("/answer", json={"question": QUESTION}).json()
         assert plain["budget"] is None and len(plain["passages"]) == 2
+        from sieveqa.runtime.answer import answerer as answering_module
+
+        chosen = []
+        monkeypatch.setattr(
+            answering_module, "choose", lambda *a, **k: chosen.append(a) or budget.choose(*a, **k)
+        )
         got = c.post("/answer", json={"question": QUESTION, "budget_ms": 50}).json()
+        assert len(chosen) == 1  # the budget is resolved once a request (it was twice: loop, then thread)
         assert (
             len(got["passages"]) == 1
             and got["budget"]["retrieve"] == 1

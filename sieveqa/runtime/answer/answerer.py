@@ -98,6 +98,21 @@ class Answerer:
     def within(self, budget_ms: float) -> Answerer:
         """This answerer at the measured setting of its method and backend that answers best within
         ``budget_ms`` at p50: passages retrieved and drop ratio move, the models stay as loaded."""
+        return self.at(self.budget_choice(budget_ms))
+
+    def at(self, choice: Choice, method: AnswerMethod | None = None) -> Answerer:
+        """This answerer (with ``method``: a request's own settings) at a setting ``budget_choice``
+        chose; one new Answerer, nothing measured or read."""
+        method = method or self.method
+        if choice.setting.drop_ratios is not None:
+            method = method.with_settings(alpha=list(choice.setting.drop_ratios))
+        out = self.with_method(method, choice.setting.retrieve)
+        out.budget = choice
+        return out
+
+    def budget_choice(self, budget_ms: float) -> Choice:
+        """The measured setting of this answerer's method, models and backend that answers best within
+        ``budget_ms`` at p50 (ConfigError when none was measured for them)."""
         settings, note = load_settings()
         system = self.method.system
         named = tuple(sorted(getattr(self.method, "model_names", {}).items()))
@@ -110,13 +125,7 @@ class Answerer:
                 "load it with the budget instead (load_answerer(..., budget_ms=N) or answer --budget-ms), "
                 "or measure the grid again (bench/budget.py)"
             )
-        choice = choose(budget_ms, self.method.name, usable, system, note)[0]
-        method = self.method
-        if choice.setting.drop_ratios is not None:
-            method = method.with_settings(alpha=list(choice.setting.drop_ratios))
-        out = self.with_method(method, choice.setting.retrieve)
-        out.budget = choice
-        return out
+        return choose(budget_ms, self.method.name, usable, system, note)[0]
 
     # -- over an index ---------------------------------------------------------------------------
 
