@@ -13,6 +13,7 @@ from sieveqa.cli._app import BackendOpt, BatchOpt, DeviceOpt, PrecisionOpt, app,
 from sieveqa.errors import ConfigError, require_extra
 
 if TYPE_CHECKING:
+    from sieveqa.models.base import Ranker
     from sieveqa.runtime.batch.sharded import Shard, ShardPlan
 
 
@@ -57,8 +58,9 @@ def batch(
         raise ConfigError("--actors and --address are for --ray")
     if ray:
         require_extra("ray", "ray", "sieveqa batch --ray")
+    loaded = None  # the ranker auto loaded to learn its choice: a local run ranks with it
     if backend == "auto":  # resolved here, so the run records (and every shard uses) what auto chose
-        backend, precision = _auto_backend(model, device, precision)
+        loaded, backend, precision = _auto_backend(model, device, precision)
     if backend in ("onnx", "openvino"):
         from sieveqa.exported import backend_precision
 
@@ -68,19 +70,19 @@ def batch(
     plan = ShardPlan.make(input_path, shard_size, model, model_digest(model), concrete, backend)
     with plan.claim(out) as pending:
         options = {"device": device, "precision": precision, "batch_size": batch_size, "backend": backend}
-        _run(plan, pending, out, model, ray, actors, threads, address, options)
+        _run(plan, pending, out, model, ray, actors, threads, address, options, loaded)
 
 
-def _auto_backend(model: str, device: str, precision: str) -> tuple[str, str]:
-    """The backend and precision ``--backend auto`` lands on for ``model`` here (it depends on the
-    exports present and the measured choices of this CPU kind)."""
+def _auto_backend(model: str, device: str, precision: str) -> tuple[Ranker, str, str]:
+    """The ranker ``--backend auto`` loads for ``model`` here, and the backend and precision it
+    landed on (they depend on the exports present and the measured choices of this CPU kind)."""
     from sieveqa.runtime.policy import load_ranker
 
     ranker = load_ranker(model, device=device, precision=precision, backend="auto")
     for part in (ranker, getattr(ranker, "model", None), *getattr(ranker, "members", ())):
         if hasattr(part, "backend") and hasattr(part, "precision"):
-            return part.backend, part.precision
-    return "torch", precision
+            return ranker, part.backend, part.precision
+    return ranker, "torch", precision
 
 
 def _run(
@@ -93,8 +95,10 @@ def _run(
     threads: int,
     address: str | None,
     options: dict[str, Any],
+    loaded: Ranker | None = None,
 ) -> None:
-    """Rank the pending shards of ``plan`` into ``out``, with a progress bar."""
+    """Rank the pending shards of ``plan`` into ``out``, with a progress bar (locally with ``loaded``
+    when the model is loaded already)."""
     console.print(
         f"{plan.rows} questions in {len(plan.shards)} shards; {len(plan.shards) - len(pending)} already "
         f"done in {out}, {len(pending)} to rank"
@@ -119,7 +123,8 @@ def _run(
             from sieveqa.runtime.batch.sharded import run_local
             from sieveqa.runtime.policy import load_ranker
 
-            done = run_local(load_ranker(model, **options), plan, out, pending, on_done)
+            ranker = loaded if loaded is not None else load_ranker(model, **options)
+            done = run_local(ranker, plan, out, pending, on_done)
     seconds = time.perf_counter() - started
     pairs = sum(d.pairs for d in done)
     console.print(

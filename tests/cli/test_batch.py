@@ -108,10 +108,16 @@ def test_backend_auto_is_recorded_as_what_it_chose(
     sieveqa, example_jsonl: Path, saved_tiny: Path, tmp_path, monkeypatch
 ) -> None:
     """It recorded "auto": a resume on a machine where auto lands elsewhere would mix backends."""
+    from sieveqa.runtime import policy
+
     monkeypatch.setenv("SIEVEQA_CACHE", str(tmp_path / "cache"))
+    loads = []
+    real = policy.load_ranker
+    monkeypatch.setattr(policy, "load_ranker", lambda *a, **k: loads.append(k) or real(*a, **k))
     out = tmp_path / "out"
     result = sieveqa("batch", "-i", example_jsonl, "-o", out, "-m", saved_tiny, "--backend", "auto")
     assert result.exit_code == 0, result.output
+    assert len(loads) == 1  # the model auto loaded ranks too (it was loaded again)
     identity = json.loads((out / "run.json").read_text())["identity"]
     assert identity["backend"] in ("torch", "onnx", "openvino")
     assert identity["precision"] in ("fp32", "bf16", "int8")
