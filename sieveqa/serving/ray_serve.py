@@ -31,7 +31,7 @@ from sieveqa.models.base import Ranker
 from sieveqa.serving.app import create_app
 from sieveqa.serving.batcher import Scored, score_batch
 from sieveqa.serving.service import RequestError, Service
-from sieveqa.serving.settings import Limits
+from sieveqa.serving.settings import Batching, Limits
 
 _Job = tuple[RankingExample, Ranker, float]
 
@@ -47,6 +47,9 @@ class RayService(Service):
     _waiting_pairs = 0
     _waiting = 0
     _rate = 0.0  # pairs per second, a moving average over batches
+
+    def _micro_batcher(self, batching: Batching, limits: Limits) -> None:
+        return None  # Ray Serve batches /rerank (``_batched``)
 
     @property
     def queue_depth(self) -> int:

@@ -130,10 +130,7 @@ class Service:
         if self.model is not None:  # a /rerank check's tokens are reused when its batch runs
             self.model.featurizer.remember(_REMEMBERED_TOKENS)
         self.metrics = Metrics(lambda: self.queue_depth)
-        wait_s = batching.max_wait_ms / 1000
-        self.batcher = MicroBatcher(
-            batching.max_tokens, wait_s, limits.max_queue, self.metrics.batch, self.thread
-        )
+        self.batcher = self._micro_batcher(batching, limits)
         self.answers = AnswerQueue(limits.max_queue, self.thread)
         self._settings: OrderedDict[tuple[tuple[str, object], ...], Ranker] = OrderedDict()
         self._settings_lock = threading.Lock()
@@ -173,6 +170,15 @@ class Service:
         name = None if index is None else Path(index).name  # /health: its name, not the server's path
         return cls(ranker, answerer, model, name, limits, batching, thread)
 
+    def _micro_batcher(self, batching: Batching, limits: Limits) -> MicroBatcher | None:
+        """The queue that batches /rerank's questions (None where something else batches them)."""
+        wait_s = batching.max_wait_ms / 1000
+        return MicroBatcher(batching.max_tokens, wait_s, limits.max_queue, self.metrics.batch, self.thread)
+
+    @property
+    def _workers(self) -> list[Worker[Any]]:
+        return [w for w in (self.batcher, self.answers) if w is not None]
+
     @property
     def kind(self) -> str:
         """What answers /rerank: a model kind (cross-encoder, cascade, ...) or ``ensemble``."""
@@ -183,12 +189,12 @@ class Service:
     @property
     def ready(self) -> bool:
         """Whether both workers run and take requests (not dead, not draining)."""
-        return self.batcher.ready and self.answers.ready and not self.draining
+        return all(w.ready for w in self._workers) and not self.draining
 
     @property
     def draining(self) -> bool:
         """Whether shutdown has begun (a signal came, or the workers are stopping)."""
-        return self._draining or self.batcher.stopping or self.answers.stopping
+        return self._draining or any(w.stopping for w in self._workers)
 
     def drain(self) -> None:
         """Say "draining" on /health from now on; the requests in flight still finish."""
@@ -197,12 +203,12 @@ class Service:
     def start(self) -> None:
         """Take requests (again, after a stop: a lifespan that ended does not end the service)."""
         self._draining = False
-        self.batcher.start()
-        self.answers.start()
+        for worker in self._workers:
+            worker.start()
 
     def stop(self) -> None:
-        self.batcher.stop()
-        self.answers.stop()
+        for worker in self._workers:
+            worker.stop()
 
     async def _await(self, submit: Any, *args: Any) -> Any:
         """Queue a job on a worker (``submit``, a worker's method) and await it within the deadline;
@@ -312,13 +318,14 @@ class Service:
 
     async def score(self, example: RankingExample, tokens: int, ranker: Ranker) -> Scored:
         """One checked question's scores, from the micro-batcher (Ray Serve replicas batch otherwise)."""
+        assert self.batcher is not None  # a service without one scores otherwise
         done: Scored = await self._await(self.batcher.submit, example, tokens, ranker)
         return done
 
     @property
     def queue_depth(self) -> int:
         """Requests waiting for a model, /rerank and /answer together."""
-        return self.batcher.depth + self.answers.depth
+        return sum(w.depth for w in self._workers)
 
     # -- /answer --------------------------------------------------------------------------------
 

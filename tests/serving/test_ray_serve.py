@@ -117,6 +117,26 @@ def test_a_replica_bounds_its_queue_with_429_and_reports_its_depth() -> None:
     assert (err.status, err.kind) == (429, "overloaded") and err.retry_after >= 1
 
 
+def test_a_replica_runs_no_micro_batcher_it_never_uses() -> None:
+    """A replica built and started a MicroBatcher (and its queue) though Ray Serve batches /rerank."""
+    import threading
+
+    from sieveqa.serving.ray_serve import RayService
+    from tests.serving.conftest import RecordingRanker
+
+    service = RayService(RecordingRanker())
+    assert service.batcher is None
+    before = {t.name for t in threading.enumerate()}
+    service.start()
+    try:
+        assert service.ready and not service.draining and service.queue_depth == 0
+        started = {t.name for t in threading.enumerate()} - before
+        assert not any("batch" in name for name in started), started
+    finally:
+        service.stop()
+    assert not service.ready
+
+
 def test_rays_own_admission_and_queue_are_bounded_by_max_queue() -> None:
     """Ray admitted 128 requests into a replica (so its 429 at 512 never fired) and queued the rest
     without bound, outside timeout_s (issue 42)."""
