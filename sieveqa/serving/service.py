@@ -92,10 +92,10 @@ class AnswerQueue(Worker[_Question]):
         if (job.settings or job.budget is not None) and answerer.index is not None:
             answerer.refresh()  # the server's own answerer sees a new generation first
         # This question's own method settings, through the method's hook, then its budget's setting.
-        method = answerer.method.with_settings(**job.settings) if job.settings else answerer.method
+        method = answerer.method.with_settings(**job.settings) if job.settings else None
         if job.budget is not None:
             answerer = answerer.at(job.budget, method)
-        elif job.settings:
+        elif method is not None:
             answerer = answerer.with_method(method)
         job.future.set_result(answerer.answer(job.question, job.top))
 
