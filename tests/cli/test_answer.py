@@ -14,6 +14,12 @@ def saved_easi(tmp_path: Path) -> Path:
     return EasiModel(EasiConfig(backbone="tiny", max_length=64, stride=8)).save_pretrained(tmp_path / "easi")
 
 
+def _tiny_peasi(tiny: Path) -> list[str]:
+    """PEASI's other models tiny too: the shipped judge and second-look ranker load in the shipped
+    models' own tests (tests/models/test_shipped_peasi.py), not in every CLI test."""
+    return ["--judge", "none", "--look-ranker", str(tiny)]
+
+
 @pytest.fixture
 def demo_index(sieveqa, tmp_path: Path) -> Path:
     out = tmp_path / "index"
@@ -25,6 +31,7 @@ def demo_index(sieveqa, tmp_path: Path) -> Path:
 
 def test_answer_prints_the_sentence_in_its_passage(sieveqa, demo_index, saved_tiny, saved_easi) -> None:
     args = ["--index", demo_index, "--reranker", saved_tiny, "--selector", saved_easi]
+    args += _tiny_peasi(saved_tiny)
     result = sieveqa("answer", "Who invented the Fresnel lens?", *args)
     assert result.exit_code == 0, result.output
     assert "transformer inferences" in result.output and "layer-units" in result.output
@@ -40,7 +47,7 @@ def test_a_long_question_is_answered(sieveqa, demo_index, saved_tiny, saved_easi
     # Issue 30: a question of ~1,000 characters left no room for EASI's windows ("stride must be below").
     question = "Who invented the Fresnel lens, " + "and who else worked on lighthouses, " * 35 + "?"
     args = ["--index", demo_index, "--reranker", saved_tiny, "--selector", saved_easi, "--json"]
-    result = sieveqa("answer", question, *args)
+    result = sieveqa("answer", question, *args, *_tiny_peasi(saved_tiny))
     assert result.exit_code == 0, result.output
     assert len(question) > 1_000 and json.loads(result.output)["answers"]
 
@@ -63,6 +70,8 @@ def test_a_question_file_gives_one_json_line_each(sieveqa, demo_index, saved_tin
         "pointwise",
         "--ranker",
         saved_tiny,
+        "--judge",
+        "none",
     )
     assert result.exit_code == 0, result.output
     rows = [json.loads(line) for line in out.read_text().splitlines()]
@@ -261,8 +270,10 @@ def test_budget_ms_says_what_it_chose(sieveqa, demo_index, tiny_cascade, tmp_pat
 
     folder = tiny_cascade.save_pretrained(tmp_path / "cascade")
     rows = [
-        Setting("cascade", 3, "torch:fp32", (0.5,), 90.0, 0.61, (("ranker", str(folder)),)),
-        Setting("cascade", 20, "torch:fp32", (0.0,), 900.0, 0.70, (("ranker", str(folder)),)),
+        Setting("cascade", 3, "torch:fp32", (0.5,), 90.0, 0.61, (("judge", "none"), ("ranker", str(folder)))),
+        Setting(
+            "cascade", 20, "torch:fp32", (0.0,), 900.0, 0.70, (("judge", "none"), ("ranker", str(folder)))
+        ),
     ]
     table = tmp_path / "budgets.json"
     table.write_text(json.dumps({cpu_kind(): {"settings": [r.as_dict() for r in rows]}}))
@@ -310,7 +321,7 @@ def test_eval_answers_on_questions_nothing_answers(sieveqa, saved_tiny, saved_ea
         OpenExample("u", "Who discovered aspirin?", [], [silent, said], True),
     ])  # fmt: skip
     report = tmp_path / "report.json"
-    models = ["--reranker", saved_tiny, "--selector", saved_easi, "--read", "2"]
+    models = ["--reranker", saved_tiny, "--selector", saved_easi, "--read", "2", *_tiny_peasi(saved_tiny)]
     result = sieveqa("eval-answers", "--dataset", questions, "--method", "peasi", *models, "--json", report)
     assert result.exit_code == 0, result.output
     body = json.loads(report.read_text())

@@ -111,7 +111,7 @@ def test_load_answerer_skips_a_setting_whose_export_is_missing(tmp_path, monkeyp
     folder = tiny_cascade.save_pretrained(tmp_path / "tiny-cascade")
     monkeypatch.setenv("SIEVEQA_CACHE", str(tmp_path / "cache"))
     index = CorpusIndex.build(DOCS, tmp_path / "idx", CorpusOptions(passage_tokens=8))
-    models = {"ranker": str(folder)}
+    models = {"judge": "none", "ranker": str(folder)}  # the settings name their models (sorted), judge too
     best = _setting(50, 0.9, system="openvino:int8", options=tuple(models.items()))
     works = _setting(80, 0.8, retrieve=3, options=tuple(models.items()))
     _table(tmp_path, monkeypatch, [best.as_dict(), works.as_dict()])
