@@ -7,7 +7,7 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export NO_MKDOCS_2_WARNING := 1
 
-.PHONY: race-env install demo test test-all test-shutdown test-docs test-wheel docs wheel test-fast lint default-model default-v1-model cascade-models retrofit-model mono-models default-cascade peasi-cascade has-models has-sensitivity peasi-models peasi-v2-models peasi-v3-models judge-mpnet judge-mpnet-top judge-mpnet-made judge-reader easi-null peasi-ship peasi-wikiqa reader-models reader-v2-model reader-v3-model reader-ship confidence-ship mhs-teachers mhs-teacher-scores mhs-kd-search mhs-students mhs-tables default-kd has-store-model has-store-v2-model store-bench fusion-bench
+.PHONY: race-env install demo test test-all test-shutdown test-docs test-wheel docs wheel test-fast lint default-model default-v1-model cascade-models retrofit-model mono-models default-cascade peasi-cascade has-models has-sensitivity peasi-models peasi-v2-models peasi-v3-models judge-mpnet judge-mpnet-top judge-mpnet-made judge-reader easi-null peasi-ship peasi-wikiqa reader-models reader-v2-model reader-v3-model reader-ship reader-v3-ship confidence-ship mhs-teachers mhs-teacher-scores mhs-kd-search mhs-students mhs-tables default-kd has-store-model has-store-v2-model store-bench fusion-bench
 
 $(VENV)/.installed: pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -362,6 +362,19 @@ READER_V3_INIT ?= default --has-answer-pooling mean
 reader-v3-model: install
 	$(SIEVEQA) train --init $(READER_V3_INIT) $(READER_V3) $(READER_VARIANT) --out $(READER)/v3$(READER_TAG)
 
+# Issue 43: reader v3 ships as `reader`: calibrated per exit on squad-open-mini dev1 as before, its learned
+# scheduler trained on the larger pool of squad-open-train:dev-all (2,068 questions of the 12 held-out
+# train articles, 30 chunks each, against dev1's 380) and validated on dev0, question-time settings tuned
+# on dev0; then the readers' confidences refitted with on-topic unanswerable questions in the mix
+# (squad2-open:dev, like the sentence methods': make confidence-ship SENTENCE_CONFIDENCE= READER_FIT=open).
+READER_V3_SHIP ?= $(READER)/v3/best
+reader-v3-ship: install
+	$(SIEVEQA) calibrate --reader $(READER_V3_SHIP) --out $(READER)/v3-cal
+	$(SIEVEQA) train-scheduler --reader $(READER)/v3-cal --train squad-open-train:dev-all --budget 0.5,1,2 \
+		--out $(READER)/v3-sched
+	$(SIEVEQA) tune-reader --reader $(READER)/v3-cal --scheduler $(READER)/v3-sched --out $(READER)/v3-ship
+	rm -rf sieveqa/resources/reader && cp -r $(READER)/v3-ship sieveqa/resources/reader
+
 # The race's other side (bench/throughput.py --st-backends): sentence-transformers with its onnx and
 # openvino extras, which pin transformers 4.x (sieveqa runs on 5.x), so in a virtualenv of its own.
 RACE_VENV := .venv-race
@@ -391,6 +404,15 @@ reader-ship: install
 # methods alone: make confidence-ship READER_CONFIDENCE=.
 SENTENCE_CONFIDENCE ?= peasi pointwise cascade peasi-all
 READER_CONFIDENCE ?= skyline reader tower
+# How the readers' confidences are fitted: the shipped v2 reader's way (its article indexed or not,
+# keeping 90% of right answers), or with on-topic unanswerable questions (READER_FIT=open, issue 43).
+READER_FIT ?= indexed
+ifeq ($(READER_FIT),open)
+READER_FIT_ARGS := --dev squad2-open:dev --check squad2-open:test-made --threshold-rule overall --folds 5
+else
+READER_FIT_ARGS := --dev squad-open-mini:dev0,squad-open-mini:dev0-unindexed --threshold-rule 0.9 \
+	--check squad-open-mini:test,squad-open-mini:test-unindexed
+endif
 confidence-ship: install
 	mkdir -p bench/results/abstention
 	for m in $(SENTENCE_CONFIDENCE); do \
@@ -400,9 +422,7 @@ confidence-ship: install
 			--json bench/results/abstention/$$m.json || exit 1; done
 	for m in $(READER_CONFIDENCE); do \
 		$(SIEVEQA) calibrate-confidence --method $$m --out sieveqa/resources/confidence.json --no-progress \
-			--dev squad-open-mini:dev0,squad-open-mini:dev0-unindexed --threshold-rule 0.9 \
-			--check squad-open-mini:test,squad-open-mini:test-unindexed \
-			--json bench/results/abstention/$$m.json || exit 1; done
+			$(READER_FIT_ARGS) --json bench/results/abstention/$$m.json || exit 1; done
 
 # Multiple Heads Student (docs/RESULTS.md). Teachers, each with the TANDA recipe: MPNet-12 (on this CPU a
 # reduced transfer of 6,000 pairs, one adapt epoch; checkpoints every 50 steps, ~2.5 h), MiniLM-L3 (the
