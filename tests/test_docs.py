@@ -1,5 +1,5 @@
-"""The docs match behaviour: every README block marked runnable runs as written, and the docs site
-(MkDocs, API pages from the docstrings) builds with no warning."""
+"""The docs match behaviour: every block of the README and the guides marked runnable runs as written,
+and the docs site (MkDocs: guides, API pages from the docstrings) builds with no warning."""
 
 from __future__ import annotations
 
@@ -12,9 +12,13 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-README = (ROOT / "README.md").read_text(encoding="utf-8")
+#: The pages a user copies examples from: the README and every guide.
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs" / "guides").glob("*.md"))]
+TEXTS = {p.relative_to(ROOT).as_posix(): p.read_text(encoding="utf-8") for p in PAGES}
 #: A Python block right below an HTML comment ``<!-- runnable -->`` (invisible on GitHub and the site).
-BLOCKS = re.findall(r"<!-- runnable -->\s*```python\n(.*?)```", README, re.S)
+_BLOCK = r"<!-- runnable -->\s*```python\n(.*?)```"
+FOUND = [(page, block) for page, text in TEXTS.items() for block in re.findall(_BLOCK, text, re.S)]
+BLOCKS = [block for _, block in FOUND]
 
 
 def test_the_readme_marks_its_python_examples_runnable() -> None:
@@ -23,12 +27,13 @@ def test_the_readme_marks_its_python_examples_runnable() -> None:
     assert any("ranker.rank(" in b for b in BLOCKS) and any("answer(" in b for b in BLOCKS)
     for framework in ("langchain_core", "llama_index", "haystack"):
         assert any(framework in b for b in BLOCKS), framework
-    markers = re.findall(r"^<!-- runnable -->$", README, re.M)
-    assert len(markers) == len(BLOCKS)  # a marker above anything but a Python block is a typo
+    for page, text in TEXTS.items():  # a marker above anything but a Python block is a typo
+        markers = re.findall(r"^<!-- runnable -->$", text, re.M)
+        assert len(markers) == len(re.findall(_BLOCK, text, re.S)), page
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("block", BLOCKS, ids=[f"block{i}" for i in range(len(BLOCKS))])
+@pytest.mark.parametrize("block", BLOCKS, ids=[f"{page}:{i}" for i, (page, _) in enumerate(FOUND)])
 def test_a_runnable_readme_block_runs_as_written(block: str, tmp_path: Path) -> None:
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
     done = subprocess.run(
