@@ -66,8 +66,8 @@ test-fast: install
 	$(PYTEST) -m "not real and not slow"
 
 lint: install
-	$(BIN)/ruff check sieveqa tests bench
-	$(BIN)/ruff format --check sieveqa tests bench
+	$(BIN)/ruff check sieveqa tests bench tools mkdocs_hooks.py
+	$(BIN)/ruff format --check sieveqa tests bench tools mkdocs_hooks.py
 
 # The TANDA recipe every MiniLM-L6 model here shares: transfer on TrecQA train-all + SQuAD-AS2 train,
 # then adapt on WikiQA train + TrecQA train; dev = WikiQA dev + TrecQA dev-clean.

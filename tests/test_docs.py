@@ -43,6 +43,38 @@ def test_a_runnable_readme_block_runs_as_written(block: str, tmp_path: Path) -> 
     assert done.stdout.strip(), "a README example should show its result"
 
 
+def test_every_shipped_model_has_a_card_whose_numbers_come_from_result_files() -> None:
+    from sieveqa.models.zoo import SHIPPED
+    from tools.docs_pages import model_cards
+
+    page = model_cards(ROOT, SHIPPED)
+    assert all(f"## `{name}`" in page for name in SHIPPED)
+    assert "| WikiQA test (243) | MAP | 0.8428 |" in page  # read from the default's result file
+
+
+def test_a_card_whose_result_is_missing_is_refused(tmp_path: Path) -> None:
+    import json
+
+    from tools.docs_pages import CARDS, model_cards
+
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "m").mkdir()
+    (tmp_path / "m" / "config.json").write_text(json.dumps({"sieveqa_model": "x", "config": {}}))
+    card = {
+        "what": "w",
+        "reproduce": "make m",
+        "scores": [{"set": "s", "metric": "MAP", "file": "r.json", "key": "map"}],
+    }
+    (tmp_path / CARDS).write_text(json.dumps({"m": card}))
+    with pytest.raises(ValueError, match=r"r\.json is missing"):
+        model_cards(tmp_path, {"m": tmp_path / "m"})
+    (tmp_path / "r.json").write_text(json.dumps({"mrr": 0.5}))
+    with pytest.raises(ValueError, match="has no 'map'"):
+        model_cards(tmp_path, {"m": tmp_path / "m"})
+    with pytest.raises(ValueError, match=r"none for \['other'\]"):
+        model_cards(tmp_path, {"m": tmp_path / "m", "other": tmp_path / "m"})
+
+
 @pytest.mark.slow
 def test_the_docs_site_builds_without_a_warning(tmp_path: Path) -> None:
     pytest.importorskip("mkdocs")

@@ -1,0 +1,111 @@
+"""Pages of the docs site generated from the repository, so they cannot drift from it.
+
+``model_cards`` renders one card per shipped model from the model folder's own ``config.json``
+(architecture, backbone, what it was trained on and from, its size) and ``docs/model-cards.json`` (what
+it is for, the command that reproduces it, and which result file and key hold each of its scores: the
+number, the date and the machine are read from that file, never typed twice).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+CARDS = Path("docs") / "model-cards.json"
+
+
+def lookup(data: Any, key: str) -> Any:
+    """``data[k1][k2]...`` for ``key`` = ``k1.k2...``; a list takes an index. Keys may hold dots
+    themselves (``p@1`` does not, ``hits@10`` neither): the longest key present wins."""
+    parts = key.split(".")
+    while parts:
+        for n in range(len(parts), 0, -1):
+            head = ".".join(parts[:n])
+            if isinstance(data, dict) and head in data:
+                data, parts = data[head], parts[n:]
+                break
+            if isinstance(data, list) and n == 1 and head.isdigit() and int(head) < len(data):
+                data, parts = data[int(head)], parts[1:]
+                break
+        else:
+            raise KeyError(key)
+    return data
+
+
+def _provenance(result: dict[str, Any]) -> tuple[str, str]:
+    """(date, machine) of a result file, wherever its writer put them."""
+    for where in (result, result.get("run", {}), result.get("provenance", {})):
+        if isinstance(where, dict) and "machine" in where:
+            return str(where.get("date", "")), str(where["machine"])
+    return "", ""
+
+
+def _number(value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:.4f}".rstrip("0").rstrip(".") if abs(value) < 1 else f"{value:.1f}"
+    return str(value)
+
+
+def _size(folder: Path) -> str:
+    total = sum(f.stat().st_size for f in folder.rglob("*") if f.is_file())
+    return f"{total / 1e6:.1f} MB"
+
+
+def model_cards(root: Path, shipped: dict[str, Path]) -> str:
+    """The Models page: a card per shipped model (``shipped``: name -> folder); a model without a card,
+    a card without a model, or a score whose file or key is missing raises ValueError."""
+    cards = json.loads((root / CARDS).read_text(encoding="utf-8"))
+    if set(cards) != set(shipped):
+        raise ValueError(
+            f"{CARDS}: cards for {sorted(set(cards) - set(shipped))} (not shipped), none for "
+            f"{sorted(set(shipped) - set(cards))}"
+        )
+    out = [
+        "# Models",
+        "",
+        "Every model sieveqa ships, loaded by name (`load_ranker(NAME)`, `--model NAME`, `--reranker NAME`,"
+        " ...). Each card is generated from the model folder's `config.json` and the result files named in"
+        " `docs/model-cards.json`: the numbers, dates and machines are those files'. Speeds compare only"
+        " within one machine.",
+        "",
+    ]
+    for name, card in cards.items():
+        config = json.loads((shipped[name] / "config.json").read_text(encoding="utf-8"))
+        training = config.get("training", {})
+        body = config.get("body_from") or training.get("init") or "-"
+        low_rank = config.get("low_rank")
+        stored = f"{config.get('dtype', 'float16')}"
+        if low_rank:
+            stored += f", body changes at rank {low_rank['rank']} over the installed base"
+        out += [
+            f"## `{name}`",
+            "",
+            card["what"],
+            "",
+            "| | |",
+            "|---|---|",
+            f"| kind | {config['sieveqa_model']} over `{config['config'].get('backbone')}` |",
+            f"| trained on | `{training.get('train', '-')}` (dev `{training.get('dev') or '-'}`) |",
+            f"| started from | `{body}` |",
+            f"| stored | {_size(shipped[name])} ({stored}) |",
+            f"| reproduce | `{card['reproduce']}` |"
+            if card["reproduce"].startswith("make ")
+            else f"| reproduce | {card['reproduce']} |",
+            "",
+        ]
+        if card["scores"]:
+            out += ["| set | metric | value | date | machine |", "|---|---|---|---|---|"]
+            for score in card["scores"]:
+                path = root / score["file"]
+                if not path.is_file():
+                    raise ValueError(f"{CARDS}: {name}: {score['file']} is missing")
+                result = json.loads(path.read_text(encoding="utf-8"))
+                try:
+                    value = lookup(result, score["key"])
+                except KeyError:
+                    raise ValueError(f"{CARDS}: {name}: {score['file']} has no {score['key']!r}") from None
+                date, machine = _provenance(result)
+                out.append(f"| {score['set']} | {score['metric']} | {_number(value)} | {date} | {machine} |")
+            out.append("")
+    return "\n".join(out)
