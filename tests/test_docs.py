@@ -52,6 +52,15 @@ def test_every_shipped_model_has_a_card_whose_numbers_come_from_result_files() -
     assert "| WikiQA test (243) | MAP | 0.8428 |" in page  # read from the default's result file
 
 
+def test_the_benchmarks_page_reads_each_claim_from_its_result_file() -> None:
+    from tools.docs_pages import benchmarks
+
+    page = benchmarks(ROOT)
+    assert page.count("\n## ") >= 6  # ranking, answers, abstention, speed, service, stores
+    assert "| default ranker | WikiQA test (243) | MAP | 0.8428 |" in page
+    assert "![em_vs_layers](bench/results/adaptive/v2/em_vs_layers.png)" in page
+
+
 def test_a_card_whose_result_is_missing_is_refused(tmp_path: Path) -> None:
     import json
 

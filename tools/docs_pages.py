@@ -1,9 +1,11 @@
 """Pages of the docs site generated from the repository, so they cannot drift from it.
 
-``model_cards`` renders one card per shipped model from the model folder's own ``config.json``
-(architecture, backbone, what it was trained on and from, its size) and ``docs/model-cards.json`` (what
-it is for, the command that reproduces it, and which result file and key hold each of its scores: the
-number, the date and the machine are read from that file, never typed twice).
+``benchmarks`` renders the current number of each claim, one table per task, from the result files
+``docs/benchmarks.json`` names. ``model_cards`` renders one card per shipped model from the model
+folder's own ``config.json`` (architecture, backbone, what it was trained on and from, its size) and
+``docs/model-cards.json`` (what it is for, the command that reproduces it, and which result file and
+key hold each of its scores). Every number, date and machine is read from the result file, never typed
+twice.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 CARDS = Path("docs") / "model-cards.json"
+BENCHMARKS = Path("docs") / "benchmarks.json"
 
 
 def lookup(data: Any, key: str) -> Any:
@@ -50,6 +53,41 @@ def _number(value: Any) -> str:
 def _size(folder: Path) -> str:
     total = sum(f.stat().st_size for f in folder.rglob("*") if f.is_file())
     return f"{total / 1e6:.1f} MB"
+
+
+def _read(root: Path, where: str, score: dict[str, Any]) -> tuple[str, str, str]:
+    """(value, date, machine) of ``score``'s ``key`` in its ``file``; ValueError naming ``where``."""
+    path = root / score["file"]
+    if not path.is_file():
+        raise ValueError(f"{where}: {score['file']} is missing")
+    result = json.loads(path.read_text(encoding="utf-8"))
+    try:
+        value = lookup(result, score["key"])
+    except KeyError:
+        raise ValueError(f"{where}: {score['file']} has no {score['key']!r}") from None
+    date, machine = _provenance(result)
+    return _number(value), date, machine
+
+
+def benchmarks(root: Path) -> str:
+    """The Benchmarks page: per section, each claim's number from its result file, then its plots."""
+    spec = json.loads((root / BENCHMARKS).read_text(encoding="utf-8"))
+    out = ["# Benchmarks", "", spec["intro"], ""]
+    for section in spec["sections"]:
+        out += [f"## {section['title']}", "", "| claim | split | metric | value | date | machine | file |"]
+        out.append("|---|---|---|---|---|---|---|")
+        for row in section["rows"]:
+            value, date, machine = _read(root, f"{BENCHMARKS}: {section['title']}", row)
+            out.append(
+                f"| {row['claim']} | {row['split']} | {row['metric']} | {value} | {date} | {machine} "
+                f"| `{row['file']}` |"
+            )
+        for plot in section.get("plots", []):
+            if not (root / plot).is_file():
+                raise ValueError(f"{BENCHMARKS}: {section['title']}: {plot} is missing")
+            out += ["", f"![{Path(plot).stem}]({plot})"]
+        out.append("")
+    return "\n".join(out)
 
 
 def model_cards(root: Path, shipped: dict[str, Path]) -> str:
@@ -97,15 +135,7 @@ def model_cards(root: Path, shipped: dict[str, Path]) -> str:
         if card["scores"]:
             out += ["| set | metric | value | date | machine |", "|---|---|---|---|---|"]
             for score in card["scores"]:
-                path = root / score["file"]
-                if not path.is_file():
-                    raise ValueError(f"{CARDS}: {name}: {score['file']} is missing")
-                result = json.loads(path.read_text(encoding="utf-8"))
-                try:
-                    value = lookup(result, score["key"])
-                except KeyError:
-                    raise ValueError(f"{CARDS}: {name}: {score['file']} has no {score['key']!r}") from None
-                date, machine = _provenance(result)
-                out.append(f"| {score['set']} | {score['metric']} | {_number(value)} | {date} | {machine} |")
+                value, date, machine = _read(root, f"{CARDS}: {name}", score)
+                out.append(f"| {score['set']} | {score['metric']} | {value} | {date} | {machine} |")
             out.append("")
     return "\n".join(out)
