@@ -55,7 +55,7 @@ def test_squad_passages_label_passages_by_their_sentences(real_data: Path) -> No
         assert len(pass_ex.candidates) <= 20  # dev keeps only what BM25 retrieved
 
 
-TRAIN_SLICE = {"max_articles": 4, "dev_articles": 1, "dev_size": 30, "top_k": 2}
+TRAIN_SLICE = {"max_articles": 2, "dev_articles": 1, "dev_size": 30, "top_k": 2}
 
 
 @pytest.fixture(scope="module")
