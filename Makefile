@@ -7,7 +7,7 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export NO_MKDOCS_2_WARNING := 1
 
-.PHONY: race-env install demo test test-all test-shutdown test-docs test-wheel docs wheel test-fast lint default-model default-v1-model cascade-models retrofit-model mono-models default-cascade peasi-cascade has-models has-sensitivity peasi-models peasi-v2-models peasi-v3-models judge-mpnet judge-mpnet-top judge-mpnet-made judge-reader easi-null peasi-ship peasi-wikiqa reader-models reader-v2-model reader-v3-model reader-ship reader-v3-ship confidence-ship mhs-teachers mhs-teacher-scores mhs-kd-search mhs-students mhs-tables default-kd has-store-model has-store-v2-model store-bench fusion-bench
+.PHONY: race-env install demo test test-all test-shutdown test-docs test-wheel docs wheel test-fast lint default-model default-v1-model cascade-models retrofit-model mono-models default-cascade peasi-cascade has-models has-sensitivity peasi-models peasi-v2-models peasi-v3-models judge-mpnet judge-mpnet-top judge-mpnet-made judge-reader easi-null peasi-ship peasi-wikiqa reader-models reader-v2-model reader-v3-model reader-ship reader-v3-ship reader-v3-report confidence-ship mhs-teachers mhs-teacher-scores mhs-kd-search mhs-students mhs-tables default-kd has-store-model has-store-v2-model store-bench fusion-bench
 
 $(VENV)/.installed: pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -374,6 +374,22 @@ reader-v3-ship: install
 		--out $(READER)/v3-sched
 	$(SIEVEQA) tune-reader --reader $(READER)/v3-cal --scheduler $(READER)/v3-sched --out $(READER)/v3-ship
 	rm -rf sieveqa/resources/reader && cp -r $(READER)/v3-ship sieveqa/resources/reader
+
+# Issue 43's report for the shipped reader (after reader-v3-ship and the readers' confidence refit): gold
+# paragraphs, the issue-12 tables on SQuAD-Open-mini test, has-answer AUC per exit, and the open SQuAD
+# 2.0 benchmark for reader, tower and skyline (answers, abstentions, overall, AUROC).
+READER_REPORT ?= bench/results/reader-v3
+reader-v3-report: install
+	mkdir -p $(READER_REPORT)
+	$(SIEVEQA) eval-reader --reader reader --dataset squad-gold:test-all --method standard \
+		--json $(READER_REPORT)/gold-test-all.json
+	$(BIN)/python bench/adaptive.py --reader $(READER)/v3-ship --scheduler $(READER)/v3-sched \
+		--out bench/results/adaptive/v3
+	$(BIN)/python bench/exit_auc.py --reader $(READER)/v3-ship \
+		--datasets squad-open-mini:dev0 squad-open-mini:test squad2-open:dev --out $(READER_REPORT)/exit-auc
+	for m in reader tower skyline; do \
+		$(SIEVEQA) eval-answers --dataset squad2-open:dev --method $$m --json $(READER_REPORT)/squad2-open-dev.$$m.json \
+			|| exit 1; done
 
 # The race's other side (bench/throughput.py --st-backends): sentence-transformers with its onnx and
 # openvino extras, which pin transformers 4.x (sieveqa runs on 5.x), so in a virtualenv of its own.
