@@ -61,6 +61,14 @@ def test_the_benchmarks_page_reads_each_claim_from_its_result_file() -> None:
     assert "![em_vs_layers](bench/results/adaptive/v2/em_vs_layers.png)" in page
 
 
+def test_the_readmes_benchmark_table_is_the_one_the_result_files_give() -> None:
+    from tools.docs_pages import readme_table, with_readme_table
+
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert readme_table(ROOT) in readme, "run python tools/docs_pages.py to regenerate it"
+    assert with_readme_table(ROOT, readme) == readme
+
+
 def test_a_card_whose_result_is_missing_is_refused(tmp_path: Path) -> None:
     import json
 

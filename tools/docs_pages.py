@@ -90,6 +90,31 @@ def benchmarks(root: Path) -> str:
     return "\n".join(out)
 
 
+README_START, README_END = "<!-- benchmarks:start -->", "<!-- benchmarks:end -->"
+
+
+def readme_table(root: Path) -> str:
+    """The README's short benchmark table: the rows of ``docs/benchmarks.json`` marked ``readme``."""
+    spec = json.loads((root / BENCHMARKS).read_text(encoding="utf-8"))
+    out = ["| claim | split | metric | value | machine |", "|---|---|---|---|---|"]
+    for section in spec["sections"]:
+        for row in section["rows"]:
+            if row.get("readme"):
+                value, _, machine = _read(root, f"{BENCHMARKS}: {section['title']}", row)
+                cpu = machine.split(";")[0] + (" (AMX)" if "amx" in machine else "")
+                out.append(f"| {row['claim']} | {row['split']} | {row['metric']} | {value} | {cpu} |")
+    return "\n".join(out)
+
+
+def with_readme_table(root: Path, readme: str) -> str:
+    """``readme`` with the text between its benchmark markers replaced by ``readme_table``."""
+    head, start, rest = readme.partition(README_START)
+    _, end, tail = rest.partition(README_END)
+    if not start or not end:
+        raise ValueError(f"README.md lacks the markers {README_START} ... {README_END}")
+    return f"{head}{start}\n{readme_table(root)}\n{end}{tail}"
+
+
 def model_cards(root: Path, shipped: dict[str, Path]) -> str:
     """The Models page: a card per shipped model (``shipped``: name -> folder); a model without a card,
     a card without a model, or a score whose file or key is missing raises ValueError."""
@@ -139,3 +164,9 @@ def model_cards(root: Path, shipped: dict[str, Path]) -> str:
                 out.append(f"| {score['set']} | {score['metric']} | {value} | {date} | {machine} |")
             out.append("")
     return "\n".join(out)
+
+
+if __name__ == "__main__":  # python tools/docs_pages.py: rewrite the README's benchmark table
+    ROOT = Path(__file__).resolve().parent.parent
+    README = ROOT / "README.md"
+    README.write_text(with_readme_table(ROOT, README.read_text(encoding="utf-8")), encoding="utf-8")
