@@ -40,7 +40,7 @@ def test_chunks_overlap_by_half(squad_path: Path) -> None:
     assert first[50:] == second[: len(first) - 50]
 
 
-OPEN_TRAIN_SLICE = {"max_articles": 4, "dev_articles": 1, "dev_size": 20, "top_k": 2}
+OPEN_TRAIN_SLICE = {"max_articles": 2, "dev_articles": 1, "dev_size": 20, "top_k": 2}
 
 
 def test_squad_open_train_slice_gives_every_question_its_gold_chunk(real_data, tmp_path) -> None:

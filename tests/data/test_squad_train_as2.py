@@ -16,7 +16,7 @@ from sieveqa.data.squad_train_as2 import build_squad_train_as2, gold_paragraph_v
 from sieveqa.errors import DatasetNotFoundError
 
 FILES = ["train.jsonl.gz", "dev-all.jsonl.gz", "dev.jsonl.gz"]
-SLICE = {"max_articles": 4, "dev_articles": 1, "train_top_k": 2, "dev_top_k": 3, "dev_size": 30}
+SLICE = {"max_articles": 2, "dev_articles": 1, "train_top_k": 2, "dev_top_k": 3, "dev_size": 30}
 
 
 @pytest.fixture(scope="module")
