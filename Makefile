@@ -269,6 +269,17 @@ judge-mpnet-top: install
 	$(BIN)/python bench/peasi_choice.py sweep --caches runs/judge-mpnet-top/cache-dev.cache.json \
 		--out bench/results/abstention/judge-mpnet-top-sweep.json
 
+# How a judge trained into runs/NAME is read on squad2-open:dev: its top-passage AUROC beside the
+# shipped judge's (answerability_signals), then the full PEASI choice with it (peasi_choice cache, sweep).
+define read-judge
+	$(BIN)/python bench/answerability_signals.py --judges peasi-judge,runs/$(1)/best --readers "" \
+		--out bench/results/abstention/$(1)-signals.json
+	$(BIN)/python bench/peasi_choice.py cache --dataset squad2-open:dev --reranker peasi-pr --selector peasi-easi \
+		--judge runs/$(1)/best --out runs/$(1)/cache-dev.cache.json
+	$(BIN)/python bench/peasi_choice.py sweep --caches runs/$(1)/cache-dev.cache.json \
+		--out bench/results/abstention/$(1)-sweep.json
+endef
+
 # The shipped judge continued one epoch on the human questions with 8,000 made ones beside their
 # sources (issue 41; 1,136 steps, 60 min here): top-passage AUROC 0.686 against 0.675, but the full
 # choice's held-out confidence 0.677 / 61.7 against 0.672 / 63.2, so it does not ship (docs/RESULTS.md).
@@ -276,12 +287,7 @@ judge-mpnet-made: install
 	$(SIEVEQA) train --arch cross-encoder --init peasi-judge \
 		--train "squad2-passages:own,squad-unanswerable:contrast[:8000]" --dev "" --max-length 256 \
 		--epochs 1 --lr 1e-5 --batch-size 16 --seed 48 --checkpoint-every 50 --out runs/judge-mpnet-made
-	$(BIN)/python bench/answerability_signals.py --judges peasi-judge,runs/judge-mpnet-made/best --readers "" \
-		--out bench/results/abstention/judge-mpnet-made-signals.json
-	$(BIN)/python bench/peasi_choice.py cache --dataset squad2-open:dev --reranker peasi-pr --selector peasi-easi \
-		--judge runs/judge-mpnet-made/best --out runs/judge-mpnet-made/cache-dev.cache.json
-	$(BIN)/python bench/peasi_choice.py sweep --caches runs/judge-mpnet-made/cache-dev.cache.json \
-		--out bench/results/abstention/judge-mpnet-made-sweep.json
+	$(call read-judge,judge-mpnet-made)
 
 # Issue 41's next judge (not run yet): all-mpnet-base-v2 trained from its base on the human unanswerable
 # questions with 30,000 made ones beside their sources (~43,000 pairs, one epoch, ~2,700 steps: about
@@ -291,12 +297,7 @@ judge-mpnet-contrast: install
 	$(SIEVEQA) train --arch cross-encoder --init mpnet-12 \
 		--train "squad2-passages:own,squad-unanswerable:contrast[:30000]" --dev "" --max-length 256 \
 		--epochs 1 --lr 2e-5 --batch-size 16 --seed 49 --checkpoint-every 50 --out runs/judge-mpnet-contrast
-	$(BIN)/python bench/answerability_signals.py --judges peasi-judge,runs/judge-mpnet-contrast/best --readers "" \
-		--out bench/results/abstention/judge-mpnet-contrast-signals.json
-	$(BIN)/python bench/peasi_choice.py cache --dataset squad2-open:dev --reranker peasi-pr --selector peasi-easi \
-		--judge runs/judge-mpnet-contrast/best --out runs/judge-mpnet-contrast/cache-dev.cache.json
-	$(BIN)/python bench/peasi_choice.py sweep --caches runs/judge-mpnet-contrast/cache-dev.cache.json \
-		--out bench/results/abstention/judge-mpnet-contrast-sweep.json
+	$(call read-judge,judge-mpnet-contrast)
 
 # A judge over the reader's body (issue 41): does a body that learned to read spans (the shipped reader)
 # tell an unanswerable question better than the ranker's? Same data and steps as the MiniLM judge's last

@@ -225,7 +225,8 @@ def evaluate_reader(model: ReaderModel, dev: Sequence[OpenExample], passages: in
         top = [max((p[-1].has_logit for p in g), default=-math.inf) for g in table.guesses]
         can = [b for b, ex in zip(top, dev, strict=True) if not ex.impossible]
         cannot = [b for b, ex in zip(top, dev, strict=True) if ex.impossible]
-        out["has_auc"] = auroc(can, cannot) or 0.0
+        if (value := auroc(can, cannot)) is not None:  # None when no question is answerable
+            out["has_auc"] = value
     keep = [q for q, ex in enumerate(dev) if not ex.impossible]
     examples, guesses = [examples[q] for q in keep], [table.guesses[q] for q in keep]
     for e, layer in enumerate(model.exits):
