@@ -364,7 +364,8 @@ def load_open_dataset(name: str) -> list[OpenExample]:
         return examples
     raise DatasetNotFoundError(
         f"unknown open-domain dataset {name!r}: use squad-open-mini:SPLIT, squad-open-train:SPLIT, "
-        "squad-gold:SPLIT, squad2-open:SPLIT or jsonl:PATH (questions with their passages)"
+        "squad-gold:SPLIT, squad2-open:SPLIT, squad-unanswerable:open or jsonl:PATH (questions with their "
+        "passages)"
     )
 
 

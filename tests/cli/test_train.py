@@ -255,3 +255,18 @@ def test_bad_train_layers_are_one_line(sieveqa, example_jsonl: Path, tmp_path: P
         _train(sieveqa, example_jsonl, tmp_path / "d", "--init", saved, "--train-layers", "1")
     )
     assert line == f"error: --train-layers starts from a backbone (--init NAME), not the saved model {saved}"
+
+
+@pytest.mark.parametrize(
+    ("train", "says"),
+    [
+        ("squad-unanswerable:train", "split is 'open', not 'train' (train and contrast rank)"),
+        ("squad-unanswerable:open[:0]", "squad-unanswerable:open[:0]: [:N] takes N >= 1 questions"),
+    ],
+)
+def test_a_reader_given_a_bad_open_dataset_name_is_one_line(
+    sieveqa, tmp_path: Path, train: str, says: str
+) -> None:
+    args = ["--arch", "reader", "--init", "tiny", "--train", train, "--dev", "", "--out", tmp_path / "r"]
+    result = sieveqa("train", *args)
+    assert result.exit_code == 2 and one_error_line(result).endswith(says)
