@@ -49,7 +49,7 @@ from sieveqa.paths import cache_root
 __all__ = ["KINDS", "Made", "build_squad_unanswerable", "made_questions", "perturb", "unanswerable_open"]
 
 NAME = "squad-unanswerable"
-BUILDER_VERSION = 1
+BUILDER_VERSION = 2
 SEED = 2026
 KINDS = ("swap", "negation", "other")
 #: How often each kind is drawn where the question allows it (the swap is SQuAD 2.0's commonest
@@ -195,7 +195,9 @@ def made_questions(articles: list[SquadArticle], seed: int = SEED) -> Iterator[M
 
 def _as_squad(articles: list[SquadArticle], made: list[Made], sources: bool = False) -> list[SquadArticle]:
     """The made questions as SQuAD 2.0 articles: each under the paragraph it is asked of; with
-    ``sources``, each next to the question it was made from, under that one's own paragraph."""
+    ``sources``, each next to the question it was made from, under that one's own paragraph. An
+    article keeps every paragraph (without questions where none was made of it): SQuAD names a
+    paragraph by its place, so ``{title}_{i}`` read back is the paragraph the passages name."""
     by_pid: dict[str, list[SquadQuestion]] = {}
     if sources:
         own = {q.qid: (p.pid, q) for a in articles for p in a.paragraphs for q in p.questions}
@@ -206,9 +208,12 @@ def _as_squad(articles: list[SquadArticle], made: list[Made], sources: bool = Fa
         by_pid.setdefault(m.paragraph, []).append(SquadQuestion(m.qid, m.question, [], True))
     out = []
     for a in articles:
-        pars = [SquadParagraph(p.pid, p.context, by_pid[p.pid]) for p in a.paragraphs if p.pid in by_pid]
-        if pars:
-            out.append(SquadArticle(a.title, pars))
+        if any(p.pid in by_pid for p in a.paragraphs):
+            out.append(
+                SquadArticle(
+                    a.title, [SquadParagraph(p.pid, p.context, by_pid.get(p.pid, [])) for p in a.paragraphs]
+                )
+            )
     return out
 
 
@@ -243,14 +248,19 @@ def _squad_json(articles: list[SquadArticle], made: list[Made]) -> dict[str, Any
 
 
 def build_squad_unanswerable(
-    out_dir: Path | None = None, seed: int = SEED, *, max_articles: int | None = None
+    out_dir: Path | None = None,
+    seed: int = SEED,
+    *,
+    max_articles: int | None = None,
+    squad_path: Path | None = None,
 ) -> dict[str, Any]:
     """Build (or find cached) ``squad-unanswerable`` into ``out_dir``; return its manifest
-    (``max_articles``: from the first N training articles only, a slice for tests)."""
+    (``max_articles``: from the first N training articles only, a slice for tests; ``squad_path``:
+    another SQuAD v1.1 train file than the shared one)."""
     from sieveqa.data import squad_train_as2 as as2
 
     out_dir = Path(out_dir) if out_dir is not None else cache_root() / NAME
-    squad_path, source = as2.train_source(None)
+    squad_path, source = as2.train_source(squad_path)
     params = {"builder_version": BUILDER_VERSION, "source": source, "seed": seed, "weights": WEIGHTS}
     if max_articles is not None:
         params["max_articles"] = max_articles
@@ -280,13 +290,6 @@ def build_squad_unanswerable(
     manifest["kinds"] = {k: sum(m.kind == k for m in made) for k in KINDS}
     atomic_write_json(out_dir / MANIFEST, manifest)
     return manifest
-
-
-def unanswerable_articles() -> list[SquadArticle]:
-    """The made questions as SQuAD 2.0 articles (built on first use)."""
-    out_dir = cache_root() / NAME
-    build_squad_unanswerable(out_dir)
-    return read_squad(out_dir / SOURCE_FILE)
 
 
 def unanswerable_open(out_dir: Path | None = None) -> list[OpenExample]:

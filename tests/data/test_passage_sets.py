@@ -59,9 +59,9 @@ TRAIN_SLICE = {"max_articles": 2, "dev_articles": 1, "dev_size": 30, "top_k": 2}
 
 
 @pytest.fixture(scope="module")
-def train_passages(squad_train_path: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict]:
+def train_passages(squad_train_slice: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict]:
     out = tmp_path_factory.mktemp("squad-train-passages")
-    return out, build_squad_train_passages(out, progress=False, **TRAIN_SLICE)
+    return out, build_squad_train_passages(out, progress=False, squad_path=squad_train_slice, **TRAIN_SLICE)
 
 
 def test_squad_train_passages_train_has_every_gold_passage_dev_only_retrieval(
@@ -87,19 +87,26 @@ def test_squad_train_passages_train_has_every_gold_passage_dev_only_retrieval(
         assert len(gold) == 1
 
 
-def test_squad_train_passages_built_and_current_is_not_built_again(train_passages: tuple[Path, dict]) -> None:
+def test_squad_train_passages_built_and_current_is_not_built_again(
+    train_passages: tuple[Path, dict], squad_train_slice: Path
+) -> None:
     out, manifest = train_passages
     stamp = (out / "train.jsonl.gz").stat().st_mtime_ns
-    assert build_squad_train_passages(out, progress=False, **TRAIN_SLICE) == manifest
+    assert (
+        build_squad_train_passages(out, progress=False, squad_path=squad_train_slice, **TRAIN_SLICE)
+        == manifest
+    )
     assert (out / "train.jsonl.gz").stat().st_mtime_ns == stamp  # cached: nothing rewritten
 
 
 @pytest.mark.slow  # a second build of the slice, as squad-open-train's rebuild check
 def test_squad_train_passages_rebuild_is_byte_identical(
-    train_passages: tuple[Path, dict], tmp_path: Path
+    train_passages: tuple[Path, dict], squad_train_slice: Path, tmp_path: Path
 ) -> None:
     _, manifest = train_passages
-    again = build_squad_train_passages(tmp_path / "again", progress=False, **TRAIN_SLICE)
+    again = build_squad_train_passages(
+        tmp_path / "again", progress=False, squad_path=squad_train_slice, **TRAIN_SLICE
+    )
     assert again["files"] == manifest["files"]
 
 

@@ -43,11 +43,13 @@ def test_chunks_overlap_by_half(squad_path: Path) -> None:
 OPEN_TRAIN_SLICE = {"max_articles": 2, "dev_articles": 1, "dev_size": 20, "top_k": 2}
 
 
-def test_squad_open_train_slice_gives_every_question_its_gold_chunk(real_data, tmp_path) -> None:
+def test_squad_open_train_slice_gives_every_question_its_gold_chunk(squad_train_slice, tmp_path) -> None:
     from sieveqa.data.open_qa import read_open_jsonl
     from sieveqa.data.squad_open import build_squad_open_train
 
-    manifest = build_squad_open_train(tmp_path / "a", progress=False, **OPEN_TRAIN_SLICE)
+    manifest = build_squad_open_train(
+        tmp_path / "a", progress=False, squad_path=squad_train_slice, **OPEN_TRAIN_SLICE
+    )
     train = read_open_jsonl(tmp_path / "a" / "train.jsonl.gz")
     assert manifest["files"]["train.jsonl.gz"]["questions"] == len(train) > 100
     assert all(2 <= len(ex.passages) <= 3 for ex in train)  # top 2, the gold chunk appended if missed
@@ -59,11 +61,15 @@ def test_squad_open_train_slice_gives_every_question_its_gold_chunk(real_data, t
 
 
 @pytest.mark.slow  # two builds of a slice: about 10 s
-def test_squad_open_train_rebuilds_byte_identical(real_data, tmp_path) -> None:
+def test_squad_open_train_rebuilds_byte_identical(squad_train_slice, tmp_path) -> None:
     from sieveqa.data.squad_open import build_squad_open_train
 
-    first = build_squad_open_train(tmp_path / "a", progress=False, **OPEN_TRAIN_SLICE)
-    again = build_squad_open_train(tmp_path / "b", progress=False, **OPEN_TRAIN_SLICE)
+    first = build_squad_open_train(
+        tmp_path / "a", progress=False, squad_path=squad_train_slice, **OPEN_TRAIN_SLICE
+    )
+    again = build_squad_open_train(
+        tmp_path / "b", progress=False, squad_path=squad_train_slice, **OPEN_TRAIN_SLICE
+    )
     assert {k: v["sha256"] for k, v in again["files"].items()} == {
         k: v["sha256"] for k, v in first["files"].items()
     }

@@ -25,9 +25,9 @@ def articles(squad_train_path: Path) -> list[SquadArticle]:
 
 
 @pytest.fixture(scope="module")
-def built(squad_train_path: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict]:
+def built(squad_train_slice: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict]:
     out = tmp_path_factory.mktemp("squad-train-as2")
-    return out, build_squad_train_as2(out, progress=False, **SLICE)
+    return out, build_squad_train_as2(out, progress=False, squad_path=squad_train_slice, **SLICE)
 
 
 @pytest.fixture(scope="module")
@@ -52,9 +52,9 @@ def test_split_needs_articles_on_both_sides() -> None:
 
 
 def test_labels_follow_the_asnq_rule_and_gold_is_always_there(
-    built: tuple[Path, dict], examples: dict[str, list[RankingExample]], articles: list[SquadArticle]
+    built: tuple[Path, dict], examples: dict[str, list[RankingExample]], squad_train_slice: Path
 ) -> None:
-    manifest = built[1]
+    manifest, articles = built[1], read_squad(squad_train_slice)
     gold = {q.qid: (p.pid, q.answers) for a in articles[:4] for p in a.paragraphs for q in p.questions}
     for split, name, top_k in [("train", "train.jsonl.gz", 2), ("dev", "dev-all.jsonl.gz", 3)]:
         titles = set(manifest["splits"][split]["articles"])
@@ -97,13 +97,15 @@ def test_manifest_counts_and_hashes(
 
 
 @pytest.mark.slow  # builds the slice twice more
-def test_rebuild_is_byte_identical_and_skipped_when_current(built: tuple[Path, dict], tmp_path: Path) -> None:
+def test_rebuild_is_byte_identical_and_skipped_when_current(
+    built: tuple[Path, dict], squad_train_slice: Path, tmp_path: Path
+) -> None:
     out, manifest = built
-    assert build_squad_train_as2(tmp_path, progress=False, **SLICE) == manifest
+    assert build_squad_train_as2(tmp_path, progress=False, squad_path=squad_train_slice, **SLICE) == manifest
     for name in [*FILES, "manifest.json"]:
         assert (tmp_path / name).read_bytes() == (out / name).read_bytes(), name
     stamp = (tmp_path / "train.jsonl.gz").stat().st_mtime_ns
-    build_squad_train_as2(tmp_path, progress=False, **SLICE)
+    build_squad_train_as2(tmp_path, progress=False, squad_path=squad_train_slice, **SLICE)
     assert (tmp_path / "train.jsonl.gz").stat().st_mtime_ns == stamp
 
 

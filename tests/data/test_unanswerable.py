@@ -63,13 +63,13 @@ def test_every_made_question_names_its_kind_source_and_paragraph() -> None:
     assert [m.qid for m in made] == [m.qid for m in made_questions([TESLA], seed=1)]  # reproducible
 
 
-def test_the_built_set_is_squad_2_and_a_passage_view(squad_train_path: Path, tmp_path: Path) -> None:
+def test_the_built_set_is_squad_2_and_a_passage_view(squad_train_slice: Path, tmp_path: Path) -> None:
     pytest.importorskip("bm25s")
     from sieveqa.data import squad_train_as2 as as2
     from sieveqa.data.jsonl import read_jsonl
     from sieveqa.data.unanswerable import SOURCE_FILE, build_squad_unanswerable
 
-    manifest = build_squad_unanswerable(tmp_path / "out", max_articles=2)
+    manifest = build_squad_unanswerable(tmp_path / "out", max_articles=2, squad_path=squad_train_slice)
     assert sum(manifest["kinds"].values()) == manifest["files"][SOURCE_FILE]["questions"] > 100
     again = read_squad(tmp_path / "out" / SOURCE_FILE)
     questions = [q for a in again for p in a.paragraphs for q in p.questions]
@@ -78,9 +78,11 @@ def test_the_built_set_is_squad_2_and_a_passage_view(squad_train_path: Path, tmp
     assert len(view) == len(questions) and not any(ex.has_positive() for ex in view)
     own = {q.qid: p.pid for a in again for p in a.paragraphs for q in p.questions}
     assert all({c.passage_id.rsplit("#", 1)[0] for c in ex.candidates} == {own[ex.qid]} for ex in view)
-    dev = set(as2.split_train_articles((a.title for a in read_squad(squad_train_path)), 12)["dev"])
+    dev = set(as2.split_train_articles((a.title for a in read_squad(squad_train_slice)), 12)["dev"])
     assert not dev & {a.title for a in again}  # squad-train-as2's dev articles are left alone
-    assert build_squad_unanswerable(tmp_path / "out", max_articles=2) == manifest  # cached
+    assert (
+        build_squad_unanswerable(tmp_path / "out", max_articles=2, squad_path=squad_train_slice) == manifest
+    )  # cached
     from sieveqa.data.unanswerable import unanswerable_open
 
     opened = unanswerable_open(tmp_path / "out")  # the reader's view: impossible, own passages
