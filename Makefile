@@ -7,7 +7,7 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export NO_MKDOCS_2_WARNING := 1
 
-.PHONY: race-env install demo test test-all test-shutdown test-docs test-wheel docs wheel test-fast lint default-model default-v1-model cascade-models retrofit-model mono-models default-cascade peasi-cascade has-models has-sensitivity peasi-models peasi-v2-models peasi-v3-models judge-mpnet judge-mpnet-top judge-mpnet-made judge-mpnet-contrast judge-reader easi-null peasi-ship peasi-wikiqa reader-models reader-v2-model reader-v3-model reader-ship reader-v3-ship reader-v3-report confidence-ship mhs-teachers mhs-teacher-scores mhs-kd-search mhs-students mhs-tables default-kd has-store-model has-store-v2-model store-bench fusion-bench
+.PHONY: race-env install demo test test-all test-slow test-shutdown test-docs test-wheel docs wheel test-fast lint default-model default-v1-model cascade-models retrofit-model mono-models default-cascade peasi-cascade has-models has-sensitivity peasi-models peasi-v2-models peasi-v3-models judge-mpnet judge-mpnet-top judge-mpnet-made judge-mpnet-contrast judge-reader easi-null peasi-ship peasi-wikiqa reader-models reader-v2-model reader-v3-model reader-ship reader-v3-ship reader-v3-report confidence-ship mhs-teachers mhs-teacher-scores mhs-kd-search mhs-students mhs-tables default-kd has-store-model has-store-v2-model store-bench fusion-bench
 
 $(VENV)/.installed: pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -43,6 +43,11 @@ test: install
 
 test-all: install
 	$(PYTEST)
+
+# The slow tests of the package itself (full-size rebuilds, Ray, OpenVINO compiles, the other shipped
+# cascades: minutes): CI runs them apart from the suite, as the three below.
+test-slow: install
+	$(PYTEST) -m slow --ignore tests/cli/test_serve.py --ignore tests/test_docs.py --ignore tests/test_wheel.py
 
 # The shutdown test starts a real server process (10-30 s): CI runs it apart from the suite.
 test-shutdown: install

@@ -41,7 +41,9 @@ def _calibration(model) -> list[dict[str, torch.Tensor]]:
     return [batch for _, batch in model.batches(features)]
 
 
-@pytest.mark.parametrize("backend", ["onnx", "openvino"])
+@pytest.mark.parametrize(
+    "backend", ["onnx", pytest.param("openvino", marks=pytest.mark.slow)]
+)  # 4-8 s to compile
 def test_fp32_backends_score_as_torch(tiny_model, backend: str) -> None:
     if backend == "openvino":
         pytest.importorskip("openvino")

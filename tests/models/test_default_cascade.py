@@ -32,7 +32,11 @@ def test_only_the_heads_are_shipped(name: str, body: str, ratios: tuple[float, .
     assert weights.stat().st_size < 5 * 1024 * 1024
 
 
-@pytest.mark.parametrize(("name", "body", "ratios"), CASCADES)
+# The default's cascade in the suite; the other two (the same code over other bodies) in make test-slow.
+@pytest.mark.parametrize(
+    ("name", "body", "ratios"),
+    [CASCADES[0], *(pytest.param(*c, marks=pytest.mark.slow) for c in CASCADES[1:])],
+)
 def test_loads_in_one_line_with_its_tuned_ratios_and_last_exit_equal_to_its_body(
     example_jsonl: Path, name: str, body: str, ratios: tuple[float, ...]
 ) -> None:
