@@ -96,7 +96,8 @@ class AnswerRun:
 
 @dataclass(frozen=True)
 class MethodOptions:
-    """The base of every method's options: fields with a ``help`` become its settings."""
+    """The base of every method's options: fields with a ``help`` become its settings; a field's
+    ``parse`` (metadata) checks a given value before any model loads."""
 
 
 @dataclass(frozen=True)
@@ -190,4 +191,7 @@ def method_options(name: str, given: Mapping[str, Any]) -> tuple[type[AnswerMeth
             where = f"it is for {', '.join(takers)}" if takers else "no method takes it"
             raise ConfigError(f"{flag} is not an option of --method {name} ({where})")
     checked = typed(cls.options_class, values, f"--method {name}")
+    for f in dataclasses.fields(cls.options_class):  # values with a parser are parsed before any model loads
+        if f.name in checked and "parse" in f.metadata:
+            f.metadata["parse"](checked[f.name])
     return cls, cls.options_class(**checked)

@@ -36,7 +36,7 @@ _FUSION_HELP = "BM25 fused into the scores: none, interp:W or rrf:W"
 
 
 def fusion_option(default: str) -> Any:
-    return field(default=default, metadata={"help": _FUSION_HELP})
+    return field(default=default, metadata={"help": _FUSION_HELP, "parse": Fusion.parse})
 
 
 def _ranker(default: str) -> Any:

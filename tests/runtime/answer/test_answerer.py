@@ -53,7 +53,19 @@ def test_a_question_that_retrieves_nothing_gets_no_answer(index) -> None:
     assert answer.answers == [] and answer.best is None and answer.inferences == 0
 
 
-def test_options_and_methods_are_checked_before_any_model_loads(index) -> None:
+def test_options_and_methods_are_checked_before_any_model_loads(index, monkeypatch) -> None:
+    from sieveqa.runtime.answer.method import ModelSettings
+
+    def loaded(*_, **__) -> None:
+        raise AssertionError("a model loaded before the options were checked")
+
+    monkeypatch.setattr(ModelSettings, "model", loaded)
+    monkeypatch.setattr(ModelSettings, "ranker", loaded)
+    for method in ("peasi", "pointwise", "cascade"):  # a bad --fusion used to surface after the models loaded
+        with pytest.raises(ConfigError, match=r"^fusion weight must be within \[0, 1\], got 2.0$"):
+            load_answerer(method, str(index.path), fusion="rrf:2")
+        with pytest.raises(ConfigError, match="--fusion must be none, interp:W or rrf:W"):
+            load_answerer(method, str(index.path), fusion="max")
     with pytest.raises(ConfigError, match="--method must be one of peasi, peasi-all, pointwise"):
         load_answerer("magic", str(index.path))
     with pytest.raises(
