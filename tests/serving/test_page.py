@@ -38,13 +38,21 @@ def _serve(service: Service) -> Iterator[str]:
     thread.join(10)
 
 
-@pytest.fixture
-def browser_page():
+@pytest.fixture(scope="module")
+def browser():
+    """One Chromium for the module (a launch is about a second); each test gets a fresh context."""
     playwright = pytest.importorskip("playwright.sync_api")
     with playwright.sync_playwright() as p:
         browser = p.chromium.launch(executable_path=str(CHROMIUM), args=["--no-sandbox"])
-        yield browser.new_page()
+        yield browser
         browser.close()
+
+
+@pytest.fixture
+def browser_page(browser):
+    context = browser.new_context()  # its own cookies, storage and cache: nothing carries between tests
+    yield context.new_page()
+    context.close()
 
 
 @pytest.fixture
