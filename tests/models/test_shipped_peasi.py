@@ -29,9 +29,15 @@ def demo_index(tmp_path_factory) -> Path:
     return CorpusIndex.build(read_documents("demo"), tmp_path_factory.mktemp("demo") / "index").path
 
 
+@pytest.fixture(scope="module")
+def answerers(demo_index: Path) -> dict[str, Answerer]:
+    """Each method's answerer over the demo, loaded once for the module (models load in seconds)."""
+    return {method: load_answerer(method, str(demo_index)) for method in ("peasi", "pointwise")}
+
+
 @pytest.mark.parametrize("method", ["peasi", "pointwise"])
-def test_demo_questions_get_their_sentence(demo_index: Path, method: str) -> None:
-    answerer = load_answerer(method, str(demo_index))
+def test_demo_questions_get_their_sentence(answerers: dict[str, Answerer], method: str) -> None:
+    answerer = answerers[method]
     assert answerer.method.model_names == (  # what eval-answers reports (the pointwise run named PEASI's)
         {"reranker": "peasi-pr", "selector": "peasi-easi", "second_look": "default", "judge": "peasi-judge"}
         if method == "peasi"
@@ -55,8 +61,8 @@ ANSWERED = [
 
 
 @pytest.fixture(scope="module")
-def default(demo_index: Path) -> Answerer:
-    return load_answerer("peasi", str(demo_index))
+def default(answerers: dict[str, Answerer]) -> Answerer:
+    return answerers["peasi"]
 
 
 @pytest.mark.parametrize("question", ANSWERED)
