@@ -58,7 +58,7 @@ def test_the_benchmarks_page_reads_each_claim_from_its_result_file() -> None:
     page = benchmarks(ROOT)
     assert page.count("\n## ") >= 6  # ranking, answers, abstention, speed, service, stores
     assert "| default ranker | WikiQA test (243) | MAP | 0.8428 |" in page
-    assert "![em_vs_layers](bench/results/adaptive/v2/em_vs_layers.png)" in page
+    assert "![em_vs_layers](../bench/results/adaptive/v2/em_vs_layers.png)" in page
 
 
 def test_the_readmes_benchmark_table_is_the_one_the_result_files_give() -> None:
@@ -67,6 +67,14 @@ def test_the_readmes_benchmark_table_is_the_one_the_result_files_give() -> None:
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     assert readme_table(ROOT) in readme, "run python tools/docs_pages.py to regenerate it"
     assert with_readme_table(ROOT, readme) == readme
+
+
+def test_the_committed_models_and_benchmarks_pages_are_the_generated_ones() -> None:
+    from sieveqa.models.zoo import SHIPPED
+    from tools.docs_pages import generated_pages
+
+    for path, text in generated_pages(ROOT, SHIPPED).items():
+        assert (ROOT / path).read_text(encoding="utf-8") == text, f"run python tools/docs_pages.py ({path})"
 
 
 def test_a_card_whose_result_is_missing_is_refused(tmp_path: Path) -> None:
