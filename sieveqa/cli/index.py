@@ -91,11 +91,15 @@ def corpus(
         embedder = SentenceEmbedder().configure(device=device)
     if existing is None:
         index = CorpusIndex.build(documents, out, CorpusOptions(**given), embedder, progress=True)
-        verb = "built"
+        done = f"built {out}"
     else:
+        before = existing.counts["documents"]
         index = existing.append(documents, embedder, progress=True)
-        verb = f"appended {len(documents)} documents to"
-    typer.echo(f"{verb} {out} in {time.perf_counter() - started:.1f} s")
+        added = index.counts["documents"] - before
+        same = f"{len(documents) - added} of the {len(documents)} documents are in it already, the same text"
+        done = f"appended {added} documents to {out}" if added else f"nothing to add to {out}"
+        done += f" ({same})" if added < len(documents) else ""
+    typer.echo(f"{done} in {time.perf_counter() - started:.1f} s")
     _print_corpus(index)
 
 

@@ -38,7 +38,7 @@ from sieveqa.data.corpus_generations import is_leftover, manifest_stamp, sweep_g
 from sieveqa.data.documents import Document
 from sieveqa.data.passages import tokenizer_signature
 from sieveqa.data.sentences import SPLITTER_VERSION
-from sieveqa.errors import BusyError, ConfigError, StoreError
+from sieveqa.errors import BusyError, ConfigError, DataFormatError, StoreError
 from sieveqa.fields import typed
 from sieveqa.io import ReadLease, exclusive, file_sha256, read_manifest
 from sieveqa.retrieval import BM25Index
@@ -143,7 +143,8 @@ class CorpusIndex:
         path = Path(path)
         if (path / MANIFEST).exists():
             raise StoreError(
-                f"{path} already holds an index; add documents with `sieveqa index corpus --append`"
+                f"{path} already holds an index; add documents with CorpusIndex.open(path).append "
+                "or `sieveqa index corpus --out PATH`"
             )
         if path.is_dir() and (other := [p.name for p in path.iterdir() if not is_leftover(p.name)]):
             raise StoreError(f"{path} is not empty ({', '.join(sorted(other)[:3])}) and holds no index")
@@ -166,7 +167,9 @@ class CorpusIndex:
     def append(
         self, documents: Sequence[Document], embedder: Embedder | None = None, progress: bool = False
     ) -> CorpusIndex:
-        """Add documents (ids must be new); returns the reopened index."""
+        """Add the documents the index does not hold yet; returns the reopened index (the same one when
+        every document is already there). A document whose id is stored with the same title and text
+        is skipped, so the same command run twice adds nothing; with another text it is refused."""
         with exclusive(self.path, "corpus index"):
             current = CorpusIndex.open(self.path, verify=False)  # another writer may have added
             if (current._dense is None) != (embedder is None):
@@ -176,9 +179,22 @@ class CorpusIndex:
                 )
             if embedder is not None:
                 current.check_embedder(embedder)
+            check_ids(documents, set())
             with contextlib.closing(current._connect()) as db:
-                stored = {row[0] for row in db.execute("SELECT id FROM documents")}
-            check_ids(documents, stored)
+                stored = {
+                    row[0]: (row[1] or "", row[2])
+                    for row in db.execute("SELECT id, title, text FROM documents")
+                }
+            for doc in documents:
+                if doc.id in stored and stored[doc.id] != (doc.title, doc.text):
+                    raise DataFormatError(
+                        f"document id {doc.id!r} is already in the index with another text "
+                        "(give it a new id, or index into a new folder)"
+                    )
+            documents = [doc for doc in documents if doc.id not in stored]
+            if not documents:
+                current.close()
+                return self
             manifest = {k: v for k, v in current.manifest.items() if k not in ("files", "counts")}
             write_generation(self.path, manifest, current.generation, documents, embedder, progress)
             current.close()

@@ -73,6 +73,10 @@ def test_dense_and_hybrid_need_the_same_embedder(tmp_path: Path) -> None:
         plain.search_many(["tea"], 1, "dense", WordEmbedder())
 
 
+def gen_of(index: CorpusIndex) -> str:
+    return CorpusIndex.open(index.path).manifest["generation"]
+
+
 def test_append_adds_documents_and_keeps_vectors(tmp_path: Path) -> None:
     index = CorpusIndex.build(DOCS[:2], tmp_path / "idx", embedder=WordEmbedder())
     first_gen = index.manifest["generation"]
@@ -81,8 +85,10 @@ def test_append_adds_documents_and_keeps_vectors(tmp_path: Path) -> None:
     assert not (tmp_path / "idx" / first_gen).exists()
     top = index.search_many(["glaciers valleys"], 1, "dense", WordEmbedder())[0][0][0]
     assert index.passages([top])[0].doc_id == "ice"
-    with pytest.raises(DataFormatError, match="document id 'tea' is already in the index"):
-        index.append(DOCS[1:2], WordEmbedder())
+    # The same document again is skipped (a command run twice adds nothing); another text is refused.
+    assert index.append(DOCS[1:2], WordEmbedder()) is index and index.manifest["generation"] == gen_of(index)
+    with pytest.raises(DataFormatError, match="document id 'tea' is already in the index with another text"):
+        index.append([Document("tea", "Coffee is not tea.")], WordEmbedder())
     with pytest.raises(StoreError, match="append with the same --retriever"):
         index.append([Document("new", "New text.")])
 
