@@ -254,12 +254,17 @@ def _lock(folder: Path) -> FileLock:
 
 
 def open_runner(
-    encoder: SteppableEncoder, fingerprint: str, backend: str, precision: str, threads: int
+    encoder: SteppableEncoder,
+    fingerprint: str,
+    backend: str,
+    precision: str,
+    threads: int,
+    model: str = "MODEL",
 ) -> LayerRunner:
     """The layer runner of ``encoder``'s export for ``backend`` at ``precision``. An fp32 export that
     does not exist yet, or is damaged, is made now (seconds); an int8 one must have been made by
-    ``sieveqa export``. It is read under the writers' lock (when the cache is writable), so no export
-    is replaced while it opens."""
+    ``sieveqa export`` (errors name that command for ``model``). It is read under the writers' lock
+    (when the cache is writable), so no export is replaced while it opens."""
     stored = "int8" if precision == "int8" else "fp32"
     folder = export_folder(fingerprint, backend, stored)
     if stored == "fp32" and not _finished(folder, fingerprint):
@@ -271,11 +276,11 @@ def open_runner(
         except ModelFormatError as err:
             if stored == "fp32":  # made again above unless the cache cannot be written: said as it is
                 raise
-            raise ModelFormatError(f"{err} (`sieveqa export MODEL --format {backend} --int8`)") from None
+            raise ModelFormatError(f"{err} (`sieveqa export {model} --format {backend} --int8`)") from None
         if manifest is None:
             raise ModelFormatError(
-                f"no int8 {backend} export of this model yet: run `sieveqa export MODEL --format {backend} "
-                "--int8` (it calibrates on a dev slice)"
+                f"no int8 {backend} export of {model} yet: run `sieveqa export {model} --format {backend} "
+                "--int8` (it calibrates on a dev slice; --calibrate FILE.jsonl for your own pairs)"
             )
         if manifest["layers"] != encoder.num_layers:
             raise ModelFormatError(
@@ -310,9 +315,14 @@ def _reading(folder: Path) -> Iterator[None]:
 
 
 def attach(
-    encoders: Sequence[SteppableEncoder], device: torch.device, backend: str, precision: str
+    encoders: Sequence[SteppableEncoder],
+    device: torch.device,
+    backend: str,
+    precision: str,
+    model: str = "MODEL",
 ) -> tuple[str, str]:
-    """Run ``encoders``' layers on ``backend`` at ``precision`` and return the concrete pair used.
+    """Run ``encoders``' layers on ``backend`` at ``precision`` and return the concrete pair used
+    (``model``: how errors name the model, a shipped name or its folder).
 
     ``auto`` tries the measured choices of this CPU kind (:func:`~sieveqa.exported.choice.auto_choices`)
     in order, skipping one whose export or library is missing, and ends with torch. The runners are all
@@ -327,7 +337,7 @@ def attach(
             found = [
                 None
                 if name == "torch"
-                else open_runner(enc, enc.fingerprint(), name, concrete, torch.get_num_threads())
+                else open_runner(enc, enc.fingerprint(), name, concrete, torch.get_num_threads(), model)
                 for enc in encoders
             ]
         except (ModelFormatError, DeviceError, MissingExtraError):

@@ -140,6 +140,14 @@ class EncoderModel(InferenceCopies):
     def pad_id(self) -> int:
         return self.featurizer.pad_id
 
+    def _name(self) -> str:
+        """How a message names this model: its shipped name, else its folder (MODEL when unsaved)."""
+        from sieveqa.models.zoo import SHIPPED
+
+        if self.path is None:
+            return "MODEL"
+        return next((name for name, folder in SHIPPED.items() if folder == self.path), str(self.path))
+
     def configure(
         self,
         device: str | None = None,
@@ -164,7 +172,7 @@ class EncoderModel(InferenceCopies):
 
             encoders = [m for m in self.modules() if isinstance(m, SteppableEncoder)]
             try:
-                self.backend, self.precision = attach(encoders, self.device, *asked)
+                self.backend, self.precision = attach(encoders, self.device, *asked, model=self._name())
             except BaseException:  # a failed placement leaves the model where and as it was
                 self.to(before)
                 raise

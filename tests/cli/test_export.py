@@ -40,7 +40,7 @@ def test_int8_export_then_rank_with_it(
             "int8",
         )
     )
-    assert "run `sieveqa export MODEL --format onnx --int8`" in missing
+    assert f"run `sieveqa export {saved_tiny} --format onnx --int8`" in missing  # the command to copy
     result = sieveqa("export", saved_tiny, "--int8", "--calibrate", example_jsonl, "--rows", "8")
     assert result.exit_code == 0, result.output
     assert "(4 layers, onnx int8)" in result.output and "--backend onnx --precision int8" in result.output
