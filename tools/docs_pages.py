@@ -74,8 +74,11 @@ def benchmarks(root: Path) -> str:
     spec = json.loads((root / BENCHMARKS).read_text(encoding="utf-8"))
     out = ["# Benchmarks", "", spec["intro"], ""]
     for section in spec["sections"]:
-        out += [f"## {section['title']}", "", "| claim | split | metric | value | date | machine | file |"]
-        out.append("|---|---|---|---|---|---|---|")
+        out += [f"## {section['title']}", ""]
+        if "columns" in section:  # one row per claim, one column per metric, from the same file
+            out += _compare(root, section)
+            continue
+        out += ["| claim | split | metric | value | date | machine | file |", "|---|---|---|---|---|---|---|"]
         for row in section["rows"]:
             value, date, machine = _read(root, f"{BENCHMARKS}: {section['title']}", row)
             out.append(
@@ -88,6 +91,23 @@ def benchmarks(root: Path) -> str:
             out += ["", f"![{Path(plot).stem}](../{plot})"]  # from docs/
         out.append("")
     return "\n".join(out)
+
+
+def _compare(root: Path, section: dict[str, Any]) -> list[str]:
+    """A section whose rows are claims and whose ``columns`` are metrics (``metric``, ``key``), each
+    row's values read from its one ``file``; then the section's ``note``."""
+    columns = section["columns"]
+    out = [
+        "| claim | " + " | ".join(c["metric"] for c in columns) + " | date | machine | file |",
+        "|---" * (len(columns) + 4) + "|",
+    ]
+    where = f"{BENCHMARKS}: {section['title']}"
+    for row in section["rows"]:
+        cells = [_read(root, where, {"file": row["file"], "key": c["key"]}) for c in columns]
+        _, date, machine = cells[0]
+        values = " | ".join(value for value, _, _ in cells)
+        out.append(f"| {row['claim']} | {values} | {date} | {machine} | `{row['file']}` |")
+    return [*out, "", section["note"], ""] if "note" in section else [*out, ""]
 
 
 README_START, README_END = "<!-- benchmarks:start -->", "<!-- benchmarks:end -->"
