@@ -7,7 +7,7 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export NO_MKDOCS_2_WARNING := 1
 
-.PHONY: race-env install demo test test-all test-slow test-shutdown test-docs test-wheel docs wheel test-fast lint default-model default-v1-model cascade-models retrofit-model mono-models default-cascade peasi-cascade has-models has-sensitivity peasi-models peasi-v2-models peasi-v3-models judge-mpnet judge-mpnet-top judge-mpnet-made judge-mpnet-contrast judge-reader easi-null peasi-ship peasi-wikiqa reader-models reader-v2-model reader-v3-model reader-ship reader-v3-ship reader-v3-report confidence-ship mhs-teachers mhs-teacher-scores mhs-kd-search mhs-students mhs-tables default-kd has-store-model has-store-v2-model store-bench fusion-bench
+.PHONY: race-env install demo test test-all test-slow test-shutdown test-docs test-wheel docs wheel test-fast lint default-model default-v1-model cascade-models retrofit-model mono-models default-cascade peasi-cascade has-models has-sensitivity peasi-models peasi-v2-models peasi-v2-ship peasi-v3-models judge-mpnet judge-mpnet-top judge-mpnet-made judge-mpnet-contrast judge-reader easi-null peasi-ship peasi-wikiqa reader-models reader-v2-model reader-v3-model reader-ship reader-v3-ship reader-v3-report confidence-ship mhs-teachers mhs-teacher-scores mhs-kd-search mhs-students mhs-tables default-kd has-store-model has-store-v2-model store-bench fusion-bench
 
 $(VENV)/.installed: pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -234,6 +234,12 @@ peasi-v2-models: install
 # SQuAD 2.0's human unanswerable questions of the train articles and 12,000 made ones beside their
 # sources (~18 min), then three epochs on the human ones alone (~20 min); bf16, 2 cores.
 PEASI3 ?= runs/peasi-v3
+# The second pair as shipped on 2026-11-25 (peasi-pr ships as it is today; peasi-v3-models starts its
+# EASI from this peasi-easi).
+peasi-v2-ship:
+	rm -rf sieveqa/resources/peasi-pr && cp -r $(PEASI2)/pr/best sieveqa/resources/peasi-pr
+	rm -rf sieveqa/resources/peasi-easi && cp -r $(PEASI2)/easi/best sieveqa/resources/peasi-easi
+
 peasi-v3-models: install
 	$(SIEVEQA) train --arch easi --init peasi-easi --train squad-train-as2:train --windows one \
 		--dev squad-passages:dev-sentences --epochs 1 --lr 2e-5 --batch-size 16 --seed 43 \
