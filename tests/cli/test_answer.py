@@ -79,15 +79,16 @@ def test_a_question_file_gives_one_json_line_each(sieveqa, demo_index, saved_tin
     text = tmp_path / "q.txt"
     text.write_bytes("\ufeffWhat is firn?\n".encode())  # a BOM, as Notepad writes: not part of the question
     result = sieveqa("answer", "--questions", text, "--output", out, "--index", demo_index, "--method",
-                     "pointwise", "--ranker", saved_tiny)  # fmt: skip
+                     "pointwise", "--ranker", saved_tiny, "--judge", "none")  # fmt: skip
     assert result.exit_code == 0, result.output
     assert json.loads(out.read_text())["question"] == "What is firn?"
 
 
 def test_a_question_nothing_matches_says_so(sieveqa, demo_index, saved_tiny, saved_easi) -> None:
     result = sieveqa(
-        "answer", "zzzqqq xxyyz", "--index", demo_index, "--reranker", saved_tiny, "--selector", saved_easi
-    )
+        "answer", "zzzqqq xxyyz", "--index", demo_index, "--reranker", saved_tiny, "--selector", saved_easi,
+        *_tiny_peasi(saved_tiny),
+    )  # fmt: skip
     assert result.exit_code == 0, result.output
     assert "no answer" in result.output
 
@@ -227,6 +228,8 @@ def test_dense_vectors_of_another_model_are_refused(sieveqa, tmp_path: Path, sav
             "pointwise",
             "--ranker",
             saved_tiny,
+            "--judge",
+            "none",
         )
     )
     assert "its dense vectors come from another model" in line
@@ -310,7 +313,7 @@ def test_budget_ms_says_what_it_chose(sieveqa, demo_index, tiny_cascade, tmp_pat
 
 def test_bad_drop_ratios_are_one_line(sieveqa, demo_index, saved_tiny, tiny_cascade, tmp_path: Path) -> None:
     cascade = tiny_cascade.save_pretrained(tmp_path / "cascade")
-    args = ["q?", "--index", demo_index, "--method", "cascade"]
+    args = ["q?", "--index", demo_index, "--method", "cascade", "--judge", "none"]
     line = one_error_line(sieveqa("answer", *args, "--ranker", cascade, "--drop-ratios", "half"))
     assert line == "error: --drop-ratios: expected comma-separated numbers, got 'half'"
     line = one_error_line(sieveqa("answer", *args, "--ranker", saved_tiny, "--drop-ratios", "0.3"))

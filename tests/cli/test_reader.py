@@ -111,7 +111,17 @@ def test_a_ranker_is_not_a_reader_and_a_reader_is_not_a_ranker(
     )
     assert "a cross-encoder model, not a reader" in line
     line = one_error_line(
-        sieveqa("eval-answers", "--method", "pointwise", "--ranker", saved_reader, "--limit", "1")
+        sieveqa(
+            "eval-answers",
+            "--method",
+            "pointwise",
+            "--ranker",
+            saved_reader,
+            "--judge",
+            "none",
+            "--limit",
+            "1",
+        )
     )
     assert "is a reader model, not a ranker" in line
     line = one_error_line(sieveqa("eval", "--model", saved_tiny, "--budget", "1"))

@@ -112,7 +112,7 @@ def test_drop_ratios_need_a_cascade(index, saved_tiny) -> None:
     with pytest.raises(ConfigError, match=r"^--drop-ratios must be numbers separated by commas, got 'half'"):
         parse_ratios("half")
     with pytest.raises(ConfigError, match=r"cross-encoder model, which takes no runtime policy \(drop_"):
-        load_answerer("cascade", str(index.path), ranker=str(saved_tiny), drop_ratios="0.3")
+        load_answerer("cascade", str(index.path), ranker=str(saved_tiny), drop_ratios="0.3", judge="none")
 
 
 def test_the_python_api_refuses_what_the_cli_and_http_refuse(index, monkeypatch) -> None:

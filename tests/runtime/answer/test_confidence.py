@@ -93,8 +93,8 @@ def test_a_confidence_file_applies_only_to_its_models(index, tmp_path: Path) -> 
     save_confidence(file, "pointwise", Confidence(1.0, 0.0, 0.3, models={"ranker": "elsewhere"}))
     save_confidence(file, "peasi", Confidence(2.0, 1.0, 0.2, models={"reranker": "default"}))
     assert set(load_confidence(file)) == {"peasi", "pointwise"}
-    with pytest.raises(ConfigError, match="fitted for ranker elsewhere, not ranker default"):
-        load_answerer("pointwise", str(index.path), confidence=str(file), ranker="default")
+    with pytest.raises(ConfigError, match=r"fitted for ranker elsewhere, not ranker default$"):
+        load_answerer("pointwise", str(index.path), confidence=str(file), ranker="default", judge="none")
     with pytest.raises(ConfigError, match="has no calibration for --method cascade"):
         load_answerer("cascade", str(index.path), confidence=str(file), min_confidence=0.5)
     with pytest.raises(ConfigError, match="--min-confidence must be a probability"):
