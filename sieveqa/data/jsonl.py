@@ -163,11 +163,15 @@ def example_dict(example: RankingExample, ranked: list[ScoredCandidate] | None =
 
 
 def write_jsonl(path: str | os.PathLike[str], rows: Iterable[dict[str, Any]]) -> int:
-    """Write JSON objects one per line, atomically; ``.gz`` paths are gzipped reproducibly."""
+    """Write JSON objects one per line, atomically; ``.gz`` paths are gzipped reproducibly (level 6, as
+    the gzip tool: a third of level 9's time for a few percent more bytes)."""
     path = Path(path)
     count = 0
     if path.suffix == ".gz":
-        with atomic_open(path, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) as gz:
+        with (
+            atomic_open(path, "wb") as raw,
+            gzip.GzipFile(fileobj=raw, mode="wb", mtime=0, compresslevel=6) as gz,
+        ):
             for row in rows:
                 gz.write((json.dumps(row, ensure_ascii=False) + "\n").encode("utf-8"))
                 count += 1

@@ -83,15 +83,30 @@ def _locate(text: str, sentences: list[str]) -> list[Span]:
     return spans
 
 
+#: Texts up to this many characters (a paragraph) have their split remembered, the last CACHED_TEXTS
+#: of them (at most ~16 MB): dataset builders split the same paragraph for several views, and pysbd
+#: compiles its patterns anew on every call.
+CACHED_CHARS, CACHED_TEXTS = 4000, 4096
+
+
 def _pysbd(text: str) -> list[Span]:
+    return list(_pysbd_cached(text) if len(text) <= CACHED_CHARS else _pysbd_spans(text))
+
+
+@functools.lru_cache(maxsize=CACHED_TEXTS)
+def _pysbd_cached(text: str) -> tuple[Span, ...]:
+    return _pysbd_spans(text)
+
+
+def _pysbd_spans(text: str) -> tuple[Span, ...]:
     if not text or text.isspace():
-        return []
+        return ()
     text = text.translate(_PLACEHOLDERS)
     spans: list[Span] = []
     for lo, hi in _blocks(text):
         pieces = (piece.strip() for piece in _segmenter().segment(text[lo:hi]))
         spans += [(lo + a, lo + b) for a, b in _locate(text[lo:hi], [piece for piece in pieces if piece])]
-    return spans
+    return tuple(spans)
 
 
 def _blocks(text: str) -> list[Span]:

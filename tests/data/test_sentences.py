@@ -111,3 +111,17 @@ def test_a_long_text_reaches_pysbd_in_blocks_and_keeps_every_character(monkeypat
     wall = " ".join(f"w{i}" for i in range(10_000))  # no sentence break at all
     assert "".join(split_sentences(wall)).replace(" ", "") == wall.replace(" ", "")
     assert max(seen) <= sentences.BLOCK_CHARS
+
+
+def test_paragraph_splits_are_remembered_and_long_texts_are_not() -> None:
+    from sieveqa.data import sentences
+
+    cached = sentences._pysbd_cached
+    cached.cache_clear()
+    paragraph = "Tea is a drink. Bees make honey. The sea is salty."
+    first = split_sentences(paragraph)
+    assert split_sentences(paragraph) == first == ["Tea is a drink.", "Bees make honey.", "The sea is salty."]
+    assert cached.cache_info().hits == 1 and cached.cache_info().maxsize == sentences.CACHED_TEXTS
+    long_text = paragraph * (sentences.CACHED_CHARS // len(paragraph) + 1)
+    assert len(split_sentences(long_text)) == 3 * (sentences.CACHED_CHARS // len(paragraph) + 1)
+    assert cached.cache_info().currsize == 1  # a long text is split, never kept
