@@ -122,6 +122,7 @@ def test_paragraph_splits_are_remembered_and_long_texts_are_not() -> None:
     first = split_sentences(paragraph)
     assert split_sentences(paragraph) == first == ["Tea is a drink.", "Bees make honey.", "The sea is salty."]
     assert cached.cache_info().hits == 1 and cached.cache_info().maxsize == sentences.CACHED_TEXTS
-    long_text = paragraph * (sentences.CACHED_CHARS // len(paragraph) + 1)
-    assert len(split_sentences(long_text)) == 3 * (sentences.CACHED_CHARS // len(paragraph) + 1)
+    copies = sentences.CACHED_CHARS // len(paragraph) + 1
+    long_text = " ".join([paragraph] * copies)
+    assert len(long_text) > sentences.CACHED_CHARS and len(split_sentences(long_text)) == 3 * copies
     assert cached.cache_info().currsize == 1  # a long text is split, never kept
