@@ -148,7 +148,8 @@ def state_fingerprint(state: Mapping[str, Tensor]) -> str:
 
 
 class SteppableEncoder(nn.Module):
-    """Wraps a Hugging Face BERT-like model (BERT, MiniLM, MPNet) so layers can be run one by one.
+    """Wraps a Hugging Face BERT-like model (BERT, MiniLM, MPNet, ELECTRA, RoBERTa, XLM-RoBERTa) so
+    layers can be run one by one.
 
     ``forward`` equals the backbone's own forward pass; ``start`` and ``advance`` run the same
     layers row by row, at whatever depth each row is.
@@ -199,7 +200,11 @@ class SteppableEncoder(nn.Module):
             kwargs["token_type_ids"] = token_type_ids
         if cost is not None:
             cost.sequences += input_ids.shape[0]
-        return self.backbone.embeddings(**kwargs)
+        hidden = self.backbone.embeddings(**kwargs)
+        project = getattr(
+            self.backbone, "embeddings_project", None
+        )  # ELECTRA's, when narrower than its layers
+        return hidden if project is None else project(hidden)
 
     def run_layer(
         self,

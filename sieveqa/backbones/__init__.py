@@ -11,6 +11,7 @@ from sieveqa.backbones._registry import (
     BackboneSpec,
     backbone_status,
     load_backbone,
+    quiet_transformers,
     register,
     tokenizer_dir,
 )
@@ -21,6 +22,7 @@ __all__ = [
     "BackboneSpec",
     "backbone_status",
     "load_backbone",
+    "quiet_transformers",
     "register",
     "tokenizer_dir",
 ]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import importlib.util
+import inspect
 import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -131,7 +132,7 @@ register(
 
 
 @contextlib.contextmanager
-def _quiet_transformers() -> Iterator[None]:
+def quiet_transformers() -> Iterator[None]:
     """Silence the load report that lists the pretraining pooler we deliberately leave out."""
     previous = hf_logging.get_verbosity()
     hf_logging.set_verbosity_error()
@@ -167,9 +168,15 @@ def load_backbone(name_or_path: str | os.PathLike[str]) -> Backbone:
             raise BackboneError(
                 f"unknown backbone {name!r}: not a registered name ({known}) nor a folder with a config.json"
             )
-    with _quiet_transformers():
+    with quiet_transformers():
         config = AutoConfig.from_pretrained(path, local_files_only=True)
-        model = AutoModel.from_pretrained(path, config=config, local_files_only=True, add_pooling_layer=False)
+        # The pretraining pooler is left out where the body has one (ELECTRA's has none to leave).
+        pooled = (
+            "add_pooling_layer"
+            in inspect.signature(AutoModel._model_mapping[type(config)].__init__).parameters
+        )
+        kwargs = {"add_pooling_layer": False} if pooled else {}
+        model = AutoModel.from_pretrained(path, config=config, local_files_only=True, **kwargs)
         tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
     return Backbone(name=name, model=model, tokenizer=tokenizer, path=path)
 

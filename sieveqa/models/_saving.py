@@ -125,8 +125,22 @@ def _from_v1(meta: dict[str, Any]) -> dict[str, Any]:
     return meta
 
 
+def hf_config(path: str | Path) -> dict[str, Any] | None:
+    """The ``config.json`` of a Hugging Face model folder that sieveqa did not write, or None."""
+    try:
+        config = json.loads((Path(path) / CONFIG).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(config, dict) or "sieveqa_model" in config or "model_type" not in config:
+        return None
+    return config
+
+
 def model_kind(path: str | Path) -> str:
-    """The ``sieveqa_model`` kind a model folder holds (``cross-encoder``, ``cascade``, ...)."""
+    """The ``sieveqa_model`` kind a model folder holds (``cross-encoder``, ``cascade``, ...); a Hugging
+    Face folder is taken as a cross-encoder (``sieveqa.models.foreign`` reads it, or says why not)."""
+    if hf_config(path) is not None:
+        return "cross-encoder"
     kind = read_config(path).get("sieveqa_model")
     if not isinstance(kind, str):
         raise ModelFormatError(f"{Path(path) / CONFIG}: field 'sieveqa_model' must name the model kind")

@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Self
 
+import torch
 from torch import Tensor
 
 from sieveqa.backbones import Backbone
 from sieveqa.encoder import Cost
+from sieveqa.models import zoo
+from sieveqa.models._saving import hf_config
 from sieveqa.models.encoder_model import ModelConfig
+from sieveqa.models.foreign import read_foreign
 from sieveqa.models.heads import ClassifierHead
 from sieveqa.models.pair_model import PairModel
 
@@ -18,6 +24,13 @@ class CrossEncoderConfig(ModelConfig):
     """Architecture of a cross-encoder ranker."""
 
     pooling: str = field(default="cls", metadata={"help": "head input: 'cls' token or 'mean' of tokens"})
+    classifier_layers: int = field(
+        default=1,
+        metadata={"help": "the head's linear layers (2: Hugging Face's dense + activation + classifier)"},
+    )
+    classifier_activation: str = field(
+        default="tanh", metadata={"help": "between the head's layers: tanh or gelu"}
+    )
 
 
 class CrossEncoder(PairModel):
@@ -29,7 +42,14 @@ class CrossEncoder(PairModel):
 
     def __init__(self, config: CrossEncoderConfig | None = None, backbone: Backbone | None = None) -> None:
         super().__init__(config or CrossEncoderConfig(), backbone)
-        self.head = ClassifierHead(self.encoder.hidden_size, 1, self.config.pooling, self.config.dropout)
+        cfg = self.config
+        self.head = ClassifierHead(
+            self.encoder.hidden_size,
+            cfg.classifier_layers,
+            cfg.pooling,
+            cfg.dropout,
+            cfg.classifier_activation,
+        )
         self.eval()
 
     def forward(
@@ -45,3 +65,19 @@ class CrossEncoder(PairModel):
 
     def batch_logits(self, batch: dict[str, Tensor], cost: Cost, last_only: bool) -> Tensor:
         return self(**batch, cost=cost).unsqueeze(1)
+
+    @classmethod
+    def from_pretrained(cls, path: str | Path) -> Self:
+        """Load a sieveqa model folder, a shipped name, or a Hugging Face sequence classifier's folder
+        (BERT, ELECTRA, RoBERTa, XLM-RoBERTa, MPNet: ``sieveqa.models.foreign``) with its own head."""
+        folder = zoo.resolve_model(path)
+        if hf_config(folder) is None:
+            return super().from_pretrained(folder)
+        found = read_foreign(folder)
+        config = CrossEncoderConfig(**found.settings)
+        model = cls(config, found.backbone)
+        with torch.no_grad():
+            model.head[1].load_state_dict(found.dense)
+            model.head.output.load_state_dict(found.output)
+        model.meta, model.path = {"config": asdict(config), "foreign": found.about}, folder
+        return model.eval()

@@ -126,7 +126,11 @@ class MultiHeadStudent(PairModel):
             raise ConfigError(
                 f"{self.config.name} has {self.config.heads} heads; only one makes a cross-encoder"
             )
-        fields = {f.name: getattr(self.config, f.name) for f in dataclasses.fields(CrossEncoderConfig)}
+        fields = {
+            f.name: getattr(self.config, f.name)
+            for f in dataclasses.fields(CrossEncoderConfig)
+            if hasattr(self.config, f.name)  # the head's shape fields keep their defaults: one linear layer
+        }
         with torch.random.fork_rng(devices=[]):
             model = CrossEncoder(CrossEncoderConfig(**fields))
         model.encoder.load_state_dict(self.encoder.state_dict())

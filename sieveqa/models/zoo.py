@@ -88,7 +88,7 @@ def load_model(
         cls = registry.technique(kind).model_class()
     except ConfigError as err:
         raise ModelFormatError(f"{path}/config.json: {err}") from None
-    model = cls.from_pretrained(path)
+    model = cls.from_pretrained(path)  # a Hugging Face folder is a cross-encoder's (model_kind)
     if expect is not None and not isinstance(model, expect):
         classes = expect if isinstance(expect, tuple) else (expect,)
         wanted = want or " or ".join(_a(getattr(c, "kind", None) or c.__name__) for c in classes)

@@ -118,3 +118,19 @@ def test_an_empty_input_is_one_line_not_silence(sieveqa, tmp_path: Path) -> None
     empty = tmp_path / "empty.jsonl"
     empty.write_text("")
     assert f"{empty}: no questions" in one_error_line(sieveqa("rank", "--input", empty))
+
+
+def test_rank_takes_a_hugging_face_cross_encoder_folder(sieveqa, example_jsonl: Path, tmp_path: Path) -> None:
+    """Issue 45: a reranker saved by transformers ranks as it is; one sieveqa cannot run is one line."""
+    import transformers
+
+    from tests.models.hf_tiny import tiny_hf_cross_encoder
+
+    folder = tiny_hf_cross_encoder("xlm-roberta", tmp_path / "mine")
+    result = sieveqa("rank", "--model", folder, "--input", example_jsonl, "--output", tmp_path / "out.jsonl")
+    assert result.exit_code == 0, result.output
+    assert len(read_jsonl(tmp_path / "out.jsonl")) == len(read_jsonl(example_jsonl))
+    config = transformers.DistilBertConfig(dim=32, n_layers=1, n_heads=2, hidden_dim=64, vocab_size=100)
+    transformers.DistilBertForSequenceClassification(config).save_pretrained(tmp_path / "distil")
+    line = one_error_line(sieveqa("rank", "--model", tmp_path / "distil", "--input", example_jsonl))
+    assert "distil: a distilbert cross-encoder: sieveqa runs bert, electra, roberta, xlm-roberta" in line

@@ -1,0 +1,111 @@
+"""Cross-encoders trained elsewhere (issue 45): a Hugging Face sequence-classification folder loads as a
+sieveqa ranker and scores as ``transformers`` and sentence-transformers do; what cannot is one line."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+
+from sieveqa.errors import ModelFormatError
+from sieveqa.models.cross_encoder import CrossEncoder
+from sieveqa.models.zoo import load_model
+from tests.models.hf_tiny import tiny_hf_cross_encoder
+
+QUESTIONS = ["who discovered penicillin?", "what is the capital of france?", "why is the sea salty?"]
+TEXTS = [
+    "Alexander Fleming discovered penicillin in 1928.",
+    "Paris is the capital of France.",
+    "Bees make honey.",
+]
+KINDS = ["bert", "electra", "roberta", "xlm-roberta"]
+
+
+def _hf_logits(path: Path) -> torch.Tensor:
+    from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+    model = AutoModelForSequenceClassification.from_pretrained(path).eval()
+    tokenizer = AutoTokenizer.from_pretrained(path)
+    with torch.no_grad():
+        return model(**tokenizer(QUESTIONS, TEXTS, padding=True, return_tensors="pt")).logits
+
+
+@pytest.mark.parametrize("labels", [1, 2])
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_foreign_cross_encoder_scores_as_transformers_does(kind: str, labels: int, tmp_path: Path) -> None:
+    path = tiny_hf_cross_encoder(kind, tmp_path / kind, labels=labels)
+    logits = _hf_logits(path)
+    want = logits[:, 0] if labels == 1 else logits[:, 1] - logits[:, 0]  # 2 labels: log-odds of relevant
+    model = load_model(path)
+    assert isinstance(model, CrossEncoder) and model.config.max_length == 64  # the tokenizer's own limit
+    got = torch.tensor(model.score_pairs(QUESTIONS, TEXTS))
+    assert (got - want).abs().max().item() < 1e-4
+    assert want.std() > 0.01  # the scores differ (far beyond the tolerance): equal ones mean the same model
+    assert model.meta["foreign"] == {"architecture": type_name(kind), "labels": labels}
+
+
+def type_name(kind: str) -> str:
+    names = {"bert": "Bert", "electra": "Electra", "roberta": "Roberta", "xlm-roberta": "XLMRoberta"}
+    return f"{names[kind]}ForSequenceClassification"
+
+
+@pytest.mark.parametrize("kind", ["bert", "roberta"])
+def test_it_scores_as_sentence_transformers_cross_encoder_does(kind: str, tmp_path: Path) -> None:
+    st = pytest.importorskip("sentence_transformers")
+    path = tiny_hf_cross_encoder(kind, tmp_path / kind)
+    theirs = torch.tensor(
+        st.CrossEncoder(str(path), device="cpu").predict(list(zip(QUESTIONS, TEXTS, strict=True)))
+    )
+    ours = torch.sigmoid(
+        torch.tensor(load_model(path).score_pairs(QUESTIONS, TEXTS))
+    )  # ST's default for 1 label
+    assert (theirs - ours).abs().max().item() < 1e-4
+
+
+def test_layer_by_layer_ranking_matches_the_full_pass(tmp_path: Path) -> None:
+    from sieveqa.runtime.policy import load_ranker
+
+    path = tiny_hf_cross_encoder("roberta", tmp_path / "r")
+    ranker = load_ranker(str(path), precision="fp32")
+    question, docs = QUESTIONS[0], [*TEXTS, "Fleming was Scottish."]
+    hits = ranker.rank(question, docs, top_k=len(docs))
+    scores = load_model(path).score_pairs([question] * len(docs), docs)
+    assert [h["corpus_id"] for h in hits] == sorted(range(len(docs)), key=lambda i: -scores[i])
+
+
+def test_what_cannot_be_a_ranker_is_one_line_naming_the_folder(tmp_path: Path) -> None:
+    import transformers
+
+    tiny = {"hidden_size": 32, "num_attention_heads": 2, "vocab_size": 100}
+    distil = transformers.DistilBertForSequenceClassification(
+        transformers.DistilBertConfig(dim=32, n_layers=1, n_heads=2, hidden_dim=64, vocab_size=100)
+    )
+    distil.save_pretrained(tmp_path / "distil")
+    with pytest.raises(
+        ModelFormatError, match=r"distil: a distilbert cross-encoder: sieveqa runs bert, electra"
+    ):
+        load_model(tmp_path / "distil")
+    transformers.BertModel(
+        transformers.BertConfig(num_hidden_layers=1, intermediate_size=64, **tiny)
+    ).save_pretrained(tmp_path / "plain")
+    with pytest.raises(ModelFormatError, match=r"plain: a BertModel, not a sequence classifier"):
+        load_model(tmp_path / "plain")
+    labels = transformers.BertForSequenceClassification(
+        transformers.BertConfig(num_hidden_layers=1, intermediate_size=64, num_labels=3, **tiny)
+    )
+    labels.save_pretrained(tmp_path / "three")
+    with pytest.raises(ModelFormatError, match=r"three: 3 labels: a ranker needs one relevance score"):
+        load_model(tmp_path / "three")
+
+
+def test_a_sieveqa_export_loads_back_with_the_same_scores(saved_tiny: Path, tmp_path: Path) -> None:
+    """``export --format hf`` then load: the round trip keeps the ranking scores (issue 45, part 2)."""
+    from sieveqa.exported.hf import export_hf
+
+    original = load_model(saved_tiny)
+    back = load_model(export_hf(original, tmp_path / "hf"))
+    assert back.meta["foreign"]["architecture"] == "BertForSequenceClassification"
+    want = torch.tensor(original.score_pairs(QUESTIONS, TEXTS))
+    got = torch.tensor(back.score_pairs(QUESTIONS, TEXTS))
+    assert (got - want).abs().max().item() < 1e-4
