@@ -212,6 +212,13 @@ def retrofit(
     train_sets: Annotated[
         str, typer.Option("--train", help="datasets whose pairs are used, labels ignored")
     ] = "squad-as2:train",
+    pairs: Annotated[
+        Path | None,
+        typer.Option(
+            help='unlabelled pairs instead of --train: JSONL of {"query", "text"} lines (your traffic, '
+            "any text) or of questions with candidates"
+        ),
+    ] = None,
     exits: Annotated[
         str | None, typer.Option(help="layers to add exits after, e.g. 2,3,4,5,6 (default: paper's rule)")
     ] = None,
@@ -224,8 +231,10 @@ def retrofit(
 ) -> None:
     """Turn a trained cross-encoder into a cascade: new exits learn to reproduce its score.
 
-    The body and head stay as they are (unless --tune-body), so at α = 0 nothing changes; then run
-    tune-cascade to pick drop ratios.
+    Any cross-encoder: a shipped one, a sieveqa folder or a Hugging Face folder (BERT, ELECTRA,
+    RoBERTa, XLM-RoBERTa). No labels are read: --pairs takes your own unlabelled (query, text) pairs.
+    The body and head stay as they are (unless --tune-body), so at α = 0 nothing changes; the cascade
+    stores only the new heads and reads the body from --model. Then run tune-cascade to pick drop ratios.
     """
     from sieveqa.io import read_json_object
     from sieveqa.training.cascade import retrofit_cascade
@@ -235,6 +244,10 @@ def retrofit(
     values |= given_settings(ctx)
     cfg = dataclasses.replace(_retrofit_defaults(), **values)
     layers = train_settings()["exits"].coerce(exits, "--exits") if exits else None
+    if pairs is not None:
+        if not pairs.is_file():
+            raise ConfigError(f"--pairs {pairs}: no such file")
+        train_sets = f"pairs:{pairs}"
     state = retrofit_cascade(model, train_sets, out, layers, dev or None, cfg, tune_body, resume)
     typer.echo(f"{state.outcome(cfg.metric)}; cascade: {out / 'best'}")
 

@@ -2,6 +2,7 @@
 
 ``{"qid": str, "question": str, "candidates": [{"id": str, "text": str, "label": 0|1 (optional),
 "passage_id": str (optional), "doc_id": str (optional)}]}``; ranked output adds ``score`` and ``rank``.
+:func:`read_pairs` also takes ``{"query": str, "text": str}`` lines (unlabelled pairs).
 """
 
 from __future__ import annotations
@@ -126,6 +127,29 @@ def iter_jsonl(path: str | os.PathLike[str]) -> Iterator[RankingExample]:
     """Yield the examples of a JSONL(.gz) file; a bad line raises DataFormatError with its number."""
     for where, obj in iter_json_lines(path):
         yield parse_example(obj, where)
+
+
+def read_pairs(path: str | os.PathLike[str]) -> list[RankingExample]:
+    """Unlabelled (query, text) pairs, as traffic logs hold them: each line ``{"query": str, "text":
+    str}`` (consecutive lines of one query make one question), or a question with its candidates in
+    the format above (labels, if any, are kept). What a label-free retrofit learns from."""
+    examples: list[RankingExample] = []
+    for where, obj in iter_json_lines(path):
+        if isinstance(obj, dict) and "candidates" not in obj and "query" in obj:
+            query, text = require_str(obj, "query", where), require_str(obj, "text", where)
+            if (
+                not examples
+                or examples[-1].question.text != query
+                or not examples[-1].qid.startswith("pairs-")
+            ):
+                examples.append(RankingExample(Question(f"pairs-{len(examples)}", query), []))
+            cands = examples[-1].candidates
+            cands.append(Candidate(id=str(len(cands)), text=text, label=None))
+        else:
+            examples.append(parse_example(obj, where))
+    if not examples:
+        raise DataFormatError(f"{path}: no pairs in it")
+    return examples
 
 
 def read_jsonl(path: str | os.PathLike[str]) -> list[RankingExample]:

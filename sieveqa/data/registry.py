@@ -20,7 +20,8 @@ The field's filtering conventions are part of the names:
   included (their own paragraph's passages labelled 0; ``sieveqa.data.squad2``);
   ``squad-unanswerable:train``: unanswerable questions made from SQuAD v1.1 train, each over its own
   paragraph (``sieveqa.data.unanswerable``).
-- ``jsonl:PATH`` reads the generic JSONL format (a bare path ending in .jsonl or .jsonl.gz works too).
+- ``jsonl:PATH`` reads the generic JSONL format (a bare path ending in .jsonl or .jsonl.gz works too);
+  ``pairs:PATH`` also takes unlabelled ``{"query", "text"}`` lines (a label-free retrofit's data).
 - Any ranking name takes ``[:N]`` for its first N questions (``squad-as2:test[:100]``), to evaluate
   expensive models on a fixed slice, and ``[~N]`` for N of its questions drawn at random (seed 0,
   file order kept): a training mix that takes all of one set and part of another.
@@ -43,7 +44,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
 
-from sieveqa.data.jsonl import read_jsonl
+from sieveqa.data.jsonl import read_jsonl, read_pairs
 from sieveqa.data.open_qa import OpenExample, read_open_jsonl
 from sieveqa.data.readers import read_trecqa, read_wikiqa
 from sieveqa.data.records import RankingExample
@@ -158,6 +159,12 @@ def _jsonl(path: str) -> list[RankingExample]:
     return read_jsonl(path)
 
 
+def _pairs(path: str) -> list[RankingExample]:
+    if not Path(path).is_file():
+        raise DatasetNotFoundError(f"pairs:{path}: no such file")
+    return read_pairs(path)
+
+
 LOADERS: dict[str, Loader] = {
     "wikiqa": _wikiqa,
     "trecqa": _trecqa,
@@ -169,6 +176,7 @@ LOADERS: dict[str, Loader] = {
     "squad-unanswerable": _passages("squad-unanswerable"),
     "wikiqa-passages": _passages("wikiqa-passages"),
     "jsonl": _jsonl,
+    "pairs": _pairs,
 }
 
 
@@ -260,7 +268,7 @@ def load_dataset(name: str) -> list[RankingExample]:
     """Load a dataset by name (see the module docstring); raises DatasetNotFoundError on a bad name."""
     if sliced := _SLICE.fullmatch(name):
         return _sliced(name, sliced, load_dataset)
-    if name.endswith((".jsonl", ".jsonl.gz")) and not name.startswith("jsonl:"):
+    if name.endswith((".jsonl", ".jsonl.gz")) and not name.startswith(("jsonl:", "pairs:")):
         name = f"jsonl:{name}"
     family, sep, split = name.partition(":")
     if not sep or not split:

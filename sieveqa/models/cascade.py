@@ -52,6 +52,9 @@ class CascadeConfig(ModelConfig):
     final_head_layers: int | None = field(
         default=None, metadata={"help": "linear layers of the last exit head if it differs"}
     )
+    final_head_activation: str = field(
+        default="tanh", metadata={"help": "the last exit head's activation (a retrofitted ELECTRA's: gelu)"}
+    )
 
 
 class CascadeTransformer(PairModel):
@@ -74,6 +77,7 @@ class CascadeTransformer(PairModel):
                 cfg.final_head_layers if i == last and cfg.final_head_layers else cfg.head_layers,
                 cfg.final_pooling if i == last and cfg.final_pooling else cfg.pooling,
                 cfg.dropout,
+                cfg.final_head_activation if i == last else "tanh",
             )
             for i in range(len(cfg.exits))
         )
@@ -152,7 +156,8 @@ class CascadeTransformer(PairModel):
             exits=list(exits) if exits else None,
             head_layers=head_layers,
             final_pooling=src.pooling,
-            final_head_layers=1,
+            final_head_layers=src.classifier_layers,
+            final_head_activation=src.classifier_activation,
         )
         cascade = cls(config)
         cascade.encoder.load_state_dict(model.encoder.state_dict())

@@ -4,11 +4,11 @@ exit) and the retrofit that gives a trained cross-encoder exits without labels."
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from sieveqa.data.records import RankingExample
-from sieveqa.errors import ConfigError
+from sieveqa.errors import ConfigError, DataFormatError
 from sieveqa.evaluation.metrics import METRICS, evaluate_scores
 from sieveqa.io import check_output_dir
 from sieveqa.models.base import flatten_pairs, regroup
@@ -19,11 +19,11 @@ from sieveqa.models.zoo import load_model
 from sieveqa.training.batches import Objective
 from sieveqa.training.config import TrainConfig
 from sieveqa.training.objectives import CascadeBCE, ExitDistillation
-from sieveqa.training.pairs import LabelledPairs, PointwiseRecipe
+from sieveqa.training.pairs import LabelledPairs, PointwiseRecipe, every_pair, make_pairs
 from sieveqa.training.run import prepared, run_trainer
 from sieveqa.training.trainer import TrainState, seed_everything
 
-__all__ = ["CascadeOptions", "CascadeRecipe", "retrofit_cascade"]
+__all__ = ["CascadeOptions", "CascadeRecipe", "RetrofitRecipe", "retrofit_cascade"]
 
 
 @dataclass
@@ -69,6 +69,21 @@ class CascadeRecipe(PointwiseRecipe):
         return [*METRICS, *per_exit, "map@mean"]
 
 
+class RetrofitRecipe(CascadeRecipe):
+    """A retrofit's pairs: labelled data sampled as for training (positives, ``max_negatives``
+    negatives), and where any candidate is unlabelled, every pair: the exits learn the model's own
+    scores, so labels are never read."""
+
+    def sample(self, examples: Sequence[RankingExample], config: TrainConfig, source: str) -> LabelledPairs:
+        if all(c.label is not None for ex in examples for c in ex.candidates):
+            pairs = make_pairs(examples, config.max_negatives, config.max_pairs, seed=config.seed)
+        else:
+            pairs = every_pair(examples, config.max_pairs, seed=config.seed)
+        if not len(pairs):
+            raise DataFormatError(f"{source}: no (question, candidate) pairs to retrofit on")
+        return pairs
+
+
 def retrofit_cascade(
     base: str,
     train: str | list[str],
@@ -89,7 +104,9 @@ def retrofit_cascade(
     ``config.metric`` says otherwise.
     """
     config = config or TrainConfig(metric="map@mean")
-    recipe = CascadeRecipe()
+    if config.metric is None:  # what picks the best heads on dev: the mean MAP over the exits
+        config = replace(config, metric="map@mean")
+    recipe = RetrofitRecipe()
     check_output_dir(out_dir, "--out")
     seed_everything(config.seed)
     teacher = load_model(base, CrossEncoder, want="a cross-encoder (what a retrofit needs)")

@@ -74,6 +74,27 @@ def make_pairs(
     return out
 
 
+def every_pair(
+    examples: Sequence[RankingExample], max_pairs: int | None = None, seed: int = 0
+) -> LabelledPairs:
+    """Every (question, candidate) pair, labels ignored (0 in their place); ``max_pairs`` samples whole
+    questions, as :func:`make_pairs` does."""
+    order = list(range(len(examples)))
+    if max_pairs is not None:
+        random.Random(seed).shuffle(order)
+    out = LabelledPairs([], [], [])
+    for i in order:
+        ex = examples[i]
+        if max_pairs is not None and len(out) + len(ex.candidates) > max_pairs and len(out) > 0:
+            break
+        for cand in ex.candidates:
+            out.questions.append(ex.question.text)
+            out.texts.append(cand.text)
+            out.labels.append(0)
+            out.ids.append(f"{ex.qid}/{cand.id}")
+    return out
+
+
 class PointwiseRecipe(Recipe):
     """(question, candidate, 0/1) pairs, every positive plus sampled negatives; binary cross-entropy."""
 

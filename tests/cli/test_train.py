@@ -270,3 +270,8 @@ def test_a_reader_given_a_bad_open_dataset_name_is_one_line(
     args = ["--arch", "reader", "--init", "tiny", "--train", train, "--dev", "", "--out", tmp_path / "r"]
     result = sieveqa("train", *args)
     assert result.exit_code == 2 and one_error_line(result).endswith(says)
+
+
+def test_retrofit_pairs_that_are_not_there_is_one_line(sieveqa, tmp_path: Path) -> None:
+    line = one_error_line(sieveqa("retrofit", "--pairs", tmp_path / "nope.jsonl", "--out", tmp_path / "o"))
+    assert line == f"error: --pairs {tmp_path / 'nope.jsonl'}: no such file"

@@ -91,3 +91,26 @@ def test_a_repeated_qid_is_named_by_its_line(tmp_path: Path) -> None:
     path.write_text(line + line.replace('"a"', '"b"') + line, encoding="utf-8")
     with pytest.raises(DataFormatError, match=r"x\.jsonl:3: duplicate qid 'a' \(first at .*x\.jsonl:1\)"):
         read_jsonl(path)
+
+
+def test_pairs_files_group_a_querys_lines_and_take_the_question_format_too(tmp_path) -> None:
+    from sieveqa.data.jsonl import read_pairs
+    from sieveqa.data.registry import load_dataset
+
+    path = tmp_path / "traffic.jsonl"
+    path.write_text(
+        '{"query": "tea?", "text": "Tea is a drink."}\n{"query": "tea?", "text": "Bees make honey."}\n'
+        '{"query": "sea?", "text": "The sea is salty."}\n'
+        '{"qid": "q", "question": "ice?", "candidates": [{"id": "a", "text": "Ice floats.", "label": 1}]}\n'
+    )
+    examples = read_pairs(path)
+    assert [(e.question.text, [c.text for c in e.candidates]) for e in examples] == [
+        ("tea?", ["Tea is a drink.", "Bees make honey."]),
+        ("sea?", ["The sea is salty."]),
+        ("ice?", ["Ice floats."]),
+    ]
+    assert [c.label for e in examples for c in e.candidates] == [None, None, None, 1]
+    assert [e.qid for e in load_dataset(f"pairs:{path}")] == [e.qid for e in examples]
+    path.write_text('{"query": "tea?", "text": ""}\n')
+    with pytest.raises(DataFormatError, match=r"traffic.jsonl:1: field 'text' must be a non-empty string"):
+        read_pairs(path)

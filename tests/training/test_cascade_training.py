@@ -106,3 +106,37 @@ def test_cascade_training_runs_through_the_one_trainer(tmp_path: Path) -> None:
     saved = json.loads((tmp_path / "ct" / "best" / "config.json").read_text())
     assert saved["sieveqa_model"] == "cascade" and saved["config"]["exits"] == [2, 4]
     assert saved["training"]["exit_sampling"] == "all"
+
+
+def test_a_foreign_reranker_is_retrofitted_from_unlabelled_pairs(tmp_path: Path) -> None:
+    """Issue 45: exits over a Hugging Face ELECTRA from {"query", "text"} lines, no label anywhere;
+    the cascade stores its heads only, reads the body from the user's folder, and runs pruned."""
+    from sieveqa.models.zoo import load_model
+    from sieveqa.runtime.cascade import CascadeRanker
+    from tests.models.hf_tiny import tiny_hf_cross_encoder
+
+    folder = tiny_hf_cross_encoder("electra", tmp_path / "mine")
+    examples = _toy_examples()
+    pairs = tmp_path / "traffic.jsonl"
+    pairs.write_text(
+        "".join(
+            json.dumps({"query": e.question.text, "text": c.text}) + "\n"
+            for e in examples
+            for c in e.candidates
+        )
+    )
+    config = TrainConfig(progress=False, batch_size=8, lr=1e-2, epochs=2)
+    state = retrofit_cascade(
+        str(folder), f"pairs:{pairs}", tmp_path / "retro", exits=[1, 2, 3], dev=None, config=config
+    )
+    assert state.step == 2 * -(-sum(len(e.candidates) for e in examples) // 8)
+    cascade = load_model(tmp_path / "retro" / "best")
+    assert isinstance(cascade, CascadeTransformer) and cascade.body_from == str(folder.resolve())
+    assert cascade.config.final_head_activation == "gelu"  # ELECTRA's head, kept as the last exit
+    q = [e.question.text for e in examples for _ in e.candidates]
+    t = [c.text for e in examples for c in e.candidates]
+    own = torch.tensor(load_model(folder).score_pairs(q, t))
+    last = cascade.exit_scores(q, t)[:, -1]  # its own head, stored in fp16: within fp16's rounding
+    assert (last - own).abs().max() < 2e-3 * own.abs().max()
+    ranked = CascadeRanker(cascade, drop_ratios=0.5).rank_examples(examples)
+    assert [len(r) for r in ranked] == [len(e.candidates) for e in examples]
