@@ -159,9 +159,17 @@ def tune_cascade(
         bool, typer.Option(help="also save the chosen policy beside the model (never into a shipped one)")
     ] = True,
     batch_size: Annotated[int, typer.Option(help="pairs per forward pass")] = 64,
+    agreement: Annotated[
+        int | None,
+        typer.Option(
+            help="tune without labels: a candidate counts as right when the unpruned model ranks it in "
+            "its top K (the default, K = 1, when --dataset has no labels)"
+        ),
+    ] = None,
 ) -> None:
     """Grid-search per-exit drop ratios on a dev set (paper section 5.5) and keep the cheapest
     configuration within TOLERANCE of the unpruned METRIC; plot accuracy against relative cost.
+    A dataset without labels (your own pairs) is tuned for agreement with the unpruned model.
 
     The chosen policy is written to OUT/policy.json (use it with --policy) and, for a model folder of
     your own, beside the model. Unpruned scores are cached (~/.cache/sieveqa/scores), so another grid
@@ -169,7 +177,13 @@ def tune_cascade(
     """
     from sieveqa.data.registry import load_dataset
     from sieveqa.errors import require_extra
-    from sieveqa.evaluation.cascade_search import choose, grid_search, pareto_front, plot_pareto
+    from sieveqa.evaluation.cascade_search import (
+        agreement_labels,
+        choose,
+        grid_search,
+        pareto_front,
+        plot_pareto,
+    )
     from sieveqa.evaluation.metrics import METRICS, qrels_from_examples
     from sieveqa.evaluation.provenance import run_info
     from sieveqa.evaluation.score_cache import cached_scores
@@ -187,11 +201,18 @@ def tune_cascade(
     values = float_list(grid, "--grid") or []
     check_drop_ratios(values, len(values) + 1)
     require_extra("matplotlib", "plot", "tune-cascade's Pareto plot")
+    if agreement is not None and agreement < 1:
+        raise ConfigError(f"--agreement must be >= 1 (the full model's top K), got {agreement}")
     cascade = load_model(model, CascadeTransformer, want="a cascade")
     examples = load_dataset(dataset)
-    qrels_from_examples(examples, dataset, to_tune=True)
+    if agreement is None and not any(c.label is not None for ex in examples for c in ex.candidates):
+        agreement = 1
+    if agreement is None:
+        qrels_from_examples(examples, dataset, to_tune=True)
     with exclusive(out, "tuning folder"):
         scores = cached_scores(model, dataset, examples, progress=True, batch_size=batch_size, loaded=cascade)
+        if agreement is not None:
+            examples = agreement_labels(examples, scores[:, -1], agreement)
         points = grid_search(examples, scores, cascade.exits, values, progress=True)
         chosen = choose(points, metric, tolerance)
         full = next(p for p in points if not any(p.drop_ratios))
@@ -199,12 +220,14 @@ def tune_cascade(
         plot_pareto(points, out / "pareto.png", chosen=chosen, title=title)
         command = _command()
         report = {"model": model, "dataset": dataset, "exits": cascade.exits, "metric": metric}
+        report["agreement"] = agreement  # None: the dataset's labels; K: the unpruned model's top K
         report |= {"tolerance": tolerance, "unpruned": full.as_dict(), "chosen": chosen.as_dict()}
         report["pareto_front"] = [p.as_dict() for p in pareto_front(points, metric)]
         report |= {"grid": [p.as_dict() for p in points], "run": run_info(command)}
         atomic_write_json(out / "grid.json", report)
         policy = CascadePolicy(drop_ratios=chosen.drop_ratios)
         tuning = {"dataset": dataset, "metric": metric, "tolerance": tolerance, "command": command}
+        tuning |= {"agreement": agreement} if agreement is not None else {}
         policy.write(out / "policy.json", tuning | chosen.as_dict())
     console.print(
         f"unpruned: {metric}={full.metrics[metric]:.4f}; chosen α={list(chosen.drop_ratios)}: "

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -80,6 +80,23 @@ def grid_search(
         evaluate_config(examples, exit_scores, exits, combo, qrels)
         for combo in tqdm(combos, desc="grid", unit="config", disable=not progress, leave=False)
     ]
+
+
+def agreement_labels(examples: Sequence[RankingExample], full: Tensor, k: int = 1) -> list[RankingExample]:
+    """``examples`` labelled by the unpruned model itself: a candidate is correct (1) when it is among
+    its question's top ``k`` by ``full`` (the last exit's score of every pair, in order), so P@1 is how
+    often the pruned cascade's top answer is one the full model ranks in its top k. Tuning without
+    labels; ties at the k-th score count as top."""
+    if k < 1:
+        raise ConfigError(f"--agreement must be >= 1 (the full model's top K), got {k}")
+    out, at = [], 0
+    for ex in examples:
+        scores = full[at : at + len(ex.candidates)].tolist()
+        at += len(ex.candidates)
+        kth = sorted(scores, reverse=True)[min(k, len(scores)) - 1] if scores else 0.0
+        cands = [replace(c, label=int(score >= kth)) for c, score in zip(ex.candidates, scores, strict=True)]
+        out.append(RankingExample(ex.question, cands))
+    return out
 
 
 def pareto_front(points: Sequence[GridPoint], metric: str) -> list[GridPoint]:

@@ -17,7 +17,7 @@ from torch import Tensor
 
 from sieveqa.data.records import RankingExample
 from sieveqa.io import atomic_open, file_sha256
-from sieveqa.models._saving import WEIGHTS, read_config
+from sieveqa.models._saving import WEIGHTS, hf_config, read_config
 from sieveqa.models.base import flatten_pairs
 from sieveqa.models.pair_model import PairModel
 from sieveqa.models.zoo import load_model, resolve_model
@@ -25,9 +25,21 @@ from sieveqa.paths import cache_root
 
 
 def _key(folder: Path, dataset: str, examples: Sequence[RankingExample]) -> str:
-    meta = read_config(folder)
-    weights = meta.get("weights_sha256") or file_sha256(folder / WEIGHTS)
-    ids = hashlib.sha1("|".join(c.id for ex in examples for c in ex.candidates).encode()).hexdigest()
+    if hf_config(folder) is not None:  # a Hugging Face folder: its weights files say which model it is
+        meta: dict = {}
+        weights = "|".join(
+            file_sha256(f) for f in sorted(folder.glob("*.safetensors")) or [folder / "config.json"]
+        )
+    else:
+        meta = read_config(folder)
+        weights = meta.get("weights_sha256") or file_sha256(folder / WEIGHTS)
+    # The texts, not only the ids: a file of one's own may change its texts under the same ids.
+    digest = hashlib.sha1()
+    for ex in examples:
+        digest.update(ex.question.text.encode())
+        for c in ex.candidates:
+            digest.update(f"\x00{c.id}\x01{c.text}".encode())
+    ids = digest.hexdigest()
     # A model that reads its body from another one (a retrofit's heads) is also keyed by that body.
     text = f"{folder.resolve()}|{weights}|{meta.get('body_fingerprint', '')}|{dataset}|{ids}"
     return hashlib.sha1(text.encode()).hexdigest()[:20]

@@ -215,3 +215,20 @@ def test_tuning_on_a_dev_set_without_a_correct_label_is_refused(
         sieveqa("tune-cascade", "-m", saved_cascade, "-o", tmp_path / "t", "-d", f"jsonl:{dev}")
     )
     assert says in line
+
+
+def test_tune_cascade_on_unlabelled_pairs_tunes_for_agreement(
+    sieveqa, saved_cascade: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 45: the user's own pairs carry no labels: P@1 becomes agreement with the unpruned top 1."""
+    monkeypatch.setenv("SIEVEQA_CACHE", str(tmp_path / "cache"))
+    pairs = tmp_path / "traffic.jsonl"
+    lines = [("tea?", "Tea is a drink."), ("tea?", "Bees make honey."), ("tea?", "Tea grows on bushes.")]
+    lines += [("sea?", "The sea is salty."), ("sea?", "Glaciers carve valleys.")]
+    pairs.write_text("".join(json.dumps({"query": q, "text": t}) + "\n" for q, t in lines))
+    out = tmp_path / "tuning"
+    result = sieveqa("tune-cascade", "-m", saved_cascade, "-o", out, "-d", f"pairs:{pairs}", "--grid", "0.5")
+    assert result.exit_code == 0, result.output
+    report = json.loads((out / "grid.json").read_text())
+    assert report["agreement"] == 1 and report["unpruned"]["p@1"] == 1.0  # the full model agrees with itself
+    assert json.loads((out / "policy.json").read_text())["tuning"]["agreement"] == 1

@@ -6,6 +6,7 @@ import pytest
 import torch
 
 from sieveqa.data.records import Candidate, Question, RankingExample
+from sieveqa.errors import ConfigError
 from sieveqa.evaluation.cascade_search import (
     GridPoint,
     choose,
@@ -102,3 +103,18 @@ def test_plot_writes_a_png(tmp_path: Path) -> None:
     points = [_pt((0.0,), 1.0, 0.8), _pt((0.3,), 0.6, 0.78), _pt((0.5,), 0.5, 0.7)]
     path = plot_pareto(points, tmp_path / "p.png", chosen=points[1], title="t")
     assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_agreement_labels_mark_the_full_models_top_k() -> None:
+    from sieveqa.evaluation.cascade_search import agreement_labels
+
+    examples = [
+        RankingExample(Question(f"q{n}", "?"), [Candidate(str(i), f"t{i}") for i in range(n)]) for n in (3, 2)
+    ]  # unlabelled
+    full = torch.tensor([0.1, 0.9, 0.5, -1.0, 2.0])
+    top1 = agreement_labels(examples, full, 1)
+    assert [[c.label for c in ex.candidates] for ex in top1] == [[0, 1, 0], [0, 1]]
+    top2 = agreement_labels(examples, full, 2)
+    assert [[c.label for c in ex.candidates] for ex in top2] == [[0, 1, 1], [1, 1]]
+    with pytest.raises(ConfigError, match="--agreement must be >= 1"):
+        agreement_labels(examples, full, 0)
