@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
@@ -40,14 +41,47 @@ SHIPPED = {
 
 
 def resolve_model(name_or_path: str | Path) -> Path:
-    """A shipped model's folder by name, or the given folder; raises if neither exists."""
+    """A shipped model's folder by name, the given folder, or a Hugging Face hub id's local copy
+    (``org/name``, where no local folder ``org`` exists: downloaded once into the hub's cache, or read
+    from it alone under ``HF_HUB_OFFLINE=1``); raises if none."""
     shipped = SHIPPED.get(str(name_or_path))
     path = shipped if shipped is not None else Path(name_or_path).expanduser()
     if not path.is_dir():
+        hub = _from_hub(str(name_or_path))
+        if hub is not None:
+            return hub
         names = ", ".join(SHIPPED)
         raise ModelFormatError(
             f"model {str(name_or_path)!r} is neither a shipped model ({names}) nor a folder"
         )
+    return path
+
+
+_HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*/[\w.-]+")
+#: What a cross-encoder needs from a hub repository (weights as safetensors when it has them).
+_HUB_FILES = ["*.json", "*.txt", "*.model", "*.safetensors"]
+
+
+def _from_hub(name: str) -> Path | None:
+    """``name``'s snapshot from the Hugging Face hub, or None when it is no hub id (or the hub library
+    is missing); a hub that cannot give it is one line."""
+    if not _HUB_ID.fullmatch(name) or Path(name.split("/")[0]).exists():
+        return None  # a relative path whose first folder exists is a path, mistyped or not
+    try:
+        from huggingface_hub import snapshot_download
+        from huggingface_hub.errors import HfHubHTTPError, HFValidationError, LocalEntryNotFoundError
+    except ImportError:
+        return None
+    try:
+        path = Path(snapshot_download(name, allow_patterns=_HUB_FILES))
+        if not any(path.glob("*.safetensors")):  # an older repository: PyTorch's pickled weights
+            path = Path(snapshot_download(name, allow_patterns=[*_HUB_FILES, "*.bin"]))
+    except (HfHubHTTPError, HFValidationError, LocalEntryNotFoundError, OSError) as err:
+        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        raise ModelFormatError(
+            f"model {name!r}: not a shipped model nor a folder, and the Hugging Face hub did not give "
+            f"it ({first})"
+        ) from None
     return path
 
 

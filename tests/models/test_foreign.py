@@ -109,3 +109,35 @@ def test_a_sieveqa_export_loads_back_with_the_same_scores(saved_tiny: Path, tmp_
     want = torch.tensor(original.score_pairs(QUESTIONS, TEXTS))
     got = torch.tensor(back.score_pairs(QUESTIONS, TEXTS))
     assert (got - want).abs().max().item() < 1e-4
+
+
+def _fill_hub_cache(cache: Path, repo: str, source: Path) -> None:
+    """A local Hugging Face hub cache holding ``repo`` at ``main``, as a download would leave it."""
+    commit = "0" * 40
+    folder = cache / f"models--{repo.replace('/', '--')}"
+    (folder / "refs").mkdir(parents=True)
+    (folder / "refs" / "main").write_text(commit)
+    snapshot = folder / "snapshots" / commit
+    snapshot.mkdir(parents=True)
+    for file in source.iterdir():
+        (snapshot / file.name).write_bytes(file.read_bytes())
+
+
+def test_a_hub_id_loads_from_the_local_hub_cache_offline(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The download path, exercised without a network: HF_HUB_OFFLINE=1 over a pre-filled cache."""
+    from huggingface_hub import constants
+
+    source = tiny_hf_cross_encoder("bert", tmp_path / "source")
+    _fill_hub_cache(tmp_path / "hub", "someone/tiny-reranker", source)
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "hub"))
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
+    monkeypatch.chdir(tmp_path)  # no local folder "someone"
+    model = load_model("someone/tiny-reranker")
+    want = torch.tensor(load_model(source).score_pairs(QUESTIONS, TEXTS))
+    assert torch.equal(torch.tensor(model.score_pairs(QUESTIONS, TEXTS)), want)
+    with pytest.raises(
+        ModelFormatError, match=r"'someone/other': not a shipped model nor a folder, and the Hug"
+    ):
+        load_model("someone/other")  # offline and not in the cache: one line, no network tried
