@@ -87,7 +87,7 @@ def tiny_hf_cross_encoder(kind: str, out: Path, labels: int = 1, seed: int = 0, 
         model = getattr(transformers, model_name)(config).eval()
         for name, param in model.named_parameters():  # weights big enough to move scores apart
             if param.dim() > 1:
-                param.data.normal_(0, 0.3 if "classifier" not in name else 3.0)
+                param.data.normal_(0, 0.3 if "classifier" not in name else 1.0)
     tokenizer.model_max_length = max_length
     model.save_pretrained(out)
     tokenizer.save_pretrained(out)

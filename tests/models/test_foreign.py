@@ -141,3 +141,15 @@ def test_a_hub_id_loads_from_the_local_hub_cache_offline(
         ModelFormatError, match=r"'someone/other': not a shipped model nor a folder, and the Hug"
     ):
         load_model("someone/other")  # offline and not in the cache: one line, no network tried
+
+
+def test_a_foreign_body_runs_on_onnx_runtime_as_in_torch(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytest.importorskip("onnxruntime")
+    monkeypatch.setenv("SIEVEQA_CACHE", str(tmp_path / "cache"))
+    model = load_model(tiny_hf_cross_encoder("electra", tmp_path / "e"))  # embeddings_project, gelu head
+    reference = torch.tensor(model.score_pairs(QUESTIONS, TEXTS))
+    model.configure(backend="onnx")
+    assert model.backend == "onnx"
+    assert (torch.tensor(model.score_pairs(QUESTIONS, TEXTS)) - reference).abs().max().item() < 1e-4
