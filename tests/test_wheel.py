@@ -28,4 +28,5 @@ def test_the_wheel_installs_clean_and_ranks_and_answers(tmp_path: Path) -> None:
     report = json.loads(out.read_text())
     steps = {s["step"]: s["exit_code"] for s in report["runs"]["base"]}
     assert steps["sieveqa rank"] == steps["sieveqa answer"] == 0
-    assert report["wheel"].startswith("sieveqa-0.1.0-py3-none-any")
+    assert report["wheel"].startswith("sieveqa-0.1.0-py3-none-any") and report["wheel_mb"] <= 100
+    assert steps["load has from sieveqa-models"] == 0 and report["models_wheel_mb"] <= 100

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar, overload
@@ -16,6 +17,19 @@ if TYPE_CHECKING:
 M = TypeVar("M")
 
 RESOURCES = Path(__file__).resolve().parent.parent / "resources"
+#: The second distribution, for the models that do not fit in sieveqa's wheel under PyPI's 100 MB.
+MODELS_PACKAGE = "sieveqa-models"
+
+
+def _models_resources() -> Path:
+    """Where the installed sieveqa-models keeps its models (in a checkout: packages/sieveqa-models)."""
+    spec = importlib.util.find_spec("sieveqa_models")
+    if spec is not None and spec.submodule_search_locations:
+        return Path(next(iter(spec.submodule_search_locations))) / "resources"
+    return RESOURCES.parent.parent / "packages" / "sieveqa-models" / "sieveqa_models" / "resources"
+
+
+MODELS_RESOURCES = _models_resources()
 SHIPPED = {
     "default": RESOURCES / "default-ranker",
     # The default ranker retrofitted with exits (heads only; its body is read from "default").
@@ -30,13 +44,13 @@ SHIPPED = {
     # and made ones, issue 41): the answering methods' judge, whose logit their confidence reads.
     "peasi-judge": RESOURCES / "peasi-judge",
     # HAS for answer stores (issue 15): sentences of WikiQA train and a slice of SQuAD-AS2 train.
-    "has": RESOURCES / "has",
+    "has": MODELS_RESOURCES / "has",
     # The anytime reader (issue 29): span and has-answer heads after every layer, calibrated, with its
     # dev-chosen schedule settings (policy.json) and learned SkylineBuilder scheduler (scheduler/).
     "reader": RESOURCES / "reader",
     # The previous default (transfer on SQuAD-AS2 train, 69k pairs) and its cascade, for comparison.
-    "default-v1": RESOURCES / "default-v1-ranker",
-    "default-v1-cascade": RESOURCES / "default-v1-cascade",
+    "default-v1": MODELS_RESOURCES / "default-v1-ranker",
+    "default-v1-cascade": MODELS_RESOURCES / "default-v1-cascade",
 }
 
 
@@ -46,6 +60,11 @@ def resolve_model(name_or_path: str | Path) -> Path:
     from it alone under ``HF_HUB_OFFLINE=1``); raises if none."""
     shipped = SHIPPED.get(str(name_or_path))
     path = shipped if shipped is not None else Path(name_or_path).expanduser()
+    if shipped is not None and not path.is_dir() and path.is_relative_to(MODELS_RESOURCES):
+        raise ModelFormatError(
+            f"model {str(name_or_path)!r} ships in the {MODELS_PACKAGE} package, which is not installed: "
+            f"pip install {MODELS_PACKAGE}"
+        )
     if not path.is_dir():
         hub = _from_hub(str(name_or_path))
         if hub is not None:
@@ -86,8 +105,9 @@ def _from_hub(name: str) -> Path | None:
 
 
 def is_shipped(path: str | Path) -> bool:
-    """Whether ``path`` lies inside the installed package's shipped models (never written to)."""
-    return Path(path).resolve().is_relative_to(RESOURCES.resolve())
+    """Whether ``path`` lies inside the installed packages' shipped models (never written to)."""
+    resolved = Path(path).resolve()
+    return resolved.is_relative_to(RESOURCES.resolve()) or resolved.is_relative_to(MODELS_RESOURCES.resolve())
 
 
 def model_ref(name_or_path: str | Path) -> str:

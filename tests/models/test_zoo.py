@@ -37,3 +37,19 @@ def test_a_model_that_remembers_tokens_still_copies_and_pickles(tiny_model) -> N
             )
     finally:
         tiny_model.featurizer.remember(0)
+
+
+def test_a_model_of_the_second_distribution_names_it_when_missing(tmp_path: Path, monkeypatch) -> None:
+    """Issue 45: default-v1 and has ship in sieveqa-models (sieveqa's wheel stays under 100 MB)."""
+    from sieveqa.errors import ModelFormatError
+    from sieveqa.models import zoo
+
+    assert zoo.SHIPPED["has"].is_relative_to(zoo.MODELS_RESOURCES) and zoo.is_shipped(zoo.SHIPPED["has"])
+    assert zoo.resolve_model("has") == zoo.SHIPPED["has"]  # installed here (make install)
+    gone = tmp_path / "not-installed"
+    monkeypatch.setattr(zoo, "MODELS_RESOURCES", gone)
+    monkeypatch.setitem(zoo.SHIPPED, "has", gone / "has")
+    with pytest.raises(
+        ModelFormatError, match=r"^model 'has' ships in the sieveqa-models package, which is not"
+    ):
+        zoo.resolve_model("has")
