@@ -7,7 +7,7 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export NO_MKDOCS_2_WARNING := 1
 
-.PHONY: race-env install demo test test-all test-slow test-shutdown test-docs test-wheel docs wheel test-fast lint default-model default-v1-model cascade-models retrofit-model mono-models default-cascade peasi-cascade has-models has-sensitivity peasi-models peasi-v2-models peasi-v2-ship peasi-v3-models judge-mpnet judge-mpnet-top judge-mpnet-made judge-mpnet-contrast judge-reader easi-null peasi-ship peasi-wikiqa reader-models reader-v2-model reader-v3-model reader-ship reader-v3-ship reader-v3-report confidence-ship mhs-teachers mhs-teacher-scores mhs-kd-search mhs-students mhs-tables default-kd has-store-model has-store-v2-model store-bench fusion-bench
+.PHONY: race-env install demo test test-all test-slow test-shutdown test-docs test-wheel docs wheel test-fast lint default-model default-v1-model cascade-models retrofit-model mono-models default-cascade peasi-cascade foreign-retrofit has-models has-sensitivity peasi-models peasi-v2-models peasi-v2-ship peasi-v3-models judge-mpnet judge-mpnet-top judge-mpnet-made judge-mpnet-contrast judge-reader easi-null peasi-ship peasi-wikiqa reader-models reader-v2-model reader-v3-model reader-ship reader-v3-ship reader-v3-report confidence-ship mhs-teachers mhs-teacher-scores mhs-kd-search mhs-students mhs-tables default-kd has-store-model has-store-v2-model store-bench fusion-bench
 
 $(VENV)/.installed: pyproject.toml packages/sieveqa-models/pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -128,6 +128,27 @@ default-cascade: install
 	$(SIEVEQA) retrofit --model default --train squad-as2:train --out runs/retrofit-default --eval-every 100
 	$(SIEVEQA) tune-cascade --model runs/retrofit-default/best --dataset squad-as2:dev --out runs/retrofit-default/tuning
 	rm -rf sieveqa/resources/default-cascade && cp -r runs/retrofit-default/best sieveqa/resources/default-cascade
+
+# Issue 45's measurement: the shipped default exported as a Hugging Face folder and loaded back as a
+# foreign model, retrofitted WITHOUT labels on SQuAD-AS2 train's pairs (labels stripped; 21 candidates a
+# question, 30,000 pairs, as the labelled retrofit), drop ratios tuned on WikiQA dev; then WikiQA test
+# and SQuAD-AS2 test for it, the foreign model unpruned, and default-cascade, on this machine.
+FOREIGN ?= runs/foreign
+FOREIGN_RESULTS ?= bench/results/foreign
+foreign-retrofit: install
+	rm -rf $(FOREIGN)/default-hf && $(SIEVEQA) export default --format hf $(FOREIGN)/default-hf
+	$(BIN)/python -c "import json; from sieveqa.data.registry import load_dataset; \
+		lines = [json.dumps({'query': e.question.text, 'text': c.text}) for e in load_dataset('squad-as2:train') for c in e.candidates]; \
+		open('$(FOREIGN)/squad-as2-train-pairs.jsonl', 'w').write('\n'.join(lines) + '\n')"
+	$(SIEVEQA) retrofit --model $(FOREIGN)/default-hf --pairs $(FOREIGN)/squad-as2-train-pairs.jsonl --dev "" \
+		--checkpoint-every 100 --out $(FOREIGN)/retrofit
+	$(SIEVEQA) tune-cascade --model $(FOREIGN)/retrofit/best --dataset wikiqa:dev --out $(FOREIGN)/tuning
+	mkdir -p $(FOREIGN_RESULTS) && cp $(FOREIGN)/retrofit/train_log.json $(FOREIGN_RESULTS)/train_log.json
+	for d in wikiqa:test squad-as2:test; do f=$$(echo $$d | tr ':' '_'); \
+		$(SIEVEQA) eval --model $(FOREIGN)/retrofit/best --dataset $$d --precision fp32 --json $(FOREIGN_RESULTS)/retrofit.$$f.json && \
+		$(SIEVEQA) eval --model $(FOREIGN)/default-hf --dataset $$d --precision fp32 --json $(FOREIGN_RESULTS)/full.$$f.json && \
+		$(SIEVEQA) eval --model default-cascade --dataset $$d --precision fp32 --json $(FOREIGN_RESULTS)/default-cascade.$$f.json || exit 1; \
+	done
 
 # PEASI's passage reranker retrofitted with exits the same way (issue 31's budget: its exits drop
 # passages), on passages of SQuAD train, drop ratios tuned on SQuAD passages dev; ships as peasi-cascade.

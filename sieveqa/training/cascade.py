@@ -71,14 +71,16 @@ class CascadeRecipe(PointwiseRecipe):
 
 class RetrofitRecipe(CascadeRecipe):
     """A retrofit's pairs: labelled data sampled as for training (positives, ``max_negatives``
-    negatives), and where any candidate is unlabelled, every pair: the exits learn the model's own
-    scores, so labels are never read."""
+    negatives), and where any candidate is unlabelled, ``max_negatives + 1`` candidates of each
+    question (as many as a question with one answer gives; all of them without ``max_negatives``):
+    the exits learn the model's own scores, so labels are never read."""
 
     def sample(self, examples: Sequence[RankingExample], config: TrainConfig, source: str) -> LabelledPairs:
         if all(c.label is not None for ex in examples for c in ex.candidates):
             pairs = make_pairs(examples, config.max_negatives, config.max_pairs, seed=config.seed)
         else:
-            pairs = every_pair(examples, config.max_pairs, seed=config.seed)
+            each = None if config.max_negatives is None else config.max_negatives + 1
+            pairs = every_pair(examples, config.max_pairs, seed=config.seed, per_question=each)
         if not len(pairs):
             raise DataFormatError(f"{source}: no (question, candidate) pairs to retrofit on")
         return pairs

@@ -75,19 +75,27 @@ def make_pairs(
 
 
 def every_pair(
-    examples: Sequence[RankingExample], max_pairs: int | None = None, seed: int = 0
+    examples: Sequence[RankingExample],
+    max_pairs: int | None = None,
+    seed: int = 0,
+    per_question: int | None = None,
 ) -> LabelledPairs:
-    """Every (question, candidate) pair, labels ignored (0 in their place); ``max_pairs`` samples whole
-    questions, as :func:`make_pairs` does."""
+    """The (question, candidate) pairs, labels ignored (0 in their place): every candidate, or
+    ``per_question`` sampled ones of each question; ``max_pairs`` samples whole questions, as
+    :func:`make_pairs` does."""
+    rng = random.Random(seed)
     order = list(range(len(examples)))
     if max_pairs is not None:
-        random.Random(seed).shuffle(order)
+        rng.shuffle(order)
     out = LabelledPairs([], [], [])
     for i in order:
         ex = examples[i]
-        if max_pairs is not None and len(out) + len(ex.candidates) > max_pairs and len(out) > 0:
+        cands = list(ex.candidates)
+        if per_question is not None and len(cands) > per_question:
+            cands = rng.sample(cands, per_question)
+        if max_pairs is not None and len(out) + len(cands) > max_pairs and len(out) > 0:
             break
-        for cand in ex.candidates:
+        for cand in cands:
             out.questions.append(ex.question.text)
             out.texts.append(cand.text)
             out.labels.append(0)
