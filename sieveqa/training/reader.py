@@ -244,4 +244,5 @@ class ReaderRecipe(Recipe):
 
     def metric_names(self, model: EncoderModel) -> list[str]:
         assert isinstance(model, ReaderModel)
-        return ["em", "f1", *(f"em@{layer}" for layer in model.exits)]
+        # has_auc: the has-answer AUROC, given by a dev set that holds unanswerable questions
+        return ["em", "f1", "has_auc", *(f"em@{layer}" for layer in model.exits)]

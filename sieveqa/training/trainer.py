@@ -25,7 +25,7 @@ from tqdm.auto import tqdm
 from transformers import get_linear_schedule_with_warmup
 
 from sieveqa.device import autocast, resolve_precision
-from sieveqa.errors import DataFormatError
+from sieveqa.errors import ConfigError, DataFormatError
 from sieveqa.features import length_batches
 from sieveqa.io import atomic_dir, atomic_write_json, exclusive
 from sieveqa.training.batches import Evaluate, Objective, TrainData
@@ -202,6 +202,11 @@ class Trainer:
             metrics = self.evaluate(self.model)
             self.model.train()
             record.update(metrics)
+            if self.config.metric not in metrics:  # e.g. has_auc on a dev set without unanswerable questions
+                given = ", ".join(sorted(metrics))
+                raise ConfigError(
+                    f"--metric {self.config.metric}: the dev evaluation gave none (it gave {given})"
+                )
             value = metrics[self.config.metric]
             if value > self.state.best_metric:
                 self.state.best_metric, self.state.best_step = value, self.state.step

@@ -215,3 +215,15 @@ def test_train_layers_beyond_the_backbone_is_refused() -> None:
         CrossEncoder(CrossEncoderConfig(backbone="tiny", max_length=64, train_layers=99))
     with pytest.raises(ConfigError, match="invalid train_layers=0"):
         CrossEncoderConfig(backbone="tiny", train_layers=0)
+
+
+def test_a_metric_the_dev_evaluation_does_not_give_is_one_line(tiny_model, tmp_path: Path) -> None:
+    """A reader chosen by has_auc over a dev set without unanswerable questions was a KeyError."""
+    from sieveqa.errors import ConfigError
+
+    trainer = _trainer(tiny_model, tmp_path, epochs=1, metric="has_auc")
+    trainer.evaluate = lambda model: {"em": 40.0, "f1": 50.0}
+    with pytest.raises(
+        ConfigError, match=r"^--metric has_auc: the dev evaluation gave none \(it gave em, f1\)$"
+    ):
+        trainer.train()
