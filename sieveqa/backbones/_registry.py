@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import torch
 from transformers import AutoConfig, AutoModel, AutoTokenizer, PreTrainedModel, PreTrainedTokenizerBase
 from transformers.utils import logging as hf_logging
 
@@ -170,13 +171,18 @@ def load_backbone(name_or_path: str | os.PathLike[str]) -> Backbone:
             )
     with quiet_transformers():
         config = AutoConfig.from_pretrained(path, local_files_only=True)
-        # The pretraining pooler is left out where the body has one (ELECTRA's has none to leave).
-        pooled = (
-            "add_pooling_layer"
-            in inspect.signature(AutoModel._model_mapping[type(config)].__init__).parameters
-        )
+        # The pretraining pooler is left out where the body has one (ELECTRA's has none to leave); fp32
+        # whatever the folder was saved in (sieveqa chooses the precision when it runs).
+        try:
+            pooled = (
+                "add_pooling_layer" in inspect.signature(AutoModel._model_mapping[type(config)]).parameters
+            )
+        except KeyError:  # a config type AutoModel does not know: from_pretrained says so
+            pooled = False
         kwargs = {"add_pooling_layer": False} if pooled else {}
-        model = AutoModel.from_pretrained(path, config=config, local_files_only=True, **kwargs)
+        model = AutoModel.from_pretrained(
+            path, config=config, local_files_only=True, dtype=torch.float32, **kwargs
+        )
         tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
     return Backbone(name=name, model=model, tokenizer=tokenizer, path=path)
 

@@ -130,23 +130,35 @@ def iter_jsonl(path: str | os.PathLike[str]) -> Iterator[RankingExample]:
 
 
 def read_pairs(path: str | os.PathLike[str]) -> list[RankingExample]:
-    """Unlabelled (query, text) pairs, as traffic logs hold them: each line ``{"query": str, "text":
-    str}`` (consecutive lines of one query make one question), or a question with its candidates in
-    the format above (labels, if any, are kept). What a label-free retrofit learns from."""
+    """(query, text) pairs, as traffic logs hold them: each line ``{"query": str, "text": str,
+    "label": 0|1 (optional)}`` (consecutive lines of one query make one question, ``pairs-N``), or a
+    question with its candidates in the format above. What a label-free retrofit learns from; question
+    ids must be unique across the file."""
     examples: list[RankingExample] = []
+    seen: dict[str, str] = {}
     for where, obj in iter_json_lines(path):
         if isinstance(obj, dict) and "candidates" not in obj and "query" in obj:
             query, text = require_str(obj, "query", where), require_str(obj, "text", where)
-            if (
-                not examples
-                or examples[-1].question.text != query
-                or not examples[-1].qid.startswith("pairs-")
-            ):
-                examples.append(RankingExample(Question(f"pairs-{len(examples)}", query), []))
-            cands = examples[-1].candidates
-            cands.append(Candidate(id=str(len(cands)), text=text, label=None))
+            label = obj.get("label")
+            if label is not None and (isinstance(label, bool) or label not in (0, 1)):
+                raise DataFormatError(
+                    f"{where}: field 'label' must be 0 or 1, got {shorten(repr(label), 60)}"
+                )
+            last = examples[-1] if examples else None
+            new = last is None or last.question.text != query or not last.qid.startswith("pairs-")
+            if new:
+                last = RankingExample(Question(f"pairs-{len(examples)}", query), [])
+                examples.append(last)
+            assert last is not None
+            last.candidates.append(Candidate(id=str(len(last.candidates)), text=text, label=label))
         else:
+            new = True
             examples.append(parse_example(obj, where))
+        if new:
+            qid = examples[-1].qid
+            if qid in seen:
+                raise DataFormatError(f"{where}: duplicate qid {qid!r} (first at {seen[qid]})")
+            seen[qid] = where
     if not examples:
         raise DataFormatError(f"{path}: no pairs in it")
     return examples

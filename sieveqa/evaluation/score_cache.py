@@ -27,9 +27,8 @@ from sieveqa.paths import cache_root
 def _key(folder: Path, dataset: str, examples: Sequence[RankingExample]) -> str:
     if hf_config(folder) is not None:  # a Hugging Face folder: its weights files say which model it is
         meta: dict = {}
-        weights = "|".join(
-            file_sha256(f) for f in sorted(folder.glob("*.safetensors")) or [folder / "config.json"]
-        )
+        files = sorted([*folder.glob("*.safetensors"), *folder.glob("*.bin")]) or [folder / "config.json"]
+        weights = "|".join(file_sha256(f) for f in files)
     else:
         meta = read_config(folder)
         weights = meta.get("weights_sha256") or file_sha256(folder / WEIGHTS)

@@ -2,9 +2,10 @@
 ``AutoModelForSequenceClassification`` and sentence-transformers' ``CrossEncoder`` load as they are,
 and that scores as sieveqa does.
 
-What maps: a cross-encoder with CLS pooling over a BERT or MPNet body (the shipped ``default`` and
-``default-v1-ranker``, ``peasi-pr``). Hugging Face's classes put ``dense`` and ``tanh`` before the
-linear classifier on the first token; sieveqa's head is the linear layer alone. The export sets
+What maps: a cross-encoder with CLS pooling over a BERT, MPNet, RoBERTa or XLM-RoBERTa body (the
+shipped ``default`` and ``default-v1-ranker``, ``peasi-pr``), and one imported from Hugging Face (its
+two-layer head maps back as it is; an ELECTRA's too). Hugging Face's classes put ``dense`` and ``tanh``
+before the linear classifier on the first token; sieveqa's own head is the linear layer alone. The export sets
 ``dense`` to ``eps·I`` and the classifier to ``w/eps``: ``tanh(eps·h)/eps = h - eps²h³/3 + ...``, so
 the logit moves by about ``eps²·Σ|w·h³|/3`` (``EPS`` keeps that far under 1e-4 for these bodies;
 bench/hf_export.py measures it) while the fp32 rounding of ``tanh`` near zero stays relative to
@@ -26,14 +27,22 @@ from typing import TYPE_CHECKING
 import torch
 
 from sieveqa.errors import ConfigError
+from sieveqa.models.foreign import hf_head
 
 if TYPE_CHECKING:
     from sieveqa.models.encoder_model import EncoderModel
 
 #: The pooler's scale: small enough that tanh is linear to fp32 precision at sieveqa's hidden sizes.
 EPS = 1e-4
-#: The body types with a sequence classifier that reads the first token through dense + tanh.
-_CLASSIFIERS = {"bert": "BertForSequenceClassification", "mpnet": "MPNetForSequenceClassification"}
+#: The body types with a sequence classifier that reads the first token through dense + activation
+#: (tanh; ELECTRA's gelu) + classifier.
+_CLASSIFIERS = {
+    "bert": "BertForSequenceClassification",
+    "mpnet": "MPNetForSequenceClassification",
+    "roberta": "RobertaForSequenceClassification",
+    "xlm-roberta": "XLMRobertaForSequenceClassification",
+    "electra": "ElectraForSequenceClassification",
+}
 
 
 def hf_refusal(model: EncoderModel) -> str | None:
@@ -47,7 +56,16 @@ def hf_refusal(model: EncoderModel) -> str | None:
         return f"pooling {model.config.pooling!r} has no Hugging Face equivalent (it reads the first token)"
     body = model.encoder.backbone.config.model_type
     if body not in _CLASSIFIERS:
-        return f"a {body} body has no sequence classifier here (bert and mpnet do)"
+        return f"a {body} body has no sequence classifier here ({', '.join(_CLASSIFIERS)} do)"
+    layers, activation = model.config.classifier_layers, model.config.classifier_activation
+    if layers == 2 and activation != ("gelu" if body == "electra" else "tanh"):
+        return f"a {activation} head over a {body} body has no Hugging Face equivalent"
+    if layers == 1 and body == "electra":  # gelu is not linear near 0: the eps pooler below needs tanh
+        return (
+            "a one-layer head over an electra body has no Hugging Face equivalent (its classifier uses gelu)"
+        )
+    if layers not in (1, 2):
+        return f"a {layers}-layer head has no Hugging Face equivalent (1 or 2 layers map)"
     return None
 
 
@@ -76,27 +94,23 @@ def export_hf(model: EncoderModel, out: Path) -> Path:
     # sentence-transformers' CrossEncoder reads this: a probability, as sieveqa's `predict` gives.
     config.sentence_transformers = {"activation_fn": "torch.nn.modules.activation.Sigmoid"}
     hf = getattr(transformers, _CLASSIFIERS[body])(config).eval()
-    inner = getattr(hf, body)
+    inner = hf.base_model
     state = {k: v for k, v in backbone.state_dict().items() if not k.startswith("pooler.")}
     result = inner.load_state_dict(state, strict=False)
     unexpected = [k for k in result.unexpected_keys if not k.startswith("encoder.layer.")]
     missing = [k for k in result.missing_keys if not k.startswith("pooler.")]
     if missing or unexpected:
         raise ConfigError(f"the body's weights do not map onto {_CLASSIFIERS[body]}: {missing or unexpected}")
-    linear = model.head.output
-    dense, final = (
-        (hf.bert.pooler.dense, hf.classifier)
-        if body == "bert"
-        else (
-            hf.classifier.dense,
-            hf.classifier.out_proj,
-        )
-    )
+    dense, final = hf_head(hf)
     with torch.no_grad():
-        dense.weight.copy_(torch.eye(config.hidden_size) * EPS)
-        dense.bias.zero_()
-        final.weight.copy_(linear.weight.float() / EPS)
-        final.bias.copy_(linear.bias.float())
+        if model.config.classifier_layers == 2:  # the head is already dense + activation + classifier
+            dense.load_state_dict({k: v.float() for k, v in model.head[1].state_dict().items()})
+            final.weight.copy_(model.head.output.weight.float())
+        else:
+            dense.weight.copy_(torch.eye(config.hidden_size) * EPS)
+            dense.bias.zero_()
+            final.weight.copy_(model.head.output.weight.float() / EPS)
+        final.bias.copy_(model.head.output.bias.float())
     tmp = None
     try:  # a failed save (a full disk, a read-only folder) leaves nothing and says so in one line
         out.parent.mkdir(parents=True, exist_ok=True)

@@ -34,6 +34,7 @@ from sieveqa.models._saving import (
     save_model_folder,
     tensor_fingerprint,
 )
+from sieveqa.models.foreign import positions
 
 log = logging.getLogger(__name__)
 
@@ -98,11 +99,7 @@ class EncoderModel(InferenceCopies):
         self.tokenizer = backbone.tokenizer
         self.featurizer = Featurizer(backbone.tokenizer)
         self.encoder = SteppableEncoder(backbone.model)
-        embeddings = backbone.model.embeddings
-        # MPNet/RoBERTa-style position ids start after the padding index.
-        self.positions = backbone.model.config.max_position_embeddings - (
-            getattr(embeddings, "padding_idx", -1) + 1
-        )
+        self.positions = positions(backbone.model)  # MPNet/RoBERTa-style ids start after the padding index
         self.check_positions()
         if config.freeze_word_embeddings:
             backbone.model.embeddings.word_embeddings.weight.requires_grad_(False)
@@ -345,6 +342,12 @@ class EncoderModel(InferenceCopies):
             config = cls.config_class(**typed(cls.config_class, meta["config"], where, ModelFormatError))
         except ConfigError as err:
             raise ModelFormatError(f"{where}: {err}") from err
+        source = meta.get("body_from")
+        if isinstance(source, str) and source not in zoo.SHIPPED and not Path(source).is_dir():
+            raise ModelFormatError(
+                f"{path}: its body comes from {source}, which is no longer there (a model stored as heads "
+                "only reads its body from that folder: put it back, or train the heads again)"
+            )
         model = cls(config)
         if meta.get("body_from"):
             model._load_shared_body(path, meta)

@@ -27,7 +27,7 @@ from sieveqa.backbones import Backbone, quiet_transformers
 from sieveqa.errors import ModelFormatError
 from sieveqa.models._saving import hf_config
 
-__all__ = ["BODIES", "Foreign", "read_foreign", "refusal"]
+__all__ = ["BODIES", "Foreign", "hf_head", "positions", "read_foreign", "refusal"]
 
 #: The body types whose sequence classifier sieveqa takes in, and their head's activation.
 BODIES = {"bert": "tanh", "electra": "gelu", "roberta": "tanh", "xlm-roberta": "tanh", "mpnet": "tanh"}
@@ -72,6 +72,20 @@ class Foreign:
     about: dict[str, Any]
 
 
+def hf_head(hf: Any) -> tuple[torch.nn.Linear, torch.nn.Linear]:
+    """A Hugging Face sequence classifier's ``(dense, classifier)`` layers, the two linear layers of
+    sieveqa's two-layer head: BERT's pooler and classifier, the others' ``classifier.dense`` and
+    ``classifier.out_proj``."""
+    if hf.config.model_type == "bert":
+        return hf.base_model.pooler.dense, hf.classifier
+    return hf.classifier.dense, hf.classifier.out_proj
+
+
+def positions(body: Any) -> int:
+    """How many tokens ``body``'s position embeddings take (RoBERTa-style ones start after padding)."""
+    return int(body.config.max_position_embeddings) - (getattr(body.embeddings, "padding_idx", -1) + 1)
+
+
 def read_foreign(path: Path) -> Foreign:
     """Read the Hugging Face cross-encoder in ``path`` (fp32); a folder that cannot be a sieveqa ranker
     is a ModelFormatError naming it and why."""
@@ -83,27 +97,31 @@ def read_foreign(path: Path) -> Foreign:
     reason = refusal(config)
     if reason is not None:
         raise ModelFormatError(f"{path}: {reason}")
+    path = path.resolve()  # what a cascade over it records, so it loads from anywhere
     try:
         with quiet_transformers():
-            hf = (
-                AutoModelForSequenceClassification.from_pretrained(path, local_files_only=True).float().eval()
+            hf, info = AutoModelForSequenceClassification.from_pretrained(
+                path, local_files_only=True, dtype=torch.float32, output_loading_info=True
             )
             tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
     except (OSError, ValueError) as err:
         raise ModelFormatError(f"{path}: transformers cannot load it ({err})") from None
+    if info.get("missing_keys"):  # transformers would start them at random, and say so only in a log
+        missing = sorted(info["missing_keys"])
+        raise ModelFormatError(
+            f"{path}: its weights lack {', '.join(missing[:3])} (a model saved whole has them)"
+        )
+    hf.eval()
     body = hf.base_model
+    dense, final = hf_head(hf)
     if config["model_type"] == "bert":  # the pooler is the head's first layer; the body ends at the layers
-        dense, final = body.pooler.dense, hf.classifier
         body.pooler = None
-    else:
-        dense, final = hf.classifier.dense, hf.classifier.out_proj
     weight, bias = final.weight.detach(), final.bias.detach()
     if weight.shape[0] == 2:  # log-odds of "relevant": softmax's p1 is sigmoid(l1 - l0)
         weight, bias = (weight[1] - weight[0]).unsqueeze(0), (bias[1] - bias[0]).unsqueeze(0)
-    positions = body.config.max_position_embeddings - (getattr(body.embeddings, "padding_idx", -1) + 1)
     settings = {
         "backbone": str(path),
-        "max_length": _max_length(tokenizer, positions),
+        "max_length": _max_length(tokenizer, positions(body)),
         "classifier_layers": 2,
         "classifier_activation": BODIES[config["model_type"]],
     }

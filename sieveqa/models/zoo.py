@@ -98,8 +98,8 @@ def _from_hub(name: str) -> Path | None:
     except (HfHubHTTPError, HFValidationError, LocalEntryNotFoundError, OSError) as err:
         first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
         raise ModelFormatError(
-            f"model {name!r}: not a shipped model nor a folder, and the Hugging Face hub did not give "
-            f"it ({first})"
+            f"model {name!r}: no such folder here, not a shipped model, and the Hugging Face hub did "
+            f"not give it ({first})"
         ) from None
     return path
 

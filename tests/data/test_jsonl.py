@@ -114,3 +114,10 @@ def test_pairs_files_group_a_querys_lines_and_take_the_question_format_too(tmp_p
     path.write_text('{"query": "tea?", "text": ""}\n')
     with pytest.raises(DataFormatError, match=r"traffic.jsonl:1: field 'text' must be a non-empty string"):
         read_pairs(path)
+    path.write_text(
+        '{"query": "a?", "text": "x", "label": 1}\n{"qid": "pairs-0", "question": "b?", "candidates": []}\n'
+    )
+    with pytest.raises(DataFormatError, match=r"traffic.jsonl:2: duplicate qid 'pairs-0' \(first at .*:1\)"):
+        read_pairs(path)
+    path.write_text('{"query": "a?", "text": "x", "label": 1}\n')
+    assert read_pairs(path)[0].candidates[0].label == 1  # a label given is kept

@@ -138,7 +138,7 @@ def test_a_hub_id_loads_from_the_local_hub_cache_offline(
     want = torch.tensor(load_model(source).score_pairs(QUESTIONS, TEXTS))
     assert torch.equal(torch.tensor(model.score_pairs(QUESTIONS, TEXTS)), want)
     with pytest.raises(
-        ModelFormatError, match=r"'someone/other': not a shipped model nor a folder, and the Hug"
+        ModelFormatError, match=r"'someone/other': no such folder here, not a shipped model, and the Hug"
     ):
         load_model("someone/other")  # offline and not in the cache: one line, no network tried
 
@@ -153,3 +153,54 @@ def test_a_foreign_body_runs_on_onnx_runtime_as_in_torch(
     model.configure(backend="onnx")
     assert model.backend == "onnx"
     assert (torch.tensor(model.score_pairs(QUESTIONS, TEXTS)) - reference).abs().max().item() < 1e-4
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_foreign_model_exports_back_to_hugging_face_unchanged(kind: str, tmp_path: Path) -> None:
+    """Its two-layer head maps back as it is (the export once put the eps pooler in front of it)."""
+    from sieveqa.exported.hf import export_hf
+
+    model = load_model(tiny_hf_cross_encoder(kind, tmp_path / kind))
+    logits = _hf_logits(export_hf(model, tmp_path / "back"))[:, 0]
+    assert (logits - torch.tensor(model.score_pairs(QUESTIONS, TEXTS))).abs().max().item() < 1e-4
+
+
+def test_a_folder_saved_in_bf16_loads_and_its_retrofit_scores(tmp_path: Path) -> None:
+    """transformers 5 loads a folder in its saved dtype: the retrofit cascade's body came back bf16."""
+    import shutil
+
+    from transformers import AutoModelForSequenceClassification
+
+    from sieveqa.training.cascade import retrofit_cascade
+    from sieveqa.training.config import TrainConfig
+
+    source = tiny_hf_cross_encoder("roberta", tmp_path / "fp32")
+    half = tmp_path / "bf16"
+    shutil.copytree(source, half)
+    AutoModelForSequenceClassification.from_pretrained(source).to(torch.bfloat16).save_pretrained(half)
+    pairs = tmp_path / "pairs.jsonl"
+    pairs.write_text(
+        "".join(f'{{"query": "{q}", "text": "{t}"}}\n' for q, t in zip(QUESTIONS, TEXTS, strict=True))
+    )
+    config = TrainConfig(progress=False, batch_size=4, lr=1e-2, epochs=1)
+    retrofit_cascade(
+        str(half), f"pairs:{pairs}", tmp_path / "retro", exits=[1, 2, 3], dev=None, config=config
+    )
+    cascade = load_model(tmp_path / "retro" / "best")
+    assert cascade.encoder.backbone.embeddings.word_embeddings.weight.dtype == torch.float32
+    assert cascade.exit_scores(QUESTIONS, TEXTS).shape == (3, 3)
+    half.rename(tmp_path / "moved")  # the cascade reads its body from there: it says so
+    with pytest.raises(ModelFormatError, match=r"its body comes from .*bf16, which is no longer there"):
+        load_model(tmp_path / "retro" / "best")
+
+
+def test_a_folder_without_its_head_weights_is_refused_not_randomised(tmp_path: Path) -> None:
+    from safetensors.torch import load_file, save_file
+
+    folder = tiny_hf_cross_encoder("bert", tmp_path / "b")
+    weights = load_file(folder / "model.safetensors")
+    save_file(
+        {k: v for k, v in weights.items() if not k.startswith("classifier.")}, folder / "model.safetensors"
+    )
+    with pytest.raises(ModelFormatError, match=r"b: its weights lack classifier.bias, classifier.weight"):
+        load_model(folder)
