@@ -179,6 +179,7 @@ def tune_cascade(
     from sieveqa.errors import require_extra
     from sieveqa.evaluation.cascade_search import (
         agreement_labels,
+        check_agreement,
         choose,
         grid_search,
         pareto_front,
@@ -201,8 +202,8 @@ def tune_cascade(
     values = float_list(grid, "--grid") or []
     check_drop_ratios(values, len(values) + 1)
     require_extra("matplotlib", "plot", "tune-cascade's Pareto plot")
-    if agreement is not None and agreement < 1:
-        raise ConfigError(f"--agreement must be >= 1 (the full model's top K), got {agreement}")
+    if agreement is not None:
+        check_agreement(agreement)
     cascade = load_model(model, CascadeTransformer, want="a cascade")
     examples = load_dataset(dataset)
     if agreement is None and not any(c.label is not None for ex in examples for c in ex.candidates):

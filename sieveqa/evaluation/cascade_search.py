@@ -82,13 +82,18 @@ def grid_search(
     ]
 
 
+def check_agreement(k: int) -> None:
+    """Refuse an ``--agreement`` that is no top K."""
+    if k < 1:
+        raise ConfigError(f"--agreement must be >= 1 (the full model's top K), got {k}")
+
+
 def agreement_labels(examples: Sequence[RankingExample], full: Tensor, k: int = 1) -> list[RankingExample]:
     """``examples`` labelled by the unpruned model itself: a candidate is correct (1) when it is among
     its question's top ``k`` by ``full`` (the last exit's score of every pair, in order), so P@1 is how
     often the pruned cascade's top answer is one the full model ranks in its top k. Tuning without
     labels; ties at the k-th score count as top."""
-    if k < 1:
-        raise ConfigError(f"--agreement must be >= 1 (the full model's top K), got {k}")
+    check_agreement(k)
     out, at = [], 0
     for ex in examples:
         scores = full[at : at + len(ex.candidates)].tolist()

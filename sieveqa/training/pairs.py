@@ -36,9 +36,12 @@ class LabelledPairs:
     def n_positive(self) -> int:
         return sum(1 for label in self.labels if label > 0)
 
+    #: Set by :func:`every_pair`: the labels are placeholders, never read.
+    unlabelled: bool = False
+
     @property
     def summary(self) -> str:
-        return f"{len(self)} pairs ({self.n_positive} positive)"
+        return f"{len(self)} pairs ({'labels unused' if self.unlabelled else f'{self.n_positive} positive'})"
 
 
 def make_pairs(
@@ -87,7 +90,7 @@ def every_pair(
     order = list(range(len(examples)))
     if max_pairs is not None:
         rng.shuffle(order)
-    out = LabelledPairs([], [], [])
+    out = LabelledPairs([], [], [], unlabelled=True)
     for i in order:
         ex = examples[i]
         cands = list(ex.candidates)

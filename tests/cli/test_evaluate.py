@@ -231,4 +231,26 @@ def test_tune_cascade_on_unlabelled_pairs_tunes_for_agreement(
     assert result.exit_code == 0, result.output
     report = json.loads((out / "grid.json").read_text())
     assert report["agreement"] == 1 and report["unpruned"]["p@1"] == 1.0  # the full model agrees with itself
+    # Within the default tolerance the cheapest point that keeps the full model's top answer wins.
+    kept = [p for p in report["grid"] if p["p@1"] >= 1.0 - report["tolerance"] - 1e-9]
+    assert report["chosen"]["relative_cost"] == min(p["relative_cost"] for p in kept)
     assert json.loads((out / "policy.json").read_text())["tuning"]["agreement"] == 1
+    # Given labels, --agreement still tunes by the model's own top K, not by them.
+    labelled = tmp_path / "labelled.jsonl"
+    labelled.write_text(
+        json.dumps(
+            {
+                "qid": "q",
+                "question": "tea?",
+                "candidates": [
+                    {"id": "a", "text": "Tea is a drink.", "label": 0},
+                    {"id": "b", "text": "Bees make honey.", "label": 0},
+                ],
+            }
+        )
+        + "\n"
+    )  # no correct answer: tuning by the labels would be refused
+    result = sieveqa(
+        "tune-cascade", "-m", saved_cascade, "-o", tmp_path / "t2", "-d", labelled, "--agreement", "1"
+    )
+    assert result.exit_code == 0, result.output

@@ -92,3 +92,12 @@ def tiny_hf_cross_encoder(kind: str, out: Path, labels: int = 1, seed: int = 0, 
     model.save_pretrained(out)
     tokenizer.save_pretrained(out)
     return out
+
+
+def tiny_distilbert(out: Path) -> Path:
+    """A DistilBERT sequence classifier: a body whose layers sieveqa does not step (refused)."""
+    import transformers
+
+    config = transformers.DistilBertConfig(dim=32, n_layers=1, n_heads=2, hidden_dim=64, vocab_size=100)
+    transformers.DistilBertForSequenceClassification(config).save_pretrained(out)
+    return out

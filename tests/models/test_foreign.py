@@ -11,7 +11,7 @@ import torch
 from sieveqa.errors import ModelFormatError
 from sieveqa.models.cross_encoder import CrossEncoder
 from sieveqa.models.zoo import load_model
-from tests.models.hf_tiny import tiny_hf_cross_encoder
+from tests.models.hf_tiny import tiny_distilbert, tiny_hf_cross_encoder
 
 QUESTIONS = ["who discovered penicillin?", "what is the capital of france?", "why is the sea salty?"]
 TEXTS = [
@@ -78,10 +78,7 @@ def test_what_cannot_be_a_ranker_is_one_line_naming_the_folder(tmp_path: Path) -
     import transformers
 
     tiny = {"hidden_size": 32, "num_attention_heads": 2, "vocab_size": 100}
-    distil = transformers.DistilBertForSequenceClassification(
-        transformers.DistilBertConfig(dim=32, n_layers=1, n_heads=2, hidden_dim=64, vocab_size=100)
-    )
-    distil.save_pretrained(tmp_path / "distil")
+    tiny_distilbert(tmp_path / "distil")
     with pytest.raises(
         ModelFormatError, match=r"distil: a distilbert cross-encoder: sieveqa runs bert, electra"
     ):
@@ -143,12 +140,13 @@ def test_a_hub_id_loads_from_the_local_hub_cache_offline(
         load_model("someone/other")  # offline and not in the cache: one line, no network tried
 
 
+@pytest.mark.parametrize("kind", KINDS)
 def test_a_foreign_body_runs_on_onnx_runtime_as_in_torch(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    kind: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     pytest.importorskip("onnxruntime")
     monkeypatch.setenv("SIEVEQA_CACHE", str(tmp_path / "cache"))
-    model = load_model(tiny_hf_cross_encoder("electra", tmp_path / "e"))  # embeddings_project, gelu head
+    model = load_model(tiny_hf_cross_encoder(kind, tmp_path / kind))  # ELECTRA: embeddings_project, gelu
     reference = torch.tensor(model.score_pairs(QUESTIONS, TEXTS))
     model.configure(backend="onnx")
     assert model.backend == "onnx"

@@ -21,4 +21,4 @@ def test_every_pair_takes_each_candidate_or_a_sample_of_each_question() -> None:
     assert len(capped) == 3 + 2 + 3
     assert capped.ids == every_pair(examples, per_question=3, seed=1).ids  # the same seed, the same sample
     budget = every_pair(examples, max_pairs=6, seed=0, per_question=3)
-    assert len(budget) <= 6 and len({i.split("/")[0] for i in budget.ids}) == 2  # whole questions
+    assert len({i.split("/")[0] for i in budget.ids}) == 2 and len(budget) in (5, 6)  # whole questions, <= 6
