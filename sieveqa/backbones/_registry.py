@@ -10,6 +10,7 @@ import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import torch
 from transformers import AutoConfig, AutoModel, AutoTokenizer, PreTrainedModel, PreTrainedTokenizerBase
@@ -185,6 +186,15 @@ def load_backbone(name_or_path: str | os.PathLike[str]) -> Backbone:
         )
         tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
     return Backbone(name=name, model=model, tokenizer=tokenizer, path=path)
+
+
+def hf_head(hf: PreTrainedModel) -> tuple[Any, Any]:
+    """A Hugging Face sequence classifier's ``(dense, classifier)`` layers, the two linear layers of
+    sieveqa's two-layer head: BERT's pooler and classifier, the others' ``classifier.dense`` and
+    ``classifier.out_proj``."""
+    if hf.config.model_type == "bert":
+        return hf.base_model.pooler.dense, hf.classifier
+    return hf.classifier.dense, hf.classifier.out_proj
 
 
 def backbone_status() -> list[dict[str, str]]:

@@ -26,8 +26,8 @@ from typing import TYPE_CHECKING
 
 import torch
 
+from sieveqa.backbones import hf_head
 from sieveqa.errors import ConfigError
-from sieveqa.models.foreign import hf_head
 
 if TYPE_CHECKING:
     from sieveqa.models.encoder_model import EncoderModel

@@ -23,11 +23,11 @@ from typing import Any
 
 import torch
 
-from sieveqa.backbones import Backbone, quiet_transformers
+from sieveqa.backbones import Backbone, hf_head, quiet_transformers
 from sieveqa.errors import ModelFormatError
 from sieveqa.models._saving import hf_config
 
-__all__ = ["BODIES", "Foreign", "hf_head", "positions", "read_foreign", "refusal"]
+__all__ = ["BODIES", "Foreign", "positions", "read_foreign", "refusal"]
 
 #: The body types whose sequence classifier sieveqa takes in, and their head's activation.
 BODIES = {"bert": "tanh", "electra": "gelu", "roberta": "tanh", "xlm-roberta": "tanh", "mpnet": "tanh"}
@@ -70,15 +70,6 @@ class Foreign:
     dense: dict[str, torch.Tensor]
     output: dict[str, torch.Tensor]
     about: dict[str, Any]
-
-
-def hf_head(hf: Any) -> tuple[torch.nn.Linear, torch.nn.Linear]:
-    """A Hugging Face sequence classifier's ``(dense, classifier)`` layers, the two linear layers of
-    sieveqa's two-layer head: BERT's pooler and classifier, the others' ``classifier.dense`` and
-    ``classifier.out_proj``."""
-    if hf.config.model_type == "bert":
-        return hf.base_model.pooler.dense, hf.classifier
-    return hf.classifier.dense, hf.classifier.out_proj
 
 
 def positions(body: Any) -> int:
