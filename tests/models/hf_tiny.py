@@ -51,6 +51,10 @@ def _tokenizer(kind: str):
 
     if kind in ("bert", "electra"):
         return AutoTokenizer.from_pretrained(tokenizer_dir())  # WordPiece, BERT's pair template
+    if kind == "mpnet":  # all-mpnet-base-v2's own (make install puts its parts in)
+        from sieveqa.backbones._mpnet import locate
+
+        return AutoTokenizer.from_pretrained(locate())
     cls = RobertaTokenizerFast if kind == "roberta" else XLMRobertaTokenizerFast
     specials = {"bos_token": "<s>", "eos_token": "</s>", "sep_token": "</s>", "cls_token": "<s>"}
     return cls(
@@ -71,12 +75,15 @@ def tiny_hf_cross_encoder(kind: str, out: Path, labels: int = 1, seed: int = 0, 
         "electra": ("ElectraConfig", "ElectraForSequenceClassification"),
         "roberta": ("RobertaConfig", "RobertaForSequenceClassification"),
         "xlm-roberta": ("XLMRobertaConfig", "XLMRobertaForSequenceClassification"),
+        "mpnet": ("MPNetConfig", "MPNetForSequenceClassification"),
     }
     config_name, model_name = classes[kind]
     tokenizer = _tokenizer(kind)
     extra = {"pad_token_id": tokenizer.pad_token_id}
     if kind in ("roberta", "xlm-roberta"):
         extra |= {"max_position_embeddings": 130, "type_vocab_size": 1}
+    if kind == "mpnet":
+        extra["max_position_embeddings"] = 130
     if kind == "electra":
         extra["embedding_size"] = 16  # narrower than the layers, as ELECTRA-small: embeddings_project
     config = getattr(transformers, config_name)(

@@ -22,6 +22,25 @@ TEXTS = [
 KINDS = ["bert", "electra", "roberta", "xlm-roberta"]
 
 
+def _mpnet_installed() -> bool:
+    from sieveqa.backbones._mpnet import locate
+    from sieveqa.errors import BackboneError
+
+    try:
+        locate()
+    except BackboneError:
+        return False
+    return True
+
+
+def test_an_mpnet_cross_encoder_scores_as_transformers_does(tmp_path: Path) -> None:
+    if not _mpnet_installed():
+        pytest.skip("all-mpnet-base-v2's parts are not installed (its tokenizer builds the tiny model)")
+    path = tiny_hf_cross_encoder("mpnet", tmp_path / "mpnet")
+    got = torch.tensor(load_model(path).score_pairs(QUESTIONS, TEXTS))
+    assert (got - _hf_logits(path)[:, 0]).abs().max().item() < 1e-4
+
+
 def _hf_logits(path: Path) -> torch.Tensor:
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
@@ -46,7 +65,13 @@ def test_a_foreign_cross_encoder_scores_as_transformers_does(kind: str, labels: 
 
 
 def type_name(kind: str) -> str:
-    names = {"bert": "Bert", "electra": "Electra", "roberta": "Roberta", "xlm-roberta": "XLMRoberta"}
+    names = {
+        "bert": "Bert",
+        "electra": "Electra",
+        "roberta": "Roberta",
+        "xlm-roberta": "XLMRoberta",
+        "mpnet": "MPNet",
+    }
     return f"{names[kind]}ForSequenceClassification"
 
 
