@@ -22,6 +22,12 @@ TEXTS = [
 KINDS = ["bert", "electra", "roberta", "xlm-roberta"]
 
 
+def _one_fast(fast: str, kinds: list[str] = KINDS) -> list:
+    """``kinds`` as parameters, all but ``fast`` marked slow (make test-slow runs them): the same code
+    over another body, kept out of the minute the suite has."""
+    return [k if k == fast else pytest.param(k, marks=pytest.mark.slow) for k in kinds]
+
+
 def _mpnet_installed() -> bool:
     from sieveqa.backbones._mpnet import locate
     from sieveqa.errors import BackboneError
@@ -50,8 +56,10 @@ def _hf_logits(path: Path) -> torch.Tensor:
         return model(**tokenizer(QUESTIONS, TEXTS, padding=True, return_tensors="pt")).logits
 
 
-@pytest.mark.parametrize("labels", [1, 2])
-@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize(
+    ("kind", "labels"),
+    [*((k, 1) for k in KINDS), ("bert", 2), *(pytest.param(k, 2, marks=pytest.mark.slow) for k in KINDS[1:])],
+)
 def test_a_foreign_cross_encoder_scores_as_transformers_does(kind: str, labels: int, tmp_path: Path) -> None:
     path = tiny_hf_cross_encoder(kind, tmp_path / kind, labels=labels)
     logits = _hf_logits(path)
@@ -75,6 +83,7 @@ def type_name(kind: str) -> str:
     return f"{names[kind]}ForSequenceClassification"
 
 
+@pytest.mark.slow  # importing sentence-transformers alone takes 2-4 s
 @pytest.mark.parametrize("kind", ["bert", "roberta"])
 def test_it_scores_as_sentence_transformers_cross_encoder_does(kind: str, tmp_path: Path) -> None:
     st = pytest.importorskip("sentence_transformers")
@@ -165,7 +174,7 @@ def test_a_hub_id_loads_from_the_local_hub_cache_offline(
         load_model("someone/other")  # offline and not in the cache: one line, no network tried
 
 
-@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("kind", _one_fast("electra"))  # ELECTRA: embeddings_project and a gelu head
 def test_a_foreign_body_runs_on_onnx_runtime_as_in_torch(
     kind: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -178,7 +187,7 @@ def test_a_foreign_body_runs_on_onnx_runtime_as_in_torch(
     assert (torch.tensor(model.score_pairs(QUESTIONS, TEXTS)) - reference).abs().max().item() < 1e-4
 
 
-@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("kind", _one_fast("bert"))  # BERT's pooler is where the export went wrong
 def test_a_foreign_model_exports_back_to_hugging_face_unchanged(kind: str, tmp_path: Path) -> None:
     """Its two-layer head maps back as it is (the export once put the eps pooler in front of it)."""
     from sieveqa.exported.hf import export_hf
