@@ -9,13 +9,13 @@ import pytest
 from sieveqa.runtime.batch.sharded import ShardPlan, run_local
 from sieveqa.runtime.policy import load_ranker
 
-pytest.importorskip("ray")
 pytestmark = pytest.mark.slow  # starting Ray takes ~8 s
 
 
 def test_ray_writes_what_one_process_writes_and_resumes(
     saved_tiny: Path, example_jsonl: Path, tmp_path: Path
 ) -> None:
+    pytest.importorskip("ray")  # here, not at collection: importing Ray costs every worker ~0.5 s
     from sieveqa.runtime.batch.ray_pool import run_ray
 
     model = str(saved_tiny)
