@@ -31,11 +31,19 @@ def demo_index(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def answerers(demo_index: Path) -> dict[str, Answerer]:
-    """Each method's answerer over the demo, loaded once for the module (models load in seconds)."""
-    return {method: load_answerer(method, str(demo_index)) for method in ("peasi", "pointwise")}
+    """Each method's answerer over the demo, loaded on first use, once for the module (models load in
+    seconds)."""
+
+    class Loaded(dict):
+        def __missing__(self, method: str) -> Answerer:
+            self[method] = load_answerer(method, str(demo_index))
+            return self[method]
+
+    return Loaded()
 
 
-@pytest.mark.parametrize("method", ["peasi", "pointwise"])
+# The default method in the suite; pointwise (its own ranker and judge to load) in make test-slow.
+@pytest.mark.parametrize("method", ["peasi", pytest.param("pointwise", marks=pytest.mark.slow)])
 def test_demo_questions_get_their_sentence(answerers: dict[str, Answerer], method: str) -> None:
     answerer = answerers[method]
     assert answerer.method.model_names == (  # what eval-answers reports (the pointwise run named PEASI's)
