@@ -126,13 +126,20 @@ def test_rank_takes_a_hugging_face_cross_encoder_folder(sieveqa, example_jsonl: 
     from tests.models.hf_tiny import tiny_distilbert, tiny_hf_cross_encoder
 
     folder = tiny_hf_cross_encoder("xlm-roberta", tmp_path / "mine")
-    result = sieveqa("rank", "--model", folder, "--input", example_jsonl, "--output", tmp_path / "out.jsonl")
+    out = tmp_path / "out.jsonl"
+    result = sieveqa(
+        "rank", "--model", folder, "--input", example_jsonl, "--output", out, "--precision", "fp32"
+    )
     assert result.exit_code == 0, result.output
     model = load_model(folder)
-    for ex, row in zip(read_jsonl(example_jsonl), read_jsonl(tmp_path / "out.jsonl"), strict=True):
+    for ex, row in zip(
+        read_jsonl(example_jsonl), (json.loads(line) for line in out.read_text().splitlines()), strict=True
+    ):
         scores = model.score_pairs([ex.question.text] * len(ex.candidates), [c.text for c in ex.candidates])
-        best_first = sorted(range(len(scores)), key=lambda i: -scores[i])
-        assert [c.id for c in row.candidates] == [ex.candidates[i].id for i in best_first]  # its own order
+        own = {c.id: score for c, score in zip(ex.candidates, scores, strict=True)}
+        written = [(c["id"], c["score"]) for c in row["candidates"]]
+        assert all(abs(score - own[cid]) < 1e-4 for cid, score in written)  # the model's own scores
+        assert [score for _, score in written] == sorted((score for _, score in written), reverse=True)
     tiny_distilbert(tmp_path / "distil")
     line = one_error_line(sieveqa("rank", "--model", tmp_path / "distil", "--input", example_jsonl))
     assert "distil: a distilbert cross-encoder: sieveqa runs bert, electra, roberta, xlm-roberta" in line
