@@ -236,3 +236,14 @@ def test_a_folder_without_its_head_weights_is_refused_not_randomised(tmp_path: P
     )
     with pytest.raises(ModelFormatError, match=r"b: its weights lack classifier.bias, classifier.weight"):
         load_model(folder)
+
+
+@pytest.mark.slow  # OpenVINO compiles each layer's graph: seconds
+def test_a_foreign_body_runs_on_openvino_as_in_torch(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("openvino")
+    monkeypatch.setenv("SIEVEQA_CACHE", str(tmp_path / "cache"))
+    model = load_model(tiny_hf_cross_encoder("electra", tmp_path / "e"))
+    reference = torch.tensor(model.score_pairs(QUESTIONS, TEXTS))
+    model.configure(backend="openvino")
+    assert model.backend == "openvino"
+    assert (torch.tensor(model.score_pairs(QUESTIONS, TEXTS)) - reference).abs().max().item() < 1e-4
