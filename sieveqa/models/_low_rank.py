@@ -85,5 +85,5 @@ def expand(
                 f"{where}: {name}'s factors make {a.shape[0]}x{b.shape[1]}, "
                 f"the model's matrix is {tuple(weight.shape)}"
             )
-        state[name] = (weight.float() + a.float() @ b.float()).to(weight.dtype)
+        state[name] = torch.addmm(weight.float(), a.float(), b.float()).to(weight.dtype)  # base + a @ b
     return state
