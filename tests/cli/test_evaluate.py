@@ -254,3 +254,10 @@ def test_tune_cascade_on_unlabelled_pairs_tunes_for_agreement(
         "tune-cascade", "-m", saved_cascade, "-o", tmp_path / "t2", "-d", labelled, "--agreement", "1"
     )
     assert result.exit_code == 0, result.output
+
+
+def test_tune_cascade_agreement_below_one_is_one_line(sieveqa, saved_cascade: Path, tmp_path: Path) -> None:
+    line = one_error_line(
+        sieveqa("tune-cascade", "-m", saved_cascade, "-o", tmp_path / "t", "--agreement", "0")
+    )
+    assert line == "error: --agreement must be >= 1 (the full model's top K), got 0"
