@@ -300,7 +300,10 @@ def test_budget_ms_says_what_it_chose(sieveqa, demo_index, tiny_cascade, tmp_pat
     )
     result = sieveqa("answer", *args, "--budget-ms", "100", "--drop-ratios", "0.3")
     said = one_error_line(result)
-    assert said == "error: --budget-ms chooses the method's settings itself; drop --drop-ratios"
+    assert said == (
+        "error: --budget-ms chooses the method's settings itself (timed for its shipped models only); "
+        "drop --drop-ratios"
+    )
     # A typed --retrieve or --backend stands (they were silently overridden): the budget chooses
     # among the settings that have it, or says none does.
     typed = json.loads(sieveqa("answer", *args, "--budget-ms", "100", "--retrieve", "20", "--json").output)

@@ -284,7 +284,10 @@ def _within_budget(
     chosen = sorted(k for k, v in options.items() if v is not None)
     if chosen:  # the table's numbers are for the method's measured models and settings only
         flags = ", ".join("--" + k.replace("_", "-") for k in chosen)
-        raise ConfigError(f"--budget-ms chooses the method's settings itself; drop {flags}")
+        raise ConfigError(
+            "--budget-ms chooses the method's settings itself (timed for its shipped models only); "
+            f"drop {flags}"
+        )
     settings, note = load_settings()
     if given:  # the user's own flags stand: the budget chooses among the settings that have them
         settings = [s for s in settings if all(getattr(s, k) == v for k, v in given.items())]
