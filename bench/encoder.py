@@ -24,9 +24,10 @@ import torch
 from _common import finish, markdown
 
 from sieveqa.backbones import load_backbone
+from sieveqa.batching import collate
 from sieveqa.data.registry import load_dataset
 from sieveqa.encoder import Cost, SteppableEncoder
-from sieveqa.features import Featurizer, collate
+from sieveqa.features import Featurizer
 
 
 def _seconds(fn: Callable[[], object]) -> float:

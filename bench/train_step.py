@@ -20,9 +20,9 @@ from pathlib import Path
 import torch
 from _common import finish
 
+from sieveqa.batching import length_batches
 from sieveqa.data.registry import load_datasets
 from sieveqa.device import autocast
-from sieveqa.features import length_batches
 from sieveqa.training.batches import PairTensors
 from sieveqa.training.objectives import PointwiseBCE
 from sieveqa.training.pairs import make_pairs

@@ -26,13 +26,15 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 import torch
+import torch.nn.functional as F
 from torch import Tensor, nn
 from torch.nn.utils.rnn import pad_sequence
 from transformers import PreTrainedModel
 from transformers.masking_utils import create_bidirectional_mask
 
+from sieveqa.batching import EXACT, Shapes, collate
 from sieveqa.errors import BackboneError, ConfigError
-from sieveqa.features import Features, collate, length_batches
+from sieveqa.features import Features
 
 BODY = "body"
 
@@ -71,6 +73,22 @@ class Cost:
         self.sequences += other.sequences
         for key, rows in other.per_layer.items():
             self.per_layer[key] = self.per_layer.get(key, 0) + rows
+
+    def snapshot(self) -> Cost:
+        """A copy of what was spent so far (see :meth:`count_rows`)."""
+        return Cost(self.layer_units, self.flops, self.sequences, self.seconds, dict(self.per_layer))
+
+    def count_rows(self, before: Cost, rows: int, padded: int) -> None:
+        """Count, of what was spent since ``before`` on one batch of ``padded`` rows, only its first
+        ``rows`` (the rest pad the batch to a bucketed shape: every row ran the same layers)."""
+        if rows == padded:
+            return
+        for name in ("layer_units", "flops", "sequences"):
+            spent = getattr(self, name) - getattr(before, name)
+            setattr(self, name, getattr(before, name) + spent * rows // padded)
+        for key, units in self.per_layer.items():
+            was = before.per_layer.get(key, 0)
+            self.per_layer[key] = was + (units - was) * rows // padded
 
     def as_dict(self) -> dict[str, int | float]:
         return {
@@ -120,15 +138,18 @@ class EncoderState:
             raise ValueError(f"rows {freed[:5]} were released")
         return out  # type: ignore[return-value]
 
-    def padded(self, rows: Sequence[int]) -> Group:
-        """The chosen rows right-padded into one batch (their depths may differ)."""
+    def padded(self, rows: Sequence[int], shape: tuple[int, int] | None = None) -> Group:
+        """The chosen rows right-padded into one batch (their depths may differ), of ``shape``
+        (rows, tokens) when given: rows past the chosen ones are padding that attends to one token."""
         states = self._rows(rows)
-        if len(states) == 1:
+        if len(states) == 1 and shape is None:
             hidden = states[0].unsqueeze(0)
             return Group(list(rows), hidden, hidden.new_ones(hidden.shape[:2], dtype=torch.long))
         hidden = pad_sequence(states, batch_first=True)
-        lengths = torch.tensor([self.lengths[r] for r in rows], device=hidden.device)
-        mask = (torch.arange(hidden.shape[1], device=hidden.device) < lengths.unsqueeze(1)).long()
+        n_rows, width = shape or hidden.shape[:2]
+        hidden = F.pad(hidden, (0, 0, 0, width - hidden.shape[1], 0, n_rows - len(rows)))
+        lengths = torch.tensor([self.lengths[r] for r in rows] + [1] * (n_rows - len(rows)))
+        mask = (torch.arange(width) < lengths.unsqueeze(1)).long().to(hidden.device)
         return Group(list(rows), hidden, mask)
 
     def release(self, rows: Sequence[int]) -> None:
@@ -214,9 +235,11 @@ class SteppableEncoder(nn.Module):
         cost: Cost | None = None,
         module: nn.Module | None = None,
         branch: str = BODY,
+        rows: int | None = None,
     ) -> Tensor:
         """Apply layer ``index`` (or ``module`` in its place) to ``hidden`` (rows × tokens × width)
-        under the 2-D padding ``mask``; the cost is keyed by ``(branch, index)``."""
+        under the 2-D padding ``mask``; the cost is keyed by ``(branch, index)`` and counts ``rows``
+        (default: all; the first ``rows`` when the rest pad a bucketed shape)."""
         if hidden.shape[0] == 0:
             return hidden
         if module is None and self.runner is not None:
@@ -226,7 +249,7 @@ class SteppableEncoder(nn.Module):
         if cost is not None:
             cost.add_layer(
                 index,
-                hidden.shape[0],
+                hidden.shape[0] if rows is None else rows,
                 hidden.shape[1],
                 self.hidden_size,
                 self.config.intermediate_size,
@@ -278,16 +301,24 @@ class SteppableEncoder(nn.Module):
     # -- per-row state ------------------------------------------------------------------------------
 
     def start(
-        self, features: Features, pad_id: int, batch_size: int = 64, cost: Cost | None = None
+        self,
+        features: Features,
+        pad_id: int,
+        batch_size: int = 64,
+        cost: Cost | None = None,
+        shapes: Shapes = EXACT,
     ) -> EncoderState:
-        """Embed every row of ``features`` (in length-sorted batches) into a state at depth 0."""
+        """Embed every row of ``features`` (in length-sorted batches shaped as ``shapes`` says) into a
+        state at depth 0."""
         cost = cost if cost is not None else Cost()
         device = self.backbone.embeddings.word_embeddings.weight.device
         hidden: list[Tensor] = [torch.empty(0)] * len(features)
         lengths = features.lengths
-        for rows in length_batches(lengths, batch_size):
-            batch = {k: v.to(device) for k, v in collate(features, rows, pad_id).items()}
-            embedded = self.embed(batch["input_ids"], batch["attention_mask"], batch["token_type_ids"], cost)
+        for rows in shapes.batches(lengths, batch_size):
+            shape = shapes.shape([lengths[r] for r in rows], batch_size)
+            batch = {k: v.to(device) for k, v in collate(features, rows, pad_id, shape=shape).items()}
+            embedded = self.embed(batch["input_ids"], batch["attention_mask"], batch["token_type_ids"])
+            cost.sequences += len(rows)
             for j, r in enumerate(rows):
                 hidden[r] = embedded[j, : lengths[r]]
         return EncoderState(hidden, lengths, cost)
@@ -299,6 +330,7 @@ class SteppableEncoder(nn.Module):
         batch_size: int = 64,
         layers: Mapping[int, nn.Module] | Sequence[nn.Module] | None = None,
         branch: str = BODY,
+        shapes: Shapes = EXACT,
     ) -> list[Group]:
         """Give each of ``rows`` its next layer and write the results back into ``state``.
 
@@ -316,15 +348,22 @@ class SteppableEncoder(nn.Module):
             if module is None and depth >= self.num_layers:
                 raise IndexError(f"rows are already after layer {depth}; the encoder has {self.num_layers}")
             members = by_depth[depth]
-            for pos in length_batches([state.lengths[r] for r in members], batch_size):
-                group = state.padded([members[p] for p in pos])
+            for pos in shapes.batches([state.lengths[r] for r in members], batch_size):
+                chosen = [members[p] for p in pos]
+                group = state.padded(chosen, shapes.shape([state.lengths[r] for r in chosen], batch_size))
                 out = self.run_layer(
-                    depth, group.hidden, group.mask, state.cost, module, BODY if module is None else branch
+                    depth,
+                    group.hidden,
+                    group.mask,
+                    state.cost,
+                    module,
+                    BODY if module is None else branch,
+                    rows=len(chosen),
                 )
-                for j, r in enumerate(group.rows):
+                for j, r in enumerate(chosen):
                     state.hidden[r] = out[j, : state.lengths[r]]
                     state.depth[r] = depth + 1
-                groups.append(Group(group.rows, out, group.mask))
+                groups.append(Group(chosen, out[: len(chosen)], group.mask[: len(chosen)]))
         return groups
 
 

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import random
 import threading
 from array import array
 from collections import OrderedDict
@@ -24,9 +23,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-import torch
 from tokenizers import Encoding, Tokenizer
-from torch import Tensor
 from transformers import PreTrainedTokenizerBase
 
 from sieveqa.errors import BackboneError, ConfigError
@@ -328,71 +325,3 @@ def _windows(length: int, room: int, stride: int | None) -> list[tuple[int, int]
         if lo + room >= length:
             return out
         lo += room - stride
-
-
-def collate(
-    features: Features, rows: Sequence[int], pad_id: int, segments: bool = False
-) -> dict[str, Tensor]:
-    """Right-pad the chosen rows into ``input_ids``, ``attention_mask`` and ``token_type_ids``
-    tensors (and ``segment_ids``, padded with -1, when asked)."""
-    width = max(len(features.input_ids[i]) for i in rows)
-    ids = torch.full((len(rows), width), pad_id, dtype=torch.long)
-    types = torch.zeros((len(rows), width), dtype=torch.long)
-    mask = torch.zeros((len(rows), width), dtype=torch.long)
-    segs = torch.full((len(rows), width), -1, dtype=torch.long) if segments else None
-    for j, i in enumerate(rows):
-        n = len(features.input_ids[i])
-        ids[j, :n] = torch.tensor(features.input_ids[i])
-        types[j, :n] = torch.tensor(features.token_type_ids[i])
-        mask[j, :n] = 1
-        if segs is not None:
-            if features.segment_ids is None:
-                raise ValueError("these features carry no segment ids")
-            segs[j, :n] = torch.tensor(features.segment_ids[i])
-    batch = {"input_ids": ids, "attention_mask": mask, "token_type_ids": types}
-    if segs is not None:
-        batch["segment_ids"] = segs
-    return batch
-
-
-#: Inference batches close early once padding would exceed this share of their tokens ...
-PAD_SLACK = 0.1
-#: ... but hold at least this many rows (fewer, and the matrix products get too thin to be fast).
-MIN_ROWS = 4
-
-
-def length_batches(
-    lengths: Sequence[int], batch_size: int, rng: random.Random | None = None, pool_batches: int = 64
-) -> list[list[int]]:
-    """Group row indices into batches of similar length.
-
-    Without ``rng`` (inference) rows are sorted by length and cut into batches of at most
-    ``batch_size``, each closed early (from ``MIN_ROWS`` rows on) when the next, longer row would pad
-    it by more than ``PAD_SLACK`` of its tokens: a few dozen pairs of mixed lengths, as a served
-    request brings, then run as several short batches instead of one padded to the longest. With
-    ``rng`` (training) rows are shuffled, then sorted within pools of ``pool_batches`` batches, and the
-    batches shuffled: little padding, yet a different mix of rows every epoch.
-    """
-    if batch_size < 1:
-        raise ConfigError(f"batch_size must be >= 1, got {batch_size}")
-    order = list(range(len(lengths)))
-    if rng is None:
-        order.sort(key=lambda i: lengths[i])
-        out: list[list[int]] = [[]]
-        tokens = 0
-        for i in order:
-            rows, n = len(out[-1]), lengths[i]
-            if rows >= batch_size or (rows >= MIN_ROWS and (rows + 1) * n > (1 + PAD_SLACK) * (tokens + n)):
-                out.append([])
-                tokens = 0
-            out[-1].append(i)
-            tokens += n
-        return out if order else []
-    rng.shuffle(order)
-    batches: list[list[int]] = []
-    pool = batch_size * pool_batches
-    for s in range(0, len(order), pool):
-        chunk = sorted(order[s : s + pool], key=lambda i: lengths[i])
-        batches.extend(chunk[t : t + batch_size] for t in range(0, len(chunk), batch_size))
-    rng.shuffle(batches)
-    return batches

@@ -8,8 +8,9 @@ import pytest
 import torch
 
 from sieveqa.backbones import load_backbone
+from sieveqa.batching import collate, length_batches
 from sieveqa.errors import ConfigError
-from sieveqa.features import Features, Featurizer, collate, length_batches
+from sieveqa.features import Features, Featurizer
 
 
 @pytest.fixture(scope="module")

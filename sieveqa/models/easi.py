@@ -195,7 +195,9 @@ class EasiModel(EncoderModel, Ranker, SentenceReader):
         cost = Cost()
         inputs = self.featurize(questions, passages)
         with self.inference() as model:
-            logits, nulls = read_windows(model, inputs, lambda batch: model(**batch, cost=cost), progress)
+            logits, nulls = read_windows(
+                model, inputs, lambda batch: model(**batch, cost=cost), progress, cost
+            )
         cost.seconds = time.perf_counter() - started
         return SentenceRead(logits, nulls, cost)
 
@@ -241,15 +243,16 @@ def read_windows(
     inputs: SegmentInputs,
     logits: Callable[[dict[str, Tensor]], Tensor],
     progress: bool = False,
+    cost: Cost | None = None,
 ) -> tuple[list[list[float]], list[float] | None]:
-    """Run ``logits`` over the rows' batches: each passage's sentence logits, a sentence read in
-    several windows keeping its highest, and with a ``null`` selector each passage's null logit (its
-    lowest over the windows: a passage answers if any window of it does)."""
+    """Run ``logits`` over the rows' batches (metering into ``cost``): each passage's sentence logits,
+    a sentence read in several windows keeping its highest, and with a ``null`` selector each passage's
+    null logit (its lowest over the windows: a passage answers if any window of it does)."""
     null = bool(getattr(model.config, "null", False))
     best = [torch.full((max(n, 1),), NEG) for n in inputs.sizes]
     nulls = torch.full((len(inputs.sizes),), -NEG)
-    for rows, batch in model.batches(inputs.features, progress, segments=True):
-        out = logits(batch).float().cpu()
+    for rows, batch in model.batches(inputs.features, progress, segments=True, cost=cost):
+        out = logits(batch)[: len(rows)].float().cpu()
         if null:
             out, row_nulls = out[:, :-1], out[:, -1]
         for j, r in enumerate(rows):

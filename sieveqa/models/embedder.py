@@ -61,10 +61,11 @@ class SentenceEmbedder(EncoderModel):
         features = self.featurizer.texts(texts, self.config.max_length)
         out = torch.zeros((len(features), self.encoder.hidden_size))
         with self.inference() as model:
-            for rows, batch in self.batches(features, progress, desc="embedding passages"):
+            for rows, batch in self.batches(features, progress, desc="embedding passages", cost=cost):
                 hidden = model.encoder(
                     batch["input_ids"], batch["attention_mask"], batch["token_type_ids"], cost=cost
                 )
-                out[rows] = F.normalize(masked_mean(hidden, batch["attention_mask"]).float(), dim=-1).cpu()
+                pooled = masked_mean(hidden[: len(rows)], batch["attention_mask"][: len(rows)])
+                out[rows] = F.normalize(pooled.float(), dim=-1).cpu()
         cost.seconds = time.perf_counter() - started
         return out.numpy(), cost

@@ -20,10 +20,11 @@ from torch import Tensor
 from tqdm.auto import tqdm
 
 from sieveqa.backbones import Backbone, load_backbone
+from sieveqa.batching import Shapes, collate, pinned, prefetched, to_device
 from sieveqa.device import autocast, resolve_device
-from sieveqa.encoder import SteppableEncoder, state_fingerprint
+from sieveqa.encoder import Cost, SteppableEncoder, state_fingerprint
 from sieveqa.errors import ConfigError, ModelFormatError
-from sieveqa.features import Features, Featurizer, collate, length_batches
+from sieveqa.features import Features, Featurizer
 from sieveqa.fields import typed
 from sieveqa.models import zoo
 from sieveqa.models._copies import InferenceCopies
@@ -112,6 +113,8 @@ class EncoderModel(InferenceCopies):
         self._precision_asked = "fp32"  # re-resolved when the device changes (auto → bf16/fp16/fp32)
         self.backend = "torch"  # where the body's layers run: torch, or an export (sieveqa.exported)
         self._backend_asked = "torch"  # re-resolved with the precision (auto → the measured choice)
+        #: Bucketed batch shapes (see ``sieveqa.batching``): None chooses (torch in bf16 or fp16).
+        self.buckets: bool | None = None
         # What save_pretrained recorded (training provenance) and the folder, when loaded from one.
         self.meta: dict[str, Any] = {}
         self.path: Path | None = None
@@ -211,21 +214,53 @@ class EncoderModel(InferenceCopies):
         self._drop_copies()  # .to(), .half(), .cuda(): the copies hold the tensors as they were
         return super()._apply(fn, *args, **kwargs)
 
+    @property
+    def shapes(self) -> Shapes:
+        """How its inference batches are shaped: in buckets where a new shape costs a kernel build
+        (torch in bf16 or fp16), else exact; ``buckets`` decides when set."""
+        auto = self.backend == "torch" and self.precision in ("bf16", "fp16")
+        return Shapes(auto if self.buckets is None else self.buckets, self.config.max_length)
+
     def batches(
-        self, features: Features, progress: bool = False, desc: str = "scoring", segments: bool = False
+        self,
+        features: Features,
+        progress: bool = False,
+        desc: str = "scoring",
+        segments: bool = False,
+        cost: Cost | None = None,
+        overlap: bool | None = None,
     ) -> Iterator[tuple[list[int], dict[str, Tensor]]]:
         """Length-sorted batches of ``features`` as ``(rows, tensors on the model's device)``, with
-        ``segment_ids`` when ``segments``."""
-        device = self.device
-        for rows in tqdm(
-            length_batches(features.lengths, self.batch_size),
-            desc=desc,
-            unit="batch",
-            disable=not progress,
-            leave=False,
-        ):
-            batch = collate(features, rows, self.pad_id, segments=segments)
-            yield rows, {k: v.to(device) for k, v in batch.items()}
+        ``segment_ids`` when ``segments``, shaped as ``shapes`` says: rows past ``rows`` are padding,
+        which ``cost`` (what the caller meters each batch into) does not count. With ``overlap``
+        (default: on CUDA) a thread pads the next batches into pinned memory while the model runs the
+        current one."""
+        device, shapes, size = self.device, self.shapes, self.batch_size
+
+        def make(rows: list[int]) -> tuple[list[int], dict[str, Tensor]]:
+            shape = shapes.shape([len(features.input_ids[i]) for i in rows], size)
+            return rows, pinned(collate(features, rows, self.pad_id, segments, shape), device)
+
+        plan = shapes.batches(features.lengths, size)
+        made = map(make, plan)
+        if device.type == "cuda" if overlap is None else overlap:
+            made = prefetched(made)
+        bar = tqdm(made, desc=desc, unit="batch", total=len(plan), disable=not progress, leave=False)
+        for rows, batch in bar:
+            before = None if cost is None else cost.snapshot()
+            yield rows, to_device(batch, device)
+            if cost is not None and before is not None:
+                cost.count_rows(before, len(rows), len(batch["input_ids"]))
+
+    def warm_up(self) -> int:
+        """Run the body once at every bucketed batch shape (see ``shapes``), so that no call pays
+        for building a shape's kernels; the number of shapes run (none when shapes are exact)."""
+        grid = self.shapes.grid(self.batch_size)
+        with self.inference() as model:
+            for rows, width in grid:
+                ids = torch.full((rows, width), self.pad_id, dtype=torch.long, device=self.device)
+                model.encoder(ids, torch.ones_like(ids), torch.zeros_like(ids))
+        return len(grid)
 
     @classmethod
     def start_from(cls, other: EncoderModel, config: ModelConfig) -> Self:

@@ -246,8 +246,8 @@ class HashingModel(EncoderModel, Ranker):
         features = self.featurize_questions(texts)
         out = torch.empty((len(features), self.encoder.hidden_size))
         with self.inference() as model:
-            for rows, batch in self.batches(features, progress, "questions"):
-                out[rows] = model.question_vectors(**batch, cost=cost).float().cpu()
+            for rows, batch in self.batches(features, progress, "questions", cost=cost):
+                out[rows] = model.question_vectors(**batch, cost=cost)[: len(rows)].float().cpu()
         return out
 
     def encode_answers(
@@ -257,7 +257,7 @@ class HashingModel(EncoderModel, Ranker):
         removed), or a D vector for BERT-pooling."""
         out: list[Tensor] = [torch.empty(0)] * len(texts)
         with self.inference() as model:
-            for rows, batch in self.batches(self.featurize_answers(texts), progress, "answers"):
+            for rows, batch in self.batches(self.featurize_answers(texts), progress, "answers", cost=cost):
                 values = model.answer_tokens(**batch, cost=cost).float().cpu()
                 lengths = batch["attention_mask"].sum(1).tolist()
                 for j, i in enumerate(rows):

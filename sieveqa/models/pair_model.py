@@ -61,11 +61,10 @@ class PairModel(EncoderModel, Ranker):
         width = 1 if last_only else self.n_scores
         out = torch.full((len(questions), width), float("-inf"))
         with self.inference() as model:
-            for rows, batch in self.batches(features, progress):
-                logits = model.batch_logits(batch, cost, last_only).float().cpu()
-                for j, r in enumerate(rows):  # a text's windows keep their best score
-                    src = features.source[r]
-                    out[src] = torch.maximum(out[src], logits[j])
+            for rows, batch in self.batches(features, progress, cost=cost):
+                logits = model.batch_logits(batch, cost, last_only)[: len(rows)].float().cpu()
+                sources = torch.tensor([features.source[r] for r in rows]).unsqueeze(1).expand_as(logits)
+                out.scatter_reduce_(0, sources, logits, "amax")  # a text's windows keep their best score
         cost.seconds = time.perf_counter() - started
         return out, cost
 

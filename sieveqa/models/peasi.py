@@ -21,9 +21,9 @@ import torch
 from torch import Tensor, nn
 
 from sieveqa.backbones import Backbone
+from sieveqa.batching import collate, to_device
 from sieveqa.encoder import Cost, SteppableEncoder
 from sieveqa.errors import ConfigError
-from sieveqa.features import collate, length_batches
 from sieveqa.models.cross_encoder import CrossEncoder
 from sieveqa.models.easi import (
     EasiConfig,
@@ -176,13 +176,17 @@ class PeasiModel(EncoderModel, SentenceReader):
         need_segs = self.config.sharing == "concat"
         out = torch.empty(len(pairs))
         with self.inference() as model:
-            for rows in length_batches(pairs.lengths, self.batch_size):
-                batch = {k: v.to(self.device) for k, v in collate(pairs, rows, self.pad_id).items()}
+            shapes, size, lengths, seg_lengths = self.shapes, self.batch_size, pairs.lengths, segs.lengths
+            for rows in shapes.batches(lengths, size):
+                before, shape = cost.snapshot(), shapes.shape([lengths[r] for r in rows], size)
+                batch = to_device(collate(pairs, rows, self.pad_id, shape=shape), self.device)
                 if need_segs:
-                    seg = collate(segs, rows, self.pad_id, segments=True)
-                    batch |= {_SEG + k: v.to(self.device) for k, v in seg.items() if k != "segment_ids"}
-                    batch["segment_ids"] = seg["segment_ids"].to(self.device)
-                out[rows] = model(**batch, cost=cost)[0].float().cpu()
+                    width = shapes.shape([seg_lengths[r] for r in rows], size)[1]
+                    seg = to_device(collate(segs, rows, self.pad_id, True, (shape[0], width)), self.device)
+                    batch |= {_SEG + k: v for k, v in seg.items() if k != "segment_ids"}
+                    batch["segment_ids"] = seg["segment_ids"]
+                out[rows] = model(**batch, cost=cost)[0][: len(rows)].float().cpu()
+                cost.count_rows(before, len(rows), shape[0])
         cost.seconds = time.perf_counter() - started
         return out.tolist(), cost
 
@@ -201,6 +205,6 @@ class PeasiModel(EncoderModel, SentenceReader):
                 )
                 return model.selector(hidden, batch["segment_ids"])
 
-            out, nulls = read_windows(model, inputs, logits, progress)
+            out, nulls = read_windows(model, inputs, logits, progress, cost)
         cost.seconds = time.perf_counter() - started
         return SentenceRead(out, nulls, cost)

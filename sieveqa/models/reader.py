@@ -235,9 +235,10 @@ class ReaderModel(EncoderModel):
         rows: list[list[SpanGuess]] = [[] for _ in range(len(features))]
         cost = Cost()
         with self.inference() as model:
-            for batch_rows, batch in self.batches(features, progress, "reading", segments=True):
-                context = batch.pop("segment_ids") == 1
-                has, start, end = model(**batch, cost=cost)
+            for batch_rows, batch in self.batches(features, progress, "reading", segments=True, cost=cost):
+                n = len(batch_rows)  # rows past n pad the batch to its shape
+                context = batch.pop("segment_ids")[:n] == 1
+                has, start, end = (x[:, :n] for x in model(**batch, cost=cost))
                 offsets = [features.offsets[r] for r in batch_rows]
                 for e in range(len(self.exits)):
                     for r, guess in zip(

@@ -241,7 +241,8 @@ class CascadeRanker(_PrunedRanker):
         features = self.model.featurize(questions, texts)
         exits = self.stages
         with self.model.inference() as model:
-            state = model.encoder.start(features, model.pad_id, self.batch_size, cost)
+            shapes = model.shapes
+            state = model.encoder.start(features, model.pad_id, self.batch_size, cost, shapes)
             live = set(range(len(features)))
 
             def score_stage(i: int, alive: Tensor) -> Tensor:
@@ -252,7 +253,7 @@ class CascadeRanker(_PrunedRanker):
                 live = set(rows)
                 ran = []
                 for _ in range(exits[i] - (exits[i - 1] if i else 0)):
-                    ran = model.encoder.advance(state, rows, self.batch_size)
+                    ran = model.encoder.advance(state, rows, self.batch_size, shapes=shapes)
                 position = {r: p for p, r in enumerate(rows)}
                 out = torch.empty(len(rows))
                 for group in ran:

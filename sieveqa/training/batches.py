@@ -9,8 +9,9 @@ from typing import Protocol
 
 from torch import Tensor, nn
 
+from sieveqa.batching import collate
 from sieveqa.errors import DataFormatError
-from sieveqa.features import Features, collate
+from sieveqa.features import Features
 
 __all__ = ["Evaluate", "FeatureRows", "Objective", "PairTensors", "TrainData"]
 

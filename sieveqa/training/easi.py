@@ -22,12 +22,13 @@ from dataclasses import dataclass, field
 import torch
 from torch import Tensor, nn
 
+from sieveqa.batching import collate
 from sieveqa.data.passage_sets import group_passages
 from sieveqa.data.passages import count_tokens, pack_windows
 from sieveqa.data.records import Question, RankingExample
 from sieveqa.errors import ConfigError, DataFormatError
 from sieveqa.evaluation.metrics import evaluate_scores
-from sieveqa.features import Features, collate
+from sieveqa.features import Features
 from sieveqa.models.easi import EasiModel
 from sieveqa.models.encoder_model import EncoderModel
 from sieveqa.training.batches import FeatureRows, Objective, TrainData

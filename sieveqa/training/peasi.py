@@ -16,11 +16,12 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from sieveqa.batching import collate
 from sieveqa.data.passage_sets import group_passages, to_passages
 from sieveqa.data.records import RankingExample
 from sieveqa.errors import ConfigError, DataFormatError
 from sieveqa.evaluation.metrics import METRICS, evaluate_scores
-from sieveqa.features import Features, collate
+from sieveqa.features import Features
 from sieveqa.models.base import regroup
 from sieveqa.models.easi import EasiModel
 from sieveqa.models.encoder_model import EncoderModel

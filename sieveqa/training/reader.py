@@ -18,11 +18,11 @@ import torch
 from torch import Tensor, nn
 from torch.nn.functional import binary_cross_entropy_with_logits
 
+from sieveqa.batching import collate
 from sieveqa.data.open_qa import OpenExample, answer_spans
 from sieveqa.data.registry import load_open_datasets
 from sieveqa.errors import ConfigError, DataFormatError
 from sieveqa.evaluation.odqa import evaluate_reader
-from sieveqa.features import collate
 from sieveqa.models.encoder_model import EncoderModel
 from sieveqa.models.reader import NEG, ReaderModel
 from sieveqa.training.batches import FeatureRows, Objective, TrainData

@@ -24,9 +24,9 @@ from torch import Tensor, nn
 from tqdm.auto import tqdm
 from transformers import get_linear_schedule_with_warmup
 
+from sieveqa.batching import length_batches
 from sieveqa.device import autocast, resolve_precision
 from sieveqa.errors import ConfigError, DataFormatError
-from sieveqa.features import length_batches
 from sieveqa.io import atomic_dir, atomic_write_json, exclusive
 from sieveqa.training.batches import Evaluate, Objective, TrainData
 from sieveqa.training.checkpoint import check_checkpoint, rng_state, set_rng_state

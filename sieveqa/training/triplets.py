@@ -9,9 +9,10 @@ from dataclasses import dataclass, field
 
 from torch import Tensor
 
+from sieveqa.batching import collate
 from sieveqa.data.records import RankingExample
 from sieveqa.errors import ConfigError, DataFormatError
-from sieveqa.features import Features, collate
+from sieveqa.features import Features
 from sieveqa.models.encoder_model import EncoderModel
 from sieveqa.models.hashing import HashingModel
 from sieveqa.training.batches import Objective, TrainData

@@ -8,9 +8,9 @@ import torch
 from safetensors.torch import load_file
 from torch import nn
 
+from sieveqa.batching import collate
 from sieveqa.encoder import Cost
 from sieveqa.errors import ModelFormatError
-from sieveqa.features import collate
 from sieveqa.models.cascade import CascadeConfig, CascadeTransformer, default_exits
 from sieveqa.models.cross_encoder import CrossEncoder
 from sieveqa.models.heads import ClassifierHead

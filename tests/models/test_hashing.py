@@ -46,7 +46,7 @@ def test_variants_and_config_checks() -> None:
 
 def test_hashing_layer_is_tanh_beta_in_training_and_sign_at_test(has_model: HashingModel) -> None:
     feats = has_model.featurize_answers(ANSWERS)
-    from sieveqa.features import collate
+    from sieveqa.batching import collate
 
     batch = collate(feats, range(len(ANSWERS)), has_model.tokenizer.pad_token_id)
     has_model.train()
@@ -87,7 +87,7 @@ def test_score_matches_the_pairwise_forward(has_model: HashingModel) -> None:
     scores = has_model.score(_examples())
     q = has_model.featurize_questions([QUESTIONS[0]] * 3)
     a = has_model.featurize_answers(ANSWERS)
-    from sieveqa.features import collate
+    from sieveqa.batching import collate
 
     pad = has_model.tokenizer.pad_token_id
     qb, ab = collate(q, range(3), pad), collate(a, range(3), pad)

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 import torch
 
+from sieveqa.batching import collate
 from sieveqa.encoder import Cost
 from sieveqa.errors import ConfigError
-from sieveqa.features import collate
 from sieveqa.models.cross_encoder import CrossEncoder
 from sieveqa.models.multihead import MultiHeadConfig, MultiHeadStudent
 from sieveqa.models.zoo import load_model

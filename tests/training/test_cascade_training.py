@@ -6,8 +6,8 @@ from pathlib import Path
 import pytest
 import torch
 
+from sieveqa.batching import collate
 from sieveqa.data.jsonl import example_dict, write_jsonl
-from sieveqa.features import collate
 from sieveqa.models.cascade import CascadeTransformer
 from sieveqa.training.cascade import retrofit_cascade
 from sieveqa.training.config import TrainConfig

@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 import torch
 
+from sieveqa.batching import collate
 from sieveqa.data.jsonl import example_dict, write_jsonl
 from sieveqa.errors import ConfigError, DataFormatError
-from sieveqa.features import collate
 from sieveqa.models.cross_encoder import CrossEncoder, CrossEncoderConfig
 from sieveqa.models.multihead import MultiHeadStudent
 from sieveqa.training.config import TrainConfig

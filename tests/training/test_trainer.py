@@ -59,7 +59,7 @@ def _trainer(model: CrossEncoder, out: Path, objective=None, **cfg) -> Trainer:
 def test_loss_goes_down(tiny_model, tmp_path: Path) -> None:
     pairs = make_pairs(_toy_examples())
     feats = tiny_model.featurize(pairs.questions, pairs.texts)
-    from sieveqa.features import collate
+    from sieveqa.batching import collate
 
     batch = collate(feats, list(range(len(pairs))), tiny_model.tokenizer.pad_token_id)
     batch["labels"] = torch.tensor(pairs.labels, dtype=torch.float32)

@@ -115,12 +115,14 @@ class LiveTowers(Towers):
             of_tower[src].append(r)
         self._features, self._of_tower = features, of_tower
         self.cost = cost if cost is not None else Cost()
-        self.state: EncoderState = model.encoder.start(features, model.pad_id, model.batch_size, self.cost)
+        self.state: EncoderState = model.encoder.start(
+            features, model.pad_id, model.batch_size, self.cost, model.shapes
+        )
 
     def _build(self, towers: list[int]) -> None:
         rows = [r for t in towers for r in self._of_tower[t]]
         before = self.cost.layer_units
-        groups = self.model.encoder.advance(self.state, rows, self.model.batch_size)
+        groups = self.model.encoder.advance(self.state, rows, self.model.batch_size, shapes=self.model.shapes)
         self.layer_units += self.cost.layer_units - before
         features = self._features
         assert features.segment_ids is not None and features.offsets is not None
