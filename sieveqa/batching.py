@@ -25,14 +25,18 @@ import threading
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from itertools import chain
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 import numpy as np
 import torch
 from torch import Tensor
+from tqdm.auto import tqdm
 
 from sieveqa.errors import ConfigError
 from sieveqa.features import Features
+
+if TYPE_CHECKING:
+    from sieveqa.encoder import Cost
 
 T = TypeVar("T")
 
@@ -228,3 +232,26 @@ def pinned(batch: dict[str, Tensor], device: torch.device) -> dict[str, Tensor]:
 def to_device(batch: dict[str, Tensor], device: torch.device) -> dict[str, Tensor]:
     """The batch on ``device``; from pinned memory the copy does not block the host."""
     return {k: v.to(device, non_blocking=v.is_pinned()) for k, v in batch.items()}
+
+
+def on_device(
+    made: Iterator[tuple[list[int], dict[str, Tensor]]],
+    device: torch.device,
+    total: int | None,
+    progress: bool = False,
+    desc: str = "scoring",
+    cost: Cost | None = None,
+    overlap: bool | None = None,
+) -> Iterator[tuple[list[int], dict[str, Tensor]]]:
+    """Host batches ``(rows, tensors)`` (``total`` rows in all, if known) moved to ``device`` one by one, made
+    ahead by a thread with ``overlap`` (default: on CUDA). What the consumer meters into ``cost``
+    for a batch counts its first ``len(rows)`` rows only (the rest pad a bucketed shape)."""
+    if device.type == "cuda" if overlap is None else overlap:
+        made = prefetched(made)
+    with tqdm(total=total, desc=desc, unit="pair", disable=not progress, leave=False) as bar:
+        for rows, batch in made:
+            before = None if cost is None else cost.snapshot()
+            yield rows, to_device(batch, device)
+            if cost is not None and before is not None:
+                cost.count_rows(before, len(rows), len(batch["input_ids"]))
+            bar.update(len(rows))

@@ -172,12 +172,20 @@ def test_bf16_buckets_by_default_and_a_warm_up_runs_every_shape(tiny_model) -> N
     assert tiny_model.warm_up() == 0
 
 
-def test_overlapped_batches_equal_the_plain_ones(tiny_model) -> None:
+def test_chunked_and_overlapped_scoring_equals_the_plain_one(tiny_model, monkeypatch) -> None:
+    """Tokenized in chunks by a thread ahead of the model (as on CUDA), the scores and the cost are
+    the same; a failure inside the thread reaches the caller."""
+    plain, cost = tiny_model.score_matrix(QUESTIONS, TEXTS)
+    monkeypatch.setattr("sieveqa.models.pair_model.CHUNK", 3)
+    tiny_model.overlap, tiny_model.batch_size = True, 2
+    ahead, cost_ahead = tiny_model.score_matrix(QUESTIONS, TEXTS)
+    assert torch.allclose(plain, ahead, atol=1e-5) and cost.layer_units == cost_ahead.layer_units
     features = tiny_model.featurize(QUESTIONS, TEXTS)
-    tiny_model.batch_size = 2
-    plain = list(tiny_model.batches(features, overlap=False))
-    ahead = list(tiny_model.batches(features, overlap=True))
-    assert [r for r, _ in plain] == [r for r, _ in ahead]
-    assert all(
-        torch.equal(p["input_ids"], a["input_ids"]) for (_, p), (_, a) in zip(plain, ahead, strict=True)
-    )
+    assert [r for r, _ in tiny_model.batches(features)] == [r for r, _ in tiny_model.host_batches(features)]
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("tokenizer failed")
+
+    monkeypatch.setattr(tiny_model, "featurize", broken)
+    with pytest.raises(RuntimeError, match="tokenizer failed"):
+        tiny_model.score_matrix(QUESTIONS, TEXTS)

@@ -74,6 +74,10 @@ def serve(
     backend: BackendOpt = "torch",
     batch_size: BatchOpt = None,
     budget_ms: BudgetMsOpt = None,
+    warm_up: Annotated[
+        bool,
+        typer.Option(help="run the ranker once at each batch shape before serving (bf16/fp16 only)"),
+    ] = True,
 ) -> None:
     """Serve a ranker over HTTP: POST /rerank, POST /answer (with --index), GET /health, GET /metrics,
     and a question page at / . Concurrent /rerank requests share forward passes (micro-batching).
@@ -112,10 +116,14 @@ def serve(
         confidence=confidence,
         min_confidence=min_confidence,
         budget_ms=budget_ms,
+        warm_up=warm_up,
         **answer_options,
     )
     where = f"http://{host}:{port}"
     console.print(f"sieveqa serving {model} ({service.kind}) at {where}  [dim]docs: {where}/docs[/dim]")
+    if service.warmed_up[0]:
+        shapes, seconds = service.warmed_up
+        console.print(f"[dim]warmed up {shapes} batch shapes in {seconds:.1f} s[/dim]")
     if index is not None:
         console.print(f"answering over {index} with {method}: the page is {where}/")
         if service.answerer is not None and service.answerer.budget is not None:

@@ -17,10 +17,9 @@ from typing import Any, ClassVar, Self
 
 import torch
 from torch import Tensor
-from tqdm.auto import tqdm
 
 from sieveqa.backbones import Backbone, load_backbone
-from sieveqa.batching import Shapes, collate, pinned, prefetched, to_device
+from sieveqa.batching import Shapes, collate, on_device, pinned
 from sieveqa.device import autocast, resolve_device
 from sieveqa.encoder import Cost, SteppableEncoder, state_fingerprint
 from sieveqa.errors import ConfigError, ModelFormatError
@@ -115,6 +114,8 @@ class EncoderModel(InferenceCopies):
         self._backend_asked = "torch"  # re-resolved with the precision (auto → the measured choice)
         #: Bucketed batch shapes (see ``sieveqa.batching``): None chooses (torch in bf16 or fp16).
         self.buckets: bool | None = None
+        #: Batches made ahead by a thread while the model runs (None: on CUDA).
+        self.overlap: bool | None = None
         # What save_pretrained recorded (training provenance) and the folder, when loaded from one.
         self.meta: dict[str, Any] = {}
         self.path: Path | None = None
@@ -228,29 +229,24 @@ class EncoderModel(InferenceCopies):
         desc: str = "scoring",
         segments: bool = False,
         cost: Cost | None = None,
-        overlap: bool | None = None,
     ) -> Iterator[tuple[list[int], dict[str, Tensor]]]:
         """Length-sorted batches of ``features`` as ``(rows, tensors on the model's device)``, with
         ``segment_ids`` when ``segments``, shaped as ``shapes`` says: rows past ``rows`` are padding,
         which ``cost`` (what the caller meters each batch into) does not count. With ``overlap``
         (default: on CUDA) a thread pads the next batches into pinned memory while the model runs the
         current one."""
+        made = self.host_batches(features, segments)
+        return on_device(made, self.device, len(features), progress, desc, cost, self.overlap)
+
+    def host_batches(
+        self, features: Features, segments: bool = False
+    ) -> Iterator[tuple[list[int], dict[str, Tensor]]]:
+        """The batches of :meth:`batches` still on the host (pinned for a CUDA device): the part of
+        the work a thread can do ahead of the model."""
         device, shapes, size = self.device, self.shapes, self.batch_size
-
-        def make(rows: list[int]) -> tuple[list[int], dict[str, Tensor]]:
+        for rows in shapes.batches(features.lengths, size):
             shape = shapes.shape([len(features.input_ids[i]) for i in rows], size)
-            return rows, pinned(collate(features, rows, self.pad_id, segments, shape), device)
-
-        plan = shapes.batches(features.lengths, size)
-        made = map(make, plan)
-        if device.type == "cuda" if overlap is None else overlap:
-            made = prefetched(made)
-        bar = tqdm(made, desc=desc, unit="batch", total=len(plan), disable=not progress, leave=False)
-        for rows, batch in bar:
-            before = None if cost is None else cost.snapshot()
-            yield rows, to_device(batch, device)
-            if cost is not None and before is not None:
-                cost.count_rows(before, len(rows), len(batch["input_ids"]))
+            yield rows, pinned(collate(features, rows, self.pad_id, segments, shape), device)
 
     def warm_up(self) -> int:
         """Run the body once at every bucketed batch shape (see ``shapes``), so that no call pays

@@ -9,16 +9,21 @@ from __future__ import annotations
 
 import time
 from abc import abstractmethod
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 import torch
 from torch import Tensor
 
+from sieveqa.batching import on_device
 from sieveqa.data.records import RankingExample
 from sieveqa.encoder import Cost
 from sieveqa.features import Features
 from sieveqa.models.base import Ranker, RankResult, flatten_pairs, regroup
 from sieveqa.models.encoder_model import EncoderModel
+
+#: Pairs tokenized at a time: with a thread making batches ahead (on CUDA), the next chunk is
+#: tokenized while the model reads this one.
+CHUNK = 4096
 
 
 class PairModel(EncoderModel, Ranker):
@@ -53,18 +58,26 @@ class PairModel(EncoderModel, Ranker):
         of ``max_length`` shared) and keeps its best score, instead of being truncated."""
         started = time.perf_counter()
         cost = Cost()
-        if windows:
-            size = self.config.max_length
-            features = self.featurizer.pairs(questions, texts, size, stride=size // 4)
-        else:
-            features = self.featurize(questions, texts)
-        width = 1 if last_only else self.n_scores
-        out = torch.full((len(questions), width), float("-inf"))
+        size = self.config.max_length
+
+        def made() -> Iterator[tuple[list[int], dict[str, Tensor]]]:
+            for lo in range(0, len(questions), CHUNK):
+                q, t = questions[lo : lo + CHUNK], texts[lo : lo + CHUNK]
+                features = (
+                    self.featurizer.pairs(q, t, size, stride=size // 4) if windows else self.featurize(q, t)
+                )
+                for rows, batch in self.host_batches(features):
+                    yield [lo + features.source[r] for r in rows], batch
+
+        out = torch.full((len(questions), 1 if last_only else self.n_scores), float("-inf"))
+        total = None if windows else len(questions)
         with self.inference() as model:
-            for rows, batch in self.batches(features, progress, cost=cost):
-                logits = model.batch_logits(batch, cost, last_only)[: len(rows)].float().cpu()
-                sources = torch.tensor([features.source[r] for r in rows]).unsqueeze(1).expand_as(logits)
-                out.scatter_reduce_(0, sources, logits, "amax")  # a text's windows keep their best score
+            for pairs, batch in on_device(
+                made(), self.device, total, progress, cost=cost, overlap=self.overlap
+            ):
+                logits = model.batch_logits(batch, cost, last_only)[: len(pairs)].float().cpu()
+                index = torch.tensor(pairs).unsqueeze(1).expand_as(logits)
+                out.scatter_reduce_(0, index, logits, "amax")  # a text's windows keep their best score
         cost.seconds = time.perf_counter() - started
         return out, cost
 

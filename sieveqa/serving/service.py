@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 from collections import OrderedDict
 from concurrent.futures import Future
 from dataclasses import dataclass
@@ -135,6 +136,8 @@ class Service:
         self._settings: OrderedDict[tuple[tuple[str, object], ...], Ranker] = OrderedDict()
         self._settings_lock = threading.Lock()
         self._draining = False
+        #: Batch shapes the ranker ran at load (``load(warm_up=True)``), and the seconds it took.
+        self.warmed_up: tuple[int, float] = (0, 0.0)
 
     @classmethod
     def load(
@@ -148,19 +151,28 @@ class Service:
         limits: Limits | None = None,
         batching: Batching | None = None,
         backend: str | None = "torch",
+        warm_up: bool = True,
         **answer_options: Any,
     ) -> Service:
         """The ranker ``model`` (a shipped name or folder; a cascade with its saved policy) and, given a
         corpus ``index``, an answerer with ``method`` (``answer_options`` as ``load_answerer`` takes;
-        ``backend`` None: torch for the ranker, the answerer's ``budget_ms`` chooses its own)."""
+        ``backend`` None: torch for the ranker, the answerer's ``budget_ms`` chooses its own). With
+        ``warm_up`` the ranker runs once at each of its bucketed batch shapes (bf16/fp16: see
+        ``sieveqa.batching``), so no request pays for building a shape's kernels."""
         settings = {"device": device, "precision": precision, "batch_size": batch_size}
         thread = ModelThread()  # the models load on the thread that will run them
+        warmed: list[float] = [0, 0.0]
 
         def models() -> tuple[Ranker, Answerer | None]:
             answerer = None
             if index is not None:  # a bad index is refused before any model loads
                 answerer = load_answerer(method, index, **answer_options, **settings, backend=backend)
-            return load_ranker(model, **settings, backend=backend or "torch"), answerer
+            ranker = load_ranker(model, **settings, backend=backend or "torch")
+            target = pair_model(ranker)
+            if warm_up and target is not None:
+                started = time.perf_counter()
+                warmed[:] = [target.warm_up(), time.perf_counter() - started]
+            return ranker, answerer
 
         try:
             ranker, answerer = thread.call(models)
@@ -168,7 +180,9 @@ class Service:
             thread.close()  # no service will own it
             raise
         name = None if index is None else Path(index).name  # /health: its name, not the server's path
-        return cls(ranker, answerer, model, name, limits, batching, thread)
+        service = cls(ranker, answerer, model, name, limits, batching, thread)
+        service.warmed_up = (int(warmed[0]), warmed[1])
+        return service
 
     def _micro_batcher(self, batching: Batching, limits: Limits) -> MicroBatcher | None:
         """The queue that batches /rerank's questions (None where something else batches them)."""

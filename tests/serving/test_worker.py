@@ -311,3 +311,18 @@ def test_a_model_thread_makes_large_blocks_go_back_to_the_system() -> None:
         pytest.skip("glibc's malloc settings are Linux's")
     out = subprocess.run([sys.executable, "-c", _HEAP_PROBE], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["False", "True"]
+
+
+def test_a_bf16_service_warms_its_ranker_up_at_every_batch_shape(saved_tiny) -> None:
+    """In bf16 a new batch shape costs a kernel build; the service pays for them all before serving
+    (on the model thread), not its first requests. fp32 shapes are exact: nothing to warm up."""
+    service = Service.load(str(saved_tiny), precision="bf16", batch_size=8)
+    try:
+        assert service.model is not None and service.model.shapes.buckets
+        assert service.warmed_up[0] == len(service.model.shapes.grid(8)) == 4 * 4
+    finally:
+        service.thread.close()
+    for settings in ({"precision": "fp32"}, {"precision": "bf16", "warm_up": False}):
+        service = Service.load(str(saved_tiny), **settings)
+        service.thread.close()
+        assert service.warmed_up[0] == 0
