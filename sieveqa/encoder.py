@@ -26,7 +26,6 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 import torch
-import torch.nn.functional as F
 from torch import Tensor, nn
 from torch.nn.utils.rnn import pad_sequence
 from transformers import PreTrainedModel
@@ -108,7 +107,9 @@ class LayerRunner(Protocol):
 
 @dataclass
 class Group:
-    """Rows that ran one layer together: their padded hidden states and mask (rows × tokens)."""
+    """Rows that ran one layer together: their padded hidden states and mask (rows × tokens); rows
+    past ``len(rows)`` pad the batch to a bucketed shape (a head reads them all, its caller keeps the
+    first ``len(rows)`` results)."""
 
     rows: list[int]
     hidden: Tensor
@@ -145,9 +146,12 @@ class EncoderState:
         if len(states) == 1 and shape is None:
             hidden = states[0].unsqueeze(0)
             return Group(list(rows), hidden, hidden.new_ones(hidden.shape[:2], dtype=torch.long))
-        hidden = pad_sequence(states, batch_first=True)
-        n_rows, width = shape or hidden.shape[:2]
-        hidden = F.pad(hidden, (0, 0, 0, width - hidden.shape[1], 0, n_rows - len(rows)))
+        n_rows, width = shape or (len(rows), max(self.lengths[r] for r in rows))
+        # One copy: zero rows of the full width stand in for the padding rows (one more when none is
+        # needed but the width is wider than every state), so pad_sequence pads to the shape itself.
+        extra = n_rows - len(rows) + (n_rows == len(rows) and width > max(len(s) for s in states))
+        filler = [states[0].new_zeros((width, states[0].shape[-1]))] * extra
+        hidden = pad_sequence([*states, *filler], batch_first=True)[:n_rows]
         lengths = torch.tensor([self.lengths[r] for r in rows] + [1] * (n_rows - len(rows)))
         mask = (torch.arange(width) < lengths.unsqueeze(1)).long().to(hidden.device)
         return Group(list(rows), hidden, mask)
@@ -363,7 +367,7 @@ class SteppableEncoder(nn.Module):
                 for j, r in enumerate(chosen):
                     state.hidden[r] = out[j, : state.lengths[r]]
                     state.depth[r] = depth + 1
-                groups.append(Group(chosen, out[: len(chosen)], group.mask[: len(chosen)]))
+                groups.append(Group(chosen, out, group.mask))
         return groups
 
 

@@ -257,7 +257,7 @@ class CascadeRanker(_PrunedRanker):
                 position = {r: p for p, r in enumerate(rows)}
                 out = torch.empty(len(rows))
                 for group in ran:
-                    logits = model.heads[i](group.hidden, group.mask)
+                    logits = model.heads[i](group.hidden, group.mask)[: len(group.rows)]
                     out[[position[r] for r in group.rows]] = logits.float().cpu()
                 return out
 

@@ -136,7 +136,8 @@ class LiveTowers(Towers):
             for j, r in enumerate(group.rows):
                 segs = features.segment_ids[r]
                 context[j, : len(segs)] = torch.tensor(segs) == 1
-            has, start, end = self.model.heads(index, group.hidden, group.mask)
+            n = len(group.rows)  # rows past n pad the group to its shape
+            has, start, end = (x[:n] for x in self.model.heads(index, group.hidden, group.mask))
             offsets = [features.offsets[r] for r in group.rows]
             by_row.update(
                 zip(group.rows, self.model.guesses(index, has, start, end, context, offsets), strict=True)

@@ -42,8 +42,14 @@ SCHEDULES = [
 ]
 
 
-@pytest.mark.parametrize("schedule", SCHEDULES, ids=lambda s: f"{s.method}-{s.strategy}-{s.group}")
-def test_live_towers_equal_replayed_towers(reader: ReaderModel, schedule: Schedule) -> None:
+@pytest.mark.parametrize(
+    ("schedule", "buckets"),
+    [*((s, False) for s in SCHEDULES), (SCHEDULES[2], True), (SCHEDULES[4], True)],
+    ids=lambda x: f"{x.method}-{x.strategy}-{x.group}" if isinstance(x, Schedule) else f"buckets={x}",
+)
+def test_live_towers_equal_replayed_towers(reader: ReaderModel, schedule: Schedule, buckets: bool) -> None:
+    """Also with towers built in bucketed batch shapes (bf16's), padding rows and tokens included."""
+    reader.buckets = buckets
     table = read_table(reader, [EXAMPLE])
     assert table.rows[0][0] > 1  # the first passage is read in windows
     (replayed,), (built,) = replay(table, schedule, reader.config.temperatures)
@@ -55,6 +61,7 @@ def test_live_towers_equal_replayed_towers(reader: ReaderModel, schedule: Schedu
     assert (outcome.tower_layers, outcome.layer_units) == (replayed.tower_layers, replayed.layer_units)
     assert live.height == built.height and live.steps == built.steps
     assert live.cost.layer_units == live.layer_units
+    reader.buckets = None
 
 
 def _table(probs: list[list[float]]) -> ReplayTowers:
