@@ -1,74 +1,110 @@
-"""What a new input shape costs in bf16 on the CPU (docs/RESULTS.md, issue 31). oneDNN builds a kernel
-for every new shape; a cascade's survivors and a server's micro-batches keep making new ones, and
-offline best-of-3 timings hide it.
+"""What a new input shape costs in bf16 on the CPU, and what bucketed batch shapes save (issues 31
+and 46). oneDNN builds a kernel for every new shape; a cascade's survivors and a server's
+micro-batches keep making new ones, and offline best-of-3 timings hide it.
 
-- ``--mode cascade`` (default): the same 25 SQuAD passages dev questions ranked three times by
-  peasi-cascade at its tuned ratios, one call per question, fp32 and bf16;
-- ``--mode chunks``: WikiQA test in calls of 8 questions, the same calls three times, then three passes
-  of fresh random compositions (bf16, the default ranker);
-- ``--mode offline``: WikiQA test's first 80 questions in one call, default and default-cascade (α 0),
-  fp32 and bf16.
+Each setting runs in a fresh process (the kernels built stay for the process's life), three passes
+over the same inputs; the first pass pays for its shapes, the later ones do not:
 
-    python bench/shape_warmup.py --mode cascade
+- ``wikiqa``: WikiQA test in calls of 8 questions with the default ranker;
+- ``cascade``: 25 SQuAD passages dev questions ranked by peasi-cascade at its tuned ratios, one call
+  per question;
+- for each, batch shapes exact and bucketed (``sieveqa.batching``), and bucketed after a
+  ``warm_up`` at load (what ``sieveqa serve`` does), in bf16; scores compared across the settings.
+
+    python bench/shape_warmup.py --out bench/results/shapes/bf16.json
 """
 
 from __future__ import annotations
 
 import argparse
-import random
+import json
+import subprocess
+import sys
 import time
+from pathlib import Path
+from typing import Any
 
-from sieveqa.data.registry import load_dataset
-from sieveqa.runtime.policy import load_ranker
+from _common import finish, markdown
 
-
-def _rate(ranker, chunks) -> float:
-    started, pairs = time.perf_counter(), 0
-    for chunk in chunks:
-        pairs += ranker.run(chunk).n_pairs
-    return pairs / (time.perf_counter() - started)
+SETTINGS = {"exact": (False, False), "buckets": (True, False), "buckets+warm-up": (True, True)}
 
 
-def cascade() -> None:
-    examples = [e for e in load_dataset("squad-passages:dev") if e.candidates][:25]
-    for precision in ("fp32", "bf16"):
+def one(mode: str, setting: str, precision: str) -> dict[str, Any]:
+    """Three passes of ``mode`` at ``setting`` in this process: ms per call, and the last scores."""
+    from sieveqa.data.registry import load_dataset
+    from sieveqa.runtime.policy import load_ranker
+
+    buckets, warm = SETTINGS[setting]
+    if mode == "wikiqa":
+        examples = [e for e in load_dataset("wikiqa:test") if e.candidates]
+        calls = [examples[i : i + 8] for i in range(0, len(examples), 8)]
+        ranker = load_ranker("default", precision=precision)
+        model = ranker
+    else:
+        examples = [e for e in load_dataset("squad-passages:dev") if e.candidates][:25]
+        calls = [[e] for e in examples]
         ranker = load_ranker("peasi-cascade", precision=precision)
-        ranker.run(examples[:2])  # warm-up on other questions
-        for attempt in (1, 2, 3):
-            started = time.perf_counter()
-            for example in examples:
-                ranker.run([example])
-            ms = 1000 * (time.perf_counter() - started) / len(examples)
-            print(f"{precision} peasi-cascade (tuned ratios), pass {attempt}: {ms:.0f} ms per question")
-
-
-def chunks() -> None:
-    examples = [e for e in load_dataset("wikiqa:test") if e.candidates]
-    ranker = load_ranker("default")
-    fixed = [examples[i : i + 8] for i in range(0, len(examples), 8)]
-    for attempt in (1, 2, 3):
-        rate = _rate(ranker, fixed)
-        print(f"{ranker.precision}, the same calls of 8 questions, pass {attempt}: {rate:.0f} pairs/s")
-    for seed in range(3):
-        shuffled = examples[:]
-        random.Random(seed).shuffle(shuffled)
-        fresh = [shuffled[i : i + 8] for i in range(0, len(shuffled), 8)]
-        print(f"{ranker.precision}, fresh compositions (seed {seed}): {_rate(ranker, fresh):.0f} pairs/s")
-
-
-def offline() -> None:
-    examples = [e for e in load_dataset("wikiqa:test") if e.candidates][:80]
-    for precision in ("fp32", "bf16"):
-        for name, overrides in (("default", {}), ("default-cascade", {"drop_ratios": 0.0})):
-            ranker = load_ranker(name, precision=precision, **overrides)
-            ranker.run(examples[:10])
-            print(f"{precision} {name}: {_rate(ranker, [examples]):.0f} pairs/s")
+        model = ranker.model
+    model.buckets = buckets
+    started = time.perf_counter()
+    shapes = model.warm_up() if warm else 0
+    warm_s = time.perf_counter() - started
+    passes, scores = [], []
+    for _ in range(3):
+        started, pairs, scores = time.perf_counter(), 0, []
+        for call in calls:
+            result = ranker.run(call)
+            pairs += result.n_pairs
+            scores += [s for group in result.scores for s in group]
+        seconds = time.perf_counter() - started
+        passes.append(
+            {
+                "ms_per_call": round(1000 * seconds / len(calls), 1),
+                "pairs_per_second": round(pairs / seconds, 1),
+            }
+        )
+    return {"mode": mode, "setting": setting, "precision": model.precision, "warm_up_shapes": shapes,
+            "warm_up_seconds": round(warm_s, 2), "passes": passes, "scores": scores}  # fmt: skip
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--mode", choices=("cascade", "chunks", "offline"), default="cascade")
-    {"cascade": cascade, "chunks": chunks, "offline": offline}[parser.parse_args().mode]()
+    parser.add_argument("--modes", default="wikiqa,cascade")
+    parser.add_argument("--settings", default=",".join(SETTINGS))
+    parser.add_argument("--precision", default="bf16")
+    parser.add_argument("--one", nargs=2, metavar=("MODE", "SETTING"), help=argparse.SUPPRESS)
+    parser.add_argument("--out", type=Path, default=Path("bench/results/shapes/bf16.json"))
+    args = parser.parse_args()
+    if args.one:
+        print(json.dumps(one(*args.one, args.precision)))
+        return
+    runs = []
+    for mode in args.modes.split(","):
+        exact: list[float] | None = None
+        for setting in args.settings.split(","):
+            command = [sys.executable, __file__, "--one", mode, setting, "--precision", args.precision]
+            run = json.loads(subprocess.run(command, check=True, capture_output=True, text=True).stdout)
+            scores = run.pop("scores")
+            exact = exact if exact is not None else scores
+            run["max_score_difference_to_first_setting"] = max(
+                abs(a - b) for a, b in zip(scores, exact, strict=True)
+            )
+            first, warm = run["passes"][0]["ms_per_call"], min(p["ms_per_call"] for p in run["passes"][1:])
+            run["first_over_warm"] = round(first / warm, 3)
+            runs.append(run)
+            ratio, shapes, spent = run["first_over_warm"], run["warm_up_shapes"], run["warm_up_seconds"]
+            print(f"{mode} {setting}: first pass {first} ms a call, warm {warm}, ratio {ratio}, "
+                  f"warm-up {shapes} shapes in {spent} s", flush=True)  # fmt: skip
+    keys = [
+        "mode",
+        "setting",
+        "first_over_warm",
+        "warm_up_shapes",
+        "warm_up_seconds",
+        "max_score_difference_to_first_setting",
+    ]
+    print(markdown(runs, keys))
+    finish(args.out, "shape_warmup", {"precision": args.precision, "runs": runs})
 
 
 if __name__ == "__main__":

@@ -16,7 +16,9 @@ from sieveqa.batching import (
     bucket_width,
     collate,
     length_batches,
+    pinned,
     prefetched,
+    to_device,
 )
 from sieveqa.data.records import Candidate, Question, RankingExample
 from sieveqa.features import Features
@@ -189,3 +191,12 @@ def test_chunked_and_overlapped_scoring_equals_the_plain_one(tiny_model, monkeyp
     monkeypatch.setattr(tiny_model, "featurize", broken)
     with pytest.raises(RuntimeError, match="tokenizer failed"):
         tiny_model.score_matrix(QUESTIONS, TEXTS)
+
+
+def test_host_batches_are_pinned_for_cuda_only_and_move_where_asked() -> None:
+    """The CUDA path's pieces that run without a GPU: nothing is pinned for the CPU, and a batch
+    moves to another device (meta stands in for cuda) with its shapes and dtypes."""
+    batch = collate(Features([[1, 2, 3]], [[0, 0, 0]]), [0], pad_id=0)
+    assert pinned(batch, torch.device("cpu")) is batch
+    moved = to_device(batch, torch.device("meta"))
+    assert all(v.is_meta and v.shape == batch[k].shape and v.dtype == torch.long for k, v in moved.items())
