@@ -31,6 +31,7 @@ from sieveqa.errors import require_extra
 from sieveqa.evaluation.metrics import evaluate_scores
 from sieveqa.models.base import regroup
 from sieveqa.models.cross_encoder import CrossEncoder
+from sieveqa.runtime.policy import load_ranker
 
 
 def export_for_sentence_transformers(model: CrossEncoder, path: Path, eps: float = 1e-3) -> Path:
@@ -132,6 +133,15 @@ def main() -> None:
     parser.add_argument("--st-python", default=".venv-race/bin/python", help="python of make race-env")
     parser.add_argument("--calibrate", default="wikiqa:dev", help="sentences calibrating ST's OpenVINO int8")
     parser.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's)")
+    parser.add_argument(
+        "--cascade",
+        default=None,
+        help="a cascade raced too (e.g. default-cascade, at its saved drop ratios): it ranks each "
+        "question whole, pruning at its exits, on each of --cascade-systems",
+    )
+    parser.add_argument(
+        "--cascade-systems", default="torch:bf16,openvino:int8", help="BACKEND:PRECISION list"
+    )
     parser.add_argument("--out", type=Path, default=Path("bench/results/throughput.json"))
     parser.add_argument(
         "--choose",
@@ -172,6 +182,20 @@ def main() -> None:
     for p, model in models.items():
         name = f"sieveqa-{p}" + (f" ({model.precision})" if p.endswith("auto") else "")
         systems[name] = timed(lambda m=model: m.score_pairs(questions, texts))
+    costs: dict[str, float] = {}
+    for system in args.cascade_systems.split(",") if args.cascade else []:
+        backend, _, precision = system.rpartition(":")
+        ranker = load_ranker(
+            args.cascade, precision=precision, backend=backend or "torch", batch_size=args.batch_size
+        )
+        name = f"{args.cascade}-{system}"
+
+        def ranked(r: Any = ranker, name: str = name) -> list[float]:
+            result = r.run(examples)
+            costs[name] = result.relative_cost
+            return [s for group in result.scores for s in group]
+
+        systems[name] = timed(ranked)
 
     times: dict[str, list[float]] = {name: [] for name in systems}
     scores = {name: fn()[0] for name, fn in systems.items()}  # warm-up (and the scores compared below)
@@ -195,6 +219,8 @@ def main() -> None:
             "p@1": metrics["p@1"],
             f"top1_agreement_with_{reference_name}": round(agreement(reference, per_q), 4),
         }
+        if name in costs:
+            rows[name]["relative_cost"] = round(costs[name], 4)
     for st_name in (n for n in systems if n.startswith("sentence-transformers")):
         base = rows[st_name]["pairs_per_second"]
         for row in rows.values():
