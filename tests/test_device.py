@@ -47,3 +47,13 @@ def test_autocast_is_bf16_only_when_asked() -> None:
         assert (a @ b).dtype == torch.bfloat16
     with device.autocast(torch.device("cpu"), "fp32"):
         assert (a @ b).dtype == torch.float32
+
+
+@pytest.mark.parametrize("bf16", [True, False])
+def test_auto_precision_on_cuda_is_fp32_for_inference_and_half_for_training(monkeypatch, bf16: bool) -> None:
+    """A GPU check found a fresh process 4-5x slower in half precision (a kernel per new shape)."""
+    monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda *args, **kwargs: bf16)
+    assert device.resolve_precision("auto", torch.device("cuda")) == "fp32"
+    assert device.resolve_precision("auto", torch.device("cuda"), training=True) == (
+        "bf16" if bf16 else "fp16"
+    )

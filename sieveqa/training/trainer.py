@@ -65,7 +65,7 @@ def train_precision(asked: str, device: torch.device) -> str:
     """The precision a run trains in: ``auto`` is bf16 where the device multiplies it natively (there it
     measured 2.3x faster than fp32 per step on a CPU, docs/RESULTS.md), else fp32 (fp16 would need
     loss scaling, which this loop does not do)."""
-    resolved = resolve_precision(asked, device)
+    resolved = resolve_precision(asked, device, training=True)
     if resolved not in ("fp32", "bf16"):
         return "fp32"
     return resolved
