@@ -21,8 +21,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import socket
-import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -69,30 +67,17 @@ def best_rate(call: Callable[[], int], repeats: int) -> float:
 def service_rate(model: str, examples: list, clients: int, repeats: int) -> float:
     """/rerank pairs per second over loopback, every question once per pass, ``clients`` at a time."""
     import httpx
-    import uvicorn
 
-    from sieveqa.serving.app import create_app
-    from sieveqa.serving.service import Service
+    from sieveqa.serving import Service, serve_in_thread
 
-    service = Service.load(model)
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(create_app(service), port=port, log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    while not server.started:
-        time.sleep(0.05)
     bodies = [{"query": e.question.text, "texts": [c.text for c in e.candidates]} for e in examples]
 
-    async def one_pass() -> int:
+    async def one_pass(url: str) -> int:
         queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
         for body in bodies:
             queue.put_nowait(body)
         limits = httpx.Limits(max_connections=clients, max_keepalive_connections=clients)
-        async with httpx.AsyncClient(
-            base_url=f"http://127.0.0.1:{port}", limits=limits, timeout=300
-        ) as client:
+        async with httpx.AsyncClient(base_url=url, limits=limits, timeout=300) as client:
 
             async def sender() -> None:
                 while not queue.empty():
@@ -101,11 +86,8 @@ def service_rate(model: str, examples: list, clients: int, repeats: int) -> floa
             await asyncio.gather(*(sender() for _ in range(clients)))
         return sum(len(b["texts"]) for b in bodies)
 
-    try:
-        return best_rate(lambda: asyncio.run(one_pass()), repeats)
-    finally:
-        server.should_exit = True
-        thread.join()
+    with serve_in_thread(Service.load(model)) as url:
+        return best_rate(lambda: asyncio.run(one_pass(url)), repeats)
 
 
 def main() -> None:

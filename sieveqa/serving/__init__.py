@@ -15,6 +15,7 @@ from sieveqa.lazy import lazy_getattr
 
 _EXPORTS = {
     "create_app": "sieveqa.serving.app",
+    "serve_in_thread": "sieveqa.serving.app",
     "MicroBatcher": "sieveqa.serving.batcher",
     "Batching": "sieveqa.serving.settings",
     "Limits": "sieveqa.serving.settings",

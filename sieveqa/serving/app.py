@@ -6,8 +6,10 @@ OpenAPI schema that states this server's limits.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+import socket
+import threading
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from typing import Any
 
 import anyio
@@ -21,7 +23,7 @@ from sieveqa.serving.errors import install_error_handlers
 from sieveqa.serving.routes import STATIC, service_routes
 from sieveqa.serving.service import ANSWER_SETTINGS, REQUEST_SETTINGS, Service
 
-__all__ = ["create_app"]
+__all__ = ["create_app", "serve_in_thread"]
 
 
 def _describe_limits(schema: dict[str, Any], service: Service) -> None:
@@ -79,3 +81,31 @@ def create_app(service: Service) -> FastAPI:
 
     app.openapi = openapi  # type: ignore[method-assign]
     return app
+
+
+@contextmanager
+def serve_in_thread(service: Service, timeout: float = 10.0) -> Iterator[str]:
+    """Serve ``service`` with uvicorn on a free loopback port in a thread of this process for the
+    block (a notebook, a test, a benchmark); yields its URL."""
+    import uvicorn
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    server = uvicorn.Server(uvicorn.Config(create_app(service), port=port, log_level="warning"))
+    thread = threading.Thread(target=server.run, name="sieveqa-serve", daemon=True)
+    thread.start()
+    pause = threading.Event()
+    for _ in range(int(timeout / 0.01)):
+        if server.started or not thread.is_alive():
+            break
+        pause.wait(0.01)
+    if not server.started:
+        server.should_exit = True
+        thread.join(timeout)
+        raise RuntimeError(f"the server did not start on 127.0.0.1:{port} within {timeout:g} s")
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout)

@@ -2,40 +2,19 @@
 
 from __future__ import annotations
 
-import socket
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from sieveqa.runtime.answer.answerer import Answerer
-from sieveqa.serving import Service, create_app
+from sieveqa.serving import Service, serve_in_thread
 from tests.fakes import KeywordRanker
 
 CHROMIUM = Path("/usr/bin/chromium")
 pytestmark = pytest.mark.skipif(
     not CHROMIUM.exists(), reason="no /usr/bin/chromium (make install apt-gets it when run as root)"
 )
-
-
-def _serve(service: Service) -> Iterator[str]:
-    """Run the app with uvicorn on a free loopback port in a thread; yield its URL."""
-    import uvicorn
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(create_app(service), port=port, log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    for _ in range(500):
-        if server.started:
-            break
-        threading.Event().wait(0.01)
-    yield f"http://127.0.0.1:{port}"
-    server.should_exit = True
-    thread.join(10)
 
 
 @pytest.fixture(scope="module")
@@ -57,7 +36,10 @@ def browser_page(browser):
 
 @pytest.fixture
 def answering_url(keyword_answerer: Answerer) -> Iterator[str]:
-    yield from _serve(Service(KeywordRanker(), keyword_answerer, name="keyword", index="demo-index"))
+    with serve_in_thread(
+        Service(KeywordRanker(), keyword_answerer, name="keyword", index="demo-index")
+    ) as url:
+        yield url
 
 
 def test_a_question_shows_its_answer_marked_in_the_passage(browser_page, answering_url: str) -> None:
@@ -88,7 +70,7 @@ def test_a_question_without_a_match_says_so(browser_page, answering_url: str) ->
 
 
 def test_without_an_index_the_page_says_how_to_load_one(browser_page, tiny_model) -> None:
-    for url in _serve(Service(tiny_model)):
+    with serve_in_thread(Service(tiny_model)) as url:
         browser_page.goto(url)
         browser_page.wait_for_function("document.getElementById('loaded').textContent.includes('index')")
         assert "--index DIR" in (browser_page.text_content("#loaded") or "")
@@ -102,7 +84,9 @@ def test_an_answer_below_min_confidence_is_shown_as_a_best_guess(browser_page, k
     best = keyword_answerer.answer(question).best.score
     keyword_answerer.confidence = Confidence(1.0, -best - 1.0, min_confidence=0.5)  # P(right) 0.27
     keyword_answerer.min_confidence = 0.5
-    for url in _serve(Service(KeywordRanker(), keyword_answerer, name="keyword", index="demo-index")):
+    with serve_in_thread(
+        Service(KeywordRanker(), keyword_answerer, name="keyword", index="demo-index")
+    ) as url:
         page = browser_page
         page.goto(url)
         page.wait_for_function("document.getElementById('loaded').textContent.includes('demo-index')")
