@@ -51,14 +51,14 @@ def served(
     port: int = 8765,
     timeout: float = 120.0,
     on_start: Callable[[subprocess.Popen[bytes]], None] | None = None,
+    program: Sequence[str] = (),
 ) -> Iterator[str]:
-    """Run ``sieveqa serve ARGS --port PORT`` in a subprocess until the block ends; yield its URL
-    (``on_start`` gets the process, for its pid)."""
+    """Run ``sieveqa serve ARGS --port PORT`` (or ``PROGRAM ARGS --port PORT``) in a subprocess until
+    the block ends; yield its URL (``on_start`` gets the process, for its pid)."""
     import httpx
 
-    server = subprocess.Popen(
-        [str(Path(sys.executable).parent / "sieveqa"), "serve", *args, "--port", str(port)]
-    )
+    command = list(program) or [str(Path(sys.executable).parent / "sieveqa"), "serve"]
+    server = subprocess.Popen([*command, *args, "--port", str(port)])
     if on_start is not None:
         on_start(server)
     url = f"http://127.0.0.1:{port}"

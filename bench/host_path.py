@@ -21,13 +21,14 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import torch
-from _common import finish, markdown
+from _common import finish, markdown, served
 
 from sieveqa.data.registry import load_dataset
 from sieveqa.encoder import SteppableEncoder
@@ -65,10 +66,9 @@ def best_rate(call: Callable[[], int], repeats: int) -> float:
 
 
 def service_rate(model: str, examples: list, clients: int, repeats: int) -> float:
-    """/rerank pairs per second over loopback, every question once per pass, ``clients`` at a time."""
+    """/rerank pairs per second over loopback, every question once per pass, ``clients`` at a time, to
+    ``sieveqa serve`` in a process of its own (its forward a no-op too)."""
     import httpx
-
-    from sieveqa.serving import Service, serve_in_thread
 
     bodies = [{"query": e.question.text, "texts": [c.text for c in e.candidates]} for e in examples]
 
@@ -86,7 +86,7 @@ def service_rate(model: str, examples: list, clients: int, repeats: int) -> floa
             await asyncio.gather(*(sender() for _ in range(clients)))
         return sum(len(b["texts"]) for b in bodies)
 
-    with serve_in_thread(Service.load(model)) as url:
+    with served("--model", model, program=[sys.executable, __file__, "--serve"]) as url:
         return best_rate(lambda: asyncio.run(one_pass(url)), repeats)
 
 
@@ -100,7 +100,16 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--paths", default="tokenize,rank,eval,cascade,service")
     parser.add_argument("--out", type=Path, default=Path("bench/results/host-path/wikiqa.json"))
-    args = parser.parse_args()
+    parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)  # the service's process
+    args, rest = parser.parse_known_args()
+    if args.serve:
+        from sieveqa.cli import app
+
+        with no_forward():
+            app(["serve", *rest])
+        return
+    if rest:
+        parser.error(f"unrecognized arguments: {' '.join(rest)}")
     examples = [e for e in load_dataset(args.dataset) if e.candidates]
     pairs = sum(len(e.candidates) for e in examples)
     ranker = load_ranker(args.model, precision=args.precision)
