@@ -6,9 +6,12 @@ batch, 2% of an H200, so the bound is here, not in the model.
 
 Paths, each on the same questions, best of ``--repeats`` passes after a warm-up:
 
-- ``tokenize``: the featurizer alone (the Rust tokenizer and the pair rows);
-- ``rank``: ``Ranker.run`` as ``sieveqa rank`` calls it (tokenize, batch, pad, score, regroup);
-- ``eval``: the same plus the metrics, as ``sieveqa eval`` reports them;
+- ``tokenize``: the featurizer alone (the Rust tokenizer and the pair rows), every text new;
+- ``rank-cold``: ``Ranker.run`` as ``sieveqa rank`` calls it (tokenize, batch, pad, score, regroup),
+  every text new (the token cache emptied before each pass);
+- ``rank``: the same with the texts' token ids cached (``sieveqa.token_cache``: what a second pass,
+  or a service reranking passages it has seen, gets);
+- ``eval``: ``rank`` plus the metrics, as ``sieveqa eval`` reports them;
 - ``cascade``: ``default-cascade`` at its tuned drop ratios (per-row states, pruning per exit);
 - ``service``: ``sieveqa serve``'s /rerank over loopback, one request per question, ``--clients``
   concurrent clients in this process (the client's work is on the same cores).
@@ -98,7 +101,7 @@ def main() -> None:
     parser.add_argument("--precision", default="auto")
     parser.add_argument("--clients", type=int, default=32)
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--paths", default="tokenize,rank,eval,cascade,service")
+    parser.add_argument("--paths", default="tokenize,rank-cold,rank,eval,cascade,service")
     parser.add_argument("--out", type=Path, default=Path("bench/results/host-path/wikiqa.json"))
     parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)  # the service's process
     args, rest = parser.parse_known_args()
@@ -118,13 +121,21 @@ def main() -> None:
     questions = [e.question.text for e in examples for _ in e.candidates]
     texts = [c.text for e in examples for c in e.candidates]
 
+    def cold(call: Callable[[], int]) -> int:
+        model.featurizer.cache.clear()
+        return call()
+
     def eval_call() -> int:
         result = ranker.run(examples)
         evaluate_result(examples, result, args.dataset)
         return result.n_pairs
 
+    repeats = args.repeats
     paths: dict[str, Callable[[], float]] = {
-        "tokenize": lambda: best_rate(lambda: len(model.featurize(questions, texts)), args.repeats),
+        "tokenize": lambda: best_rate(
+            lambda: cold(lambda: len(model.featurize(questions, texts))), args.repeats
+        ),
+        "rank-cold": lambda: best_rate(lambda: cold(lambda: ranker.run(examples).n_pairs), repeats),
         "rank": lambda: best_rate(lambda: ranker.run(examples).n_pairs, args.repeats),
         "eval": lambda: best_rate(eval_call, args.repeats),
         "cascade": lambda: best_rate(lambda: cascade.run(examples).n_pairs, args.repeats),

@@ -27,6 +27,7 @@ from tokenizers import Encoding, Tokenizer
 from transformers import PreTrainedTokenizerBase
 
 from sieveqa.errors import BackboneError, ConfigError
+from sieveqa.token_cache import TokenCache
 
 Span = tuple[int, int]
 
@@ -125,14 +126,16 @@ class Featurizer:
         self.__setstate__({})
 
     def __getstate__(self) -> dict[str, object]:
-        # A copy (a deep-copied model, a pickled one) starts with no memory and its own lock.
+        # A copy (a deep-copied model, a pickled one) starts with no memory, no cache and its own lock.
         state = {**self.__dict__, "_memory": None, "_memory_tokens": 0, "_memory_cap": 0}
-        del state["_memory_lock"], state["_local"]
+        del state["_memory_lock"], state["_local"], state["cache"]
         return state
 
     def __setstate__(self, state: dict[str, object]) -> None:
         self.__dict__.update(state)
         self._memory_lock, self._local = threading.Lock(), threading.local()
+        #: Token ids of texts seen before (see ``sieveqa.token_cache``); ``TokenCache(0)`` holds none.
+        self.cache = TokenCache()
 
     def remember(self, tokens: int) -> None:
         """Let texts tokenized inside :meth:`keeping` (a service checking a request) be given back,
@@ -158,18 +161,23 @@ class Featurizer:
             self._local.keep = False
 
     def _encode(self, texts: Sequence[str], offsets: bool = False) -> Sequence[Encoding | _Ids]:
-        memory = self._memory
-        if memory is None or offsets:
+        memory, cache = self._memory, self.cache
+        if offsets or (memory is None and not cache.capacity):
             return self._backend.encode_batch(list(texts), add_special_tokens=False)
         keep = getattr(self._local, "keep", False)
         unique = list(dict.fromkeys(texts))
-        with self._memory_lock:
-            found: dict[str, Encoding | _Ids] = {t: memory.pop(t) for t in unique if t in memory}
-            self._memory_tokens -= sum(len(e.ids) for e in found.values())
+        found: dict[str, Encoding | _Ids] = {}
+        if memory is not None:
+            with self._memory_lock:
+                found = {t: memory.pop(t) for t in unique if t in memory}
+                self._memory_tokens -= sum(len(e.ids) for e in found.values())
+        found |= {t: _Ids(ids) for t, ids in cache.take(t for t in unique if t not in found).items()}
         missing = [t for t in unique if t not in found]
-        for t, e in zip(missing, self._backend.encode_batch(missing, add_special_tokens=False), strict=True):
+        encoded = self._backend.encode_batch(missing, add_special_tokens=False)
+        cache.put({t: e.ids for t, e in zip(missing, encoded, strict=True)})
+        for t, e in zip(missing, encoded, strict=True):
             found[t] = _Ids(array("i", e.ids)) if keep else e  # only what is kept is cut to its ids
-        if keep:
+        if keep and memory is not None:
             with self._memory_lock:
                 for text in unique:
                     if text not in memory and len(found[text].ids) <= self._memory_cap:  # kept: _Ids

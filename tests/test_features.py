@@ -78,7 +78,7 @@ def test_an_empty_candidate_never_makes_a_row_longer_than_the_limit(featurizer) 
 
 def test_windows_overlap_by_the_stride_and_cover_the_passage(featurizer) -> None:
     passage = _words(100)
-    whole = featurizer._encode([passage])[0].ids
+    whole = list(featurizer._encode([passage])[0].ids)
     features = featurizer.pairs(["q?"], [passage], max_length=48, stride=8, offsets=True)
     assert len(features) > 1 and set(features.source) == {0} and not any(features.truncated)
     covered = []
@@ -96,7 +96,7 @@ def test_a_long_question_is_cut_so_windows_still_advance(featurizer) -> None:
     # A question of 40 tokens left 5 passage tokens per window, fewer than the stride of 8: every
     # answer over windowed passages failed (issue 30: /answer with a 1,000-character question gave 500).
     passage = _words(100)
-    whole = featurizer._encode([passage])[0].ids
+    whole = list(featurizer._encode([passage])[0].ids)
     question = " ".join(["the"] * 40)  # 40 tokens
     features = featurizer.pairs([question], [passage], max_length=48, stride=8, offsets=True)
     budget = 48 - 3

@@ -1,0 +1,62 @@
+"""The token-id cache: bounded by tokens and by texts, least recently used out first, and a featurizer
+that asks the tokenizer only for texts it has not seen."""
+
+from __future__ import annotations
+
+import copy
+import threading
+
+from sieveqa.token_cache import TokenCache
+
+
+def test_bounds_drop_the_least_recently_used_first() -> None:
+    cache = TokenCache(capacity=10, max_texts=3)
+    cache.put({"a": [1, 2, 3], "b": [4, 5, 6]})
+    assert list(cache.take(["a"])) == ["a"] and cache.tokens == 6
+    cache.put({"c": [7, 8, 9, 10]})  # 10 tokens: full
+    cache.put({"d": [11]})  # over: "b" (least recently used) goes, "a" was used
+    assert set(cache.take(["a", "b", "c", "d"])) == {"a", "c", "d"} and cache.tokens == 8
+    cache.put({"e": [1], "f": [2]})  # more than 3 texts: the oldest go
+    assert len(cache) == 3 and cache.tokens <= 10
+    cache.put({"huge": list(range(11))})  # longer than the whole cache: not held
+    assert "huge" not in cache.take(["huge"])
+    assert TokenCache(capacity=0).take(["a"]) == {} and not len(TokenCache(0))
+
+
+def test_a_featurizer_tokenizes_a_text_once_and_its_copy_starts_empty(tiny_model) -> None:
+    featurizer = tiny_model.featurizer
+    featurizer.cache.clear()
+    seen: list[str] = []
+    backend = featurizer._backend
+
+    class Counting:
+        def encode_batch(self, texts, **kwargs):
+            seen.extend(texts)
+            return backend.encode_batch(texts, **kwargs)
+
+    featurizer._backend = Counting()
+    try:
+        first = featurizer.pairs(["q?", "q?"], ["one text", "another text"], max_length=32)
+        again = featurizer.pairs(["q?"], ["one text"], max_length=32)
+    finally:
+        featurizer._backend = backend
+    assert sorted(seen) == ["another text", "one text", "q?"]  # nothing twice
+    assert again.input_ids[0] == first.input_ids[0]
+    assert not len(copy.deepcopy(featurizer).cache) and len(featurizer.cache) == 3
+
+
+def test_threads_putting_and_taking_keep_the_count_right() -> None:
+    cache = TokenCache(capacity=500, max_texts=50)
+
+    def work(k: int) -> None:
+        for i in range(300):
+            cache.put({f"{k}-{i % 70}": [i] * (i % 7 + 1)})
+            cache.take([f"{k}-{(i * 7) % 70}"])
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    held = cache.take(list(cache._ids))
+    assert cache.tokens == sum(len(v) for v in held.values()) <= 500 and len(cache) <= 50
