@@ -68,12 +68,16 @@ def best_rate(call: Callable[[], int], repeats: int) -> float:
     return max(rates)
 
 
-def service_rate(model: str, examples: list, clients: int, repeats: int) -> float:
+def service_rate(model: str, examples: list, clients: int, repeats: int) -> tuple[float, float]:
     """/rerank pairs per second over loopback, every question once per pass, ``clients`` at a time, to
-    ``sieveqa serve`` in a process of its own (its forward a no-op too)."""
+    ``sieveqa serve`` in a process of its own (its forward a no-op too); and pairs per CPU-second the
+    server spent (its own cost, whatever the client's: the client shares the cores)."""
     import httpx
+    import psutil
 
     bodies = [{"query": e.question.text, "texts": [c.text for c in e.candidates]} for e in examples]
+    pairs = sum(len(b["texts"]) for b in bodies)
+    server: list[psutil.Process] = []
 
     async def one_pass(url: str) -> int:
         queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
@@ -87,10 +91,16 @@ def service_rate(model: str, examples: list, clients: int, repeats: int) -> floa
                     (await client.post("/rerank", json=queue.get_nowait())).raise_for_status()
 
             await asyncio.gather(*(sender() for _ in range(clients)))
-        return sum(len(b["texts"]) for b in bodies)
+        return pairs
 
-    with served("--model", model, program=[sys.executable, __file__, "--serve"]) as url:
-        return best_rate(lambda: asyncio.run(one_pass(url)), repeats)
+    program = [sys.executable, __file__, "--serve"]
+    with served(
+        "--model", model, program=program, on_start=lambda p: server.append(psutil.Process(p.pid))
+    ) as url:
+        rate = best_rate(lambda: asyncio.run(one_pass(url)), repeats)
+        before = sum(server[0].cpu_times()[:2])
+        asyncio.run(one_pass(url))
+        return rate, pairs / (sum(server[0].cpu_times()[:2]) - before)
 
 
 def main() -> None:
@@ -131,7 +141,7 @@ def main() -> None:
         return result.n_pairs
 
     repeats = args.repeats
-    paths: dict[str, Callable[[], float]] = {
+    paths: dict[str, Callable[[], float | tuple[float, float]]] = {
         "tokenize": lambda: best_rate(
             lambda: cold(lambda: len(model.featurize(questions, texts))), args.repeats
         ),
@@ -144,10 +154,12 @@ def main() -> None:
     rows = []
     with no_forward():
         for name in args.paths.split(","):
-            rate = paths[name]()
+            rate, per_cpu = (lambda r: r if isinstance(r, tuple) else (r, None))(paths[name]())
             rows.append({"path": name, "pairs_per_second": round(rate, 1)})
+            if per_cpu is not None:  # the service: what its own process spent, the client's apart
+                rows[-1]["pairs_per_server_cpu_second"] = round(per_cpu, 1)
             print(f"{name}: {rate:,.0f} pairs/s (host path alone)", flush=True)
-    print(markdown(rows, ["path", "pairs_per_second"]))
+    print(markdown(rows, ["path", "pairs_per_second", "pairs_per_server_cpu_second"]))
     finish(
         args.out,
         "host_path",
