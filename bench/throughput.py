@@ -121,7 +121,7 @@ def main() -> None:
     parser.add_argument(
         "--precisions",
         default="fp32,auto,int8",
-        help="sieveqa systems to time: PRECISION or BACKEND:PRECISION",
+        help="sieveqa systems to time: PRECISION or BACKEND:PRECISION ('' for none: a --cascade alone)",
     )
     parser.add_argument("--st-precisions", default="fp32", help="sentence-transformers: fp32 and/or bf16")
     parser.add_argument(
@@ -163,11 +163,11 @@ def main() -> None:
             backend=p.rpartition(":")[0] or "torch",
             batch_size=args.batch_size,
         )
-        for p in args.precisions.split(",")
+        for p in filter(None, args.precisions.split(","))
     }
     systems: dict[str, Callable[[], tuple[list[float] | None, float]]] = {}
     workers = []
-    first = models[next(iter(models))]
+    first = next(iter(models.values()), None) or CrossEncoder.from_pretrained(args.model)
     if args.st_backends:
         workers = st_workers(args, first, pairs)
         systems |= {f"sentence-transformers-{w.system}": w for w in workers}
