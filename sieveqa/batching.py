@@ -1,16 +1,18 @@
 """Batches of token rows for the model: which rows go together, the padded tensors they make, and a
 thread that makes the next ones while the model runs the current one.
 
-A batch is shaped one of two ways (:class:`Shapes`):
+A batch is shaped one of two ways (:class:`Shapes`); either way rows are sorted by length and a batch
+closes early once padding would pass ``PAD_SLACK`` of its tokens:
 
-- **exact** (fp32, exported backends): rows sorted by length, a batch closed early once padding would
-  pass ``PAD_SLACK`` of its tokens, padded to its longest row. The least padding, but every call makes
-  new (rows, tokens) shapes.
-- **bucketed** (torch in bf16 or fp16): full batches of ``batch_size`` sorted rows, tokens padded up
-  to a bucket width (a multiple of 16 up to 128, of 32 up to 256, then of 64) and rows up to a power
-  of two. oneDNN on the CPU and CUDA's half-precision kernels build a kernel for every new shape (on a
-  GPU each cost 5-20x a warm call), so a process now meets a few dozen shapes, which
-  ``EncoderModel.warm_up`` can pay for at load.
+- **exact** (the default): padded to its longest row. The least padding, but calls keep making new
+  (rows, tokens) shapes.
+- **bucketed** (the default for torch in fp16 or bf16 on CUDA): tokens padded up to a bucket width (a
+  multiple of 16 up to 128, of 32 up to 256, then of 64) and rows up to a power of two to 8, then a
+  multiple of 8. CUDA's half-precision kernels are built per new shape (a GPU check measured each at
+  5-20x a warm call), so a process now meets under a hundred shapes, which ``EncoderModel.warm_up``
+  can pay for at load. On a CPU in bf16 (oneDNN also builds a kernel per shape) it was measured not to
+  pay on an AVX512-BF16 CPU: the first pass of exact shapes was within 20% of a warm one there, and
+  the padding cost more (docs/RESULTS.md, issue 46); ``model.buckets = True`` turns it on.
 
 Padding is masked either way, so a row's scores do not depend on its batch's shape; a padding row
 attends to its first token only (a row with no token to attend to is undefined in some kernels).
@@ -59,8 +61,11 @@ def bucket_width(longest: int, limit: int | None = None) -> int:
 
 
 def bucket_rows(n: int, batch_size: int) -> int:
-    """The bucket row count of a batch of ``n`` rows: the next power of two, at most ``batch_size``."""
-    return n if n >= batch_size else min(1 << max(n - 1, 0).bit_length(), batch_size)
+    """The bucket row count of a batch of ``n`` rows: the next power of two up to 8, then the next
+    multiple of 8, at most ``batch_size``."""
+    if n >= batch_size:
+        return n
+    return min(1 << max(n - 1, 0).bit_length() if n <= 8 else 8 * math.ceil(n / 8), batch_size)
 
 
 @dataclass(frozen=True)
@@ -72,13 +77,9 @@ class Shapes:
     limit: int | None = None
 
     def batches(self, lengths: Sequence[int], batch_size: int) -> list[list[int]]:
-        """Row indices grouped into inference batches."""
-        if not self.buckets:
-            return length_batches(lengths, batch_size)
-        if batch_size < 1:
-            raise ConfigError(f"batch_size must be >= 1, got {batch_size}")
-        order = sorted(range(len(lengths)), key=lengths.__getitem__)
-        return [order[i : i + batch_size] for i in range(0, len(order), batch_size)]
+        """Row indices grouped into inference batches (the same groups either way: bucketing only
+        pads them further)."""
+        return length_batches(lengths, batch_size)
 
     def shape(self, lengths: Sequence[int], batch_size: int) -> tuple[int, int]:
         """(rows, tokens) of the padded batch holding rows of these ``lengths``."""

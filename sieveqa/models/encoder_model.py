@@ -112,7 +112,7 @@ class EncoderModel(InferenceCopies):
         self._precision_asked = "fp32"  # re-resolved when the device changes (auto → bf16/fp16/fp32)
         self.backend = "torch"  # where the body's layers run: torch, or an export (sieveqa.exported)
         self._backend_asked = "torch"  # re-resolved with the precision (auto → the measured choice)
-        #: Bucketed batch shapes (see ``sieveqa.batching``): None chooses (torch in bf16 or fp16).
+        #: Bucketed batch shapes (see ``sieveqa.batching``): None chooses (half precision on CUDA).
         self.buckets: bool | None = None
         #: Batches made ahead by a thread while the model runs (None: on CUDA).
         self.overlap: bool | None = None
@@ -218,8 +218,9 @@ class EncoderModel(InferenceCopies):
     @property
     def shapes(self) -> Shapes:
         """How its inference batches are shaped: in buckets where a new shape costs a kernel build
-        (torch in bf16 or fp16), else exact; ``buckets`` decides when set."""
-        auto = self.backend == "torch" and self.precision in ("bf16", "fp16")
+        (torch in bf16 or fp16 on CUDA), else exact; ``buckets`` decides when set."""
+        half = self.backend == "torch" and self.precision in ("bf16", "fp16")
+        auto = half and self.device.type == "cuda"
         return Shapes(auto if self.buckets is None else self.buckets, self.config.max_length)
 
     def batches(
