@@ -78,7 +78,9 @@ def test_a_flood_gets_429_or_503_and_nothing_hangs(saved_tiny: Path) -> None:
             post = lambda _: httpx.post(f"{url}/rerank", json=body, timeout=60).status_code  # noqa: E731
             codes = list(pool.map(post, range(24)))
     assert set(codes) <= {200, 429, 503} and 200 in codes, codes
-    assert codes.count(200) <= 6 and len(codes) - codes.count(200) >= 18, codes  # 3 in and 2 queued at a time
+    # 3 in and 2 queued at a time: about 5 served while the flood lasts, more when it arrives slower
+    # than the batch window (7 on a loaded machine); an unbounded queue serves all 24.
+    assert codes.count(200) <= 12 and len(codes) - codes.count(200) >= 12, codes
 
 
 def test_a_replica_bounds_its_queue_with_429_and_reports_its_depth() -> None:
