@@ -6,7 +6,8 @@ import pytest
 import torch
 
 from sieveqa.backbones import load_backbone
-from sieveqa.encoder import Cost, SteppableEncoder, layer_flops, masked_mean, pool_segments
+from sieveqa.cost import layer_flops
+from sieveqa.encoder import Cost, SteppableEncoder, masked_mean, pool_segments
 from sieveqa.features import Featurizer
 
 QUESTIONS = [

@@ -1,4 +1,4 @@
-"""The token-id cache: bounded by tokens and by texts, least recently used out first, and a featurizer
+"""The token-id cache: bounded in bytes, least recently used out first, and a featurizer
 that asks the tokenizer only for texts it has not seen."""
 
 from __future__ import annotations
@@ -6,20 +6,19 @@ from __future__ import annotations
 import copy
 import threading
 
-from sieveqa.token_cache import TokenCache
+from sieveqa.token_cache import TokenCache, entry_bytes
 
 
-def test_bounds_drop_the_least_recently_used_first() -> None:
-    cache = TokenCache(capacity=10, max_texts=3)
+def test_bytes_are_bounded_and_the_least_recently_used_goes_first() -> None:
+    each = entry_bytes("a", [1, 2, 3])  # every text below is one character
+    cache = TokenCache(capacity=3 * each)
     cache.put({"a": [1, 2, 3], "b": [4, 5, 6]})
-    assert list(cache.take(["a"])) == ["a"] and cache.tokens == 6
-    cache.put({"c": [7, 8, 9, 10]})  # 10 tokens: full
-    cache.put({"d": [11]})  # over: "b" (least recently used) goes, "a" was used
-    assert set(cache.take(["a", "b", "c", "d"])) == {"a", "c", "d"} and cache.tokens == 8
-    cache.put({"e": [1], "f": [2]})  # more than 3 texts: the oldest go
-    assert len(cache) == 3 and cache.tokens <= 10
-    cache.put({"huge": list(range(11))})  # longer than the whole cache: not held
-    assert "huge" not in cache.take(["huge"])
+    assert list(cache.take(["a"])) == ["a"] and cache.bytes == 2 * each
+    cache.put({"c": [7, 8, 9]})  # full
+    cache.put({"d": [1, 2, 3]})  # over: "b" (least recently used) goes, "a" was used
+    assert set(cache.take(["a", "b", "c", "d"])) == {"a", "c", "d"} and cache.bytes == 3 * each
+    cache.put({"x" * 10_000: [1]})  # one long string with few tokens: its bytes count, not its tokens
+    assert "x" * 10_000 not in cache.take(["x" * 10_000]) and cache.bytes <= cache.capacity
     assert TokenCache(capacity=0).take(["a"]) == {} and not len(TokenCache(0))
 
 
@@ -46,7 +45,7 @@ def test_a_featurizer_tokenizes_a_text_once_and_its_copy_starts_empty(tiny_model
 
 
 def test_threads_putting_and_taking_keep_the_count_right() -> None:
-    cache = TokenCache(capacity=500, max_texts=50)
+    cache = TokenCache(capacity=50 * entry_bytes("0-00", [0] * 4))
 
     def work(k: int) -> None:
         for i in range(300):
@@ -59,4 +58,4 @@ def test_threads_putting_and_taking_keep_the_count_right() -> None:
     for t in threads:
         t.join()
     held = cache.take(list(cache._ids))
-    assert cache.tokens == sum(len(v) for v in held.values()) <= 500 and len(cache) <= 50
+    assert cache.bytes == sum(entry_bytes(t, v) for t, v in held.items()) <= cache.capacity

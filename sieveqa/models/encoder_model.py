@@ -233,9 +233,8 @@ class EncoderModel(InferenceCopies):
     ) -> Iterator[tuple[list[int], dict[str, Tensor]]]:
         """Length-sorted batches of ``features`` as ``(rows, tensors on the model's device)``, with
         ``segment_ids`` when ``segments``, shaped as ``shapes`` says: rows past ``rows`` are padding,
-        which ``cost`` (what the caller meters each batch into) does not count. With ``overlap``
-        (default: on CUDA) a thread pads the next batches into pinned memory while the model runs the
-        current one."""
+        which ``cost`` (what the caller meters each batch into) does not count. With ``overlap`` (default:
+        on CUDA) a thread pads the next batches into pinned memory while the model runs this one."""
         made = self.host_batches(features, segments)
         return on_device(made, self.device, len(features), progress, desc, cost, self.overlap)
 
