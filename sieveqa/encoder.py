@@ -243,6 +243,25 @@ class SteppableEncoder(nn.Module):
 
     # -- per-row state ------------------------------------------------------------------------------
 
+    def embedded(
+        self,
+        features: Features,
+        pad_id: int,
+        batch_size: int = 64,
+        cost: Cost | None = None,
+        shapes: Shapes = EXACT,
+    ) -> Iterator[Group]:
+        """Every row of ``features`` embedded, in length-sorted batches shaped as ``shapes`` says."""
+        device = self.backbone.embeddings.word_embeddings.weight.device
+        lengths = features.lengths
+        for rows in shapes.batches(lengths, batch_size):
+            shape = shapes.shape([lengths[r] for r in rows], batch_size)
+            batch = {k: v.to(device) for k, v in collate(features, rows, pad_id, shape=shape).items()}
+            hidden = self.embed(batch["input_ids"], batch["attention_mask"], batch["token_type_ids"])
+            if cost is not None:
+                cost.sequences += len(rows)
+            yield Group(rows, hidden, batch["attention_mask"])
+
     def start(
         self,
         features: Features,
@@ -254,16 +273,11 @@ class SteppableEncoder(nn.Module):
         """Embed every row of ``features`` (in length-sorted batches shaped as ``shapes`` says) into a
         state at depth 0."""
         cost = cost if cost is not None else Cost()
-        device = self.backbone.embeddings.word_embeddings.weight.device
         hidden: list[Tensor] = [torch.empty(0)] * len(features)
         lengths = features.lengths
-        for rows in shapes.batches(lengths, batch_size):
-            shape = shapes.shape([lengths[r] for r in rows], batch_size)
-            batch = {k: v.to(device) for k, v in collate(features, rows, pad_id, shape=shape).items()}
-            embedded = self.embed(batch["input_ids"], batch["attention_mask"], batch["token_type_ids"])
-            cost.sequences += len(rows)
-            for j, r in enumerate(rows):
-                hidden[r] = embedded[j, : lengths[r]]
+        for group in self.embedded(features, pad_id, batch_size, cost, shapes):
+            for j, r in enumerate(group.rows):
+                hidden[r] = group.hidden[j, : lengths[r]]
         return EncoderState(hidden, lengths, cost)
 
     def advance(
@@ -334,8 +348,10 @@ def _branch_layer(
 
 def masked_mean(hidden: Tensor, mask: Tensor) -> Tensor:
     """Mean of token vectors over the non-padding positions of each row."""
-    weights = mask.unsqueeze(-1).to(hidden.dtype)
-    return (hidden * weights).sum(dim=1) / weights.sum(dim=1).clamp(min=1.0)
+    weights = mask.to(hidden.dtype).unsqueeze(
+        1
+    )  # rows x 1 x tokens: one product, no rows x tokens x width copy
+    return torch.bmm(weights, hidden).squeeze(1) / weights.sum(dim=2).clamp(min=1.0)
 
 
 def pool(hidden: Tensor, mask: Tensor, mode: str) -> Tensor:

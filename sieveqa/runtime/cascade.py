@@ -1,9 +1,9 @@
 """Cascade inference (section 4.3.2): all candidates of a question climb one encoder together and each
 exit drops a fixed share of them, per question, even when many questions share one batch.
 
-``CascadeRanker`` keeps every candidate's hidden states in an ``EncoderState`` and advances only the
-survivors, exit by exit; ``SequentialRanker`` is the paper's baseline of independent models of
-growing depth. Both run the pruning loop of ``runtime.trace`` and apply a ``CascadePolicy``.
+``CascadeRanker`` keeps the candidates' hidden states in a ``PackedState`` (padded batches, the
+survivors gathered into new ones after each exit) and advances only the survivors, exit by exit;
+``SequentialRanker`` is the paper's baseline of independent models of growing depth. Both run the pruning loop of ``runtime.trace`` and apply a ``CascadePolicy``.
 """
 
 from __future__ import annotations
@@ -16,7 +16,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, Self
 
-import torch
 from torch import Tensor
 from tqdm.auto import tqdm
 
@@ -26,6 +25,7 @@ from sieveqa.errors import ConfigError, shorten
 from sieveqa.models.base import Ranker, RankResult, flatten_pairs, regroup
 from sieveqa.models.cascade import CascadeTransformer
 from sieveqa.models.cross_encoder import CrossEncoder
+from sieveqa.packed import PackedState, head_scores
 from sieveqa.runtime.policy import Policy
 from sieveqa.runtime.pruning import check_drop_ratios, ratio_for_budget
 from sieveqa.runtime.trace import (
@@ -241,25 +241,16 @@ class CascadeRanker(_PrunedRanker):
         features = self.model.featurize(questions, texts)
         exits = self.stages
         with self.model.inference() as model:
-            shapes = model.shapes
-            state = model.encoder.start(features, model.pad_id, self.batch_size, cost, shapes)
-            live = set(range(len(features)))
+            state = PackedState.start(
+                model.encoder, features, model.pad_id, self.batch_size, cost, model.shapes
+            )
 
             def score_stage(i: int, alive: Tensor) -> Tensor:
-                nonlocal live
                 rows = alive.tolist()
-                # Rows dropped at the previous exit are forgotten (their memory is freed).
-                state.release(sorted(live.difference(rows)))
-                live = set(rows)
-                ran = []
+                state.keep(rows)  # rows dropped at the previous exit are gone (their memory freed)
                 for _ in range(exits[i] - (exits[i - 1] if i else 0)):
-                    ran = model.encoder.advance(state, rows, self.batch_size, shapes=shapes)
-                position = {r: p for p, r in enumerate(rows)}
-                out = torch.empty(len(rows))
-                for group in ran:
-                    logits = model.heads[i](group.hidden, group.mask)[: len(group.rows)]
-                    out[[position[r] for r in group.rows]] = logits.float().cpu()
-                return out
+                    state.advance(model.encoder)
+                return head_scores(state.groups, model.heads[i], rows)
 
             return self._prune(groups, n_groups, score_stage)
 
