@@ -3,7 +3,8 @@ exit drops a fixed share of them, per question, even when many questions share o
 
 ``CascadeRanker`` keeps the candidates' hidden states in a ``PackedState`` (padded batches, the
 survivors gathered into new ones after each exit) and advances only the survivors, exit by exit;
-``SequentialRanker`` is the paper's baseline of independent models of growing depth. Both run the pruning loop of ``runtime.trace`` and apply a ``CascadePolicy``.
+``SequentialRanker`` is the paper's baseline of independent models of growing depth. Both run the
+pruning loop of ``runtime.trace`` and apply a ``CascadePolicy``.
 """
 
 from __future__ import annotations
