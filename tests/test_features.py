@@ -168,3 +168,72 @@ def test_collate_pads_right_with_mask_and_segments() -> None:
     assert batch["token_type_ids"].tolist() == [[0, 1, 0], [0, 0, 1]]
     assert batch["segment_ids"].tolist() == [[-1, -1, -1], [-1, 0, -1]]
     assert batch["input_ids"].dtype == torch.long
+
+
+HARD_TEXTS = [
+    "Zürich's Ærøskøbing façade — “quoted” ‘single’ …",
+    "上海市 東京 ソウル 한국어 🙂👍🏽 ½ ⅔ ﬀ",
+    "x\u0301\u0308 combining, \u200b\u200c\u200d\ufeff format, \x01\x1f control, \ue123 private",
+    "w" * 99 + " " + "w" * 101,
+    "[SEP] [CLS] [MASK] written in the text; ##suffix",
+    "",
+    " \t\n ",
+    "1,234.56 %$#@! e-mail@host.org http://a.b/c?d=e",
+]
+
+
+def test_the_fast_tokenizer_gives_hugging_faces_ids(featurizer) -> None:
+    if featurizer._fast is None:
+        pytest.skip("nanotoken is not installed")
+    rng = random.Random(3)
+    fuzz = ["".join(chr(rng.randrange(32, 0x3000)) for _ in range(rng.randrange(40))) for _ in range(300)]
+    texts = HARD_TEXTS + fuzz
+    slow = featurizer._backend.encode_batch(texts, add_special_tokens=False)
+    assert [list(e.ids) for e in featurizer._encode_ids(texts)] == [e.ids for e in slow]
+
+
+def test_the_fast_tokenizer_matches_on_real_sentences(featurizer, real_data) -> None:
+    if featurizer._fast is None:
+        pytest.skip("nanotoken is not installed")
+    from sieveqa.data.registry import load_dataset
+
+    texts = [c.text for e in load_dataset("wikiqa:test")[:60] for c in e.candidates]
+    slow = featurizer._backend.encode_batch(texts, add_special_tokens=False)
+    assert [list(e.ids) for e in featurizer._encode_ids(texts)] == [e.ids for e in slow]
+
+
+def test_a_fast_tokenizer_that_differs_or_is_turned_off_is_not_used(tokenizer, monkeypatch) -> None:
+    nanotoken = pytest.importorskip("nanotoken")
+
+    from sieveqa import tokenizing
+
+    spec = tokenizer.backend_tokenizer.to_str()
+    tokenizing.fast_backend.cache_clear()
+    monkeypatch.setattr(
+        nanotoken.Tokenizer, "encode_batch_list", lambda self, texts, **kw: [[1]] * len(texts)
+    )
+    assert tokenizing.fast_backend(spec) is None  # the probes differ: Hugging Face's is kept
+    monkeypatch.undo()
+    tokenizing.fast_backend.cache_clear()
+    monkeypatch.setenv(tokenizing.TOKENIZER_ENV, "hf")
+    assert tokenizing.fast_backend(spec) is None and Featurizer(tokenizer)._fast is None
+    monkeypatch.delenv(tokenizing.TOKENIZER_ENV)
+    tokenizing.fast_backend.cache_clear()
+    assert tokenizing.fast_backend(spec) is not None
+
+
+def test_a_tokenizer_nanotoken_does_not_take_stays_on_hugging_faces() -> None:
+    pytest.importorskip("nanotoken")
+    from tokenizers import Tokenizer, models
+
+    from sieveqa import tokenizing
+
+    bpe = Tokenizer(models.BPE(vocab={"a": 0, "b": 1, "ab": 2}, merges=[("a", "b")]))
+    assert tokenizing.fast_backend(bpe.to_str()) is None
+
+
+def test_forget_drops_the_token_ids_held(featurizer) -> None:
+    featurizer.pairs(["a question?"], ["a text to remember"], max_length=32)
+    assert len(featurizer.cache)
+    featurizer.forget()
+    assert not len(featurizer.cache)

@@ -26,19 +26,18 @@ def test_a_featurizer_tokenizes_a_text_once_and_its_copy_starts_empty(tiny_model
     featurizer = tiny_model.featurizer
     featurizer.cache.clear()
     seen: list[str] = []
-    backend = featurizer._backend
+    encode = featurizer._encode_ids  # where every text is tokenized when no offsets are asked
 
-    class Counting:
-        def encode_batch(self, texts, **kwargs):
-            seen.extend(texts)
-            return backend.encode_batch(texts, **kwargs)
+    def counting(texts):
+        seen.extend(texts)
+        return encode(texts)
 
-    featurizer._backend = Counting()
+    featurizer._encode_ids = counting
     try:
         first = featurizer.pairs(["q?", "q?"], ["one text", "another text"], max_length=32)
         again = featurizer.pairs(["q?"], ["one text"], max_length=32)
     finally:
-        featurizer._backend = backend
+        del featurizer._encode_ids
     assert sorted(seen) == ["another text", "one text", "q?"]  # nothing twice
     assert again.input_ids[0] == first.input_ids[0]
     assert not len(copy.deepcopy(featurizer).cache) and len(featurizer.cache) == 3

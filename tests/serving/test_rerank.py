@@ -120,32 +120,32 @@ def test_alpha_is_refused_for_a_model_that_is_no_cascade(client: TestClient) -> 
     assert "alpha: default takes no per-request settings" in r.json()["error"]
 
 
-class CountingBackend:
-    """The Rust tokenizer, counting the texts it encodes and whether an event loop ran the call."""
+class CountingTokenizer:
+    """A featurizer's tokenizing, counting the texts it encodes and whether an event loop ran the call."""
 
-    def __init__(self, backend) -> None:
-        self.backend, self.texts, self.on_loop = backend, [], []
+    def __init__(self, featurizer) -> None:
+        self.encode, self.texts, self.on_loop = featurizer._encode_ids, [], []
 
-    def encode_batch(self, texts, **kwargs):
+    def __call__(self, texts):
         try:
             asyncio.get_running_loop()
             self.on_loop.append(True)
         except RuntimeError:
             self.on_loop.append(False)
         self.texts.extend(texts)
-        return self.backend.encode_batch(texts, **kwargs)
+        return self.encode(texts)
 
 
 def test_a_truncate_false_request_is_tokenized_once_and_off_the_event_loop(tiny_model) -> None:
     service = Service(tiny_model)
     tiny_model.featurizer.cache.clear()  # texts other tests tokenized are not tokenized again
-    counting = CountingBackend(tiny_model.featurizer._backend)
-    tiny_model.featurizer._backend = counting
+    counting = CountingTokenizer(tiny_model.featurizer)
+    tiny_model.featurizer._encode_ids = counting
     try:
         with TestClient(create_app(service)) as c:
             r = c.post("/rerank", json={"query": QUERY, "texts": TEXTS, "truncate": False})
     finally:
-        tiny_model.featurizer._backend = counting.backend
+        del tiny_model.featurizer._encode_ids
         tiny_model.featurizer.remember(0)
     assert r.status_code == 200, r.text
     assert sorted(counting.texts) == sorted([QUERY, *TEXTS])  # each text once: check and scoring
