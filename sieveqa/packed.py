@@ -110,7 +110,10 @@ class PackedState:
             held, picked = self.groups[g].hidden, slots[sources == g]
             index = torch.from_numpy(picked).to(held.device)
             cut = min(width, held.shape[1])
-            torch.index_select(held[:, :cut], 0, index, out=hidden[at : at + len(picked), :cut])
+            if held.requires_grad:  # out= is not differentiable: select, then copy
+                hidden[at : at + len(picked), :cut] = held[:, :cut].index_select(0, index)
+            else:
+                torch.index_select(held[:, :cut], 0, index, out=hidden[at : at + len(picked), :cut])
             hidden[at : at + len(picked), cut:] = 0  # never NaN where a mask hides it: 0 x NaN is NaN
             at += len(picked)
         lengths = torch.ones(n_rows, dtype=torch.long)

@@ -97,3 +97,14 @@ def test_rows_not_held_are_an_error_and_dropped_rows_free_their_batches(tiny) ->
         assert sum(g.hidden.shape[0] for g in packed.groups) == 2
         with pytest.raises(ValueError, match=r"rows \[3\] are not held"):
             packed.keep([1, 3])
+
+
+def test_gradients_flow_through_kept_rows(tiny) -> None:
+    backbone, enc = tiny
+    packed = PackedState.start(enc, _features(tiny), backbone.tokenizer.pad_token_id, batch_size=4)
+    packed.advance(enc)
+    packed.keep([0, 5, 9])
+    packed.advance(enc)
+    enc.zero_grad()
+    sum(g.hidden[: len(g.rows)].sum() for g in packed.groups).backward()
+    assert enc.layers[0].attention.self.query.weight.grad.abs().sum() > 0
