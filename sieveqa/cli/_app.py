@@ -95,6 +95,24 @@ BackendOpt = Annotated[
     ),
 ]
 BatchOpt = Annotated[int | None, typer.Option(help="inputs per forward pass (default: the model's)")]
+WarmUpOpt = Annotated[
+    bool,
+    typer.Option(
+        "--warm-up",
+        help="first run the model once at each bucketed batch shape (half precision on CUDA, where "
+        "each new shape is slow once; nothing to do on a CPU)",
+    ),
+]
+
+
+def warm_up_ranker(ranker: Any) -> None:
+    """``--warm-up``: run the ranker's model at each of its batch shapes, and say what it took."""
+    from sieveqa.runtime.policy import warm_up
+
+    shapes, seconds = warm_up(ranker)
+    console.print(f"[dim]warmed up at {shapes} batch shapes in {seconds:.1f} s[/dim]")
+
+
 FusionOpt = Annotated[
     str | None,
     typer.Option(

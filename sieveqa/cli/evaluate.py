@@ -19,10 +19,12 @@ from sieveqa.cli._app import (
     ModelOpt,
     PolicyOpt,
     PrecisionOpt,
+    WarmUpOpt,
     app,
     check_device,
     console,
     float_list,
+    warm_up_ranker,
 )
 from sieveqa.errors import ConfigError
 
@@ -68,6 +70,7 @@ def evaluate(
         str | None, typer.Option(help="a reader: the learned scheduler (train-scheduler)")
     ] = None,
     fusion: FusionOpt = None,
+    warm_up: WarmUpOpt = False,
 ) -> None:
     """Score every candidate of a labelled dataset and report MAP, MRR, P@1, nDCG@10 and throughput.
 
@@ -115,6 +118,8 @@ def evaluate(
         thresholds=float_list(threshold, "--threshold"),
     )
     ranker = with_fusion(ranker, fused)
+    if warm_up:
+        warm_up_ranker(ranker)
     used = getattr(ranker, "model", ranker)
     report, metrics = evaluate_ranker(ranker, examples, dataset, progress=True)
     result: dict[str, Any] = {

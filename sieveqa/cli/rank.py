@@ -15,10 +15,12 @@ from sieveqa.cli._app import (
     DeviceOpt,
     PolicyOpt,
     PrecisionOpt,
+    WarmUpOpt,
     app,
     check_device,
     console,
     float_list,
+    warm_up_ranker,
 )
 from sieveqa.cli._options import Setting, given_settings, merge, settings_command, settings_of
 from sieveqa.errors import ConfigError, DataFormatError, shorten
@@ -68,6 +70,7 @@ def rank(
     batch_size: BatchOpt = None,
     alpha: AlphaOpt = None,
     policy: PolicyOpt = None,
+    warm_up: WarmUpOpt = False,
     store: Annotated[
         Path | None,
         typer.Option(help="answer store (sieveqa index build): candidates are answer ids, or none for all"),
@@ -112,6 +115,8 @@ def rank(
         backend=backend,
         drop_ratios=float_list(alpha, "--alpha"),
     )
+    if warm_up:
+        warm_up_ranker(ranker)
     # A bar only where scoring takes long enough to watch (a few seconds on this CPU).
     ranked = ranker.rank_examples(examples, progress=sum(len(e.candidates) for e in examples) > 500)
     for ex, answers in zip(examples, ranked, strict=True):

@@ -10,6 +10,7 @@ package: a policy tuned for a shipped model is saved in the tuning run's own fol
 
 from __future__ import annotations
 
+import time
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any, ClassVar, Self
@@ -20,6 +21,7 @@ from sieveqa.io import atomic_write_json, read_json_object
 from sieveqa.models._saving import read_policy, write_policy
 from sieveqa.models.base import Ranker
 from sieveqa.models.encoder_model import EncoderModel
+from sieveqa.models.pair_model import PairModel
 from sieveqa.models.zoo import is_shipped, load_model
 from sieveqa.runtime.ensemble import EnsembleRanker, is_ensemble
 
@@ -132,3 +134,21 @@ def ranker_of(
             raise ConfigError(f"{name} is a {loaded.kind} model, which takes no runtime policy ({what})")
         return loaded
     return ranker_class.from_model(loaded, policy=policy, **overrides)
+
+
+def pair_model(ranker: Ranker) -> PairModel | None:
+    """The model whose tokenizer measures a ranker's inputs (an ensemble's first member)."""
+    for candidate in (ranker, getattr(ranker, "model", None), *getattr(ranker, "members", ())[:1]):
+        if isinstance(candidate, PairModel):
+            return candidate
+    return None
+
+
+def warm_up(ranker: Ranker) -> tuple[int, float]:
+    """Run a ranker's model once at each of its bucketed batch shapes (half precision on CUDA: see
+    ``sieveqa.batching``), so no call pays for building a shape's kernels; (shapes run, seconds)."""
+    model = pair_model(ranker)
+    if model is None:
+        return 0, 0.0
+    started = time.perf_counter()
+    return model.warm_up(), time.perf_counter() - started

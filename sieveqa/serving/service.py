@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import threading
-import time
 from collections import OrderedDict
 from concurrent.futures import Future
 from dataclasses import dataclass
@@ -26,10 +25,10 @@ from typing import Any
 from sieveqa.data.records import Candidate, Question, RankingExample
 from sieveqa.errors import ConfigError, SieveQAError
 from sieveqa.models.base import Ranker
-from sieveqa.models.pair_model import PairModel
 from sieveqa.runtime.answer.answerer import Answer, Answerer, load_answerer
 from sieveqa.runtime.answer.budget import Choice
-from sieveqa.runtime.policy import load_ranker
+from sieveqa.runtime.policy import load_ranker, pair_model
+from sieveqa.runtime.policy import warm_up as warm_up_ranker
 from sieveqa.serving.batcher import MicroBatcher, Scored
 from sieveqa.serving.metrics import Metrics
 from sieveqa.serving.settings import Batching, Limits
@@ -101,14 +100,6 @@ class AnswerQueue(Worker[_Question]):
         job.future.set_result(answerer.answer(job.question, job.top))
 
 
-def pair_model(ranker: Ranker) -> PairModel | None:
-    """The model whose tokenizer measures a ranker's inputs (an ensemble's first member)."""
-    for candidate in (ranker, getattr(ranker, "model", None), *getattr(ranker, "members", ())[:1]):
-        if isinstance(candidate, PairModel):
-            return candidate
-    return None
-
-
 class Service:
     """One loaded ranker (and, given an index, an answerer) serving many requests."""
 
@@ -168,10 +159,8 @@ class Service:
             if index is not None:  # a bad index is refused before any model loads
                 answerer = load_answerer(method, index, **answer_options, **settings, backend=backend)
             ranker = load_ranker(model, **settings, backend=backend or "torch")
-            target = pair_model(ranker)
-            if warm_up and target is not None:
-                started = time.perf_counter()
-                warmed[:] = [target.warm_up(), time.perf_counter() - started]
+            if warm_up:
+                warmed[:] = warm_up_ranker(ranker)
             return ranker, answerer
 
         try:

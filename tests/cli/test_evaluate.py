@@ -261,3 +261,21 @@ def test_tune_cascade_agreement_below_one_is_one_line(sieveqa, saved_cascade: Pa
         sieveqa("tune-cascade", "-m", saved_cascade, "-o", tmp_path / "t", "--agreement", "0")
     )
     assert line == "error: --agreement must be >= 1 (the full model's top K), got 0"
+
+
+def test_warm_up_runs_every_bucketed_shape_before_eval_and_rank(
+    sieveqa, saved_tiny: Path, example_jsonl: Path, monkeypatch
+) -> None:
+    """``--warm-up`` (for half precision on CUDA) pays for each batch shape before the job; exact
+    shapes, the CPU's, have none to pay for."""
+    from sieveqa.batching import Shapes
+    from sieveqa.models.encoder_model import EncoderModel
+
+    result = sieveqa("eval", "--model", saved_tiny, "--dataset", f"jsonl:{example_jsonl}", "--warm-up")
+    assert result.exit_code == 0, result.output
+    assert "warmed up at 0 batch shapes" in result.output
+    monkeypatch.setattr(EncoderModel, "shapes", property(lambda self: Shapes(True, self.config.max_length)))
+    for command in (["eval", "--dataset", f"jsonl:{example_jsonl}"], ["rank", "--input", example_jsonl]):
+        result = sieveqa(*command, "--model", saved_tiny, "--batch-size", "8", "--warm-up")
+        assert result.exit_code == 0, result.output
+        assert "warmed up at 16 batch shapes" in result.output  # rows 1, 2, 4, 8 by 4 widths to 64
