@@ -9,7 +9,7 @@ Paths, each on the same questions, best of ``--repeats`` passes after a warm-up:
 - ``tokenize``: the featurizer alone (the Rust tokenizer and the pair rows), every text new;
 - ``rank-cold``: ``Ranker.run`` as ``sieveqa rank`` calls it (tokenize, batch, pad, score, regroup),
   every text new (the token cache and the fast tokenizer's word cache emptied before each pass);
-- ``rank``: the same with the texts' token ids cached (``sieveqa.token_cache``: what a second pass,
+- ``rank``: the same with the texts' token ids cached (``sieveqa.tokenizing``: what a second pass,
   or a service reranking passages it has seen, gets);
 - ``eval``: ``rank`` plus the metrics, as ``sieveqa eval`` reports them;
 - ``cascade``: ``default-cascade`` at its tuned drop ratios (per-row states, pruning per exit);

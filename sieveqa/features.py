@@ -26,8 +26,7 @@ from tokenizers import Encoding, Tokenizer
 from transformers import PreTrainedTokenizerBase
 
 from sieveqa.errors import BackboneError, ConfigError
-from sieveqa.token_cache import TokenCache
-from sieveqa.tokenizing import fast_backend, private_backend
+from sieveqa.tokenizing import TokenCache, fast_backend, private_backend
 
 Span = tuple[int, int]
 
@@ -126,7 +125,7 @@ class Featurizer:
         self.__dict__.update(state)
         self._memory_lock, self._local = threading.Lock(), threading.local()
         self._fast = fast_backend(self._spec)  # (not pickled: a Rust object, rebuilt from the spec)
-        #: Token ids of texts seen before (see ``sieveqa.token_cache``); ``TokenCache(0)`` holds none.
+        #: Token ids of texts seen before (see ``sieveqa.tokenizing``); ``TokenCache(0)`` holds none.
         self.cache = TokenCache()
 
     def forget(self) -> None:

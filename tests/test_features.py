@@ -202,36 +202,6 @@ def test_the_fast_tokenizer_matches_on_real_sentences(featurizer, real_data) -> 
     assert [list(e.ids) for e in featurizer._encode_ids(texts)] == [e.ids for e in slow]
 
 
-def test_a_fast_tokenizer_that_differs_or_is_turned_off_is_not_used(tokenizer, monkeypatch) -> None:
-    nanotoken = pytest.importorskip("nanotoken")
-
-    from sieveqa import tokenizing
-
-    spec = tokenizer.backend_tokenizer.to_str()
-    tokenizing.fast_backend.cache_clear()
-    monkeypatch.setattr(
-        nanotoken.Tokenizer, "encode_batch_list", lambda self, texts, **kw: [[1]] * len(texts)
-    )
-    assert tokenizing.fast_backend(spec) is None  # the probes differ: Hugging Face's is kept
-    monkeypatch.undo()
-    tokenizing.fast_backend.cache_clear()
-    monkeypatch.setenv(tokenizing.TOKENIZER_ENV, "hf")
-    assert tokenizing.fast_backend(spec) is None and Featurizer(tokenizer)._fast is None
-    monkeypatch.delenv(tokenizing.TOKENIZER_ENV)
-    tokenizing.fast_backend.cache_clear()
-    assert tokenizing.fast_backend(spec) is not None
-
-
-def test_a_tokenizer_nanotoken_does_not_take_stays_on_hugging_faces() -> None:
-    pytest.importorskip("nanotoken")
-    from tokenizers import Tokenizer, models
-
-    from sieveqa import tokenizing
-
-    bpe = Tokenizer(models.BPE(vocab={"a": 0, "b": 1, "ab": 2}, merges=[("a", "b")]))
-    assert tokenizing.fast_backend(bpe.to_str()) is None
-
-
 def test_forget_drops_the_token_ids_held(featurizer) -> None:
     featurizer.pairs(["a question?"], ["a text to remember"], max_length=32)
     assert len(featurizer.cache)

@@ -1,12 +1,16 @@
-"""The token-id cache: bounded in bytes, least recently used out first, and a featurizer
-that asks the tokenizer only for texts it has not seen."""
+"""The tokenizers a featurizer uses (the fast one only where it gives Hugging Face's ids) and the
+token-id cache: bounded in bytes, least recently used out first, each text tokenized once."""
 
 from __future__ import annotations
 
 import copy
 import threading
 
-from sieveqa.token_cache import TokenCache, entry_bytes
+import pytest
+
+from sieveqa.backbones import load_backbone
+from sieveqa.features import Featurizer
+from sieveqa.tokenizing import TokenCache, entry_bytes
 
 
 def test_bytes_are_bounded_and_the_least_recently_used_goes_first() -> None:
@@ -58,3 +62,34 @@ def test_threads_putting_and_taking_keep_the_count_right() -> None:
         t.join()
     held = cache.take(list(cache._ids))
     assert cache.bytes == sum(entry_bytes(t, v) for t, v in held.items()) <= cache.capacity
+
+
+def test_a_fast_tokenizer_that_differs_or_is_turned_off_is_not_used(monkeypatch) -> None:
+    nanotoken = pytest.importorskip("nanotoken")
+    tokenizer = load_backbone("tiny").tokenizer
+
+    from sieveqa import tokenizing
+
+    spec = tokenizer.backend_tokenizer.to_str()
+    tokenizing.fast_backend.cache_clear()
+    monkeypatch.setattr(
+        nanotoken.Tokenizer, "encode_batch_list", lambda self, texts, **kw: [[1]] * len(texts)
+    )
+    assert tokenizing.fast_backend(spec) is None  # the probes differ: Hugging Face's is kept
+    monkeypatch.undo()
+    tokenizing.fast_backend.cache_clear()
+    monkeypatch.setenv(tokenizing.TOKENIZER_ENV, "hf")
+    assert tokenizing.fast_backend(spec) is None and Featurizer(tokenizer)._fast is None
+    monkeypatch.delenv(tokenizing.TOKENIZER_ENV)
+    tokenizing.fast_backend.cache_clear()
+    assert tokenizing.fast_backend(spec) is not None
+
+
+def test_a_tokenizer_nanotoken_does_not_take_stays_on_hugging_faces() -> None:
+    pytest.importorskip("nanotoken")
+    from tokenizers import Tokenizer, models
+
+    from sieveqa import tokenizing
+
+    bpe = Tokenizer(models.BPE(vocab={"a": 0, "b": 1, "ab": 2}, merges=[("a", "b")]))
+    assert tokenizing.fast_backend(bpe.to_str()) is None
