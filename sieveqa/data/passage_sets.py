@@ -239,9 +239,9 @@ def build_squad_train_passages(
     from sieveqa.data import squad_train_as2 as as2
 
     out_dir = Path(out_dir) if out_dir is not None else cache_root() / "squad-train-passages"
-    squad_path = Path(squad_path) if squad_path is not None else as2.default_train_path()
-    if top_k < 1:
+    if top_k < 1:  # before the data folder is looked for: a bad setting is named first
         raise ConfigError(f"--top-k must be >= 1, got {top_k}")
+    squad_path = Path(squad_path) if squad_path is not None else as2.default_train_path()
     dev_articles = dev_articles or as2.DEV_ARTICLES
     sliced = max_articles is not None
     as2_dir = out_dir / "squad-train-as2" if sliced else cache_root() / "squad-train-as2"

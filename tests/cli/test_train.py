@@ -213,7 +213,7 @@ def test_teacher_scores_are_written_for_the_students_pairs_and_teach_them(
     other_data = tmp_path / "other.jsonl"
     other_data.write_text(example_jsonl.read_text().split("\n", 1)[1])
     line = one_error_line(
-        sieveqa(*train[:-10], "--train", other_data, "--teachers", out, "-o", tmp_path / "o2")
+        sieveqa(*train[:-10], "--train", other_data, "--dev", data, "--teachers", out, "-o", tmp_path / "o2")
     )
     assert f"are for dataset 'jsonl:{example_jsonl}', not '{other_data}'" in line
 
