@@ -129,8 +129,9 @@ class Featurizer:
         self.cache = TokenCache()
 
     def forget(self) -> None:
-        """Forget every text's and word's tokens held (the token cache, the fast tokenizer's word
-        cache): the next call tokenizes as a fresh process would."""
+        """Forget every text's and word's tokens held (this featurizer's token cache, and the fast
+        tokenizer's word cache, which every featurizer of its tokenizer shares): the next call
+        tokenizes as a fresh process would."""
         self.cache.clear()
         if self._fast is not None:
             self._fast.clear_cache()
@@ -170,9 +171,8 @@ class Featurizer:
         memory, cache = self._memory, self.cache
         if offsets:
             return self._backend.encode_batch(list(texts), add_special_tokens=False)
-        encode = self._encode_ids
         if memory is None and not cache.capacity:
-            return encode(list(texts))
+            return self._encode_ids(list(texts))
         keep = getattr(self._local, "keep", False)
         unique = list(dict.fromkeys(texts))
         found: dict[str, Encoding | _Ids] = {}
@@ -182,7 +182,7 @@ class Featurizer:
                 self._memory_tokens -= sum(len(e.ids) for e in found.values())
         found |= {t: _Ids(ids) for t, ids in cache.take(t for t in unique if t not in found).items()}
         missing = [t for t in unique if t not in found]
-        encoded = encode(missing)
+        encoded = self._encode_ids(missing)
         cache.put({t: e.ids for t, e in zip(missing, encoded, strict=True)})
         for t, e in zip(missing, encoded, strict=True):
             found[t] = _Ids(array("i", e.ids)) if keep else e  # what is kept is held compactly

@@ -42,8 +42,9 @@ _PROBES = (
 
 #: ``SIEVEQA_TOKENIZER=hf`` keeps every tokenization on Hugging Face's tokenizer.
 TOKENIZER_ENV = "SIEVEQA_TOKENIZER"
-#: Words nanotoken's cache holds per worker thread (its default, 2**20, grew a process by 355 MB over
-#: 12 million random words; this one by 33 MB). Set for the whole process when nanotoken is first used.
+#: Words nanotoken's cache holds per worker thread, so its bytes are bounded too (a word over 100
+#: characters is one ``[UNK]``): its default, 2**20, grew a process by 355 MB over 12 million random
+#: words, this one by 33 MB. Set for the whole process when nanotoken is first used.
 FAST_CACHE_ENTRIES = 1 << 16
 
 
