@@ -35,6 +35,8 @@ from tqdm.auto import tqdm
 from sieveqa.data.registry import is_open_dataset, load_dataset, load_open_dataset
 from sieveqa.evaluation.abstention import as_passages, is_right
 from sieveqa.evaluation.answers import passages_of
+from sieveqa.models.reader import ReaderModel
+from sieveqa.models.zoo import load_model
 from sieveqa.runtime.answer.answerer import load_answerer
 from sieveqa.runtime.answer.confidence import best_threshold, fit_logistic
 from sieveqa.runtime.answer.fusion import lexical_scores
@@ -46,7 +48,19 @@ SENTENCE_WEIGHTS = (0.1, 0.25, 0.5, 1.0, 2.0, 4.0, 1000.0)  # 1000: best passage
 LOOKS = (0, 2, 3, 5, 8)
 LOOK_WEIGHTS = (0.25, 0.5, 1.0, 2.0)
 BM25_WEIGHTS = (0.0, 0.5, 1.0, 2.0)  # of the passage's BM25, min-max over the question's passages
-SIGNALS = ("passage", "sentence", "in_passage", "margin", "null", "pointwise", "judge", "judge2")
+SIGNALS = (
+    "passage",
+    "sentence",
+    "in_passage",
+    "margin",
+    "null",
+    "pointwise",
+    "judge",
+    "judge2",
+    "has",
+    "judge_max",
+    "has_max",
+)
 
 
 def _questions(name: str, limit: int | None) -> list[tuple[str, Any, Any]]:
@@ -79,6 +93,7 @@ def cache(args: argparse.Namespace) -> None:
     )
     method = answerer.method
     look = ModelSettings().ranker(args.look_ranker)
+    reader = load_model(args.reader, ReaderModel).configure(precision="auto") if args.reader else None
     rows = []
     for question, passages, gold in tqdm(_questions(args.dataset, args.limit), desc=args.dataset, unit="q"):
         found, scores, _ = method.candidates(question, passages, args.read)
@@ -94,6 +109,7 @@ def cache(args: argparse.Namespace) -> None:
         read = [p.id for p, _ in sorted(zip(passages, scores, strict=True), key=lambda x: -x[1])]
         rank = {pid: r for r, pid in enumerate(read)}
         logits = [f.passage_score for f in found]
+        has = _has_answer(reader, question, found)
         rows.append(
             {
                 "answerable": gold is not None,
@@ -104,6 +120,7 @@ def cache(args: argparse.Namespace) -> None:
                         **{k: round(v, 5) for k, v in (f.signals or {}).items()},
                         "pointwise": round(pointwise[(f.passage.id, f.sentence)], 5),
                         "bm25": round(bm25[f.passage.id], 5),
+                        **({"has": round(has[f.passage.id], 5)} if reader else {}),
                         "right": _right(gold, f),
                     }
                     for f in found
@@ -111,8 +128,18 @@ def cache(args: argparse.Namespace) -> None:
                 "logits": [round(x, 5) for x in sorted(set(logits), reverse=True)],
             }
         )
-    payload = {"dataset": args.dataset, "models": method.model_names | {"look": args.look_ranker}}
+    models = method.model_names | {"look": args.look_ranker} | ({"reader": args.reader} if reader else {})
+    payload = {"dataset": args.dataset, "models": models}
     finish(args.out, "peasi_choice cache", payload | {"read": args.read, "questions": rows})
+
+
+def _has_answer(reader: ReaderModel | None, question: str, found: list[Any]) -> dict[str, float]:
+    """The reader's last-exit has-answer logit of each passage the answers come from."""
+    if reader is None:
+        return {}
+    passages = list({f.passage.id: f.passage for f in found}.values())
+    read, _ = reader.read([question] * len(passages), [[p.text] for p in passages])
+    return {p.id: float(r[0][-1].has_logit) for p, r in zip(passages, read, strict=True)}
 
 
 Choice = tuple[int, float, int, float, float]  # read, sentence weight, second look, its weight, BM25's
@@ -135,7 +162,9 @@ def _choose(
         joint = head + joint[look:]
     best = joint[0]
     score = _joint(best, w, bw) + (lw * best["pointwise"] if look else 0.0)
-    return {**best, "score": score, "looked": bool(look)}
+    # A question's best reading by judge or reader over every passage read, not only the answer's.
+    most = {f"{s}_max": max(c[s] for c in cands) for s in ("judge", "has") if s in best}
+    return {**best, **most, "score": score, "looked": bool(look)}
 
 
 def _grid() -> list[Choice]:
@@ -157,11 +186,13 @@ def _p_at_1(rows: list[dict[str, Any]], choice: Choice) -> float:
     return 100 * sum(hits) / max(len(hits), 1)
 
 
-def _confidence(rows: list[dict[str, Any]], choice: Choice) -> list[dict[str, Any]]:
+def _confidence(
+    rows: list[dict[str, Any]], choice: Choice, only: tuple[str, ...] = SIGNALS
+) -> list[dict[str, Any]]:
     """For each signal subset: held-out AUROC and overall (5 folds, each at its fit's best threshold)."""
     answers = [_choose(r, *choice) for r in rows]
     first = next((a for a in answers if a is not None), {})
-    names = [s for s in SIGNALS if (s != "pointwise" or choice[2]) and s in first]
+    names = [s for s in only if (s != "pointwise" or choice[2]) and s in first]
     order = list(range(len(rows)))
     random.Random(0).shuffle(order)
     out = []
@@ -264,7 +295,9 @@ def sweep(args: argparse.Namespace) -> None:
     open_sets = {n: c for n, c in caches.items() if any(not r["answerable"] for r in c["questions"])}
     for c in open_sets.values():
         key = tuple(best[k] for k in ("read", "sentence_weight", "second_look", "look_weight", "bm25_weight"))
-        payload[f"confidence {c['dataset']}"] = _confidence(c["questions"], key)
+        payload[f"confidence {c['dataset']}"] = _confidence(
+            c["questions"], key, tuple(args.signals.split(","))
+        )
     payload["grid"] = sorted(table, key=lambda r: -r["mean"])
     keys = [k for k in table[0] if k != "mean"] + ["mean"]
     print(markdown([top1, plain, best], keys))
@@ -282,12 +315,16 @@ def main() -> None:
     c.add_argument("--selector", default=None)
     c.add_argument("--look-ranker", default="default")
     c.add_argument("--judge", default="none", help="a reranker whose logit of each read passage is cached")
+    c.add_argument(
+        "--reader", default=None, help="a reader whose has-answer logit of each read passage is cached"
+    )
     c.add_argument("--read", type=int, default=max(READS))
     c.add_argument("--limit", type=int, default=None, help="open sets: this many questions, drawn at random")
     c.add_argument("--out", type=Path, required=True)
     s = sub.add_parser("sweep")
     s.add_argument("--caches", required=True, help="cache files, comma-separated")
     s.add_argument("--second-judge", type=Path, help="a cache of the same open set whose judge is 'judge2'")
+    s.add_argument("--signals", default=",".join(SIGNALS), help="the confidence signals to try subsets of")
     s.add_argument("--out", type=Path, required=True)
     args = parser.parse_args()
     cache(args) if args.mode == "cache" else sweep(args)
