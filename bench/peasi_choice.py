@@ -143,6 +143,7 @@ def _has_answer(reader: ReaderModel | None, question: str, found: list[Any]) -> 
 
 
 Choice = tuple[int, float, int, float, float]  # read, sentence weight, second look, its weight, BM25's
+CHOICE_KEYS = ("read", "sentence_weight", "second_look", "look_weight", "bm25_weight")
 
 
 def _joint(c: dict[str, Any], w: float, bw: float) -> float:
@@ -282,6 +283,9 @@ def sweep(args: argparse.Namespace) -> None:
         return (r["mean"], -r["read"], -r["second_look"], -r["bm25_weight"], -abs(r["sentence_weight"] - 1))
 
     best = max(table, key=simpler)
+    if args.choice:  # the confidence of a given choice (the shipped one) rather than the best here
+        fixed = tuple(float(x) for x in args.choice.split(","))
+        best = next(r for r in table if tuple(float(r[k]) for k in CHOICE_KEYS) == fixed)
     plain = max((r for r in table if r["second_look"] == 0), key=simpler)
     top1 = next(
         r
@@ -294,7 +298,7 @@ def sweep(args: argparse.Namespace) -> None:
     payload |= {"paper_top1": top1, "best_without_look": plain, "best": best}
     open_sets = {n: c for n, c in caches.items() if any(not r["answerable"] for r in c["questions"])}
     for c in open_sets.values():
-        key = tuple(best[k] for k in ("read", "sentence_weight", "second_look", "look_weight", "bm25_weight"))
+        key = tuple(best[k] for k in CHOICE_KEYS)
         payload[f"confidence {c['dataset']}"] = _confidence(
             c["questions"], key, tuple(args.signals.split(","))
         )
@@ -324,6 +328,7 @@ def main() -> None:
     s = sub.add_parser("sweep")
     s.add_argument("--caches", required=True, help="cache files, comma-separated")
     s.add_argument("--second-judge", type=Path, help="a cache of the same open set whose judge is 'judge2'")
+    s.add_argument("--choice", help="read,sentence_weight,second_look,look_weight,bm25_weight to fit at")
     s.add_argument("--signals", default=",".join(SIGNALS), help="the confidence signals to try subsets of")
     s.add_argument("--out", type=Path, required=True)
     args = parser.parse_args()
