@@ -99,17 +99,26 @@ def train_scheduler(
     lr: Annotated[float, typer.Option(help="SGD learning rate")] = 1e-3,
     baseline: Annotated[bool, typer.Option(help="subtract the mean return per step")] = True,
     seed: Annotated[int, typer.Option(help="seed of the sampled episodes")] = 13,
+    reward: Annotated[
+        str,
+        typer.Option(
+            help="passage: each step earns 1 on a passage holding an answer (the paper); "
+            "answer: the episode earns the EM of its answer"
+        ),
+    ] = "passage",
     passages: PassagesOpt = None,
     device: DeviceOpt = "auto",
     progress: ProgressOpt = True,
 ) -> None:
     """Train SkylineBuilder's policy with REINFORCE on a calibrated reader's replayed towers."""
-    from sieveqa.evaluation.odqa import replay, score_outcomes
+    from sieveqa.evaluation.odqa import answer_reward, replay, score_outcomes
     from sieveqa.training.skyline import PolicyOptions, train_policy
 
     budgets = float_list(budget, "--budget") or [0.0]
     schedules = [_schedule(method="learned", budget=b, m=m) for b in budgets]
-    options = PolicyOptions(budgets=budgets, epochs=epochs, lr=lr, baseline=baseline, seed=seed)
+    options = PolicyOptions(
+        budgets=budgets, epochs=epochs, lr=lr, baseline=baseline, seed=seed, reward=reward
+    )
     model, tables = _prepared(reader, out, device, [train, dev], passages, progress)
     temps = model.config.temperatures or [1.0] * len(model.exits)
     train_table = tables[train][1]
@@ -119,7 +128,8 @@ def train_scheduler(
         ems = [score_outcomes(dev_examples, replay(dev_table, s, temps, policy)[0])["em"] for s in schedules]
         return sum(ems) / len(ems)
 
-    result = train_policy(train_table, temps, options, validate, out, progress)
+    rewarded = answer_reward(tables[train][0], schedules[0]) if options.reward == "answer" else None
+    result = train_policy(train_table, temps, options, validate, out, progress, rewarded)
     console.print(
         f"best dev EM {result['best_dev_em']:.2f} (mean over budgets {budget}); scheduler: {out / 'best'}"
     )

@@ -16,7 +16,7 @@ import json
 import math
 import statistics
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -32,7 +32,7 @@ from sieveqa.models.reader import ReaderModel, SpanGuess
 from sieveqa.models.skyline_policy import SkylinePolicy, load_scheduler
 from sieveqa.models.zoo import load_model
 from sieveqa.paths import cache_root
-from sieveqa.runtime.answer.schedulers import Outcome, Schedule, run_schedule
+from sieveqa.runtime.answer.schedulers import Outcome, Schedule, answer, run_schedule
 from sieveqa.runtime.answer.towers import LiveTowers, ReplayTowers, Towers
 
 TABLE_VERSION = 1
@@ -40,6 +40,7 @@ TABLE_VERSION = 1
 __all__ = [
     "ReadTable",
     "analyse",
+    "answer_reward",
     "cached_table",
     "evaluate_reader",
     "evaluate_schedule",
@@ -186,6 +187,16 @@ def replay(
         outcomes.append(run_schedule(towers, schedule, policy))
         built.append(towers)
     return outcomes, built
+
+
+def answer_reward(examples: Sequence[OpenExample], schedule: Schedule) -> Callable[[int, Towers], float]:
+    """``(question, towers) -> EM`` of the answer ``schedule`` gives from the towers built so far
+    (it finishes the kept towers under the last-layer strategy): the learned scheduler's reward."""
+
+    def reward(q: int, towers: Towers) -> float:
+        return exact_match(answer_text(examples[q], answer(towers, schedule)), examples[q].answers)
+
+    return reward
 
 
 def answer_text(example: OpenExample, outcome: Outcome) -> str:

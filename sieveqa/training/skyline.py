@@ -5,10 +5,13 @@
 - :func:`train_policy`: REINFORCE (Williams, 1992) for the tower-selection policy, section 3.3.2.
   An episode builds one question's towers one layer at a time, sampling the tower from the policy's
   softmax; choosing a tower whose passage holds an answer earns 1, every step costs ``step_cost``;
-  returns are discounted by ``discount``. The optional baseline is the mean return at each step of
-  the batch (variance reduction). Each episode draws its budget from ``budgets`` (one policy for every
-  budget it will serve: its inputs do not include the budget). Validation replays the greedy policy on
-  other questions at each training budget; the best mean EM's policy is kept.
+  returns are discounted by ``discount``. With an ``answer_reward`` instead, only the last step earns
+  anything: whether the answer the built towers give is right, so a deeper look at a tower already
+  read is credited when it changes what is kept and answered. The optional baseline is the mean
+  return at each step of the batch (variance reduction). Each episode draws its budget from
+  ``budgets`` (one policy for every budget it will serve: its inputs do not include the budget).
+  Validation replays the greedy policy on other questions at each training budget; the best mean EM's
+  policy is kept.
 """
 
 from __future__ import annotations
@@ -29,7 +32,7 @@ from sieveqa.evaluation.odqa import ReadTable
 from sieveqa.io import atomic_write_json, exclusive
 from sieveqa.models.skyline_policy import PolicyConfig, SkylinePolicy
 from sieveqa.runtime.answer.schedulers import policy_inputs
-from sieveqa.runtime.answer.towers import sigmoid
+from sieveqa.runtime.answer.towers import Towers, sigmoid
 
 
 def exit_logits(table: ReadTable) -> tuple[torch.Tensor, torch.Tensor]:
@@ -85,10 +88,15 @@ class PolicyOptions:
     discount: float = field(default=0.9, metadata={"help": "discount factor of the return"})
     baseline: bool = field(default=True, metadata={"help": "subtract the batch's mean return per step"})
     seed: int = field(default=13, metadata={"help": "seed of the episodes' sampling"})
+    reward: str = field(
+        default="passage", metadata={"help": "passage: each step on an answer's passage; answer: its EM"}
+    )
 
     def __post_init__(self) -> None:
         if not self.budgets or not min(self.budgets) > 0:
             raise ConfigError(f"--budget must be layers per passage above 0, got {self.budgets}")
+        if self.reward not in ("passage", "answer"):
+            raise ConfigError(f"--reward must be 'passage' or 'answer', got {self.reward!r}")
         if not self.lr > 0:
             raise ConfigError(f"--lr must be above 0, got {self.lr}")
         for flag, value in (("--epochs", self.epochs), ("--batch-size", self.batch_size)):
@@ -100,6 +108,10 @@ class PolicyOptions:
             )
 
 
+#: ``(question, its built towers) -> reward`` of an episode's answer (towers may be built further).
+AnswerReward = Callable[[int, Towers], float]
+
+
 def episode(
     policy: SkylinePolicy,
     table: ReadTable,
@@ -107,8 +119,10 @@ def episode(
     temperatures: Sequence[float],
     budget: float,
     gen: torch.Generator,
+    answer_reward: AnswerReward | None = None,
 ) -> tuple[list[torch.Tensor], list[float]]:
-    """Sample one question's build order: the log-probability of each choice and its reward."""
+    """Sample one question's build order: the log-probability of each choice and its reward (with
+    ``answer_reward``, 0 until the last step, which earns the answer's)."""
     towers = table.towers(q, temperatures)
     log_probs, rewards = [], []
     steps = round(budget * len(towers))
@@ -116,8 +130,10 @@ def episode(
         dist = torch.log_softmax(policy.priorities(*policy_inputs(towers, open_)), dim=0)
         choice = int(torch.multinomial(dist.exp(), 1, generator=gen))
         log_probs.append(dist[choice])
-        rewards.append(float(table.has_answer[q][open_[choice]]))
+        rewards.append(0.0 if answer_reward else float(table.has_answer[q][open_[choice]]))
         towers.build([open_[choice]])
+    if answer_reward and rewards:
+        rewards[-1] = answer_reward(q, towers)
     return log_probs, rewards
 
 
@@ -137,14 +153,15 @@ def train_policy(
     validate: Callable[[SkylinePolicy], float],
     out_dir: str | Path,
     progress: bool = True,
+    answer_reward: AnswerReward | None = None,
 ) -> dict[str, Any]:
     """Train a policy on ``train``; keep the one ``validate`` (EM on other questions) scores best in
-    ``out_dir/best``. Returns the history."""
+    ``out_dir/best``. Returns the history. ``answer_reward``: reward the answer, not the passages."""
     out_dir = Path(out_dir)
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # steps are tiny tensors: more threads only add overhead
     try:
-        return _train_policy(train, temperatures, options, validate, out_dir, progress)
+        return _train_policy(train, temperatures, options, validate, out_dir, progress, answer_reward)
     finally:
         torch.set_num_threads(threads)
 
@@ -156,6 +173,7 @@ def _train_policy(
     validate: Callable[[SkylinePolicy], float],
     out_dir: Path,
     progress: bool,
+    answer_reward: AnswerReward | None,
 ) -> dict[str, Any]:
     with exclusive(out_dir, "scheduler output folder"):
         torch.manual_seed(options.seed)
@@ -174,7 +192,7 @@ def _train_policy(
             total = 0.0
             for s in range(0, len(order), options.batch_size):
                 runs = [
-                    episode(policy, train, q, temperatures, rng.choice(options.budgets), gen)
+                    episode(policy, train, q, temperatures, rng.choice(options.budgets), gen, answer_reward)
                     for q in order[s : s + options.batch_size]
                 ]
                 gains = [returns(r, options.step_cost, options.discount) for _, r in runs]

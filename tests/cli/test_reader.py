@@ -48,6 +48,9 @@ def test_calibrate_schedule_and_evaluate(
     args = ["--reader", cal, "--train", open_data, "--dev", open_data, "--budget", "0.5,1", "--epochs", "2"]
     result = sieveqa("train-scheduler", *args, "--out", tmp_path / "sched")
     assert result.exit_code == 0, result.output
+    result = sieveqa("train-scheduler", *args, "--reward", "answer", "--out", tmp_path / "sched-answer")
+    assert result.exit_code == 0, result.output
+    assert (tmp_path / "sched-answer" / "best").is_dir()
     reports = {}
     for method, extra in [
         ("standard", []),
@@ -187,6 +190,7 @@ def test_answer_refuses_bad_reader_settings(sieveqa, tmp_path: Path, args, messa
         (["--budget", "0"], "above 0"),
         (["--epochs", "0"], "error: --epochs must be >= 1, got 0"),  # issue 30: printed a settings dict
         (["--lr", "-1"], "error: --lr must be above 0, got -1.0"),
+        (["--reward", "em"], "error: --reward must be 'passage' or 'answer', got 'em'"),
     ],
 )
 def test_train_scheduler_refuses_bad_settings_before_reading(

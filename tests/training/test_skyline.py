@@ -6,10 +6,12 @@ from pathlib import Path
 
 import pytest
 
+from sieveqa.errors import ConfigError
 from sieveqa.evaluation.odqa import ReadTable, replay
 from sieveqa.models.reader import SpanGuess
 from sieveqa.models.skyline_policy import SkylinePolicy
-from sieveqa.runtime.answer.schedulers import Schedule
+from sieveqa.runtime.answer.schedulers import Schedule, answer
+from sieveqa.runtime.answer.towers import Towers
 from sieveqa.training.skyline import PolicyOptions, calibrate, calibration_errors, returns, train_policy
 
 
@@ -70,3 +72,47 @@ def test_reinforce_learns_to_build_on_answer_towers(tmp_path: Path) -> None:
     policy = SkylinePolicy.from_pretrained(tmp_path / "s" / "best")
     assert validate(policy) == result["best_dev_em"] > untrained
     assert result["best_dev_em"] >= 90  # build towers 0 and 1 up, instead of reading all six once
+
+
+def _distractor_table(n_questions: int, seed: int = 0) -> ReadTable:
+    """Towers 0 to 3 all hold the answer string, but only tower 0's span is right; the others look
+    surer than tower 0 after a first layer, tower 0 only after its second."""
+    rng = random.Random(seed)
+    guesses = []
+    for _ in range(n_questions):
+        towers = []
+        for t in range(6):
+            probs = [0.3, 0.9, 0.95] if t == 0 else [0.7, 0.7, 0.7] if t < 4 else [0.3, 0.1, 0.05]
+            logits = [math.log(p / (1 - p)) + rng.uniform(-0.05, 0.05) for p in probs]
+            towers.append([SpanGuess(x, t, t + 1, -3.0) for x in logits])
+        guesses.append(towers)
+    labels = [[t < 4 for t in range(6)] for _ in range(n_questions)]
+    return ReadTable(
+        [f"q{i}" for i in range(n_questions)], guesses, [[1] * 6] * n_questions, labels, 3, [1, 2, 3]
+    )
+
+
+def test_the_answer_reward_credits_what_the_answer_gets_right(tmp_path: Path) -> None:
+    """The paper's reward pays for building either answer-holding tower alike; the answer's EM pays
+    only for the tower whose span is right, so only that policy learns to build tower 0 up."""
+    train, dev = _distractor_table(64, seed=1), _distractor_table(32, seed=2)
+    schedule = Schedule("learned", budget=0.5, m=1, strategy="any")
+
+    def right(q: int, towers: Towers) -> float:
+        return float(answer(towers, schedule).tower == 0)
+
+    def validate(policy: SkylinePolicy) -> float:
+        outcomes, _ = replay(dev, schedule, policy=policy)
+        return 100 * sum(o.tower == 0 for o in outcomes) / len(outcomes)
+
+    options = PolicyOptions(budgets=[0.5], epochs=20, batch_size=16, lr=0.05, seed=3)
+    by_passage = train_policy(train, [1.0] * 3, options, validate, tmp_path / "p", progress=False)
+    answer_options = PolicyOptions(budgets=[0.5], epochs=20, batch_size=16, lr=0.05, seed=3, reward="answer")
+    by_answer = train_policy(train, [1.0] * 3, answer_options, validate, tmp_path / "a", False, right)
+    assert by_answer["best_dev_em"] >= 90
+    assert by_answer["best_dev_em"] > by_passage["best_dev_em"] + 20
+
+
+def test_an_unknown_reward_is_refused() -> None:
+    with pytest.raises(ConfigError, match="--reward"):
+        PolicyOptions(reward="em")
