@@ -254,7 +254,27 @@ def _second_judge(cache: dict[str, Any], other: dict[str, Any]) -> None:
             c["judge2"] = judged[c["rank"]]
 
 
+def _fixed_choice(text: str | None) -> Choice | None:
+    """``--choice`` as a grid point, or one line naming what is wrong with it."""
+    if not text:
+        return None
+    try:
+        read, w, look, lw, bw = (float(x) for x in text.split(","))
+    except ValueError:
+        raise SystemExit(
+            f"--choice: expected read,sentence_weight,second_look,look_weight,bm25_weight; got {text!r}"
+        ) from None
+    choice = (int(read), w, int(look), lw if look else 0.0, bw)
+    if choice not in _grid():
+        raise SystemExit(f"--choice: {text} is not a point of the sweep's grid")
+    return choice
+
+
 def sweep(args: argparse.Namespace) -> None:
+    fixed = _fixed_choice(args.choice)
+    only = tuple(args.signals.split(","))
+    if unknown := [s for s in only if s not in SIGNALS]:
+        raise SystemExit(f"--signals: unknown {', '.join(unknown)} (known: {', '.join(SIGNALS)})")
     caches = {Path(p).name: json.loads(Path(p).read_text()) for p in args.caches.split(",")}
     if args.second_judge:
         other = json.loads(args.second_judge.read_text())
@@ -283,9 +303,8 @@ def sweep(args: argparse.Namespace) -> None:
         return (r["mean"], -r["read"], -r["second_look"], -r["bm25_weight"], -abs(r["sentence_weight"] - 1))
 
     best = max(table, key=simpler)
-    if args.choice:  # the confidence of a given choice (the shipped one) rather than the best here
-        fixed = tuple(float(x) for x in args.choice.split(","))
-        best = next(r for r in table if tuple(float(r[k]) for k in CHOICE_KEYS) == fixed)
+    # The confidence is fitted at the best choice here, or at a given one (the shipped choice).
+    chosen = best if fixed is None else next(r for r in table if tuple(r[k] for k in CHOICE_KEYS) == fixed)
     plain = max((r for r in table if r["second_look"] == 0), key=simpler)
     top1 = next(
         r
@@ -295,16 +314,14 @@ def sweep(args: argparse.Namespace) -> None:
     payload: dict[str, Any] = {
         "caches": {n: c["models"] | {"dataset": c["dataset"]} for n, c in caches.items()}
     }
-    payload |= {"paper_top1": top1, "best_without_look": plain, "best": best}
+    payload |= {"paper_top1": top1, "best_without_look": plain, "best": best, "chosen": chosen}
     open_sets = {n: c for n, c in caches.items() if any(not r["answerable"] for r in c["questions"])}
     for c in open_sets.values():
-        key = tuple(best[k] for k in CHOICE_KEYS)
-        payload[f"confidence {c['dataset']}"] = _confidence(
-            c["questions"], key, tuple(args.signals.split(","))
-        )
+        key = tuple(chosen[k] for k in CHOICE_KEYS)
+        payload[f"confidence {c['dataset']}"] = _confidence(c["questions"], key, only)
     payload["grid"] = sorted(table, key=lambda r: -r["mean"])
     keys = [k for k in table[0] if k != "mean"] + ["mean"]
-    print(markdown([top1, plain, best], keys))
+    print(markdown([top1, plain, best] + ([chosen] if fixed else []), keys))
     for c in open_sets.values():
         print(markdown(payload[f"confidence {c['dataset']}"][:8], ["signals", "auroc", "overall"]))
     finish(args.out, "peasi_choice sweep", payload)

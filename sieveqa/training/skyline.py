@@ -6,8 +6,9 @@
   An episode builds one question's towers one layer at a time, sampling the tower from the policy's
   softmax; choosing a tower whose passage holds an answer earns 1, every step costs ``step_cost``;
   returns are discounted by ``discount``. With an ``answer_reward`` instead, only the last step earns
-  anything: whether the answer the built towers give is right, so a deeper look at a tower already
-  read is credited when it changes what is kept and answered. The optional baseline is the mean
+  anything: whether the answer the built towers give is right, and every step's return is that
+  (undiscounted, no step cost), so a deeper look at a tower already read is credited when it changes
+  what is kept and answered. The optional baseline is the mean
   return at each step of the batch (variance reduction). Each episode draws its budget from
   ``budgets`` (one policy for every budget it will serve: its inputs do not include the budget).
   Validation replays the greedy policy on other questions at each training budget; the best mean EM's
@@ -195,7 +196,10 @@ def _train_policy(
                     episode(policy, train, q, temperatures, rng.choice(options.budgets), gen, answer_reward)
                     for q in order[s : s + options.batch_size]
                 ]
-                gains = [returns(r, options.step_cost, options.discount) for _, r in runs]
+                # The answer's EM is every step's return, undiscounted and free of step costs: a
+                # discount of 0.9 over 15-60 steps would leave the first choices almost nothing.
+                cost, discount = (0.0, 1.0) if answer_reward else (options.step_cost, options.discount)
+                gains = [returns(r, cost, discount) for _, r in runs]
                 longest = max(len(g) for g in gains)
                 base = [0.0] * longest
                 if options.baseline:
@@ -211,7 +215,8 @@ def _train_policy(
                 (loss / len(runs)).backward()
                 opt.step()
             em = validate(policy.eval())
-            history.append({"epoch": epoch, "dev_em": em, "answer_steps": total / len(order)})
+            earned = "train_em" if answer_reward else "answer_steps"
+            history.append({"epoch": epoch, "dev_em": em, earned: total / len(order)})
             if em > best:
                 best = em
                 policy.save_pretrained(out_dir / "best", {"training": asdict(options), "epoch": epoch})

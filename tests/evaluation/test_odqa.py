@@ -9,6 +9,7 @@ from sieveqa.data.open_qa import OpenExample, RetrievedPassage
 from sieveqa.evaluation.odqa import (
     ReadTable,
     analyse,
+    answer_reward,
     cached_table,
     evaluate_schedule,
     read_table,
@@ -35,6 +36,25 @@ def test_outcomes_score_em_f1_and_layers() -> None:
     assert scores["layers_per_passage"] == 2.0 and scores["layer_units"] == 4.5
     nothing = score_outcomes([EXAMPLE], [Outcome(-1, -1, -1, float("-inf"), 0, 0)])
     assert nothing["em"] == 0.0
+
+
+def test_the_answer_reward_is_the_em_of_what_the_towers_answer() -> None:
+    """Passage "a" gives "Lovelace" after its first exit and "Ada Lovelace" after its last; "b" gives
+    "No.". The reward answers as the schedule would: the kept tower, finished under ``last``."""
+    a = [SpanGuess(1.0, 11, 19, -1.0), SpanGuess(1.0, 11, 19, -1.0), SpanGuess(2.0, 7, 19, -0.5)]
+    b = [SpanGuess(0.0, 0, 3, -1.0)] * 3
+    last = answer_reward([EXAMPLE], Schedule("learned", budget=1.0, m=1))
+    where_they_stand = answer_reward([EXAMPLE], Schedule("learned", budget=1.0, m=1, strategy="any"))
+
+    def built(*steps: int) -> ReplayTowers:
+        towers = ReplayTowers([a, b], 3, [1, 2, 3])
+        for t in steps:
+            towers.build([t])
+        return towers
+
+    assert last(0, built(0)) == 1.0  # "a" is kept and read to its last exit
+    assert where_they_stand(0, built(0)) == 0.0  # "a" read once says "Lovelace"
+    assert last(0, built(1, 1, 0)) == 0.0  # the higher tower "b" is kept
 
 
 def test_analysis_counts_heights_ranks_flips_and_precision() -> None:

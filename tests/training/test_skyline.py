@@ -5,6 +5,7 @@ import random
 from pathlib import Path
 
 import pytest
+import torch
 
 from sieveqa.errors import ConfigError
 from sieveqa.evaluation.odqa import ReadTable, replay
@@ -12,7 +13,14 @@ from sieveqa.models.reader import SpanGuess
 from sieveqa.models.skyline_policy import SkylinePolicy
 from sieveqa.runtime.answer.schedulers import Schedule, answer
 from sieveqa.runtime.answer.towers import Towers
-from sieveqa.training.skyline import PolicyOptions, calibrate, calibration_errors, returns, train_policy
+from sieveqa.training.skyline import (
+    PolicyOptions,
+    calibrate,
+    calibration_errors,
+    episode,
+    returns,
+    train_policy,
+)
 
 
 def _table(n_questions: int, seed: int = 0) -> ReadTable:
@@ -111,6 +119,19 @@ def test_the_answer_reward_credits_what_the_answer_gets_right(tmp_path: Path) ->
     by_answer = train_policy(train, [1.0] * 3, answer_options, validate, tmp_path / "a", False, right)
     assert by_answer["best_dev_em"] >= 90
     assert by_answer["best_dev_em"] > by_passage["best_dev_em"] + 20
+
+
+def test_an_answer_rewarded_episode_pays_only_at_its_end() -> None:
+    table, calls = _table(1), []
+
+    def reward(q: int, towers: Towers) -> float:
+        calls.append((q, towers.tower_layers))
+        return 0.75
+
+    gen = torch.Generator().manual_seed(0)
+    log_probs, rewards = episode(SkylinePolicy(), table, 0, [1.0] * 3, 0.5, gen, reward)
+    assert rewards == [0.0, 0.0, 0.75] and len(log_probs) == 3
+    assert calls == [(0, 3)]  # once, after the budget's 3 steps (6 towers x 0.5)
 
 
 def test_an_unknown_reward_is_refused() -> None:
