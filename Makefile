@@ -326,10 +326,10 @@ judge-mpnet-made: install
 		--epochs 1 --lr 1e-5 --batch-size 16 --seed 48 --checkpoint-every 50 --out runs/judge-mpnet-made
 	$(call read-judge,judge-mpnet-made)
 
-# Issue 41's next judge (not run yet): all-mpnet-base-v2 trained from its base on the human unanswerable
-# questions with 30,000 made ones beside their sources (~43,000 pairs, one epoch, ~2,700 steps: about
-# 2.6 h here at 3.4 s a step of 16); then read as the other judges were. The judge continued with 8,000
-# made questions gained 0.011 top-passage AUROC but lost held-out overall (judge-mpnet-made).
+# Issue 41's last judge: all-mpnet-base-v2 trained from its base on the human unanswerable questions
+# with 30,000 made ones beside their sources (43,000 pairs, one epoch, 2,612 steps: about 2 h on an AMX
+# machine at 2.5-4 s a step of 16); then read as the other judges were. Read at step 1,950 it held out
+# below the shipped judge (docs/RESULTS.md, "A judge trained from MPNet's base ..."); not shipped.
 judge-mpnet-contrast: install
 	$(SIEVEQA) train --arch cross-encoder --init mpnet-12 \
 		--train "squad2-passages:own,squad-unanswerable:contrast[:30000]" --dev "" --max-length 256 \
