@@ -8,11 +8,10 @@
   returns are discounted by ``discount``. With an ``answer_reward`` instead, only the last step earns
   anything: whether the answer the built towers give is right, and every step's return is that
   (undiscounted, no step cost), so a deeper look at a tower already read is credited when it changes
-  what is kept and answered. The optional baseline is the mean
-  return at each step of the batch (variance reduction). Each episode draws its budget from
-  ``budgets`` (one policy for every budget it will serve: its inputs do not include the budget).
-  Validation replays the greedy policy on other questions at each training budget; the best mean EM's
-  policy is kept.
+  what is kept and answered. The optional baseline is the mean return at each step of the batch
+  (variance reduction). Each episode draws its budget from ``budgets`` (one policy for every budget it
+  will serve: its inputs do not include the budget). Validation replays the greedy policy on other
+  questions at each training budget; the best mean EM's policy is kept.
 """
 
 from __future__ import annotations
@@ -157,7 +156,10 @@ def train_policy(
     answer_reward: AnswerReward | None = None,
 ) -> dict[str, Any]:
     """Train a policy on ``train``; keep the one ``validate`` (EM on other questions) scores best in
-    ``out_dir/best``. Returns the history. ``answer_reward``: reward the answer, not the passages."""
+    ``out_dir/best``. Returns the history. ``answer_reward``: how an answer is scored, given exactly
+    when ``options.reward`` is "answer"."""
+    if (options.reward == "answer") != (answer_reward is not None):
+        raise ValueError(f"reward {options.reward!r} takes an answer_reward only when it is 'answer'")
     out_dir = Path(out_dir)
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # steps are tiny tensors: more threads only add overhead

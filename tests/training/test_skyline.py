@@ -137,3 +137,11 @@ def test_an_answer_rewarded_episode_pays_only_at_its_end() -> None:
 def test_an_unknown_reward_is_refused() -> None:
     with pytest.raises(ConfigError, match="--reward"):
         PolicyOptions(reward="em")
+
+
+@pytest.mark.parametrize(("reward", "scorer"), [("answer", None), ("passage", lambda q, towers: 1.0)])
+def test_the_reward_and_its_scorer_come_together(tmp_path: Path, reward: str, scorer) -> None:
+    options = PolicyOptions(budgets=[0.5], epochs=1, reward=reward)
+    with pytest.raises(ValueError, match="answer_reward"):
+        train_policy(_table(4), [1.0] * 3, options, lambda p: 0.0, tmp_path / "s", False, scorer)
+    assert not (tmp_path / "s").exists()
