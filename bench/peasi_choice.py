@@ -12,7 +12,9 @@ passage), how many sentences the point-wise ranker re-reads and the weight of it
 choice by mean P@1 over the sets (ties: the cheaper, then the simpler). On an open set, each choice's
 confidence fitted on every subset of the signals with 5-fold cross-fitting: held-out AUROC (answerable
 against unanswerable) and SQuAD 2.0 overall at the held-out folds' own best thresholds.
-``--second-judge`` adds another cache's judge logits as one more signal (``judge2``).
+``--second-judge`` adds another cache's judge logits as one more signal (``judge2``); ``--against``
+names a signal subset (the shipped one) that every subset's overall is compared with, question by
+question (a paired bootstrap's 95% interval of the difference).
 
     python bench/peasi_choice.py cache --dataset squad-passages:dev-sentences --out C1.cache.json
     python bench/peasi_choice.py sweep --caches C1.cache.json,C2.cache.json --out choice-dev.json
@@ -29,6 +31,7 @@ import statistics
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from _common import finish, markdown
 from tqdm.auto import tqdm
 
@@ -187,51 +190,72 @@ def _p_at_1(rows: list[dict[str, Any]], choice: Choice) -> float:
     return 100 * sum(hits) / max(len(hits), 1)
 
 
+def _held_out(
+    rows: list[dict[str, Any]], answers: list[dict[str, Any] | None], subset: tuple[str, ...]
+) -> tuple[list[float], list[float]]:
+    """Each question's confidence and SQuAD 2.0 point (0/1) from the fold that left it out (5 folds,
+    each at its fit's best threshold; the same folds for every subset)."""
+    order = list(range(len(rows)))
+    random.Random(0).shuffle(order)
+    values, points = [0.0] * len(rows), [0.0] * len(rows)
+    for k in range(5):
+        test = set(order[k::5])
+        fit = [i for i in range(len(rows)) if i not in test and answers[i] is not None]
+        feats = [[answers[i]["score"], *(answers[i][s] for s in subset)] for i in fit]
+        weights, bias = fit_logistic(feats, [answers[i]["right"] for i in fit])
+
+        def conf(i: int, weights: list[float] = weights, bias: float = bias) -> float:
+            a = answers[i]
+            if a is None:
+                return -math.inf
+            x = [a["score"], *(a[s] for s in subset)]
+            return sum(w * v for w, v in zip(weights, x, strict=True)) + bias
+
+        train = [i for i in range(len(rows)) if i not in test]
+        gains = [float(bool(answers[i] and answers[i]["right"])) for i in train]
+        losses = [float(not rows[i]["answerable"]) for i in train]
+        threshold, _ = best_threshold([conf(i) for i in train], gains, losses)
+        for i in test:
+            values[i] = conf(i)
+            right = bool(answers[i] and answers[i]["right"])
+            points[i] = float(right if values[i] >= threshold else not rows[i]["answerable"])
+    return values, points
+
+
+def _paired_ci(a: list[float], b: list[float], draws: int = 2000) -> list[float]:
+    """95% interval of mean(a) - mean(b) over questions drawn with replacement (paired), in points."""
+    diff = np.asarray(a) - np.asarray(b)
+    drawn = np.random.default_rng(1).integers(0, len(diff), (draws, len(diff)))
+    low, high = np.percentile(100 * diff[drawn].mean(axis=1), [2.5, 97.5])
+    return [round(float(low), 2), round(float(high), 2)]
+
+
 def _confidence(
-    rows: list[dict[str, Any]], choice: Choice, only: tuple[str, ...] = SIGNALS
+    rows: list[dict[str, Any]],
+    choice: Choice,
+    only: tuple[str, ...] = SIGNALS,
+    against: tuple[str, ...] | None = None,
 ) -> list[dict[str, Any]]:
-    """For each signal subset: held-out AUROC and overall (5 folds, each at its fit's best threshold)."""
+    """For each signal subset: held-out AUROC and overall; with ``against`` (a subset, e.g. the shipped
+    one), each overall's paired 95% bootstrap interval of its difference from that subset's."""
     answers = [_choose(r, *choice) for r in rows]
     first = next((a for a in answers if a is not None), {})
     names = [s for s in only if (s != "pointwise" or choice[2]) and s in first]
-    order = list(range(len(rows)))
-    random.Random(0).shuffle(order)
+    if against is not None and not set(against) <= set(names):
+        raise SystemExit(f"--against: {','.join(against)} is not among the signals read ({','.join(names)})")
+    base = _held_out(rows, answers, against)[1] if against is not None else None
     out = []
     for n in range(len(names) + 1):
         for subset in itertools.combinations(names, n):
-            values = [0.0] * len(rows)
-            points = 0.0
-            for k in range(5):
-                test = set(order[k::5])
-                fit = [i for i in range(len(rows)) if i not in test and answers[i] is not None]
-                feats = [[answers[i]["score"], *(answers[i][s] for s in subset)] for i in fit]
-                weights, bias = fit_logistic(feats, [answers[i]["right"] for i in fit])
-
-                def conf(
-                    i: int, weights: list[float] = weights, bias: float = bias, subset: tuple = subset
-                ) -> float:
-                    a = answers[i]
-                    if a is None:
-                        return -math.inf
-                    x = [a["score"], *(a[s] for s in subset)]
-                    return sum(w * v for w, v in zip(weights, x, strict=True)) + bias
-
-                train = [i for i in range(len(rows)) if i not in test]
-                gains = [float(bool(answers[i] and answers[i]["right"])) for i in train]
-                losses = [float(not rows[i]["answerable"]) for i in train]
-                threshold, _ = best_threshold([conf(i) for i in train], gains, losses)
-                for i in test:
-                    values[i] = conf(i)
-                    answered = values[i] >= threshold
-                    right = bool(answers[i] and answers[i]["right"])
-                    points += (answered and right) or (not answered and not rows[i]["answerable"])
-            out.append(
-                {
-                    "signals": "+".join(("score", *subset)),
-                    "auroc": round(_auroc(values, [r["answerable"] for r in rows]), 4),
-                    "overall": round(100 * points / len(rows), 2),
-                }
-            )
+            values, points = _held_out(rows, answers, subset)
+            row = {
+                "signals": "+".join(("score", *subset)),
+                "auroc": round(_auroc(values, [r["answerable"] for r in rows]), 4),
+                "overall": round(100 * sum(points) / len(rows), 2),
+            }
+            if base is not None:
+                row["overall_delta_ci95"] = _paired_ci(points, base)
+            out.append(row)
     return sorted(out, key=lambda r: (-r["overall"], -r["auroc"]))
 
 
@@ -275,6 +299,9 @@ def sweep(args: argparse.Namespace) -> None:
     only = tuple(args.signals.split(","))
     if unknown := [s for s in only if s not in SIGNALS]:
         raise SystemExit(f"--signals: unknown {', '.join(unknown)} (known: {', '.join(SIGNALS)})")
+    against = tuple(a for a in args.against.split(",") if a) if args.against is not None else None
+    if against is not None and not set(against) <= set(only):
+        raise SystemExit(f"--against: {','.join(against)} is not a subset of --signals {args.signals}")
     caches = {Path(p).name: json.loads(Path(p).read_text()) for p in args.caches.split(",")}
     if args.second_judge:
         other = json.loads(args.second_judge.read_text())
@@ -318,12 +345,13 @@ def sweep(args: argparse.Namespace) -> None:
     open_sets = {n: c for n, c in caches.items() if any(not r["answerable"] for r in c["questions"])}
     for c in open_sets.values():
         key = tuple(chosen[k] for k in CHOICE_KEYS)
-        payload[f"confidence {c['dataset']}"] = _confidence(c["questions"], key, only)
+        payload[f"confidence {c['dataset']}"] = _confidence(c["questions"], key, only, against)
     payload["grid"] = sorted(table, key=lambda r: -r["mean"])
     keys = [k for k in table[0] if k != "mean"] + ["mean"]
     print(markdown([top1, plain, best] + ([chosen] if fixed else []), keys))
     for c in open_sets.values():
-        print(markdown(payload[f"confidence {c['dataset']}"][:8], ["signals", "auroc", "overall"]))
+        shown = ["signals", "auroc", "overall"] + (["overall_delta_ci95"] if against else [])
+        print(markdown(payload[f"confidence {c['dataset']}"][:8], shown))
     finish(args.out, "peasi_choice sweep", payload)
 
 
@@ -347,6 +375,11 @@ def main() -> None:
     s.add_argument("--second-judge", type=Path, help="a cache of the same open set whose judge is 'judge2'")
     s.add_argument("--choice", help="read,sentence_weight,second_look,look_weight,bm25_weight to fit at")
     s.add_argument("--signals", default=",".join(SIGNALS), help="the confidence signals to try subsets of")
+    s.add_argument(
+        "--against",
+        help="a signal subset (e.g. passage,judge2; '' for the score alone) each overall is compared "
+        "with: a paired 95%% bootstrap interval of the difference",
+    )
     s.add_argument("--out", type=Path, required=True)
     args = parser.parse_args()
     cache(args) if args.mode == "cache" else sweep(args)
