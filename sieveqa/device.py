@@ -4,18 +4,15 @@
 CPU multiplies bf16 natively (AVX512-BF16 or AMX): elsewhere oneDNN emulates it, many times slower
 than fp32 (measured in docs/RESULTS.md), so fp32 is the choice. On CUDA it picks bf16 where the GPU
 supports it, else fp16.
-
-Also the process's heap (:func:`heap_trimmer`): tensors of ever new shapes free blocks that glibc keeps.
 """
 
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import functools
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from sieveqa.errors import DeviceError
 
@@ -98,28 +95,3 @@ def autocast(device: torch.device, precision: str) -> Iterator[None]:
     else:
         with torch.autocast(device.type, dtype=dtype):
             yield
-
-
-#: glibc's ``mallopt`` settings (malloc.h numbers): blocks of 256 KiB and more that the heap's free
-#: space cannot hold come from mmap and go back whole when freed, free space past 1 MiB at the heap's
-#: top goes back at once, and the threads share two arenas.
-M_TRIM_THRESHOLD, M_MMAP_THRESHOLD, M_ARENA_MAX = -1, -3, -8
-TRIM_THRESHOLD, MMAP_THRESHOLD, ARENA_MAX = 1 << 20, 256 << 10, 2
-
-
-def heap_trimmer() -> Callable[[], Any] | None:
-    """glibc's ``malloc_trim(0)``, or None where there is none, with the heap settings above made.
-    Tensors of ever new shapes (and a RAG client's large bodies) free blocks glibc keeps: a service's
-    RSS crept up by 12% in 17 minutes of such traffic, and by 10% in 20 minutes with the heap trimmed
-    alone (docs/RESULTS.md, issue 42). glibc raises its mmap threshold to the largest block freed (up
-    to 32 MB), after which activations fragment the heap; a fixed threshold stops that, and two arenas
-    keep the threads' freed blocks in fewer heaps. The service and training both use it."""
-    try:
-        libc = ctypes.CDLL("libc.so.6")
-        trim, mallopt = libc.malloc_trim, libc.mallopt
-    except (OSError, AttributeError):
-        return None
-    mallopt(M_TRIM_THRESHOLD, TRIM_THRESHOLD)
-    mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD)
-    mallopt(M_ARENA_MAX, ARENA_MAX)
-    return lambda: trim(0)

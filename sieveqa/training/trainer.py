@@ -25,7 +25,7 @@ from tqdm.auto import tqdm
 from transformers import get_linear_schedule_with_warmup
 
 from sieveqa.batching import length_batches
-from sieveqa.device import autocast, heap_trimmer, resolve_precision
+from sieveqa.device import autocast, resolve_precision
 from sieveqa.errors import ConfigError, DataFormatError
 from sieveqa.io import atomic_dir, atomic_write_json, exclusive
 from sieveqa.training.batches import Evaluate, Objective, TrainData
@@ -118,8 +118,6 @@ class Trainer:
         self._since = time.perf_counter()
         self.device = next(model.parameters()).device
         self.precision = train_precision(config.precision, self.device)
-        # Batches of every length free blocks glibc would keep: an MPNet run grew to 14-17 GB of heap.
-        self._trim = heap_trimmer()
 
     # -- checkpoints --------------------------------------------------------------------------------
 
@@ -156,8 +154,6 @@ class Trainer:
                 "rng": rng_state(),
             }
             (tmp / "trainer_state.json").write_text(json.dumps(state, indent=2), encoding="utf-8")
-        if self._trim is not None:
-            self._trim()
 
     def try_resume(self) -> bool:
         """Load ``out_dir/checkpoint`` if present; refuse one written for other data or settings."""

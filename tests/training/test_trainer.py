@@ -227,18 +227,3 @@ def test_a_metric_the_dev_evaluation_does_not_give_is_one_line(tiny_model, tmp_p
         ConfigError, match=r"^--metric has_auc: the dev evaluation gave none \(it gave em, f1\)$"
     ):
         trainer.train()
-
-
-def test_each_checkpoint_gives_freed_heap_back(tiny_model, tmp_path: Path, monkeypatch) -> None:
-    """Batches of every length free blocks glibc keeps (an MPNet run's heap grew to 14-17 GB): the
-    trainer sets the service's heap settings once and trims the heap after every checkpoint it writes."""
-    import sieveqa.training.trainer as trainer_module
-
-    made, trims, saves = [], [], []
-    monkeypatch.setattr(trainer_module, "heap_trimmer", lambda: made.append(1) or (lambda: trims.append(1)))
-    trainer = _trainer(tiny_model, tmp_path, epochs=2, checkpoint_every=2, seed=3)
-    save = trainer.save_checkpoint
-    monkeypatch.setattr(trainer, "save_checkpoint", lambda: saves.append(len(trims)) or save())
-    assert trainer.train().step == 12
-    assert made == [1] and len(saves) >= 6  # every 2 steps, at each epoch's end and at the end
-    assert saves == list(range(len(saves))) and len(trims) == len(saves)  # one trim after each
