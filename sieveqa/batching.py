@@ -14,6 +14,10 @@ closes early once padding would pass ``PAD_SLACK`` of its tokens:
   pay on an AVX512-BF16 CPU: the first pass of exact shapes was within 20% of a warm one there, and
   the padding cost more (docs/RESULTS.md, issue 46); ``model.buckets = True`` turns it on.
 
+Training batches always take bucket widths (``collate(..., bucketed=True)``; rows as chosen). On a
+CPU they measured no slower than exact widths and kept a reader run's memory flat where exact widths
+grew it by gigabytes (docs/RESULTS.md, issue 43); on a GPU they are a dozen shapes, not one per length.
+
 Padding is masked either way, so a row's scores do not depend on its batch's shape; a padding row
 attends to its first token only (a row with no token to attend to is undefined in some kernels).
 """
@@ -107,15 +111,18 @@ def collate(
     pad_id: int,
     segments: bool = False,
     shape: tuple[int, int] | None = None,
+    bucketed: bool = False,
 ) -> dict[str, Tensor]:
     """Right-pad the chosen rows into ``input_ids``, ``attention_mask`` and ``token_type_ids``
     tensors (and ``segment_ids``, padded with -1, when asked), ``shape`` (rows, tokens) if given,
-    else as many rows as chosen and the longest one's tokens."""
+    else as many rows as chosen and the longest one's tokens, rounded up to its bucket width (at most
+    ``features.max_length``) when ``bucketed``."""
     rows = list(rows)
     if segments and features.segment_ids is None:
         raise ValueError("these features carry no segment ids")
     lengths = np.fromiter((len(features.input_ids[i]) for i in rows), np.int64, len(rows))
-    n_rows, width = shape or (len(rows), int(lengths.max(initial=0)))
+    longest = int(lengths.max(initial=0))
+    n_rows, width = shape or (len(rows), bucket_width(longest, features.max_length) if bucketed else longest)
     if n_rows < len(rows) or width < lengths.max(initial=0):
         raise ValueError(
             f"shape {(n_rows, width)} cannot hold {len(rows)} rows of up to {lengths.max()} tokens"

@@ -47,6 +47,8 @@ class Features:
     truncated: list[bool] = field(default_factory=list)
     segment_ids: list[list[int]] | None = None
     offsets: list[list[Span]] | None = None
+    #: The token limit its rows were cut to (None: not known), which caps a bucketed batch's width.
+    max_length: int | None = None
 
     def __post_init__(self) -> None:
         n = len(self.input_ids)
@@ -203,7 +205,7 @@ class Featurizer:
         room = max_length - self._single.n_special
         if room < 1:
             raise ConfigError(f"max_length {max_length} leaves no room for text")
-        out = Features([], [])
+        out = Features([], [], max_length=max_length)
         for enc in self._encode(texts):
             ids = enc.ids[:room]
             out.input_ids.append([*pre, *ids, *post])
@@ -252,7 +254,9 @@ class Featurizer:
         offsets: bool,
         segments: bool,
     ) -> Features:
-        out = Features([], [], segment_ids=[] if segments else None, offsets=[] if offsets else None)
+        out = Features(
+            [], [], segment_ids=[] if segments else None, offsets=[] if offsets else None, max_length=max_length
+        )
         if not questions:
             return out
         unique = list(dict.fromkeys(questions))

@@ -92,6 +92,17 @@ def test_collate_pads_rows_and_tokens_to_a_shape() -> None:
         collate(features, [0, 1], pad_id=9, shape=(2, 2))
 
 
+def test_a_training_collate_pads_tokens_to_a_bucket_at_most_the_rows_limit() -> None:
+    rows = [[1] * n for n in (5, 20, 33, 99)]
+    features = Features(rows, [[0] * len(r) for r in rows], max_length=100)
+    assert collate(features, [0, 1], pad_id=0, bucketed=True)["input_ids"].shape == (2, 32)
+    assert collate(features, [2], pad_id=0, bucketed=True)["input_ids"].shape == (1, 48)
+    assert collate(features, [3, 0], pad_id=0, bucketed=True)["input_ids"].shape == (2, 100)  # not 112
+    assert collate(features, [3, 0], pad_id=0)["input_ids"].shape == (2, 99)  # exact unless asked
+    unbounded = Features(rows, features.token_type_ids)
+    assert collate(unbounded, [3], pad_id=0, bucketed=True)["input_ids"].shape == (1, 112)
+
+
 def test_prefetched_keeps_order_raises_in_the_consumer_and_stops_when_left() -> None:
     assert list(prefetched(iter(range(50)), depth=2)) == list(range(50))
 

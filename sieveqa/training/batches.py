@@ -65,4 +65,4 @@ class PairTensors(FeatureRows):
             )
 
     def batch(self, rows: Sequence[int]) -> dict[str, Tensor]:
-        return {**collate(self.features, rows, self.pad_id), "labels": self.labels[rows]}
+        return {**collate(self.features, rows, self.pad_id, bucketed=True), "labels": self.labels[rows]}

@@ -120,7 +120,7 @@ class SegmentTensors(FeatureRows):
     null: bool = False
 
     def batch(self, rows: Sequence[int]) -> dict[str, Tensor]:
-        batch = collate(self.features, rows, self.pad_id, segments=True)
+        batch = collate(self.features, rows, self.pad_id, segments=True, bucketed=True)
         width = int(batch["segment_ids"].max().clamp(min=1).item())
         labels = torch.zeros((len(rows), width + self.null))  # the null is the selector's last column
         for j, r in enumerate(rows):
@@ -175,6 +175,7 @@ class EasiRecipe(Recipe):
             [f.input_ids[r] for r in keep],
             [f.token_type_ids[r] for r in keep],
             segment_ids=[f.segment_ids[r] for r in keep],
+            max_length=f.max_length,
         )
         return SegmentTensors(rows, targets, model.pad_id, null)
 

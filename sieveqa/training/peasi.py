@@ -111,13 +111,13 @@ class MultiTaskTensors:
         return [a + b for a, b in zip(self.pairs.lengths, self.segs.lengths, strict=True)]
 
     def batch(self, rows: Sequence[int]) -> dict[str, Tensor]:
-        seg = collate(self.segs, rows, self.pad_id, segments=True)
+        seg = collate(self.segs, rows, self.pad_id, segments=True, bucketed=True)
         width = int(seg["segment_ids"].max().clamp(min=1).item())
         easi = torch.zeros((len(rows), width))
         for j, r in enumerate(rows):
             easi[j, [t for t in self.targets[r] if t < width]] = 1.0
         return {
-            **collate(self.pairs, rows, self.pad_id),
+            **collate(self.pairs, rows, self.pad_id, bucketed=True),
             **{SEG + k: v for k, v in seg.items() if k != "segment_ids"},
             "segment_ids": seg["segment_ids"],
             "labels": self.labels[rows],

@@ -129,7 +129,7 @@ class ReaderTensors(FeatureRows):
     pad_id: int = 0
 
     def batch(self, rows: Sequence[int]) -> dict[str, Tensor]:
-        batch = collate(self.features, rows, self.pad_id, segments=True)
+        batch = collate(self.features, rows, self.pad_id, segments=True, bucketed=True)
         width = batch["input_ids"].shape[1]
         starts = torch.zeros((len(rows), width), dtype=torch.bool)
         ends = torch.zeros((len(rows), width), dtype=torch.bool)

@@ -97,9 +97,10 @@ class TripletBatches:
             [self.positives.input_ids[i] for i in rows] + [self.negatives.input_ids[i] for i in rows],
             [self.positives.token_type_ids[i] for i in rows]
             + [self.negatives.token_type_ids[i] for i in rows],
+            max_length=self.positives.max_length,
         )
-        q = collate(self.questions, rows, self.pad_id)
-        a = collate(answers, range(len(answers)), self.pad_id)
+        q = collate(self.questions, rows, self.pad_id, bucketed=True)
+        a = collate(answers, range(len(answers)), self.pad_id, bucketed=True)
         return {f"q_{k}": v for k, v in q.items()} | {f"a_{k}": v for k, v in a.items()}
 
 

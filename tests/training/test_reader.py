@@ -87,6 +87,25 @@ def test_the_reader_learns_spans_at_every_exit(tmp_path: Path) -> None:
     assert after.exits == [1, 2, 3, 4]
 
 
+def test_a_bucketed_training_batch_teaches_as_the_exact_one() -> None:
+    from sieveqa.batching import bucket_width
+    from sieveqa.training.reader import ReaderLoss, ReaderRecipe
+
+    torch.manual_seed(0)
+    model = ReaderModel(ReaderConfig(backbone="tiny", max_length=40, has_answer_pooling="mean")).eval()
+    sample = make_sample(_examples(4) + _unanswerable(1), passages=3, max_negatives=2, max_rows=None, seed=0)
+    data = ReaderRecipe().tensors(model, sample)
+    assert data.features.max_length == 40
+    rows = list(range(len(data)))
+    batch = data.batch(rows)
+    longest = max(data.lengths)
+    assert batch["input_ids"].shape[1] == bucket_width(longest, 40) > longest  # padded up to its bucket
+    exact = {k: v[:, :longest] for k, v in batch.items()}  # the same rows, padded to the longest only
+    assert exact["starts"].any() and not batch["starts"][:, longest:].any()
+    loss = ReaderLoss(exit_distill=0.5)
+    assert torch.allclose(loss(model, batch), loss(model, exact), atol=1e-5)
+
+
 def test_training_without_any_answer_is_refused(tmp_path: Path) -> None:
     ex = OpenExample("q", "?", ["zzz"], [RetrievedPassage("a", "nothing here")])
     write_open_jsonl(tmp_path / "t.jsonl", [ex])
