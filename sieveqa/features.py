@@ -255,7 +255,11 @@ class Featurizer:
         segments: bool,
     ) -> Features:
         out = Features(
-            [], [], segment_ids=[] if segments else None, offsets=[] if offsets else None, max_length=max_length
+            [],
+            [],
+            segment_ids=[] if segments else None,
+            offsets=[] if offsets else None,
+            max_length=max_length,
         )
         if not questions:
             return out
