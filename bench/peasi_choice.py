@@ -43,8 +43,9 @@ from sieveqa.models.zoo import load_model
 from sieveqa.runtime.answer.answerer import load_answerer
 from sieveqa.runtime.answer.confidence import best_threshold, fit_logistic
 from sieveqa.runtime.answer.fusion import lexical_scores
+from sieveqa.runtime.answer.judge import judged
 from sieveqa.runtime.answer.method import AnswerRun, ModelSettings
-from sieveqa.runtime.answer.sentence import judged, rank_found
+from sieveqa.runtime.answer.sentence import rank_found
 
 READS = (1, 2, 3)
 SENTENCE_WEIGHTS = (0.1, 0.25, 0.5, 1.0, 2.0, 4.0, 1000.0)  # 1000: best passage first, EASI decides

@@ -38,12 +38,11 @@ from sieveqa.models.easi import EasiModel
 from sieveqa.models.pair_model import PairModel
 from sieveqa.models.peasi import PeasiModel
 from sieveqa.runtime.answer.fusion import Fusion, lexical_scores
+from sieveqa.runtime.answer.judge import judge_name, judge_option, judged, load_judge
 from sieveqa.runtime.answer.method import AnswerMethod, AnswerRun, Found, MethodOptions, ModelSettings
 from sieveqa.runtime.answer.sentence import (
     RATIOS,
     fusion_option,
-    judged,
-    load_judge,
     parse_ratios,
     rank_found,
     selector_option,
@@ -79,13 +78,7 @@ class PeasiOptions(MethodOptions):
         default=1.0,
         metadata={"help": "weight of the passage's BM25 (min-max over the retrieved) in the choice"},
     )
-    judge: str = field(
-        default="peasi-judge",
-        metadata={
-            "help": "a passage reranker trained on on-topic unanswerable questions whose logit of each "
-            "answer's passage is the confidence's judge signal (none: no such signal)"
-        },
-    )
+    judge: str = judge_option()
 
     def __post_init__(self) -> None:
         if self.read < 1 or self.second_look < 0:
@@ -136,8 +129,7 @@ class Peasi(AnswerMethod):
         method.model_names = {"reranker": options.reranker, "selector": selector_name}
         if look is not None:
             method.model_names["second_look"] = options.look_ranker
-        if judge is not None:
-            method.model_names["judge"] = options.judge
+        method.model_names |= judge_name(options.judge, judge)
         return method
 
     @property

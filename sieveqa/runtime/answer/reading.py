@@ -5,6 +5,10 @@
 - ``skyline`` (SkylineBuilder): ``budget`` layers per passage spent where the has-answer probability
   is highest (the learned policy when ``scheduler`` is given, else calibrated probabilities); a
   request may change the budget.
+
+Given a ``judge`` (``sieveqa.runtime.answer.judge``; none by default, which keeps a reader's cost its
+own), the answer also carries the judge's logit of its passage, the ``judge`` signal the confidence
+reads.
 """
 
 from __future__ import annotations
@@ -15,8 +19,10 @@ from pathlib import Path
 from typing import Any, Self, TypeVar
 
 from sieveqa.data.corpus import IndexedPassage
+from sieveqa.models.pair_model import PairModel
 from sieveqa.models.reader import ReaderModel
 from sieveqa.models.skyline_policy import SkylinePolicy, load_scheduler
+from sieveqa.runtime.answer.judge import judge_name, judge_option, judged, load_judge
 from sieveqa.runtime.answer.method import AnswerMethod, AnswerRun, Found, MethodOptions, ModelSettings
 from sieveqa.runtime.answer.reader_policy import OWN_SCHEDULER, ReaderPolicy
 from sieveqa.runtime.answer.schedulers import Schedule, run_schedule
@@ -43,6 +49,7 @@ class ReaderOptions(MethodOptions):
             "passages (default: the reader's dev-chosen one, else 1)"
         },
     )
+    judge: str = judge_option("none")
 
     def __post_init__(self) -> None:
         # Values given are checked as the schedule checks them, before any model loads.
@@ -89,8 +96,14 @@ class Reader(AnswerMethod):
     name = "reader"
     options_class: type[MethodOptions] = ReaderOptions
 
-    def __init__(self, reader: ReaderModel, schedule: Schedule, policy: SkylinePolicy | None = None) -> None:
-        self.reader, self.schedule, self.policy = reader, schedule, policy
+    def __init__(
+        self,
+        reader: ReaderModel,
+        schedule: Schedule,
+        policy: SkylinePolicy | None = None,
+        judge: PairModel | None = None,
+    ) -> None:
+        self.reader, self.schedule, self.policy, self.judge = reader, schedule, policy, judge
 
     @classmethod
     def schedule_of(cls, options: Any, saved: ReaderPolicy, scheduler: str | None) -> Schedule:
@@ -112,13 +125,18 @@ class Reader(AnswerMethod):
         scheduler = cls.policy_of(options, saved, model.path)
         schedule = cls.schedule_of(options, saved, scheduler)
         policy = load_scheduler(scheduler) if scheduler is not None else None
-        method = cls(model, schedule, policy)
-        method.model_names = {"reader": options.reader}
+        judge = load_judge(options.judge, settings)
+        method = cls(model, schedule, policy, judge)
+        method.model_names = {"reader": options.reader} | judge_name(options.judge, judge)
         if scheduler is not None:  # the reader's own is named after it, so a record travels between machines
             given = getattr(options, "scheduler", None)
             own = given in (None, OWN_SCHEDULER)
             method.model_names["scheduler"] = f"{options.reader}/{saved.scheduler}" if own else scheduler
         return method
+
+    @property
+    def signals(self) -> tuple[str, ...]:
+        return ("judge",) if self.judge is not None else ()
 
     def describe(self) -> dict[str, Any]:
         return {**super().describe(), "schedule": self.schedule.method, "budget": self.schedule.budget}
@@ -130,7 +148,7 @@ class Reader(AnswerMethod):
         if outcome.tower < 0:
             return AnswerRun([], None, None, towers.cost)
         found = Found(passages[outcome.tower], -1, outcome.score, None, (outcome.start, outcome.end))
-        return AnswerRun([found], None, None, towers.cost)
+        return judged(self.judge, question, AnswerRun([found], None, None, towers.cost), "judge")
 
 
 class Tower(Reader):
@@ -171,6 +189,6 @@ class Skyline(Reader):
         super().with_settings(**other)
         if budget is None:
             return self
-        method = type(self)(self.reader, replace(self.schedule, budget=budget), self.policy)
+        method = type(self)(self.reader, replace(self.schedule, budget=budget), self.policy, self.judge)
         method.model_names = self.model_names
         return method

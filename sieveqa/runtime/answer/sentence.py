@@ -9,27 +9,27 @@
 ``sieveqa.runtime.answer.peasi``.) Each fuses BM25 into its scores as its ``fusion`` option says; the
 defaults are the dev choices (``bench/fusion.py --split dev``; docs/RESULTS.md, "Never worse than
 BM25"). Whether the documents answer at all, a sentence's own score cannot say: a ``judge``
-(``peasi-judge`` by default: PEASI's passage reranker taught on on-topic unanswerable questions)
-scores the passage of each answer, and that logit is the ``passage``
-signal the confidence reads (one more inference per answer).
+(``sieveqa.runtime.answer.judge``) scores the passage of each answer, and that logit is the
+``passage`` signal the confidence reads.
 """
 
 from __future__ import annotations
 
 import copy
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any, Self
 
 from sieveqa.data.corpus import IndexedPassage
 from sieveqa.data.records import Candidate, Question, RankingExample
 from sieveqa.encoder import Cost
-from sieveqa.errors import BackboneError, ConfigError
+from sieveqa.errors import ConfigError
 from sieveqa.models.base import Ranker
 from sieveqa.models.easi import EasiModel
 from sieveqa.models.pair_model import PairModel
 from sieveqa.models.peasi import PeasiModel
 from sieveqa.runtime.answer.fusion import Fusion, with_fusion
+from sieveqa.runtime.answer.judge import judge_name, judge_option, judged, load_judge
 from sieveqa.runtime.answer.method import AnswerMethod, AnswerRun, Found, MethodOptions, ModelSettings
 
 _FUSION_HELP = "BM25 fused into the scores: none, interp:W or rrf:W"
@@ -67,16 +67,6 @@ def parse_ratios(text: str | float | Sequence[float] | None) -> tuple[float, ...
 def selector_option() -> Any:
     return field(
         default=None, metadata={"help": "the EASI selector (default: the reranker's own, else peasi-easi)"}
-    )
-
-
-def judge_option() -> Any:
-    return field(
-        default="peasi-judge",
-        metadata={
-            "help": "the passage reranker whose logit of each answer's passage says whether the documents "
-            "answer (the confidence's passage signal; none: no such signal)"
-        },
     )
 
 
@@ -118,32 +108,6 @@ def rank_found(ranker: Ranker, question: str, found: list[Found]) -> tuple[list[
     return [Found(found[i].passage, found[i].sentence, float(scores[i])) for i in order], result.cost
 
 
-def load_judge(name: str, settings: ModelSettings) -> PairModel | None:
-    """The passage reranker ``name`` (``none``: no judge)."""
-    if name.lower() == "none":
-        return None
-    try:
-        return settings.model(name, PairModel, "--judge", "a passage reranker")
-    except BackboneError as err:  # the shipped judge's base (MPNet) is a separate install
-        raise BackboneError(
-            f"--judge {name}: {err}; or --judge none (answers then carry no confidence)"
-        ) from None
-
-
-def judged(judge: PairModel | None, question: str, run: AnswerRun, signal: str = "passage") -> AnswerRun:
-    """``run`` with each answer's ``signal``: the judge's logit of its passage."""
-    if judge is None or not run.answers:
-        return run
-    texts = list(dict.fromkeys(f.passage.text for f in run.answers))
-    matrix, cost = judge.score_matrix([question] * len(texts), texts, windows=True)
-    logit = dict(zip(texts, matrix[:, -1].tolist(), strict=True))
-    run.answers = [
-        replace(f, signals={**(f.signals or {}), signal: logit[f.passage.text]}) for f in run.answers
-    ]
-    run.cost.add(cost)
-    return run
-
-
 class Pointwise(AnswerMethod):
     name = "pointwise"
     options_class: type[MethodOptions] = PointwiseOptions
@@ -158,7 +122,7 @@ class Pointwise(AnswerMethod):
         ratios = parse_ratios(getattr(options, "drop_ratios", None))
         judge = load_judge(options.judge, settings)
         method = cls(settings.ranker(options.ranker, drop_ratios=ratios), options.fusion, judge)
-        method.model_names = {"ranker": options.ranker} | _judge_name(options.judge, judge)
+        method.model_names = {"ranker": options.ranker} | judge_name(options.judge, judge)
         return method
 
     @property
@@ -212,7 +176,7 @@ class PeasiAll(Pointwise):
         judge = load_judge(options.judge, settings)
         method = cls(selector, settings.ranker(options.ranker), options.fusion, judge)
         method.model_names = {"selector": selector_name, "ranker": options.ranker}
-        method.model_names |= _judge_name(options.judge, judge)
+        method.model_names |= judge_name(options.judge, judge)
         return method
 
     def run(self, question: str, passages: Sequence[IndexedPassage], top: int) -> AnswerRun:
@@ -227,7 +191,3 @@ class PeasiAll(Pointwise):
 
 def _best(probs: Sequence[float]) -> int:
     return max(range(len(probs)), key=lambda s: (probs[s], -s))
-
-
-def _judge_name(name: str, judge: PairModel | None) -> dict[str, str]:
-    return {"judge": name} if judge is not None else {}

@@ -14,9 +14,10 @@ from sieveqa.encoder import Cost
 from sieveqa.errors import BackboneError, ConfigError
 from sieveqa.models.base import Ranker, RankResult
 from sieveqa.models.easi import SentenceRead, SentenceReader
+from sieveqa.runtime.answer.judge import judged, load_judge
 from sieveqa.runtime.answer.method import ModelSettings
 from sieveqa.runtime.answer.peasi import Peasi, PeasiOptions
-from sieveqa.runtime.answer.sentence import Pointwise, judged, load_judge
+from sieveqa.runtime.answer.sentence import Pointwise
 from tests.fakes import TOP_PASSAGE, KeywordRanker
 
 

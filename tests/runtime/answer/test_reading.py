@@ -95,3 +95,25 @@ def test_the_has_weight_trades_the_passage_against_the_span() -> None:
     assert answer(towers, Schedule("standard", has_weight=2.0)).tower == 0  # -3.04 against -4.76
     with pytest.raises(ConfigError, match="--has-weight must be a finite number >= 0"):
         Schedule("standard", has_weight=-1.0)
+
+
+def test_a_judge_reads_the_answers_passage_whatever_the_budget(reader_folder: Path, saved_tiny: Path) -> None:
+    from sieveqa.data.corpus_format import IndexedPassage
+
+    texts = ["Paris is the capital of France.", "Bananas are yellow.", "Cats sleep a lot."]
+    passages = [IndexedPassage(str(i), "d", "", t, ((0, len(t)),)) for i, t in enumerate(texts)]
+    question = "What is the capital of France?"
+    plain = Skyline.load(SkylineOptions(reader=str(reader_folder)), SETTINGS)
+    assert plain.signals == () and "judge" not in plain.model_names  # no judge unless asked: no extra cost
+    alone = plain.run(question, passages, 1)
+    assert alone.answers[0].signals is None
+    method = Skyline.load(SkylineOptions(reader=str(reader_folder), judge=str(saved_tiny)), SETTINGS)
+    assert method.signals == ("judge",) and method.model_names["judge"] == str(saved_tiny)
+    for m in (method, method.with_settings(budget=0.5)):
+        run = m.run(question, passages, 1)
+        best = run.answers[0]
+        logit = m.judge.score_matrix([question], [best.passage.text], windows=True)[0][0, -1]
+        assert best.signals == {"judge": pytest.approx(float(logit))}
+    same = method.run(question, passages, 1)
+    assert same.answers[0].passage == alone.answers[0].passage  # the judge reads; it does not choose
+    assert same.cost.sequences == alone.cost.sequences + 1  # one more (question, passage) pair

@@ -1,0 +1,62 @@
+"""Whether the documents answer at all: a *judge* reads the passage each answer comes from.
+
+An answer's own score (a sentence ranker's logit, a reader's span probability) says how well it
+answers if anything does; on a question the documents are about but do not answer, it is often as high
+as on one they do. A judge (``peasi-judge`` by default: PEASI's passage reranker taught on on-topic
+unanswerable questions) scores (question, passage) pairs, and its logit of an answer's passage is a
+signal the calibrated confidence reads (one more inference per distinct answer passage). Every
+answering method that takes a ``judge`` option loads and applies it through here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import field, replace
+from typing import Any
+
+from sieveqa.errors import BackboneError
+from sieveqa.models.pair_model import PairModel
+from sieveqa.runtime.answer.method import AnswerRun, ModelSettings
+
+__all__ = ["judge_name", "judge_option", "judged", "load_judge"]
+
+
+def judge_option(default: str = "peasi-judge") -> Any:
+    """A method's ``judge`` field."""
+    return field(
+        default=default,
+        metadata={
+            "help": "the passage reranker whose logit of each answer's passage says whether the documents "
+            "answer (a signal the confidence reads; none: no such signal)"
+        },
+    )
+
+
+def load_judge(name: str, settings: ModelSettings) -> PairModel | None:
+    """The passage reranker ``name`` (``none``: no judge)."""
+    if name.lower() == "none":
+        return None
+    try:
+        return settings.model(name, PairModel, "--judge", "a passage reranker")
+    except BackboneError as err:  # the shipped judge's base (MPNet) is a separate install
+        raise BackboneError(
+            f"--judge {name}: {err}; or --judge none (answers then carry no confidence)"
+        ) from None
+
+
+def judge_name(name: str, judge: PairModel | None) -> dict[str, str]:
+    """The judge's entry in a method's ``model_names`` (none without a judge)."""
+    return {"judge": name} if judge is not None else {}
+
+
+def judged(judge: PairModel | None, question: str, run: AnswerRun, signal: str = "passage") -> AnswerRun:
+    """``run`` with each answer's ``signal``: the judge's logit of its passage."""
+    if judge is None or not run.answers:
+        return run
+    texts = list(dict.fromkeys(f.passage.text for f in run.answers))
+    matrix, cost = judge.score_matrix([question] * len(texts), texts, windows=True)
+    logit = dict(zip(texts, matrix[:, -1].tolist(), strict=True))
+    run.answers = [
+        replace(f, signals={**(f.signals or {}), signal: logit[f.passage.text]}) for f in run.answers
+    ]
+    run.cost.add(cost)
+    return run
