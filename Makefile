@@ -431,7 +431,7 @@ reader-v3-answerability: install
 # scheduler trained on the larger pool of squad-open-train:dev-all (2,068 questions of the 12 held-out
 # train articles, 30 chunks each, against dev1's 380) and validated on dev0, question-time settings tuned
 # on dev0; then the readers' confidences refitted with on-topic unanswerable questions in the mix
-# (squad2-open:dev, like the sentence methods': make confidence-ship SENTENCE_CONFIDENCE= READER_FIT=open).
+# (squad2-open:dev, like the sentence methods': make confidence-ship SENTENCE_CONFIDENCE=).
 READER_V3_SHIP ?= $(READER)/v3/best
 reader-v3-ship: install
 	$(SIEVEQA) calibrate --reader $(READER_V3_SHIP) --out $(READER)/v3-cal
@@ -490,15 +490,15 @@ reader-ship: install
 # The shipped confidence file. The sentence methods (issue 41): fitted on squad2-open:dev, SQuAD 2.0's
 # human unanswerable questions beside answerable ones over an index of all their articles, on the
 # answer's signals, threshold at the best SQuAD 2.0 overall score, 5-fold held-out numbers, checked on
-# squad2-open:test-made. The readers (issue 43 refits them): squad-open-mini dev0 asked with and
-# without its article in the index, keeping 90% of the right answers (pinned: calibrate-confidence's
-# default dev is squad2-open:dev since issue 41). Reports in bench/results/abstention. The sentence
+# squad2-open:test-made. The readers the same way since issue 43, their answers read by the same judge
+# (the shipped file's reader entries came from the same command with --out /tmp/... and --json
+# bench/results/abstention/M-judge.json, 2026-11-27). Reports in bench/results/abstention. The sentence
 # methods alone: make confidence-ship READER_CONFIDENCE=.
 SENTENCE_CONFIDENCE ?= peasi pointwise cascade peasi-all
 READER_CONFIDENCE ?= skyline reader tower
-# How the readers' confidences are fitted: the shipped v2 reader's way (its article indexed or not,
-# keeping 90% of right answers), or with on-topic unanswerable questions (READER_FIT=open, issue 43).
-READER_FIT ?= indexed
+# How the readers' confidences are fitted: with on-topic unanswerable questions (open, issue 43, shipped),
+# or the v2 reader's way (READER_FIT=indexed: its article indexed or not, keeping 90% of right answers).
+READER_FIT ?= open
 ifeq ($(READER_FIT),open)
 READER_FIT_ARGS := --dev squad2-open:dev --check squad2-open:test-made --threshold-rule overall --folds 5
 else

@@ -4,7 +4,7 @@ question, p50 and p95, for each method, on the SQuAD-AS2 test questions over the
     python bench/answer_latency.py --reranker runs/peasi/pr/best --selector runs/peasi/easi-pooled/best \\
         --limit 200 --out bench/results/peasi/answer_latency.json
 
-``--judges A,B`` times ``peasi`` once per judge (a row each, ``peasi judge=A``).
+``--judges A,B`` times each method once per judge (a row each, ``skyline judge=A``).
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ def main() -> None:
     parser.add_argument("--reranker", default="peasi-pr")
     parser.add_argument("--selector", default=None)
     parser.add_argument("--methods", default="peasi,peasi-all,pointwise,cascade")
-    parser.add_argument("--judges", default=None, help="peasi's judges to time, comma-separated")
+    parser.add_argument("--judges", default=None, help="judges to time each method with (none: without)")
     parser.add_argument("--limit", type=int, default=200, help="questions (the first N of squad-as2:test)")
     parser.add_argument("--out", type=Path, default=Path("bench/results/peasi/answer_latency.json"))
     args = parser.parse_args()
@@ -36,10 +36,9 @@ def main() -> None:
     rows, results = [], {}
     with tempfile.TemporaryDirectory() as tmp:
         index = CorpusIndex.build(read_documents("squad:test"), Path(tmp) / "index")
-        runs = [(m, {}) for m in args.methods.split(",")]
+        runs: list[tuple[str, dict[str, str]]] = [(m, {}) for m in args.methods.split(",")]
         if args.judges:
-            runs = [(m, o) for m, o in runs if m != "peasi"]
-            runs += [(f"peasi judge={j}", {"judge": j}) for j in args.judges.split(",")]
+            runs = [(f"{m} judge={j}", {"judge": j}) for m, _ in runs for j in args.judges.split(",")]
         for method, options in runs:
             name = method.split()[0]
             models = {"reranker": args.reranker, "selector": args.selector} if name == "peasi" else {}

@@ -261,16 +261,20 @@ def test_a_question_that_is_not_utf8_is_one_line(sieveqa, demo_index) -> None:
 
 
 @pytest.mark.real
-@pytest.mark.parametrize("method", ["skyline", "reader"])
-def test_the_shipped_reader_answers_with_a_span_and_no_other_flag(sieveqa, demo_index, method: str) -> None:
+@pytest.mark.parametrize(("method", "judge"), [("skyline", []), ("reader", ["--judge", "none"])])
+def test_the_shipped_reader_answers_with_a_span_and_no_other_flag(
+    sieveqa, demo_index, method: str, judge: list[str]
+) -> None:
     # Issue 29: on a fresh clone `--method skyline` ended with "needs --reader".
     result = sieveqa("answer", "What protein carries oxygen in octopus blood?", "--index", demo_index,
-                     "--method", method, "--retrieve", "5", "--json")  # fmt: skip
+                     "--method", method, "--retrieve", "5", "--json", *judge)  # fmt: skip
     assert result.exit_code == 0, result.output
     best = json.loads(result.output)["answers"][0]
     a, b = best["answer_span"]
     assert best["passage"][a:b] == best["answer"] and len(best["answer"].split()) <= 10  # a span
     assert "haemocyanin" in best["answer"].lower()
+    # The shipped confidence is fitted with the judge's reading of the passage: without it, none.
+    assert (best["confidence"] is None) == bool(judge) and ("judge" in best["signals"]) != bool(judge)
 
 
 def test_budget_ms_says_what_it_chose(sieveqa, demo_index, tiny_cascade, tmp_path: Path, monkeypatch) -> None:

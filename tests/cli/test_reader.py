@@ -149,7 +149,7 @@ def test_eval_reads_with_a_reader_under_a_budget(
 def test_answer_extracts_a_span_over_an_index(sieveqa, saved_reader: Path, tmp_path: Path) -> None:
     index = tmp_path / "index"
     assert sieveqa("index", "corpus", "--input", "demo", "--out", index).exit_code == 0
-    args = ["--index", index, "--reader", saved_reader, "--json"]
+    args = ["--index", index, "--reader", saved_reader, "--judge", "none", "--json"]
     for method, own in (("reader", []), ("tower", ["--threshold", "0.8"]), ("skyline", ["--budget", "0.5"])):
         result = sieveqa("answer", "Who invented the Fresnel lens?", "--method", method, *args, *own)
         assert result.exit_code == 0, result.output

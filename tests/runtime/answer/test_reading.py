@@ -31,7 +31,7 @@ def reader_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_skyline_uses_the_readers_scheduler_and_settings(reader_folder: Path) -> None:
-    method = Skyline.load(SkylineOptions(reader=str(reader_folder)), SETTINGS)
+    method = Skyline.load(SkylineOptions(reader=str(reader_folder), judge="none"), SETTINGS)
     assert method.schedule == Schedule("learned", budget=1.5, m=3, has_weight=0.5)
     assert method.policy is not None
     assert method.model_names == {
@@ -49,29 +49,33 @@ def test_the_readers_scheduler_is_used_only_where_dev_preferred_it(tmp_path: Pat
         ).to_dict(),
     )
     SkylinePolicy(PolicyConfig(depth=4)).save_pretrained(folder / SCHEDULER_FOLDER)
-    plain = Skyline.load(SkylineOptions(reader=str(folder)), SETTINGS)
+    plain = Skyline.load(SkylineOptions(reader=str(folder), judge="none"), SETTINGS)
     assert (
         plain.schedule.method == "skyline" and plain.policy is None and "scheduler" not in plain.model_names
     )
-    asked = Skyline.load(SkylineOptions(reader=str(folder), scheduler="learned"), SETTINGS)
+    asked = Skyline.load(SkylineOptions(reader=str(folder), scheduler="learned", judge="none"), SETTINGS)
     assert asked.schedule == Schedule("learned", budget=0.5, m=3) and asked.policy is not None
     assert asked.model_names["scheduler"] == f"{folder}/{SCHEDULER_FOLDER}"
 
 
 def test_flags_override_the_readers_policy(reader_folder: Path) -> None:
-    options = SkylineOptions(reader=str(reader_folder), scheduler="none", budget=0.5, has_weight=2.0)
+    options = SkylineOptions(
+        reader=str(reader_folder), scheduler="none", budget=0.5, has_weight=2.0, judge="none"
+    )
     method = Skyline.load(options, SETTINGS)
     assert method.schedule == Schedule("skyline", budget=0.5, m=2, has_weight=2.0)
     assert method.policy is None
-    tower = Tower.load(TowerOptions(reader=str(reader_folder), m=1), SETTINGS)
+    tower = Tower.load(TowerOptions(reader=str(reader_folder), m=1, judge="none"), SETTINGS)
     assert tower.schedule == Schedule("tower", threshold=0.7, m=1, has_weight=0.5)
 
 
 def test_a_reader_without_a_policy_takes_the_defaults(tmp_path: Path) -> None:
     ReaderModel(ReaderConfig(backbone="tiny", max_length=24)).save_pretrained(tmp_path / "r")
-    method = Skyline.load(SkylineOptions(reader=str(tmp_path / "r")), SETTINGS)
+    method = Skyline.load(SkylineOptions(reader=str(tmp_path / "r"), judge="none"), SETTINGS)
     assert method.schedule == Schedule("skyline", budget=2.0, m=1, has_weight=1.0) and method.policy is None
-    assert Reader.load(SkylineOptions(reader=str(tmp_path / "r")), SETTINGS).schedule == Schedule("standard")
+    assert Reader.load(
+        SkylineOptions(reader=str(tmp_path / "r"), judge="none"), SETTINGS
+    ).schedule == Schedule("standard")
 
 
 def test_a_policy_naming_a_scheduler_outside_the_reader_is_refused(tmp_path: Path) -> None:
@@ -82,7 +86,7 @@ def test_a_policy_naming_a_scheduler_outside_the_reader_is_refused(tmp_path: Pat
     with pytest.raises(
         ConfigError, match=r"policy.json: scheduler '../elsewhere' is not a folder in the reader's"
     ):
-        Skyline.load(SkylineOptions(reader=str(tmp_path / "r")), SETTINGS)
+        Skyline.load(SkylineOptions(reader=str(tmp_path / "r"), judge="none"), SETTINGS)
 
 
 def test_the_has_weight_trades_the_passage_against_the_span() -> None:
@@ -103,8 +107,9 @@ def test_a_judge_reads_the_answers_passage_whatever_the_budget(reader_folder: Pa
     texts = ["Paris is the capital of France.", "Bananas are yellow.", "Cats sleep a lot."]
     passages = [IndexedPassage(str(i), "d", "", t, ((0, len(t)),)) for i, t in enumerate(texts)]
     question = "What is the capital of France?"
-    plain = Skyline.load(SkylineOptions(reader=str(reader_folder)), SETTINGS)
-    assert plain.signals == () and "judge" not in plain.model_names  # no judge unless asked: no extra cost
+    assert SkylineOptions().judge == TowerOptions().judge == "peasi-judge"  # as the sentence methods'
+    plain = Skyline.load(SkylineOptions(reader=str(reader_folder), judge="none"), SETTINGS)
+    assert plain.signals == () and "judge" not in plain.model_names  # none: a reader's cost is its own
     alone = plain.run(question, passages, 1)
     assert alone.answers[0].signals is None
     method = Skyline.load(SkylineOptions(reader=str(reader_folder), judge=str(saved_tiny)), SETTINGS)
