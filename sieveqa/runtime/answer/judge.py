@@ -20,10 +20,10 @@ from sieveqa.runtime.answer.method import AnswerRun, ModelSettings
 __all__ = ["judge_name", "judge_option", "judged", "load_judge"]
 
 
-def judge_option(default: str = "peasi-judge") -> Any:
+def judge_option() -> Any:
     """A method's ``judge`` field."""
     return field(
-        default=default,
+        default="peasi-judge",
         metadata={
             "help": "the passage reranker whose logit of each answer's passage says whether the documents "
             "answer (a signal the confidence reads; none: no such signal)"
