@@ -491,9 +491,9 @@ reader-ship: install
 # human unanswerable questions beside answerable ones over an index of all their articles, on the
 # answer's signals, threshold at the best SQuAD 2.0 overall score, 5-fold held-out numbers, checked on
 # squad2-open:test-made. The readers the same way since issue 43, their answers read by the same judge
-# (the shipped file's reader entries came from the same command with --out /tmp/... and --json
-# bench/results/abstention/M-judge.json, 2026-11-27). Reports in bench/results/abstention. The sentence
-# methods alone: make confidence-ship READER_CONFIDENCE=.
+# (bench/results/abstention/M-judge.json; the shipped entries came from this command with --judge
+# peasi-judge said and --out /tmp/..., then copied in, 2026-11-27; M.json are the fits without the judge).
+# Reports in bench/results/abstention. The sentence methods alone: make confidence-ship READER_CONFIDENCE=.
 SENTENCE_CONFIDENCE ?= peasi pointwise cascade peasi-all
 READER_CONFIDENCE ?= skyline reader tower
 # How the readers' confidences are fitted: with on-topic unanswerable questions (open, issue 43, shipped),
@@ -514,7 +514,7 @@ confidence-ship: install
 			--json bench/results/abstention/$$m.json || exit 1; done
 	for m in $(READER_CONFIDENCE); do \
 		$(SIEVEQA) calibrate-confidence --method $$m --out sieveqa/resources/confidence.json --no-progress \
-			$(READER_FIT_ARGS) --json bench/results/abstention/$$m.json || exit 1; done
+			$(READER_FIT_ARGS) --json bench/results/abstention/$$m-judge.json || exit 1; done
 
 # Multiple Heads Student (docs/RESULTS.md). Teachers, each with the TANDA recipe: MPNet-12 (on this CPU a
 # reduced transfer of 6,000 pairs, one adapt epoch; checkpoints every 50 steps, ~2.5 h), MiniLM-L3 (the

@@ -3,7 +3,7 @@ questions answered against the accuracy of those answered, with the share of una
 (on topic, or whose article is not indexed) that abstain, one line per method; the dev-chosen
 min-confidence marked.
 
-    python bench/abstention_plot.py bench/results/abstention/skyline.json \\
+    python bench/abstention_plot.py bench/results/abstention/skyline-judge.json \\
         bench/results/abstention/peasi.json --out bench/results/abstention/curves.png
 """
 

@@ -16,7 +16,8 @@ closes early once padding would pass ``PAD_SLACK`` of its tokens:
 
 Training batches always take bucket widths (``collate(..., bucketed=True)``; rows as chosen). On a
 CPU they measured no slower than exact widths and kept a reader run's memory flat where exact widths
-grew it by gigabytes (docs/RESULTS.md, issue 43); on a GPU they are a dozen shapes, not one per length.
+grew it by 1.3 GiB in 300 steps (docs/RESULTS.md, issue 43); on a GPU they are a dozen shapes, not one
+per length.
 
 Padding is masked either way, so a row's scores do not depend on its batch's shape; a padding row
 attends to its first token only (a row with no token to attend to is undefined in some kernels).

@@ -262,7 +262,7 @@ def test_a_question_that_is_not_utf8_is_one_line(sieveqa, demo_index) -> None:
 
 @pytest.mark.real
 @pytest.mark.parametrize(("method", "judge"), [("skyline", []), ("reader", ["--judge", "none"])])
-def test_the_shipped_reader_answers_with_a_span_and_no_other_flag(
+def test_the_shipped_reader_answers_with_a_span_with_or_without_its_judge(
     sieveqa, demo_index, method: str, judge: list[str]
 ) -> None:
     # Issue 29: on a fresh clone `--method skyline` ended with "needs --reader".

@@ -4,7 +4,7 @@ An answer's own score (a sentence ranker's logit, a reader's span probability) s
 answers if anything does; on a question the documents are about but do not answer, it is often as high
 as on one they do. A judge (``peasi-judge`` by default: PEASI's passage reranker taught on on-topic
 unanswerable questions) scores (question, passage) pairs, and its logit of an answer's passage is a
-signal the calibrated confidence reads (one more inference per distinct answer passage). Every
+signal the calibrated confidence reads (one more inference per window of each distinct answer passage). Every
 answering method that takes a ``judge`` option loads and applies it through here.
 """
 
