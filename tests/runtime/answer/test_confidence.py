@@ -102,3 +102,16 @@ def test_a_confidence_file_applies_only_to_its_models(index, tmp_path: Path) -> 
     file.write_text(json.dumps({"format": 1, "methods": {"peasi": {"scale": "x", "bias": 0}}}))
     with pytest.raises(ConfigError, match=r"methods.peasi: field 'scale': expected float"):
         load_confidence(file)
+
+
+@pytest.mark.parametrize("method", ["reader", "tower", "skyline"])
+def test_the_shipped_file_calibrates_each_reader_method_as_it_loads_by_default(method: str) -> None:
+    # What Reader.load names with no option given (the shipped reader's own scheduler is not used:
+    # dev preferred the calibrated probabilities), and the signals its answers then carry.
+    from sieveqa import registry
+
+    options = registry.answer_method(method).method_class().options_class()
+    shipped = load_confidence()[method]
+    assert shipped.applies_to({"reader": options.reader, "judge": options.judge}, ("judge",))
+    assert not shipped.applies_to({"reader": options.reader}, ())  # --judge none: no confidence
+    assert shipped.fitted_on["dev"] == "squad2-open:dev" and 0 < shipped.min_confidence < 1
