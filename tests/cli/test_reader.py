@@ -183,6 +183,15 @@ def test_answer_refuses_bad_reader_settings(sieveqa, tmp_path: Path, args, messa
     assert message in one_error_line(sieveqa("answer", "Who?", "--index", index, *args))
 
 
+def test_a_reader_method_refuses_a_judge_it_cannot_load(sieveqa, saved_reader: Path, tmp_path: Path) -> None:
+    index = tmp_path / "index"
+    assert sieveqa("index", "corpus", "--input", "demo", "--out", index).exit_code == 0
+    for method in ("reader", "skyline"):
+        result = sieveqa("answer", "Who?", "--index", index, "--method", method, "--reader", saved_reader,
+                         "--judge", tmp_path / "no-judge")  # fmt: skip
+        assert "no-judge' is neither a shipped model" in one_error_line(result)  # exit 2, one line
+
+
 @pytest.mark.parametrize(
     ("flags", "message"),
     [
