@@ -492,7 +492,7 @@ reader-ship: install
 # answer's signals, threshold at the best SQuAD 2.0 overall score, 5-fold held-out numbers, checked on
 # squad2-open:test-made. The readers the same way since issue 43, their answers read by the same judge
 # (bench/results/abstention/M-judge.json; the shipped entries came from this command with --judge
-# peasi-judge said and --out /tmp/..., then copied in, 2026-11-27; M.json are the fits without the judge).
+# peasi-judge given and --out /tmp/..., then copied in, 2026-11-27; M.json are the fits without the judge).
 # Reports in bench/results/abstention. The sentence methods alone: make confidence-ship READER_CONFIDENCE=.
 SENTENCE_CONFIDENCE ?= peasi pointwise cascade peasi-all
 READER_CONFIDENCE ?= skyline reader tower

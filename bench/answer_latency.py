@@ -36,9 +36,9 @@ def main() -> None:
     rows, results = [], {}
     with tempfile.TemporaryDirectory() as tmp:
         index = CorpusIndex.build(read_documents("squad:test"), Path(tmp) / "index")
-        runs: list[tuple[str, dict[str, str]]] = [(m, {}) for m in args.methods.split(",")]
-        if args.judges:
-            runs = [(f"{m} judge={j}", {"judge": j}) for m, _ in runs for j in args.judges.split(",")]
+        methods, judges = args.methods.split(","), (args.judges or "").split(",")
+        runs = [(f"{m} judge={j}", {"judge": j}) for m in methods for j in judges if j]
+        runs = runs or [(m, {}) for m in methods]
         for method, options in runs:
             name = method.split()[0]
             models = {"reranker": args.reranker, "selector": args.selector} if name == "peasi" else {}
