@@ -27,8 +27,9 @@ from sieveqa.training.trainer import Trainer, TrainState, seed_everything
 __all__ = ["init_model", "prepared", "run_trainer", "train_model"]
 
 
-#: Model settings a saved model may be given when training continues from it (inputs, not weights).
-INPUT_SETTINGS = ("max_length",)
+#: Model settings a saved model may be given when training continues from it (inputs, not weights),
+#: where its config has them: a reader's windows (``stride``) as well as every model's input length.
+INPUT_SETTINGS = ("max_length", "stride")
 #: Model settings that give a saved model one more head, trained from scratch (EASI's null option).
 ADDED_HEADS = ("null",)
 
@@ -57,7 +58,7 @@ def init_model(
     other = load_model(init)
     if other.kind != cls.kind:
         return cls.start_from(other, cls.config_class.for_arch(arch, **settings))
-    inputs = {k: settings.pop(k) for k in INPUT_SETTINGS if k in settings}
+    inputs = {k: settings.pop(k) for k in INPUT_SETTINGS if k in settings and hasattr(other.config, k)}
     heads = {k: v for k in ADDED_HEADS if (v := settings.pop(k, None)) and not getattr(other.config, k)}
     if settings:
         flags = ", ".join(f"--{k.replace('_', '-')}" for k in sorted(settings))

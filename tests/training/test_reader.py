@@ -223,3 +223,22 @@ def test_a_paused_reader_run_resumes_when_passages_span_several_windows(tmp_path
     assert paused.paused and paused.step == 1
     done = train_model("reader", str(tmp_path / "train.jsonl"), tmp_path / "out", config=config, **run)
     assert not done.paused and done.step > 1
+
+
+def test_a_saved_reader_continues_with_wider_windows_and_keeps_its_weights(tmp_path: Path) -> None:
+    """``train --init READER --max-length 64 --stride 24``: the windows change, the weights do not;
+    a setting the saved model's config does not have is still refused."""
+    from sieveqa.errors import ConfigError
+    from sieveqa.training.run import init_model
+
+    torch.manual_seed(4)
+    ReaderModel(ReaderConfig(backbone="tiny", max_length=32)).save_pretrained(tmp_path / "reader")
+    wider = init_model(str(tmp_path / "reader"), "reader", {"max_length": 64, "stride": 24})
+    assert isinstance(wider, ReaderModel)
+    assert (wider.config.max_length, wider.config.stride) == (64, 24)
+    saved = ReaderModel.from_pretrained(tmp_path / "reader").state_dict()
+    assert all(torch.equal(w, saved[k]) for k, w in wider.state_dict().items())
+    features = wider.featurize(["Which city?"], ["word " * 100])
+    assert len(features) > 1 and max(len(ids) for ids in features.input_ids) <= 64
+    with pytest.raises(ConfigError, match="stride must be in"):
+        init_model(str(tmp_path / "reader"), "reader", {"stride": 40})
