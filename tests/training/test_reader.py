@@ -226,9 +226,10 @@ def test_a_paused_reader_run_resumes_when_passages_span_several_windows(tmp_path
 
 
 def test_a_saved_reader_continues_with_wider_windows_and_keeps_its_weights(tmp_path: Path) -> None:
-    """``train --init READER --max-length 64 --stride 24``: the windows change, the weights do not;
-    a setting the saved model's config does not have is still refused."""
+    """``train --init READER --max-length 64 --stride 24``: the windows change, the weights do not; a
+    stride the windows cannot take, or one for a model without windows, is refused."""
     from sieveqa.errors import ConfigError
+    from sieveqa.models.cross_encoder import CrossEncoder, CrossEncoderConfig
     from sieveqa.training.run import init_model
 
     torch.manual_seed(4)
@@ -242,3 +243,6 @@ def test_a_saved_reader_continues_with_wider_windows_and_keeps_its_weights(tmp_p
     assert len(features) > 1 and max(len(ids) for ids in features.input_ids) <= 64
     with pytest.raises(ConfigError, match="stride must be in"):
         init_model(str(tmp_path / "reader"), "reader", {"stride": 40})
+    CrossEncoder(CrossEncoderConfig(backbone="tiny")).save_pretrained(tmp_path / "ranker")
+    with pytest.raises(ConfigError, match="--stride cannot change a saved model's architecture"):
+        init_model(str(tmp_path / "ranker"), "cross-encoder", {"stride": 24})
