@@ -408,7 +408,7 @@ reader-v2-model: install
 # on an AVX512-BF16 CPU (2 cores, 0.6 s a step), checkpoints every 250 steps; the same command resumes.
 # Dev: EM of the answerable questions of squad-open-train:dev and squad2-open:dev, and the has-answer
 # AUROC on the latter's unanswerable ones (has_auc). A second epoch, if dev was still rising:
-# READER_V3_INIT=runs/reader/v3/best READER_TAG=-e2 READER_VARIANT="--seed 9 --lr 2e-5". Dev preferred it
+# READER_V3_INIT=runs/reader/v3/best READER_TAG=-e2 READER_VARIANT="--seed 9 --lr 2e-5". Dev leaned to it
 # with four negatives a question (READER_TAG=-ab-neg4, VARIANT + "--max-negatives 4 --max-pairs 325666")
 # over exit distillation (+ "--exit-distill 1") and wider windows (+ "--max-length 384 --stride 128").
 READER_V3 := --arch reader --train "squad-open-train:train,squad2-open:train,squad-unanswerable:open[~30000]" \

@@ -46,7 +46,8 @@ def init_model(
     """A model to train: from a saved sieveqa folder (adapt step) or a backbone name (fresh heads).
 
     ``settings`` are model-config fields (``exits``, ``beta``, ...); a saved model brings its own
-    architecture, so they are refused for one, except the input length (``INPUT_SETTINGS``).
+    architecture, so they are refused for one, except its inputs (``INPUT_SETTINGS``: the length, and
+    the windows' stride where its config has one).
     A cascade may start from a cross-encoder folder: it keeps that body and head (as the last exit).
     """
     settings = dict(settings or {})

@@ -1,6 +1,7 @@
 """Reader training: token targets from character spans, sampled rows, a loss that teaches."""
 
 import dataclasses
+import itertools
 from pathlib import Path
 
 import pytest
@@ -227,7 +228,7 @@ def test_a_paused_reader_run_resumes_when_passages_span_several_windows(tmp_path
 
 def test_a_saved_reader_continues_with_wider_windows_and_keeps_its_weights(tmp_path: Path) -> None:
     """``train --init READER --max-length 64 --stride 24``: the windows change, the weights do not; a
-    stride the windows cannot take, or one for a model without windows, is refused."""
+    stride the windows cannot take, or one for a model whose config has no stride, is refused."""
     from sieveqa.errors import ConfigError
     from sieveqa.models.cross_encoder import CrossEncoder, CrossEncoderConfig
     from sieveqa.training.run import init_model
@@ -239,8 +240,13 @@ def test_a_saved_reader_continues_with_wider_windows_and_keeps_its_weights(tmp_p
     assert (wider.config.max_length, wider.config.stride) == (64, 24)
     saved = ReaderModel.from_pretrained(tmp_path / "reader").state_dict()
     assert all(torch.equal(w, saved[k]) for k, w in wider.state_dict().items())
-    features = wider.featurize(["Which city?"], ["word " * 100])
+    features = wider.featurize(["Which city?"], [" ".join(f"w{i}" for i in range(100))])
     assert len(features) > 1 and max(len(ids) for ids in features.input_ids) <= 64
+    passage = [
+        [t for t, s in zip(ids, segs, strict=True) if s == 1]
+        for ids, segs in zip(features.input_ids, features.segment_ids, strict=True)
+    ]
+    assert all(a[-24:] == b[:24] for a, b in itertools.pairwise(passage))  # windows share the stride
     with pytest.raises(ConfigError, match="stride must be in"):
         init_model(str(tmp_path / "reader"), "reader", {"stride": 40})
     CrossEncoder(CrossEncoderConfig(backbone="tiny")).save_pretrained(tmp_path / "ranker")
