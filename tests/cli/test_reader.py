@@ -238,3 +238,17 @@ def test_reader_commands_default_to_the_shipped_reader(sieveqa) -> None:
     """They said "Missing option '--reader'" though a reader ships."""
     line = one_error_line(sieveqa("eval-reader", "--method", "skyline", "--budget", "inf"))
     assert "--budget must be a finite number" in line
+
+
+def test_a_saved_reader_given_windows_it_cannot_take_is_one_line(
+    sieveqa, saved_reader: Path, open_data: Path, tmp_path: Path
+) -> None:
+    args = ["train", "--arch", "reader", "--init", saved_reader, "--train", open_data, "--dev", "",
+            "--out", tmp_path / "wider", "--no-progress"]  # fmt: skip
+    result = sieveqa(*args, "--stride", "20")  # its windows are 32 tokens: stride below 16
+    assert result.exit_code == 2
+    said = "error: ReaderConfig: stride must be in 0..15 (below half of max_length), got 20"
+    assert one_error_line(result) == said
+    result = sieveqa(*args, "--max-length", "64", "--stride", "20", "--epochs", "1")
+    assert result.exit_code == 0, result.output
+    assert ReaderModel.from_pretrained(tmp_path / "wider" / "best").config.stride == 20
