@@ -1,6 +1,7 @@
 """The ASGI envelope around the app: a body over the limit is refused (413) before it is read whole,
 a body of another declared type is read as the JSON it should be, every response gets
-``x-total-time``, requests and latency are counted per endpoint, and a bug of ours is logged once."""
+``x-total-time``, requests (done and in progress) and latency are counted per endpoint, and a bug
+of ours is logged once."""
 
 from __future__ import annotations
 
@@ -53,19 +54,21 @@ class Envelope:
                 message.setdefault("headers", []).append((b"x-total-time", total))
             await send(message)
 
-        headers = dict(scope["headers"])
-        declared = headers.get(b"content-type", b"").split(b";")[0].strip().lower()
-        if scope["method"] == "POST" and not (declared == b"application/json" or declared.endswith(b"+json")):
-            if declared.startswith(b"multipart/"):
-                await error_response(
-                    415, "unsupported_media_type", f"send the body as JSON, not {declared.decode()}"
-                )(scope, receive, timed)
-                return
-            # curl -d sends JSON as a form, others as text/plain or with no type: every body is read
-            # as the JSON it should be (a body that is not JSON gets the usual 422 naming the problem).
-            rest = [(k, v) for k, v in scope["headers"] if k != b"content-type"]
-            scope = {**scope, "headers": [*rest, (b"content-type", b"application/json")]}
+        self.service.metrics.in_progress.labels(endpoint).inc()  # every path below ends in finally
         try:
+            headers = dict(scope["headers"])
+            declared = headers.get(b"content-type", b"").split(b";")[0].strip().lower()
+            json_declared = declared == b"application/json" or declared.endswith(b"+json")
+            if scope["method"] == "POST" and not json_declared:
+                if declared.startswith(b"multipart/"):
+                    await error_response(
+                        415, "unsupported_media_type", f"send the body as JSON, not {declared.decode()}"
+                    )(scope, receive, timed)
+                    return
+                # curl -d sends JSON as a form, others as text/plain or with no type: every body is read
+                # as the JSON it should be (a body that is not JSON gets the usual 422 naming the problem).
+                rest = [(k, v) for k, v in scope["headers"] if k != b"content-type"]
+                scope = {**scope, "headers": [*rest, (b"content-type", b"application/json")]}
             if not length.isdigit() or int(length) > limit:
                 why = "is not a number" if not length.isdigit() else f"is over {limit} bytes"
                 await error_response(
@@ -83,5 +86,6 @@ class Envelope:
                 )
         finally:
             m = self.service.metrics
+            m.in_progress.labels(endpoint).dec()
             m.requests.labels(endpoint, str(status)).inc()
             m.latency.labels(endpoint).observe(time.perf_counter() - started)

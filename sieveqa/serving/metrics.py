@@ -1,4 +1,5 @@
-"""Prometheus metrics of one app: requests, latency, batches, queue depth and compute spent.
+"""Prometheus metrics of one app: requests (done and in progress), latency, batches, queue depth
+and compute spent.
 
 Each app has its own registry, so several apps (tests, one process serving two models) never clash.
 """
@@ -25,6 +26,12 @@ class Metrics:
             "sieveqa_requests",
             "HTTP requests by endpoint and status code",
             ["endpoint", "status"],
+            registry=r,
+        )
+        self.in_progress = Gauge(
+            "sieveqa_requests_in_progress",
+            "HTTP requests received and not yet answered, by endpoint",
+            ["endpoint"],
             registry=r,
         )
         self.latency = Histogram(

@@ -12,8 +12,21 @@ from pathlib import Path
 
 import httpx
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
 from tests.cli.conftest import one_error_line
+
+
+def _reranks_received(url: str) -> float:
+    """/rerank requests the server has begun (in progress) or answered, from its /metrics."""
+    text = httpx.get(f"{url}/metrics").text
+    return sum(
+        sample.value
+        for family in text_string_to_metric_families(text)
+        if family.name in ("sieveqa_requests_in_progress", "sieveqa_requests")
+        for sample in family.samples
+        if sample.labels.get("endpoint") == "/rerank" and not sample.name.endswith("_created")
+    )
 
 
 def _free_port() -> int:
@@ -52,7 +65,7 @@ def test_sigterm_finishes_the_requests_in_flight(saved_tiny: Path) -> None:
     port = _free_port()
     command = [str(Path(sys.executable).parent / "sieveqa"), "serve", "--model", str(saved_tiny)]
     server = subprocess.Popen(
-        [*command, "--port", str(port), "--grace", "20"],
+        [*command, "--port", str(port), "--grace", "90"],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
@@ -63,7 +76,7 @@ def test_sigterm_finishes_the_requests_in_flight(saved_tiny: Path) -> None:
     got: list[tuple[int, float]] = []
 
     def send() -> None:
-        response = httpx.post(f"{url}/rerank", json=body, timeout=60)
+        response = httpx.post(f"{url}/rerank", json=body, timeout=120)
         got.append((response.status_code, time.monotonic()))
 
     try:
@@ -76,11 +89,15 @@ def test_sigterm_finishes_the_requests_in_flight(saved_tiny: Path) -> None:
         senders = [threading.Thread(target=send) for _ in range(4)]
         for t in senders:
             t.start()
-        time.sleep(0.3)
+        # Signal once the server has all four (a request still being sent is not yet in flight).
+        for _ in range(600):
+            if _reranks_received(url) >= 4:
+                break
+            time.sleep(0.02)
         signalled = time.monotonic()
         server.send_signal(signal.SIGTERM)
         for t in senders:
-            t.join(60)
+            t.join(120)
         # uvicorn re-raises the signal once it has shut down, so the exit is SIGTERM's own.
         assert server.wait(30) in (0, -signal.SIGTERM)
     finally:

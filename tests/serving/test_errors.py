@@ -165,6 +165,17 @@ def test_errors_are_counted_by_endpoint_and_status(client: TestClient) -> None:
     assert 'sieveqa_requests_total{endpoint="/rerank",status="200"} 1.0' in metrics
     assert "sieveqa_queue_depth 0.0" in metrics
     assert 'sieveqa_inferences_total{endpoint="rerank"} 2.0' in metrics
+    # the /metrics request is in progress while it renders; the answered ones are not
+    assert 'sieveqa_requests_in_progress{endpoint="/metrics"} 1.0' in metrics
+    assert 'sieveqa_requests_in_progress{endpoint="/rerank"} 0.0' in metrics
+
+
+def test_a_refused_media_type_is_counted_and_not_left_in_progress(client: TestClient) -> None:
+    multipart = {"content-type": "multipart/form-data"}
+    assert client.post("/rerank", content=b"x", headers=multipart).status_code == 415
+    metrics = client.get("/metrics").text
+    assert 'sieveqa_requests_total{endpoint="/rerank",status="415"} 1.0' in metrics
+    assert 'sieveqa_requests_in_progress{endpoint="/rerank"} 0.0' in metrics
 
 
 def test_the_docs_page_needs_no_internet(client: TestClient) -> None:
