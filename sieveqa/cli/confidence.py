@@ -120,7 +120,7 @@ def calibrate_confidence(
     sets = {"dev": _names(dev, "--dev")} | ({"check": _names(check, "--check")} if check else {})
     answerer = load_answerer(
         method, None, device=device, precision=precision, batch_size=batch_size, backend=backend,
-        **given_settings(ctx),
+        fitting=True, **given_settings(ctx),
     )  # fmt: skip
     names = list(answerer.method.signals) if signals is None else _names(signals, "--signals")
     unknown = sorted(set(names) - set(answerer.method.signals))

@@ -31,15 +31,22 @@ def pair(tmp_path: Path) -> str:
     return str(tmp_path / "dev.jsonl")
 
 
-def test_calibrate_then_answer_with_confidence(sieveqa, saved_tiny: Path, pair: str, tmp_path: Path) -> None:
+def test_calibrate_then_answer_with_confidence(
+    sieveqa, saved_tiny: Path, pair: str, tmp_path: Path, monkeypatch
+) -> None:
+    from sieveqa.models import zoo
+
+    # The default judge (the tiny model standing in for MPNet): fitting loads it though no calibration
+    # reads it yet, and answering with the fitted file loads it because that one does.
+    monkeypatch.setitem(zoo.SHIPPED, "peasi-judge", saved_tiny)
     out, report = tmp_path / "confidence.json", tmp_path / "report.json"
-    models = ["--ranker", saved_tiny, "--judge", saved_tiny]
+    models = ["--ranker", saved_tiny]
     args = ["--method", "pointwise", *models, "--dev", pair, "--check", pair, "--threshold-rule", "0.9"]
     args += ["--folds", "2"]
     result = sieveqa("calibrate-confidence", *args, "--out", out, "--json", report, "--no-progress")
     assert result.exit_code == 0, result.output
     fitted = load_confidence(out)["pointwise"]
-    assert fitted.models == {"ranker": str(saved_tiny), "judge": str(saved_tiny)}
+    assert fitted.models == {"ranker": str(saved_tiny), "judge": "peasi-judge"}
     assert set(fitted.signals) == {"passage"} and 0 <= fitted.min_confidence <= 1
     body = json.loads(report.read_text())
     at = body["dev"]["at_min_confidence"]

@@ -27,6 +27,7 @@ from sieveqa.errors import ConfigError, DeviceError, MissingExtraError, ModelFor
 from sieveqa.runtime.answer.budget import Choice, choose, load_settings
 from sieveqa.runtime.answer.confidence import Confidence, load_confidence
 from sieveqa.runtime.answer.fusion import Fusion
+from sieveqa.runtime.answer.judge import attach_judge
 from sieveqa.runtime.answer.method import AnswerMethod, AnswerRun, Found, ModelSettings, method_options
 
 log = logging.getLogger(__name__)
@@ -205,6 +206,7 @@ def load_answerer(
     min_confidence: float | None = None,
     backend: str | None = None,
     budget_ms: float | None = None,
+    fitting: bool = False,
     **options: Any,
 ) -> Answerer:
     """An Answerer with the registered ``method``, its ``options`` (its options dataclass's fields:
@@ -213,7 +215,8 @@ def load_answerer(
     confidence file (default: the shipped one); ``min_confidence`` where the answerer abstains
     (default: the calibration's dev-chosen threshold). ``retrieve`` defaults to 20 passages, ``backend``
     to torch. ``budget_ms`` chooses ``retrieve``, the backend and precision, and the drop ratios from the
-    settings measured on dev (``runtime.answer.budget``), among those with the ones given here."""
+    settings measured on dev (``runtime.answer.budget``), among those with the ones given here. The
+    default judge loads only where the calibration reads it, or with ``fitting`` (a confidence is fitted)."""
     if budget_ms is not None:
         given = {
             "retrieve": retrieve,
@@ -242,7 +245,15 @@ def load_answerer(
             f"--retriever {retriever}: {index} has {', '.join(corpus.retrievers)} only "
             "(build it with --retriever hybrid for dense vectors)"
         )
-    chosen = cls.load(checked, ModelSettings(device, precision, batch_size, backend))
+    settings = ModelSettings(device, precision, batch_size, backend)
+    # The default judge costs a pass per answer that only a confidence reads: it loads where the
+    # calibration reading it applies, or while one is fitted (fitting); a judge the user names always.
+    deferred = hasattr(checked, "judge") and options.get("judge") is None and not fitting
+    chosen = cls.load(replace(checked, judge="none") if deferred else checked, settings)
+    if deferred and calibration is not None:
+        judge = checked.judge  # type: ignore[attr-defined]  # the methods with a judge option
+        if calibration.models == {**chosen.model_names, "judge": judge}:
+            attach_judge(chosen, judge, settings)
     embedder = None
     if retriever != "bm25" and corpus is not None:
         from sieveqa.models.embedder import SentenceEmbedder

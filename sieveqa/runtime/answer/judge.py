@@ -5,7 +5,9 @@ answers if anything does; on a question the documents are about but do not answe
 as on one they do. A judge (``peasi-judge`` by default: PEASI's passage reranker taught on on-topic
 unanswerable questions) scores (question, passage) pairs, and its logit of an answer's passage is a
 signal the calibrated confidence reads (one more inference per window of each distinct answer passage). Every
-answering method that takes a ``judge`` option loads and applies it through here.
+answering method that takes a ``judge`` option loads and applies it through here. Only a confidence
+reads the signal, so the *default* judge loads where a calibration that reads it applies, or where one
+is being fitted (``load_answerer``); one the user names always loads.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from sieveqa.errors import BackboneError
 from sieveqa.models.pair_model import PairModel
 from sieveqa.runtime.answer.method import AnswerRun, ModelSettings
 
-__all__ = ["judge_name", "judge_option", "judged", "load_judge"]
+__all__ = ["attach_judge", "judge_name", "judge_option", "judged", "load_judge"]
 
 
 def judge_option() -> Any:
@@ -41,6 +43,12 @@ def load_judge(name: str, settings: ModelSettings) -> PairModel | None:
         raise BackboneError(
             f"--judge {name}: {err}; or --judge none (answers then carry no confidence)"
         ) from None
+
+
+def attach_judge(method: Any, name: str, settings: ModelSettings) -> None:
+    """Give ``method``, loaded with no judge, the judge ``name`` (its ``judge`` and model name)."""
+    method.judge = load_judge(name, settings)
+    method.model_names = {**method.model_names, **judge_name(name, method.judge)}
 
 
 def judge_name(name: str, judge: PairModel | None) -> dict[str, str]:

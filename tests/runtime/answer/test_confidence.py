@@ -115,3 +115,29 @@ def test_the_shipped_file_calibrates_each_reader_method_as_it_loads_by_default(m
     assert shipped.applies_to({"reader": options.reader, "judge": options.judge}, ("judge",))
     assert not shipped.applies_to({"reader": options.reader}, ())  # --judge none: no confidence
     assert shipped.fitted_on["dev"] == "squad2-open:dev" and 0 < shipped.min_confidence < 1
+
+
+def test_the_default_judge_loads_only_where_a_confidence_reads_it(
+    index, saved_tiny, tmp_path, monkeypatch
+) -> None:
+    from sieveqa.models import zoo
+
+    monkeypatch.setitem(zoo.SHIPPED, "peasi-judge", saved_tiny)  # the tiny model stands in for MPNet
+    tiny, where = str(saved_tiny), str(index.path)
+    # The shipped calibration is for the shipped ranker: nothing would read a judge, so none loads.
+    bare = load_answerer("pointwise", where, ranker=tiny)
+    assert bare.method.judge is None and bare.method.model_names == {"ranker": tiny}
+    assert bare.confidence is None and "passage" not in (bare.answer("cats?").best.signals or {})
+    # A calibration fitted with the default judge: it loads, and the answers carry what it reads.
+    file = tmp_path / "confidence.json"
+    models = {"ranker": tiny, "judge": "peasi-judge"}
+    save_confidence(file, "pointwise", Confidence(1.0, 0.0, signals={"passage": 0.5}, models=models))
+    read = load_answerer("pointwise", where, ranker=tiny, confidence=str(file))
+    assert read.method.judge is not None and read.confidence is not None
+    assert "passage" in read.answer("cats?").best.signals
+    # Fitting a confidence, or a judge named by the user, loads it whatever the calibrations say.
+    assert (
+        load_answerer("pointwise", where, ranker=tiny, fitting=True).method.model_names["judge"]
+        == "peasi-judge"
+    )
+    assert load_answerer("pointwise", where, ranker=tiny, judge=tiny).method.model_names["judge"] == tiny
