@@ -24,10 +24,10 @@ SetsOpt = Annotated[
 ]
 
 
-def _names(value: str, flag: str) -> list[str]:
+def _names(value: str, flag: str, what: str = "dataset") -> list[str]:
     names = [v.strip() for v in value.split(",") if v.strip()]
     if not names:
-        raise ConfigError(f"{flag}: no dataset named")
+        raise ConfigError(f"{flag}: no {what} named")
     return names
 
 
@@ -101,6 +101,7 @@ def calibrate_confidence(
 ) -> None:
     """Fit the method's calibrated confidence (a logistic regression on its best answer's score and
     signals) and its default --min-confidence on dev questions, some of which nothing answers."""
+    from sieveqa import registry
     from sieveqa.evaluation.abstention import abstention_curve, fit_confidence, parse_rule
     from sieveqa.evaluation.open_answers import open_metrics
     from sieveqa.evaluation.provenance import run_info
@@ -118,11 +119,15 @@ def calibrate_confidence(
     if folds == 1:
         raise ConfigError("--folds must be 0 (off) or at least 2")
     sets = {"dev": _names(dev, "--dev")} | ({"check": _names(check, "--check")} if check else {})
+    given = given_settings(ctx)
+    judge_signal = registry.answer_method(method).method_class().judge_signal
+    if signals is not None and judge_signal not in _names(signals, "--signals", "signal"):
+        given.setdefault("judge", "none")  # a default judge the fit would not read: not loaded, not recorded
     answerer = load_answerer(
         method, None, device=device, precision=precision, batch_size=batch_size, backend=backend,
-        fitting=True, **given_settings(ctx),
+        fitting=True, **given,
     )  # fmt: skip
-    names = list(answerer.method.signals) if signals is None else _names(signals, "--signals")
+    names = list(answerer.method.signals) if signals is None else _names(signals, "--signals", "signal")
     unknown = sorted(set(names) - set(answerer.method.signals))
     if unknown:
         have = ", ".join(answerer.method.signals) or "none"

@@ -23,7 +23,7 @@ ROUTES = {"/rerank", "/answer", "/health", "/metrics", "/"}
 
 class Envelope:
     """Pure ASGI around the app: refuses bodies over the limit (413) before they are read whole,
-    adds ``x-total-time`` and counts requests and latency per endpoint."""
+    adds ``x-total-time`` and counts requests (done and in progress) and latency per endpoint."""
 
     def __init__(self, app: ASGIApp, service: Service) -> None:
         self.app, self.service = app, service

@@ -25,6 +25,14 @@ def sieveqa() -> Runner:
 
 
 @pytest.fixture
+def saved_easi(tmp_path: Path) -> Path:
+    """A tiny EASI selector saved as a model folder."""
+    from sieveqa.models.easi import EasiConfig, EasiModel
+
+    return EasiModel(EasiConfig(backbone="tiny", max_length=64, stride=8)).save_pretrained(tmp_path / "easi")
+
+
+@pytest.fixture
 def saved_cascade(tiny_cascade, tmp_path: Path) -> Path:
     return tiny_cascade.save_pretrained(tmp_path / "tiny-cascade")
 

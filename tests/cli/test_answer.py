@@ -5,13 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from sieveqa.models.easi import EasiConfig, EasiModel
 from tests.cli.conftest import one_error_line
-
-
-@pytest.fixture
-def saved_easi(tmp_path: Path) -> Path:
-    return EasiModel(EasiConfig(backbone="tiny", max_length=64, stride=8)).save_pretrained(tmp_path / "easi")
 
 
 def _tiny_peasi(tiny: Path) -> list[str]:

@@ -81,10 +81,30 @@ def test_calibrate_then_answer_with_confidence(
     assert "no answer found" in text
 
 
+def test_a_fit_that_leaves_the_judge_out_neither_loads_nor_records_it(
+    sieveqa, saved_tiny: Path, saved_easi: Path, pair: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from sieveqa.models import zoo
+
+    def no_judge(*_: object) -> None:
+        raise AssertionError("the default judge loaded for a fit that does not read it")
+
+    monkeypatch.setitem(zoo.SHIPPED, "peasi-judge", Path(no_judge.__name__))  # loading it fails
+    monkeypatch.setattr("sieveqa.runtime.answer.judge.load_judge", no_judge)
+    models = ["--reranker", saved_tiny, "--selector", saved_easi, "--look-ranker", saved_tiny]
+    out = tmp_path / "confidence.json"
+    args = ["--method", "peasi", *models, "--dev", pair, "--signals", "passage,sentence", "--out", out]
+    result = sieveqa("calibrate-confidence", *args, "--no-progress")
+    assert result.exit_code == 0, result.output
+    fitted = load_confidence(out)["peasi"]
+    assert "judge" not in fitted.models and set(fitted.signals) == {"passage", "sentence"}
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [
         (["--dev", ","], "--dev: no dataset named"),
+        (["--signals", ","], "--signals: no signal named"),
         (["--threshold-rule", "2"], "--threshold-rule must be 'overall' or a share in (0, 1]"),
         (["--folds", "1"], "--folds must be 0 (off) or at least 2"),
     ],

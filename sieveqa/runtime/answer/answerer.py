@@ -225,7 +225,7 @@ def load_answerer(
         }
         return _within_budget(
             budget_ms, method, index, retriever, top, device, batch_size, confidence, min_confidence, options,
-            {name: value for name, value in given.items() if value is not None},
+            {name: value for name, value in given.items() if value is not None}, fitting,
         )  # fmt: skip
     retrieve, backend = retrieve or 20, backend or "torch"
     if retriever not in RETRIEVERS:
@@ -247,13 +247,14 @@ def load_answerer(
         )
     settings = ModelSettings(device, precision, batch_size, backend)
     # The default judge costs a pass per answer that only a confidence reads: it loads where the
-    # calibration reading it applies, or while one is fitted (fitting); a judge the user names always.
-    deferred = hasattr(checked, "judge") and options.get("judge") is None and not fitting
+    # calibration was fitted with it, or while one is fitted (fitting); a judge the user names always.
+    deferred = cls.judge_signal is not None and options.get("judge") is None and not fitting
     chosen = cls.load(replace(checked, judge="none") if deferred else checked, settings)
-    if deferred and calibration is not None:
-        judge = checked.judge  # type: ignore[attr-defined]  # the methods with a judge option
-        if calibration.models == {**chosen.model_names, "judge": judge}:
-            attach_judge(chosen, judge, settings)
+    named = chosen.model_names  # with the judge held back, as it would have loaded
+    if deferred:
+        named = {**named, "judge": checked.judge}  # type: ignore[attr-defined]  # (judge_signal)
+        if calibration is not None and calibration.models == named:
+            attach_judge(chosen, named["judge"], settings)
     embedder = None
     if retriever != "bm25" and corpus is not None:
         from sieveqa.models.embedder import SentenceEmbedder
@@ -262,9 +263,10 @@ def load_answerer(
     if calibration is not None and not calibration.applies_to(chosen.model_names, chosen.signals):
         if confidence is not None or min_confidence is not None:
             if calibration.models != chosen.model_names:
+                shown = named if "judge" in calibration.models else chosen.model_names
                 raise ConfigError(
                     f"--confidence: the calibration of --method {method} was fitted for "
-                    f"{_models(calibration.models)}, not {_models(chosen.model_names)}"
+                    f"{_models(calibration.models)}, not {_models(shown)}"
                 )
             missing = ", ".join(sorted(set(calibration.signals) - set(chosen.signals)))
             raise ConfigError(
@@ -287,6 +289,7 @@ def _within_budget(
     min_confidence: float | None,
     options: dict[str, Any],
     given: dict[str, Any],
+    fitting: bool,
 ) -> Answerer:
     """``load_answerer`` at the best measured setting within ``budget_ms`` among those with the
     ``given`` retrieve, backend or precision; one whose export is not made here (int8) or whose
@@ -315,7 +318,7 @@ def _within_budget(
         try:
             answerer = load_answerer(
                 method, index, retriever=retriever, top=top, device=device, batch_size=batch_size,
-                confidence=confidence, min_confidence=min_confidence,
+                confidence=confidence, min_confidence=min_confidence, fitting=fitting,
                 **options, **choice.setting.load_options(),
             )  # fmt: skip
         except (ModelFormatError, MissingExtraError, DeviceError) as err:
@@ -369,7 +372,8 @@ def answer(question: str, index: str | Path, method: str = "peasi", top: int = 1
     model_options = {k: v for k, v in options.items() if k not in _LOAD_ARGS}
     _, checked = method_options(method, model_options)  # one key per meaning, not per spelling
     loading = {k: v for k, v in options.items() if k in _LOAD_ARGS and v is not None}
-    key = (folder, method, repr((checked, sorted(loading.items()))))
+    named_judge = model_options.get("judge") is not None  # a default judge may be held back (load_answerer)
+    key = (folder, method, repr((checked, named_judge, sorted(loading.items()))))
     with _ANSWERING:
         answerer = _LOADED.get(key)
         if answerer is None:

@@ -56,7 +56,7 @@ def judge_name(name: str, judge: PairModel | None) -> dict[str, str]:
     return {"judge": name} if judge is not None else {}
 
 
-def judged(judge: PairModel | None, question: str, run: AnswerRun, signal: str = "passage") -> AnswerRun:
+def judged(judge: PairModel | None, question: str, run: AnswerRun, signal: str) -> AnswerRun:
     """``run`` with each answer's ``signal``: the judge's logit of its passage."""
     if judge is None or not run.answers:
         return run

@@ -131,6 +131,8 @@ class AnswerMethod(ABC):
     options_class: ClassVar[type[MethodOptions]] = MethodOptions
     #: What a request may change per question (see ``with_settings``).
     request_settings: ClassVar[tuple[str, ...]] = ()
+    #: The signal a judge's logit gives its answers (None: it takes no ``judge`` option).
+    judge_signal: ClassVar[str | None] = None
 
     #: The models' names or folders by role, where ``load`` loaded them (for reports).
     model_names: dict[str, str]

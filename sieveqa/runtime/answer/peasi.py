@@ -92,6 +92,7 @@ class PeasiOptions(MethodOptions):
 class Peasi(AnswerMethod):
     name = "peasi"
     options_class = PeasiOptions
+    judge_signal = "judge"
 
     def __init__(
         self,
@@ -136,7 +137,7 @@ class Peasi(AnswerMethod):
     def signals(self) -> tuple[str, ...]:
         looked = ("pointwise",) if self.look is not None else ()
         null = ("null",) if self.selector.has_null else ()
-        return SIGNALS + null + looked + (("judge",) if self.judge is not None else ())
+        return SIGNALS + null + looked + ((self.judge_signal,) if self.judge is not None else ())
 
     def describe(self) -> dict[str, Any]:
         o = self.options
@@ -162,7 +163,8 @@ class Peasi(AnswerMethod):
         best: dict[str, Found] = {}  # one answer per passage, the passage's best sentence
         for found in candidates:
             best.setdefault(found.passage.id, found)
-        return judged(self.judge, question, AnswerRun(list(best.values())[:top], scores, None, cost), "judge")
+        run = AnswerRun(list(best.values())[:top], scores, None, cost)
+        return judged(self.judge, question, run, self.judge_signal)
 
     def candidates(
         self, question: str, passages: Sequence[IndexedPassage], read: int | None = None

@@ -96,6 +96,7 @@ class SkylineOptions(AdaptiveOptions):
 
 class Reader(AnswerMethod):
     name = "reader"
+    judge_signal = "judge"
     options_class: type[MethodOptions] = ReaderOptions
 
     def __init__(
@@ -138,7 +139,7 @@ class Reader(AnswerMethod):
 
     @property
     def signals(self) -> tuple[str, ...]:
-        return ("judge",) if self.judge is not None else ()
+        return (self.judge_signal,) if self.judge is not None else ()
 
     def describe(self) -> dict[str, Any]:
         return {**super().describe(), "schedule": self.schedule.method, "budget": self.schedule.budget}
@@ -150,7 +151,7 @@ class Reader(AnswerMethod):
         if outcome.tower < 0:
             return AnswerRun([], None, None, towers.cost)
         found = Found(passages[outcome.tower], -1, outcome.score, None, (outcome.start, outcome.end))
-        return judged(self.judge, question, AnswerRun([found], None, None, towers.cost), "judge")
+        return judged(self.judge, question, AnswerRun([found], None, None, towers.cost), self.judge_signal)
 
 
 class Tower(Reader):

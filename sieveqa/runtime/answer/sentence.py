@@ -110,6 +110,7 @@ def rank_found(ranker: Ranker, question: str, found: list[Found]) -> tuple[list[
 
 class Pointwise(AnswerMethod):
     name = "pointwise"
+    judge_signal = "passage"
     options_class: type[MethodOptions] = PointwiseOptions
 
     def __init__(self, ranker: Ranker, fusion: Fusion | str = "none", judge: PairModel | None = None) -> None:
@@ -127,7 +128,7 @@ class Pointwise(AnswerMethod):
 
     @property
     def signals(self) -> tuple[str, ...]:
-        return ("passage",) if self.judge is not None else ()
+        return (self.judge_signal,) if self.judge is not None else ()
 
     def describe(self) -> dict[str, Any]:
         return {**super().describe(), "fusion": str(self.fusion)}
@@ -145,7 +146,7 @@ class Pointwise(AnswerMethod):
     def run(self, question: str, passages: Sequence[IndexedPassage], top: int) -> AnswerRun:
         every = [Found(p, s, 0.0) for p in passages for s in range(len(p.spans))]
         ranking, cost = rank_found(self.ranker, question, every)
-        return judged(self.judge, question, AnswerRun(ranking[:top], None, ranking, cost))
+        return judged(self.judge, question, AnswerRun(ranking[:top], None, ranking, cost), self.judge_signal)
 
 
 class Cascade(Pointwise):
@@ -186,7 +187,7 @@ class PeasiAll(Pointwise):
         picked = [Found(p, _best(pr), 0.0) for p, pr in zip(passages, probs, strict=True)]
         ranking, rank_cost = rank_found(self.ranker, question, picked)
         cost.add(rank_cost)
-        return judged(self.judge, question, AnswerRun(ranking[:top], None, ranking, cost))
+        return judged(self.judge, question, AnswerRun(ranking[:top], None, ranking, cost), self.judge_signal)
 
 
 def _best(probs: Sequence[float]) -> int:

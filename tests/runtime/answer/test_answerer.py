@@ -152,6 +152,9 @@ def test_answer_keeps_one_answerer_per_meaning_and_a_few_at_most(index, monkeypa
     module.answer(question, index.path, method="peasi", read=3, drop_ratios=None)
     module.answer(question, index.path, method="peasi")  # read 3 is the default: the same answerer
     assert len(loads) == 1
+    # The default judge named loads whatever the calibration reads; left out, it may be held back.
+    module.answer(question, index.path, method="peasi", judge="peasi-judge")
+    assert len(loads) == 2
     for n in range(1, 7):
         module.answer(question, index.path, method="peasi", read=n + 3)
     assert len(module._LOADED) == module._KEPT

@@ -118,7 +118,7 @@ def test_the_shipped_file_calibrates_each_reader_method_as_it_loads_by_default(m
 
 
 def test_the_default_judge_loads_only_where_a_confidence_reads_it(
-    index, saved_tiny, tmp_path, monkeypatch
+    index: CorpusIndex, saved_tiny: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from sieveqa.models import zoo
 
@@ -128,6 +128,11 @@ def test_the_default_judge_loads_only_where_a_confidence_reads_it(
     bare = load_answerer("pointwise", where, ranker=tiny)
     assert bare.method.judge is None and bare.method.model_names == {"ranker": tiny}
     assert bare.confidence is None and "passage" not in (bare.answer("cats?").best.signals or {})
+    # Asked to abstain, it names the models as they would load, the default judge among them.
+    with pytest.raises(
+        ConfigError, match=r"for ranker default, judge peasi-judge, not ranker \S+, judge peasi-judge$"
+    ):
+        load_answerer("pointwise", where, ranker=tiny, min_confidence=0.5)
     # A calibration fitted with the default judge: it loads, and the answers carry what it reads.
     file = tmp_path / "confidence.json"
     models = {"ranker": tiny, "judge": "peasi-judge"}

@@ -124,7 +124,7 @@ def test_the_judge_gives_each_answer_its_passages_logit() -> None:
     ]
     assert run.inferences == 4 + 2  # every sentence, then each answer's passage once
     plain = Pointwise(KeywordRanker()).run("q", [P1, P2], 1)
-    assert plain.answers[0].signals is None and judged(None, "q", plain) is plain
+    assert plain.answers[0].signals is None and judged(None, "q", plain, "judge") is plain
 
 
 def test_bm25_of_the_passage_can_tip_the_choice() -> None:
