@@ -216,7 +216,7 @@ def load_answerer(
     (default: the calibration's dev-chosen threshold). ``retrieve`` defaults to 20 passages, ``backend``
     to torch. ``budget_ms`` chooses ``retrieve``, the backend and precision, and the drop ratios from the
     settings measured on dev (``runtime.answer.budget``), among those with the ones given here. The
-    default judge loads only where the calibration reads it, or with ``fitting`` (a confidence is fitted)."""
+    default judge loads only where the calibration was fitted with it, or with ``fitting`` (one is fitted)."""
     if budget_ms is not None:
         given = {
             "retrieve": retrieve,

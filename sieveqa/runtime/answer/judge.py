@@ -6,8 +6,8 @@ as on one they do. A judge (``peasi-judge`` by default: PEASI's passage reranker
 unanswerable questions) scores (question, passage) pairs, and its logit of an answer's passage is a
 signal the calibrated confidence reads (one more inference per window of each distinct answer passage). Every
 answering method that takes a ``judge`` option loads and applies it through here. Only a confidence
-reads the signal, so the *default* judge loads where a calibration that reads it applies, or where one
-is being fitted (``load_answerer``); one the user names always loads.
+reads the signal, so the *default* judge loads where the calibration was fitted with it, or while one
+is fitted (``load_answerer``); one the user names always loads.
 """
 
 from __future__ import annotations
