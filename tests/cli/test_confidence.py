@@ -89,7 +89,8 @@ def test_a_fit_that_leaves_the_judge_out_neither_loads_nor_records_it(
     def no_judge(*_: object) -> None:
         raise AssertionError("the default judge loaded for a fit that does not read it")
 
-    monkeypatch.setitem(zoo.SHIPPED, "peasi-judge", Path(no_judge.__name__))  # loading it fails
+    # Loaded by a method (a folder that is not there) or attached after: either way the command fails.
+    monkeypatch.setitem(zoo.SHIPPED, "peasi-judge", tmp_path / "no-such-judge")
     monkeypatch.setattr("sieveqa.runtime.answer.judge.load_judge", no_judge)
     models = ["--reranker", saved_tiny, "--selector", saved_easi, "--look-ranker", saved_tiny]
     out = tmp_path / "confidence.json"
