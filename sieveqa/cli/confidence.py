@@ -120,14 +120,15 @@ def calibrate_confidence(
         raise ConfigError("--folds must be 0 (off) or at least 2")
     sets = {"dev": _names(dev, "--dev")} | ({"check": _names(check, "--check")} if check else {})
     given = given_settings(ctx)
+    wanted = None if signals is None else _names(signals, "--signals", "signal")
     judge_signal = registry.answer_method(method).method_class().judge_signal
-    if signals is not None and judge_signal not in _names(signals, "--signals", "signal"):
+    if wanted is not None and judge_signal not in wanted:
         given.setdefault("judge", "none")  # a default judge the fit would not read: not loaded, not recorded
     answerer = load_answerer(
         method, None, device=device, precision=precision, batch_size=batch_size, backend=backend,
         fitting=True, **given,
     )  # fmt: skip
-    names = list(answerer.method.signals) if signals is None else _names(signals, "--signals", "signal")
+    names = list(answerer.method.signals) if wanted is None else wanted
     unknown = sorted(set(names) - set(answerer.method.signals))
     if unknown:
         have = ", ".join(answerer.method.signals) or "none"
