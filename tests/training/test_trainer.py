@@ -227,3 +227,44 @@ def test_a_metric_the_dev_evaluation_does_not_give_is_one_line(tiny_model, tmp_p
         ConfigError, match=r"^--metric has_auc: the dev evaluation gave none \(it gave em, f1\)$"
     ):
         trainer.train()
+
+
+def test_adamw_is_fused_on_a_cpu_and_trains_as_the_per_tensor_kernel(
+    tiny_model, tmp_path: Path, monkeypatch
+) -> None:
+    fused = copy.deepcopy(tiny_model)
+    trainer = _trainer(fused, tmp_path / "fused", epochs=2, seed=4)
+    assert all(group["fused"] for group in trainer.optimizer.param_groups)
+    trainer.train()
+    monkeypatch.setattr("sieveqa.training.trainer.FUSED_DEVICES", ())
+    per_tensor = copy.deepcopy(tiny_model)
+    trainer = _trainer(per_tensor, tmp_path / "per-tensor", epochs=2, seed=4)
+    assert not any(group["fused"] for group in trainer.optimizer.param_groups)
+    trainer.train()
+    for (name, x), (_, y) in zip(fused.state_dict().items(), per_tensor.state_dict().items(), strict=True):
+        torch.testing.assert_close(x, y, rtol=0, atol=1e-5, msg=name)
+    assert any(
+        not torch.equal(x, y) for x, y in zip(fused.parameters(), tiny_model.parameters(), strict=True)
+    )
+
+
+@pytest.mark.parametrize("written_fused", [False, True])
+def test_a_checkpoint_of_either_kernel_resumes_under_this_ones(
+    tiny_model, tmp_path: Path, monkeypatch, written_fused: bool
+) -> None:
+    """Checkpoints written before the trainer fused AdamW continue fused (and the other way round)."""
+    kernels = ("cpu",) if written_fused else ()
+    monkeypatch.setattr("sieveqa.training.trainer.FUSED_DEVICES", kernels)
+    whole = copy.deepcopy(tiny_model)
+    _trainer(whole, tmp_path / "a", epochs=2, seed=3).train()
+    _trainer(copy.deepcopy(tiny_model), tmp_path / "b", epochs=2, seed=3, stop_after=5).train()
+    monkeypatch.setattr("sieveqa.training.trainer.FUSED_DEVICES", () if written_fused else ("cpu",))
+    resumed = copy.deepcopy(tiny_model)
+    trainer = _trainer(resumed, tmp_path / "b", epochs=2, seed=3)
+    assert trainer.try_resume()
+    assert all(bool(group["fused"]) is not written_fused for group in trainer.optimizer.param_groups)
+    steps = [state["step"] for state in trainer.optimizer.state.values()]
+    assert steps and all(s.dtype == torch.float32 and s.device.type == "cpu" and s.item() == 5 for s in steps)
+    assert trainer.train().step == 12
+    for (name, x), (_, y) in zip(whole.state_dict().items(), resumed.state_dict().items(), strict=True):
+        torch.testing.assert_close(x, y, rtol=0, atol=1e-5, msg=name)
