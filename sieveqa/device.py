@@ -9,8 +9,10 @@ supports it, else fp16.
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import functools
-from collections.abc import Iterator
+import gc
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -95,3 +97,21 @@ def autocast(device: torch.device, precision: str) -> Iterator[None]:
     else:
         with torch.autocast(device.type, dtype=dtype):
             yield
+
+
+@functools.cache
+def _malloc_trim() -> Callable[[int], int] | None:
+    try:
+        return ctypes.CDLL("libc.so.6").malloc_trim
+    except (OSError, AttributeError):  # not glibc
+        return None
+
+
+def trim_heap() -> None:
+    """Collect garbage, then give the heap's free pages back to the system (glibc's ``malloc_trim``;
+    elsewhere nothing): after a large structure is freed, as training's data preparation frees its
+    examples and token lists, the memory otherwise stays the process's."""
+    gc.collect()
+    trim = _malloc_trim()
+    if trim is not None:
+        trim(0)

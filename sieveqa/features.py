@@ -41,11 +41,11 @@ class _Ids(NamedTuple):
 class Features:
     """Unpadded token rows; optional per-token segment ids and character offsets."""
 
-    input_ids: list[list[int]]
-    token_type_ids: list[list[int]]
+    input_ids: list[Sequence[int]]
+    token_type_ids: list[Sequence[int]]
     source: list[int] = field(default_factory=list)
     truncated: list[bool] = field(default_factory=list)
-    segment_ids: list[list[int]] | None = None
+    segment_ids: list[Sequence[int]] | None = None
     offsets: list[list[Span]] | None = None
     #: The token limit its rows were cut to (None: not known), which caps a bucketed batch's width.
     max_length: int | None = None
@@ -61,6 +61,53 @@ class Features:
     @property
     def lengths(self) -> list[int]:
         return [len(ids) for ids in self.input_ids]
+
+    def compact(self) -> Features:
+        """These rows as typed arrays and without character offsets: what a training run holds for
+        hours. A token then takes 7 bytes, where lists take 8 a pointer and 28 an int past 256, and an
+        offset 120 (docs/RESULTS.md, issue 43). Rows already compact are shared, not copied."""
+
+        def typed(rows: list[Sequence[int]], code: str) -> list[Sequence[int]]:
+            return [r if isinstance(r, array) else array(code, r) for r in rows]
+
+        segments = None if self.segment_ids is None else typed(self.segment_ids, "h")
+        return Features(
+            typed(self.input_ids, "i"),
+            typed(self.token_type_ids, "b"),
+            list(self.source),
+            list(self.truncated),
+            segments,
+            None,
+            self.max_length,
+        )
+
+    @staticmethod
+    def concat(parts: Sequence[tuple[int, Features]]) -> Features:
+        """The rows of ``parts``, each ``(first, features)`` made from the inputs numbered from ``first``
+        on, in one :class:`Features` whose ``source`` numbers the inputs of all of them."""
+        if not parts:
+            raise ValueError("nothing to concatenate")
+        kinds = {(f.segment_ids is None, f.offsets is None, f.max_length) for _, f in parts}
+        if len(kinds) > 1:
+            raise ValueError(f"features of different kinds (segments, offsets, max_length): {kinds}")
+        first = parts[0][1]
+        out = Features(
+            [],
+            [],
+            segment_ids=None if first.segment_ids is None else [],
+            offsets=None if first.offsets is None else [],
+            max_length=first.max_length,
+        )
+        for start, f in parts:
+            out.input_ids += f.input_ids
+            out.token_type_ids += f.token_type_ids
+            out.source += [start + s for s in f.source]
+            out.truncated += f.truncated
+            if out.segment_ids is not None and f.segment_ids is not None:
+                out.segment_ids += f.segment_ids
+            if out.offsets is not None and f.offsets is not None:
+                out.offsets += f.offsets
+        return out
 
 
 @dataclass(frozen=True)

@@ -57,3 +57,15 @@ def test_auto_precision_on_cuda_is_fp32_for_inference_and_half_for_training(monk
     assert device.resolve_precision("auto", torch.device("cuda"), training=True) == (
         "bf16" if bf16 else "fp16"
     )
+
+
+def test_trim_heap_gives_back_glibcs_free_pages_and_is_quiet_elsewhere(monkeypatch) -> None:
+    from sieveqa import device
+
+    calls: list[int] = []
+    monkeypatch.setattr(device, "_malloc_trim", lambda: calls.append)
+    device.trim_heap()
+    assert calls == [0]
+    monkeypatch.setattr(device, "_malloc_trim", lambda: None)
+    device.trim_heap()  # no glibc: nothing to call, no error
+    assert calls == [0]

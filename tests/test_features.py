@@ -207,3 +207,34 @@ def test_forget_drops_the_token_ids_held(featurizer) -> None:
     assert len(featurizer.cache)
     featurizer.forget()
     assert not len(featurizer.cache)
+
+
+def test_compact_rows_collate_as_the_lists_and_drop_the_offsets(featurizer) -> None:
+    from array import array
+
+    questions, texts = ["who wrote it?", "when?"], ["Austen wrote it in 1813.", "In 1813, long ago."]
+    rows = featurizer.pairs(questions, texts, 16, stride=4, offsets=True)
+    small = rows.compact()
+    assert small.offsets is None and rows.offsets is not None  # the original is left as it was
+    assert all(isinstance(r, array) for r in small.input_ids + small.token_type_ids + small.segment_ids)
+    assert [list(r) for r in small.input_ids] == rows.input_ids and small.source == rows.source
+    assert small.lengths == rows.lengths and small.max_length == 16
+    every = list(range(len(rows)))
+    for name, tensor in collate(rows, every, 0, segments=True).items():
+        assert torch.equal(collate(small, every, 0, segments=True)[name], tensor), name
+    again = small.compact()
+    assert all(a is b for a, b in zip(again.input_ids, small.input_ids, strict=True))  # shared, not copied
+
+
+def test_concat_numbers_the_inputs_of_every_part(featurizer) -> None:
+    questions = ["who?", "what?", "where?"]
+    texts = ["one two three four five six seven eight nine ten", "short", "also short"]
+    whole = featurizer.pairs(questions, texts, 12, stride=2, offsets=True)
+    parts = [(0, featurizer.pairs(questions[:1], texts[:1], 12, 2, True))]
+    parts.append((1, featurizer.pairs(questions[1:], texts[1:], 12, 2, True)))
+    joined = Features.concat(parts)
+    assert joined.source == whole.source and max(whole.source) == 2 and len(whole) > 3  # windows
+    assert joined.input_ids == whole.input_ids and joined.offsets == whole.offsets
+    assert joined.segment_ids == whole.segment_ids and joined.truncated == whole.truncated
+    with pytest.raises(ValueError, match="different kinds"):
+        Features.concat([(0, whole), (3, whole.compact())])

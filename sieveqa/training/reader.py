@@ -17,12 +17,14 @@ from dataclasses import dataclass, field
 import torch
 from torch import Tensor, nn
 from torch.nn.functional import binary_cross_entropy_with_logits
+from tqdm.auto import tqdm
 
 from sieveqa.batching import collate
 from sieveqa.data.open_qa import OpenExample, answer_spans
 from sieveqa.data.registry import load_open_datasets
 from sieveqa.errors import ConfigError, DataFormatError
 from sieveqa.evaluation.odqa import evaluate_reader
+from sieveqa.features import Features
 from sieveqa.models.encoder_model import EncoderModel
 from sieveqa.models.reader import NEG, ReaderModel
 from sieveqa.training.batches import FeatureRows, Objective, TrainData
@@ -30,6 +32,10 @@ from sieveqa.training.config import TrainConfig
 from sieveqa.training.recipe import Recipe
 
 Span = tuple[int, int]
+
+#: Passages tokenized at a time when training rows are built: their lists and offsets (about 70 MB for
+#: 4,096 SQuAD passages) are all that is held beside the compact rows.
+TOKENIZE_CHUNK = 4096
 
 
 @dataclass
@@ -223,17 +229,25 @@ class ReaderRecipe(Recipe):
         return sample
 
     def tensors(self, model: EncoderModel, sample: ReaderSample) -> TrainData:
+        """Rows tokenized ``TOKENIZE_CHUNK`` passages at a time, each chunk's answer positions found,
+        then its rows kept compact (:meth:`Features.compact`): the full lists and character offsets of
+        one chunk at most are ever held."""
         assert isinstance(model, ReaderModel)
-        features = model.featurize(sample.questions, sample.texts)
-        assert features.segment_ids is not None and features.offsets is not None
-        starts, ends = [], []
-        for r in range(len(features)):
-            s, e = token_targets(
-                features.segment_ids[r], features.offsets[r], sample.spans[features.source[r]]
-            )
-            starts.append(s)
-            ends.append(e)
-        return ReaderTensors(features, starts, ends, model.pad_id)
+        parts, starts, ends = [], [], []
+        with tqdm(total=len(sample), desc="tokenizing", unit="passage", leave=False) as bar:
+            for lo in range(0, len(sample), TOKENIZE_CHUNK):
+                hi = min(lo + TOKENIZE_CHUNK, len(sample))
+                features = model.featurize(sample.questions[lo:hi], sample.texts[lo:hi])
+                assert features.segment_ids is not None and features.offsets is not None
+                for r in range(len(features)):
+                    s, e = token_targets(
+                        features.segment_ids[r], features.offsets[r], sample.spans[lo + features.source[r]]
+                    )
+                    starts.append(s)
+                    ends.append(e)
+                parts.append((lo, features.compact()))
+                bar.update(hi - lo)
+        return ReaderTensors(Features.concat(parts), starts, ends, model.pad_id)
 
     def objective(self, model: EncoderModel) -> Objective:
         return ReaderLoss(self.options.early_weight, self.options.exit_distill)

@@ -26,10 +26,10 @@ from tqdm.auto import tqdm
 from transformers import get_linear_schedule_with_warmup
 
 from sieveqa.batching import length_batches
-from sieveqa.device import autocast, resolve_precision
+from sieveqa.device import autocast, resolve_precision, trim_heap
 from sieveqa.errors import ConfigError, DataFormatError
 from sieveqa.io import atomic_dir, atomic_write_json, exclusive
-from sieveqa.training.batches import Evaluate, Objective, TrainData
+from sieveqa.training.batches import Evaluate, FeatureRows, Objective, TrainData
 from sieveqa.training.checkpoint import check_checkpoint, rng_state, set_rng_state
 from sieveqa.training.config import TrainConfig
 
@@ -109,6 +109,7 @@ class Trainer:
 
     ``out_dir/best`` holds the best model by the dev metric (or the last one without ``evaluate``),
     ``out_dir/checkpoint`` the resumable state, ``out_dir/train_log.json`` the history.
+    :class:`FeatureRows` data is made compact in place (:meth:`Features.compact`) for the run.
     """
 
     def __init__(
@@ -123,6 +124,9 @@ class Trainer:
     ) -> None:
         if len(data) == 0:
             raise DataFormatError("no training examples")
+        if isinstance(data, FeatureRows):  # held for the whole run: compact, the preparation's heap freed
+            data.features = data.features.compact()
+            trim_heap()
         self.model, self.objective, self.data, self.config = model, objective, data, config
         self.out_dir = Path(out_dir)
         self.evaluate = evaluate

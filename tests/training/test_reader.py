@@ -107,6 +107,25 @@ def test_a_bucketed_training_batch_teaches_as_the_exact_one() -> None:
     assert torch.allclose(loss(model, batch), loss(model, exact), atol=1e-5)
 
 
+def test_rows_built_a_chunk_at_a_time_are_the_rows_built_at_once(monkeypatch) -> None:
+    from array import array
+
+    from sieveqa.training.reader import ReaderRecipe
+
+    model = ReaderModel(ReaderConfig(backbone="tiny", max_length=18, stride=4))
+    sample = make_sample(_examples(5) + _unanswerable(2), passages=3, max_negatives=2, max_rows=None, seed=0)
+    whole = ReaderRecipe().tensors(model, sample)
+    monkeypatch.setattr("sieveqa.training.reader.TOKENIZE_CHUNK", 2)
+    chunked = ReaderRecipe().tensors(model, sample)
+    assert len(whole) > len(sample) and any(whole.starts)  # passages spanning windows; answers found
+    assert (chunked.starts, chunked.ends) == (whole.starts, whole.ends)
+    assert chunked.features.source == whole.features.source
+    assert chunked.features.offsets is None and isinstance(chunked.features.input_ids[0], array)
+    rows = list(range(len(whole)))
+    for name, tensor in whole.batch(rows).items():
+        assert torch.equal(chunked.batch(rows)[name], tensor), name
+
+
 def test_training_without_any_answer_is_refused(tmp_path: Path) -> None:
     ex = OpenExample("q", "?", ["zzz"], [RetrievedPassage("a", "nothing here")])
     write_open_jsonl(tmp_path / "t.jsonl", [ex])

@@ -268,3 +268,13 @@ def test_a_checkpoint_of_either_kernel_resumes_under_this_ones(
     assert trainer.train().step == 12
     for (name, x), (_, y) in zip(whole.state_dict().items(), resumed.state_dict().items(), strict=True):
         torch.testing.assert_close(x, y, rtol=0, atol=1e-5, msg=name)
+
+
+def test_the_rows_a_run_holds_are_compact(tiny_model, tmp_path: Path) -> None:
+    from array import array
+
+    trainer = _trainer(tiny_model, tmp_path, epochs=1)
+    features = trainer.data.features
+    assert all(isinstance(r, array) for r in features.input_ids + features.token_type_ids)
+    assert features.offsets is None
+    assert trainer.train().step == 6
