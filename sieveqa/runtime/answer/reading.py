@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Self, TypeVar
+from typing import Any, ClassVar, Self, TypeVar
 
 from sieveqa.data.corpus import IndexedPassage
 from sieveqa.models.pair_model import PairModel
@@ -96,7 +96,7 @@ class SkylineOptions(AdaptiveOptions):
 
 class Reader(AnswerMethod):
     name = "reader"
-    judge_signal = "judge"
+    judge_signal: ClassVar[str] = "judge"
     options_class: type[MethodOptions] = ReaderOptions
 
     def __init__(

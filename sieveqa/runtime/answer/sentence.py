@@ -18,7 +18,7 @@ from __future__ import annotations
 import copy
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Self
+from typing import Any, ClassVar, Self
 
 from sieveqa.data.corpus import IndexedPassage
 from sieveqa.data.records import Candidate, Question, RankingExample
@@ -110,7 +110,7 @@ def rank_found(ranker: Ranker, question: str, found: list[Found]) -> tuple[list[
 
 class Pointwise(AnswerMethod):
     name = "pointwise"
-    judge_signal = "passage"
+    judge_signal: ClassVar[str] = "passage"
     options_class: type[MethodOptions] = PointwiseOptions
 
     def __init__(self, ranker: Ranker, fusion: Fusion | str = "none", judge: PairModel | None = None) -> None:
