@@ -131,7 +131,7 @@ def collate(
     real = np.arange(width) < lengths[:, None]
     total = int(lengths.sum())
 
-    def padded(per_row: list[list[int]], fill: int) -> Tensor:
+    def padded(per_row: Sequence[Sequence[int]], fill: int) -> Tensor:
         out = np.full((n_rows, width), fill, np.int64)
         out[: len(rows)][real] = np.fromiter(chain.from_iterable(per_row[i] for i in rows), np.int64, total)
         return torch.from_numpy(out)

@@ -64,11 +64,12 @@ class Features:
 
     def compact(self) -> Features:
         """These rows as typed arrays and without character offsets: what a training run holds for
-        hours. A token then takes 7 bytes, where lists take 8 a pointer and 28 an int past 256, and an
-        offset 120 (docs/RESULTS.md, issue 43). Rows already compact are shared, not copied."""
+        hours. A token then takes 5 bytes, 7 with segment ids, where lists take 8 a pointer and 28 an int
+        past 256, and an offset 120 (docs/RESULTS.md, issue 43). Rows already of the type are shared, not
+        copied; a value past the type's range raises ``OverflowError``."""
 
         def typed(rows: list[Sequence[int]], code: str) -> list[Sequence[int]]:
-            return [r if isinstance(r, array) else array(code, r) for r in rows]
+            return [r if isinstance(r, array) and r.typecode == code else array(code, r) for r in rows]
 
         segments = None if self.segment_ids is None else typed(self.segment_ids, "h")
         return Features(

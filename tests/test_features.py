@@ -224,6 +224,10 @@ def test_compact_rows_collate_as_the_lists_and_drop_the_offsets(featurizer) -> N
         assert torch.equal(collate(small, every, 0, segments=True)[name], tensor), name
     again = small.compact()
     assert all(a is b for a, b in zip(again.input_ids, small.input_ids, strict=True))  # shared, not copied
+    wide = Features([array("q", rows.input_ids[0])], [array("q", rows.token_type_ids[0])]).compact()
+    assert (wide.input_ids[0].typecode, wide.token_type_ids[0].typecode) == ("i", "b")
+    with pytest.raises(OverflowError):
+        Features([[2**31]], [[0]]).compact()
 
 
 def test_concat_numbers_the_inputs_of_every_part(featurizer) -> None:

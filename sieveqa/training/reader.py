@@ -34,7 +34,8 @@ from sieveqa.training.recipe import Recipe
 Span = tuple[int, int]
 
 #: Passages tokenized at a time when training rows are built: their lists and offsets (about 70 MB for
-#: 4,096 SQuAD passages) are all that is held beside the compact rows.
+#: 4,096 SQuAD passages) are all that is held beside the compact rows (a bar shows the tokenizing on a
+#: terminal).
 TOKENIZE_CHUNK = 4096
 
 
@@ -230,11 +231,15 @@ class ReaderRecipe(Recipe):
 
     def tensors(self, model: EncoderModel, sample: ReaderSample) -> TrainData:
         """Rows tokenized ``TOKENIZE_CHUNK`` passages at a time, each chunk's answer positions found,
-        then its rows kept compact (:meth:`Features.compact`): the full lists and character offsets of
-        one chunk at most are ever held."""
+        then its rows kept compact (:meth:`Features.compact`): besides the compact rows, only one
+        chunk's lists and character offsets are held at a time."""
         assert isinstance(model, ReaderModel)
-        parts, starts, ends = [], [], []
-        with tqdm(total=len(sample), desc="tokenizing", unit="passage", leave=False) as bar:
+        if len(sample) == 0:
+            raise DataFormatError("no training examples")
+        parts: list[tuple[int, Features]] = []
+        starts: list[list[int]] = []
+        ends: list[list[int]] = []
+        with tqdm(total=len(sample), desc="tokenizing", unit="passage", leave=False, disable=None) as bar:
             for lo in range(0, len(sample), TOKENIZE_CHUNK):
                 hi = min(lo + TOKENIZE_CHUNK, len(sample))
                 features = model.featurize(sample.questions[lo:hi], sample.texts[lo:hi])
@@ -246,6 +251,7 @@ class ReaderRecipe(Recipe):
                     starts.append(s)
                     ends.append(e)
                 parts.append((lo, features.compact()))
+                del features  # before the next chunk is made
                 bar.update(hi - lo)
         return ReaderTensors(Features.concat(parts), starts, ends, model.pad_id)
 

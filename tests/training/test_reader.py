@@ -124,6 +124,8 @@ def test_rows_built_a_chunk_at_a_time_are_the_rows_built_at_once(monkeypatch) ->
     rows = list(range(len(whole)))
     for name, tensor in whole.batch(rows).items():
         assert torch.equal(chunked.batch(rows)[name], tensor), name
+    with pytest.raises(DataFormatError, match="no training examples"):
+        ReaderRecipe().tensors(model, make_sample([], passages=3, max_negatives=2, max_rows=None, seed=0))
 
 
 def test_training_without_any_answer_is_refused(tmp_path: Path) -> None:

@@ -229,23 +229,34 @@ def test_a_metric_the_dev_evaluation_does_not_give_is_one_line(tiny_model, tmp_p
         trainer.train()
 
 
-def test_adamw_is_fused_on_a_cpu_and_trains_as_the_per_tensor_kernel(
-    tiny_model, tmp_path: Path, monkeypatch
-) -> None:
-    fused = copy.deepcopy(tiny_model)
-    trainer = _trainer(fused, tmp_path / "fused", epochs=2, seed=4)
+def _scores(model: CrossEncoder) -> torch.Tensor:
+    from sieveqa.batching import collate
+
+    pairs = make_pairs(_toy_examples())
+    batch = collate(model.featurize(pairs.questions, pairs.texts), range(len(pairs)), 0)
+    with torch.no_grad():
+        return model.eval()(**batch)
+
+
+def test_adamw_is_fused_on_a_cpu_and_steps_as_the_per_tensor_kernel(tiny_model, tmp_path: Path) -> None:
+    trainer = _trainer(tiny_model, tmp_path, epochs=1)
     assert all(group["fused"] for group in trainer.optimizer.param_groups)
-    trainer.train()
-    monkeypatch.setattr("sieveqa.training.trainer.FUSED_DEVICES", ())
-    per_tensor = copy.deepcopy(tiny_model)
-    trainer = _trainer(per_tensor, tmp_path / "per-tensor", epochs=2, seed=4)
-    assert not any(group["fused"] for group in trainer.optimizer.param_groups)
-    trainer.train()
-    for (name, x), (_, y) in zip(fused.state_dict().items(), per_tensor.state_dict().items(), strict=True):
-        torch.testing.assert_close(x, y, rtol=0, atol=1e-5, msg=name)
-    assert any(
-        not torch.equal(x, y) for x, y in zip(fused.parameters(), tiny_model.parameters(), strict=True)
-    )
+    torch.manual_seed(0)
+    grads = [torch.randn_like(p) for p in tiny_model.parameters()]
+    fused = [p.detach().clone().requires_grad_() for p in tiny_model.parameters()]
+    per_tensor = [p.detach().clone().requires_grad_() for p in tiny_model.parameters()]
+    optimizers = [
+        torch.optim.AdamW(fused, lr=1e-3, weight_decay=0.01, fused=True),
+        torch.optim.AdamW(per_tensor, lr=1e-3, weight_decay=0.01, foreach=False),
+    ]
+    for _ in range(3):
+        for params, optimizer in zip((fused, per_tensor), optimizers, strict=True):
+            for p, g in zip(params, grads, strict=True):
+                p.grad = g.clone()
+            optimizer.step()
+    for x, y, start in zip(fused, per_tensor, tiny_model.parameters(), strict=True):
+        torch.testing.assert_close(x, y, rtol=0, atol=1e-6)
+        assert not torch.equal(x, start)
 
 
 @pytest.mark.parametrize("written_fused", [False, True])
@@ -266,8 +277,10 @@ def test_a_checkpoint_of_either_kernel_resumes_under_this_ones(
     steps = [state["step"] for state in trainer.optimizer.state.values()]
     assert steps and all(s.dtype == torch.float32 and s.device.type == "cpu" and s.item() == 5 for s in steps)
     assert trainer.train().step == 12
-    for (name, x), (_, y) in zip(whole.state_dict().items(), resumed.state_dict().items(), strict=True):
-        torch.testing.assert_close(x, y, rtol=0, atol=1e-5, msg=name)
+    # Scores, not weights: a parameter whose gradient is rounding noise (a key bias, which the softmax
+    # ignores) moves by Adam's full step either way the noise falls.
+    torch.testing.assert_close(_scores(resumed), _scores(whole), rtol=0, atol=1e-4)
+    assert not torch.allclose(_scores(resumed), _scores(tiny_model), atol=1e-2)
 
 
 def test_the_rows_a_run_holds_are_compact(tiny_model, tmp_path: Path) -> None:
@@ -278,3 +291,23 @@ def test_the_rows_a_run_holds_are_compact(tiny_model, tmp_path: Path) -> None:
     assert all(isinstance(r, array) for r in features.input_ids + features.token_type_ids)
     assert features.offsets is None
     assert trainer.train().step == 6
+
+
+@pytest.mark.parametrize("fused", [True, None])
+def test_a_loaded_step_count_is_hosted_as_the_kernel_wants(fused) -> None:
+    """torch keeps a per-tensor checkpoint's step counts as saved: they come back float32 either way."""
+    from sieveqa.training.trainer import _load_optimizer
+
+    params = [torch.nn.Parameter(torch.ones(3))]
+    written = torch.optim.AdamW(params, lr=0.1)
+    params[0].grad = torch.ones(3)
+    written.step()
+    saved = written.state_dict()
+    saved["state"][0]["step"] = saved["state"][0]["step"].double()
+    loading = torch.optim.AdamW(params, lr=0.1, fused=fused)
+    _load_optimizer(loading, saved)
+    step = loading.state[params[0]]["step"]
+    assert step.dtype == torch.float32 and step.device.type == "cpu" and step.item() == 1
+    assert loading.param_groups[0]["fused"] is fused
+    loading.step()  # and the kernel runs on it
+    assert loading.state[params[0]]["step"].item() == 2
