@@ -58,7 +58,7 @@ def test_the_benchmarks_page_reads_each_claim_from_its_result_file() -> None:
     page = benchmarks(ROOT)
     assert page.count("\n## ") >= 6  # ranking, answers, abstention, speed, service, stores
     assert "| default ranker | WikiQA test (243) | MAP | 0.8428 |" in page
-    assert "![em_vs_layers](../bench/results/adaptive/v3/em_vs_layers.png)" in page
+    assert "![em_vs_layers](../bench/results/adaptive/v4/em_vs_layers.png)" in page
 
 
 def test_the_readmes_benchmark_table_is_the_one_the_result_files_give() -> None:
