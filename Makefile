@@ -436,11 +436,12 @@ reader-v4-model: install
 	$(MAKE) reader-v3-model
 	$(MAKE) reader-v3-model READER_V3_INIT=$(READER)/v3/best READER_TAG=-ab-neg4 READER_VARIANT="$(READER_V4)"
 
-# Issue 43: the reader (v3, now v4) ships as `reader`: calibrated per exit on squad-open-mini dev1 as before, its learned
-# scheduler trained on the larger pool of squad-open-train:dev-all (2,068 questions of the 12 held-out
-# train articles, 30 chunks each, against dev1's 380) and validated on dev0, question-time settings tuned
-# on dev0; then the readers' confidences refitted with on-topic unanswerable questions in the mix
-# (squad2-open:dev, like the sentence methods': make confidence-ship SENTENCE_CONFIDENCE=).
+# Issue 43: the reader (v3, now v4) ships as `reader`: calibrated per exit on squad-open-mini dev1 as
+# before, its learned scheduler trained on the larger pool of squad-open-train:dev-all (2,068 questions
+# of the 12 held-out train articles, 30 chunks each, against dev1's 380) and validated on dev0,
+# question-time settings tuned on dev0; then the readers' confidences refitted with on-topic unanswerable
+# questions in the mix (squad2-open:dev, like the sentence methods': make confidence-ship
+# SENTENCE_CONFIDENCE=).
 READER_V3_SHIP ?= $(READER)/v3-ab-neg4/best
 reader-v3-ship: install
 	$(SIEVEQA) calibrate --reader $(READER_V3_SHIP) --out $(READER)/v3-cal
