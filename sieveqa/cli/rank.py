@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import functools
+import math
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -22,14 +23,36 @@ from sieveqa.cli._app import (
     float_list,
     warm_up_ranker,
 )
-from sieveqa.cli._options import Setting, given_settings, merge, settings_command, settings_of
+from sieveqa.cli._options import Setting, given_settings, merge, settings_command, settings_of, was_given
 from sieveqa.errors import ConfigError, DataFormatError, shorten
 
 if TYPE_CHECKING:
+    from sieveqa.data.records import RankingExample, ScoredCandidate
+    from sieveqa.models.base import RankResult
     from sieveqa.runtime.store.ranker import SearchSettings
 
 #: Characters of a question or answer shown on screen (files always get the whole text).
 SHOWN = 300
+
+#: What ``--input`` reads, said whenever it is given something else.
+INPUT_IS = (
+    "--input reads a JSONL file of questions, each with its candidates "
+    "(docs/guides/rerank.md#the-jsonl-format)"
+)
+
+#: ``--scores``: each scale, and the line printed above the answers in it.
+SCALES = {
+    "logit": "scores: logits, the model's raw scores (higher is better; --scores prob for probabilities)",
+    "prob": "scores: probabilities, the sigmoid of the model's logits (--scores logit for the logits)",
+}
+CASCADE_LINE = (
+    "a cascade ranks the answers that reached a later exit first, each scored by the last exit it reached"
+)
+#: The scale of a model whose scores are not logits (HAS: similarities of hashed answers to the question).
+SIMILARITY = "similarity"
+SIMILARITY_LINE = (
+    "scores: similarities, the model's own scale (it gives no logits to turn into probabilities)"
+)
 
 
 @functools.cache
@@ -75,16 +98,30 @@ def rank(
         Path | None,
         typer.Option(help="answer store (sieveqa index build): candidates are answer ids, or none for all"),
     ] = None,
+    scores: Annotated[
+        str,
+        typer.Option(
+            "--scores",
+            help="the scale of the scores printed and written (--output: each question's score_scale): "
+            "logit, the model's raw score, or prob, its sigmoid (what Python's predict and the service "
+            "give); a cascade's are those of the last exit each answer reached. Answer stores score by "
+            "similarity, neither",
+        ),
+    ] = "logit",
 ) -> None:
     """Rank the candidates of each question in a JSONL file; print the top answers with scores.
 
     A cascade prunes with the policy saved with it (tune-cascade), unless --alpha or --policy is given.
     With --store the questions are scored against stored answers by the model that built the store.
+    For a folder of documents, index it (sieveqa index corpus) and ask it (sieveqa answer).
     """
     from sieveqa.data.jsonl import example_dict, read_jsonl, write_jsonl
     from sieveqa.io import check_output_file
     from sieveqa.runtime.policy import load_ranker
 
+    _check_input(input_path, store is not None)
+    if scores not in SCALES:
+        raise ConfigError(f"--scores must be one of {', '.join(SCALES)}, got {scores!r}")
     check_device(device, precision, backend)
     if output is not None:
         check_output_file(output, "--output")
@@ -96,6 +133,10 @@ def rank(
         if alpha or policy:
             raise ConfigError(
                 "--alpha and --policy are for cascades; an answer store ranks with its HAS model"
+            )
+        if was_given(ctx, "scores"):
+            raise ConfigError(
+                "--scores: an answer store's model scores by similarity, not logits or probabilities"
             )
         from sieveqa.runtime.store.ranker import SearchSettings
 
@@ -118,14 +159,63 @@ def rank(
     if warm_up:
         warm_up_ranker(ranker)
     # A bar only where scoring takes long enough to watch (a few seconds on this CPU).
-    ranked = ranker.rank_examples(examples, progress=sum(len(e.candidates) for e in examples) > 500)
+    result = ranker.run(examples, progress=sum(len(e.candidates) for e in examples) > 500)
+    scale, ranked = _on_scale(examples, result, scores)
+    console.print(f"[dim]{SCALES.get(scale, SIMILARITY_LINE)}[/dim]")
+    if _cascade(result):
+        console.print(f"[dim]{CASCADE_LINE}[/dim]")
+    shown = "{:.3f}" if scale == "prob" else "{:+.3f}"
     for ex, answers in zip(examples, ranked, strict=True):
         console.print(f"[bold]{shorten(ex.question.text, SHOWN)}[/bold]  [dim]({ex.qid})[/dim]", markup=True)
         for s in answers[:top]:
-            console.print(f"  {s.rank}. [green]{s.score:+.3f}[/green]  {shorten(s.candidate.text, SHOWN)}")
+            text = shorten(s.candidate.text, SHOWN)
+            console.print(f"  {s.rank}. [green]{shown.format(s.score)}[/green]  {text}")
     if output is not None:
-        write_jsonl(output, (example_dict(ex, r) for ex, r in zip(examples, ranked, strict=True)))
+        rows = ({**example_dict(ex, r), "score_scale": scale} for ex, r in zip(examples, ranked, strict=True))
+        write_jsonl(output, rows)
         console.print(f"wrote {len(examples)} ranked questions to {output}")
+
+
+def _check_input(path: Path, store: bool) -> None:
+    """Refuse, before any model loads, an --input that is a folder or missing, saying what it reads
+    (with --store it may also be a dataset name)."""
+    if path.is_dir():
+        raise ConfigError(
+            f"--input {path}: is a folder; {INPUT_IS}. To ask questions over a folder of documents, "
+            f"index it (sieveqa index corpus --input {path} --out index) and ask "
+            "(sieveqa answer QUESTION --index index)"
+        )
+    if not store and not path.exists():
+        raise DataFormatError(f"--input {path}: no such file; {INPUT_IS}")
+
+
+def _on_scale(
+    examples: list[RankingExample], result: RankResult, wanted: str
+) -> tuple[str, list[list[ScoredCandidate]]]:
+    """The candidates of each question in the ranker's order, each with its own model's score (as
+    Python's ``rank`` gives them) on the ``wanted`` scale, and the scale they are on."""
+    from sieveqa.data.records import ScoredCandidate
+
+    if not (result.logits or _cascade(result)):
+        wanted = SIMILARITY
+    convert: Any = _sigmoid if wanted == "prob" else float
+    return wanted, [
+        [ScoredCandidate(ex.candidates[i], convert(own[i]), r + 1) for r, i in enumerate(order)]
+        for ex, own, order in zip(examples, result.own_scores(), result.orders(), strict=True)
+    ]
+
+
+def _cascade(result: RankResult) -> bool:
+    """Whether ``result`` is a cascade's: its ``scores`` only sort (the exit reached plus a
+    probability), its own scores are the logits of the last exit each candidate reached."""
+    from sieveqa.runtime.cascade import CascadeResult
+
+    return isinstance(result, CascadeResult)
+
+
+def _sigmoid(x: float) -> float:
+    """1 / (1 + e^-x), without overflow for any logit."""
+    return 1.0 / (1.0 + math.exp(-x)) if x >= 0 else math.exp(x) / (1.0 + math.exp(x))
 
 
 def _rank_with_store(
@@ -155,6 +245,7 @@ def _rank_with_store(
         backend=backend,
     )
     results = ranker.rank_queries(queries, top)
+    console.print(f"[dim]{SIMILARITY_LINE}[/dim]")
     for result in results:
         console.print(
             f"[bold]{shorten(result.query.question, SHOWN)}[/bold]  [dim]({result.query.qid})[/dim]"

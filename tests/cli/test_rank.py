@@ -1,6 +1,7 @@
 """``sieveqa rank``: ranked output, the policy of a cascade, screen output kept short."""
 
 import json
+import math
 from pathlib import Path
 
 import pytest
@@ -143,3 +144,75 @@ def test_rank_takes_a_hugging_face_cross_encoder_folder(sieveqa, example_jsonl: 
     tiny_distilbert(tmp_path / "distil")
     line = one_error_line(sieveqa("rank", "--model", tmp_path / "distil", "--input", example_jsonl))
     assert "distil: a distilbert cross-encoder: sieveqa runs bert, electra, roberta, xlm-roberta" in line
+
+
+def test_a_folder_given_to_input_says_what_input_reads(sieveqa, tmp_path: Path) -> None:
+    """Issue 63: ``rank --input FOLDER`` said "no such file"; it says what --input reads, and where a
+    folder of documents goes instead."""
+    docs = tmp_path / "my-docs"
+    docs.mkdir()
+    (docs / "a.md").write_text("# A\n\nSome text.\n")
+    line = one_error_line(sieveqa("rank", "--input", docs))
+    assert line.startswith(f"error: --input {docs}: is a folder; --input reads a JSONL file of questions")
+    assert f"sieveqa index corpus --input {docs}" in line and "sieveqa answer" in line
+    missing = one_error_line(sieveqa("rank", "--input", tmp_path / "nope.jsonl"))
+    assert "no such file; --input reads a JSONL file of questions" in missing
+
+
+def _rows(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def test_scores_say_their_scale_logits_by_default_probabilities_on_request(
+    sieveqa, saved_tiny: Path, example_jsonl: Path, tmp_path: Path
+) -> None:
+    """Issue 63: the CLI wrote logits where Python's predict gives probabilities, saying neither."""
+    from sieveqa.models.zoo import load_model
+
+    logits, probs = tmp_path / "logits.jsonl", tmp_path / "probs.jsonl"
+    shown = sieveqa("rank", "-m", saved_tiny, "-i", example_jsonl, "-o", logits, "--precision", "fp32")
+    assert shown.exit_code == 0, shown.output
+    assert shown.output.splitlines()[0].startswith("scores: logits")
+    as_probs = sieveqa(
+        "rank", "-m", saved_tiny, "-i", example_jsonl, "-o", probs, "--precision", "fp32", "--scores", "prob"
+    )
+    assert as_probs.exit_code == 0, as_probs.output
+    assert as_probs.output.splitlines()[0].startswith("scores: probabilities")
+    model = load_model(saved_tiny)
+    for ex, raw, prob in zip(read_jsonl(example_jsonl), _rows(logits), _rows(probs), strict=True):
+        assert raw["score_scale"] == "logit" and prob["score_scale"] == "prob"
+        own = model.score_pairs([ex.question.text] * len(ex.candidates), [c.text for c in ex.candidates])
+        logit = {c.id: s for c, s in zip(ex.candidates, own, strict=True)}
+        assert [c["id"] for c in raw["candidates"]] == [c["id"] for c in prob["candidates"]]
+        for r, p in zip(raw["candidates"], prob["candidates"], strict=True):
+            assert r["score"] == pytest.approx(logit[r["id"]], abs=1e-4)
+            assert p["score"] == pytest.approx(1 / (1 + math.exp(-logit[r["id"]])), abs=1e-5)
+            assert 0 < p["score"] < 1
+    assert (
+        one_error_line(sieveqa("rank", "-m", saved_tiny, "-i", example_jsonl, "--scores", "odds"))
+        == "error: --scores must be one of logit, prob, got 'odds'"
+    )
+
+
+def test_a_cascades_scores_are_its_exits_own_on_either_scale(
+    sieveqa, saved_cascade: Path, example_jsonl: Path, tmp_path: Path
+) -> None:
+    """A cascade's sorting scores (exit reached + a probability) are neither scale: rank writes the
+    logit of the last exit each answer reached, as Python's rank does, or its sigmoid."""
+    from sieveqa.runtime.policy import load_ranker
+
+    logits, probs = tmp_path / "logits.jsonl", tmp_path / "probs.jsonl"
+    for out, scale in ((logits, "logit"), (probs, "prob")):
+        args = ["-m", saved_cascade, "-i", example_jsonl, "-o", out, "--precision", "fp32", "--alpha", "0.5"]
+        result = sieveqa("rank", *args, "--scores", scale)
+        assert result.exit_code == 0, result.output
+        assert "a cascade ranks the answers that reached a later exit first" in result.output
+    ranker = load_ranker(saved_cascade, precision="fp32", drop_ratios=[0.5])
+    for ex, raw, prob in zip(read_jsonl(example_jsonl), _rows(logits), _rows(probs), strict=True):
+        texts = [c.text for c in ex.candidates]
+        hits = ranker.rank(ex.question.text, texts, activation_fn=torch.nn.Identity())
+        assert [c["id"] for c in raw["candidates"]] == [ex.candidates[h["corpus_id"]].id for h in hits]
+        assert [c["score"] for c in raw["candidates"]] == pytest.approx([h["score"] for h in hits], abs=1e-4)
+        assert [c["score"] for c in prob["candidates"]] == pytest.approx(
+            [1 / (1 + math.exp(-h["score"])) for h in hits], abs=1e-5
+        )
