@@ -61,6 +61,39 @@ def test_the_benchmarks_page_reads_each_claim_from_its_result_file() -> None:
     assert "![em_vs_layers](../bench/results/adaptive/v4/em_vs_layers.png)" in page
 
 
+def test_every_benchmark_claim_names_the_command_that_reproduces_it() -> None:
+    """Issue 63: each row's command, from its result file's record (or the row's, from RESULTS.md)."""
+    from tools.docs_pages import benchmarks
+
+    page = benchmarks(ROOT)
+    rows = [line for line in page.splitlines() if line.startswith("| ") and not line.startswith("| claim")]
+    assert rows
+    for row in rows:
+        command = row.rstrip(" |").rsplit(" | ", 1)[-1]
+        assert re.fullmatch(r"`(sieveqa |python bench/).+`", command), row
+    wikiqa = "sieveqa eval --model runs/default-v3/adapt/best --dataset wikiqa:test --json"
+    assert f"| `{wikiqa} bench/results/tanda/v3-adapt.wikiqa_test.json` |" in page
+    reader = "sieveqa eval-reader --reader reader --dataset squad-gold:test-all --method standard"
+    assert f"| `{reader} --json bench/results/reader-v4/gold-test-all.json` |" in page  # from the row
+
+
+def test_a_claim_without_a_command_is_refused(tmp_path: Path) -> None:
+    import json
+
+    from tools.docs_pages import BENCHMARKS, benchmarks
+
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "r.json").write_text(json.dumps({"map": 0.5, "run": {"date": "d", "machine": "m"}}))
+    row = {"claim": "c", "split": "s", "metric": "MAP", "file": "r.json", "key": "map"}
+    spec = {"intro": "i", "sections": [{"title": "t", "rows": [row]}]}
+    (tmp_path / BENCHMARKS).write_text(json.dumps(spec))
+    with pytest.raises(ValueError, match=r"r\.json records no command"):
+        benchmarks(tmp_path)
+    row["command"] = "sieveqa eval --dataset wikiqa:test"
+    (tmp_path / BENCHMARKS).write_text(json.dumps(spec))
+    assert "| 0.5 | d | m | `r.json` | `sieveqa eval --dataset wikiqa:test` |" in benchmarks(tmp_path)
+
+
 def test_the_readmes_benchmark_table_is_the_one_the_result_files_give() -> None:
     from tools.docs_pages import readme_table, with_readme_table
 

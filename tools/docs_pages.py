@@ -1,11 +1,13 @@
 """Pages of the docs site generated from the repository, so they cannot drift from it.
 
 ``benchmarks`` renders the current number of each claim, one table per task, from the result files
-``docs/benchmarks.json`` names. ``model_cards`` renders one card per shipped model from the model
-folder's own ``config.json`` (architecture, backbone, what it was trained on and from, its size) and
+``docs/benchmarks.json`` names, each with the command that reproduces it (the result file's own record
+of the command that wrote it; for a file that holds none, the row's ``command``, from the lab
+notebook). ``model_cards`` renders one card per shipped model from the model folder's own
+``config.json`` (architecture, backbone, what it was trained on and from, its size) and
 ``docs/model-cards.json`` (what it is for, the command that reproduces it, and which result file and
-key hold each of its scores). Every number, date and machine is read from the result file, never typed
-twice.
+key hold each of its scores). Every number, date, machine and command is read from the result file,
+never typed twice.
 """
 
 from __future__ import annotations
@@ -36,12 +38,15 @@ def lookup(data: Any, key: str) -> Any:
     return data
 
 
-def _provenance(result: dict[str, Any]) -> tuple[str, str]:
-    """(date, machine) of a result file, wherever its writer put them."""
+def _provenance(result: dict[str, Any]) -> tuple[str, str, str]:
+    """(date, machine, command) of a result file, wherever its writer put them ("" where none)."""
+    date = machine = command = ""
     for where in (result, result.get("run", {}), result.get("provenance", {})):
-        if isinstance(where, dict) and "machine" in where:
-            return str(where.get("date", "")), str(where["machine"])
-    return "", ""
+        if isinstance(where, dict):
+            if "machine" in where and not machine:
+                date, machine = str(where.get("date", "")), str(where["machine"])
+            command = command or str(where.get("command") or "")
+    return date, machine, command
 
 
 def _number(value: Any) -> str:
@@ -57,16 +62,34 @@ def _size(folder: Path) -> str:
 
 def _read(root: Path, where: str, score: dict[str, Any]) -> tuple[str, str, str]:
     """(value, date, machine) of ``score``'s ``key`` in its ``file``; ValueError naming ``where``."""
-    path = root / score["file"]
-    if not path.is_file():
-        raise ValueError(f"{where}: {score['file']} is missing")
-    result = json.loads(path.read_text(encoding="utf-8"))
+    result = _result(root, where, score["file"])
     try:
         value = lookup(result, score["key"])
     except KeyError:
         raise ValueError(f"{where}: {score['file']} has no {score['key']!r}") from None
-    date, machine = _provenance(result)
+    date, machine, _ = _provenance(result)
     return _number(value), date, machine
+
+
+def _result(root: Path, where: str, file: str) -> dict[str, Any]:
+    path = root / file
+    if not path.is_file():
+        raise ValueError(f"{where}: {file} is missing")
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def _command(root: Path, where: str, row: dict[str, Any]) -> str:
+    """The command that reproduces ``row``'s claim, as a table cell: the one its result file records,
+    else the row's own ``command``; ValueError naming ``where`` when there is neither."""
+    _, _, command = _provenance(_result(root, where, row["file"]))
+    command = command or row.get("command", "")
+    if not command:
+        raise ValueError(
+            f"{where}: {row['file']} records no command; give the row the one docs/RESULTS.md names"
+        )
+    # Writers record argv joined by spaces: an empty argument (``--precisions ''``) shows as two spaces.
+    words = " ".join(word or "''" for word in command.strip().split(" "))
+    return "`" + words.replace("|", "\\|") + "`"
 
 
 def benchmarks(root: Path) -> str:
@@ -78,12 +101,16 @@ def benchmarks(root: Path) -> str:
         if "columns" in section:  # one row per claim, one column per metric, from the same file
             out += _compare(root, section)
             continue
-        out += ["| claim | split | metric | value | date | machine | file |", "|---|---|---|---|---|---|---|"]
+        out += [
+            "| claim | split | metric | value | date | machine | file | command |",
+            "|---|---|---|---|---|---|---|---|",
+        ]
+        where = f"{BENCHMARKS}: {section['title']}"
         for row in section["rows"]:
-            value, date, machine = _read(root, f"{BENCHMARKS}: {section['title']}", row)
+            value, date, machine = _read(root, where, row)
             out.append(
                 f"| {row['claim']} | {row['split']} | {row['metric']} | {value} | {date} | {machine} "
-                f"| `{row['file']}` |"
+                f"| `{row['file']}` | {_command(root, where, row)} |"
             )
         for plot in section.get("plots", []):
             if not (root / plot).is_file():
@@ -98,15 +125,16 @@ def _compare(root: Path, section: dict[str, Any]) -> list[str]:
     row's values read from its one ``file``; then the section's ``note``."""
     columns = section["columns"]
     out = [
-        "| claim | " + " | ".join(c["metric"] for c in columns) + " | date | machine | file |",
-        "|---" * (len(columns) + 4) + "|",
+        "| claim | " + " | ".join(c["metric"] for c in columns) + " | date | machine | file | command |",
+        "|---" * (len(columns) + 5) + "|",
     ]
     where = f"{BENCHMARKS}: {section['title']}"
     for row in section["rows"]:
         cells = [_read(root, where, {"file": row["file"], "key": c["key"]}) for c in columns]
         _, date, machine = cells[0]
         values = " | ".join(value for value, _, _ in cells)
-        out.append(f"| {row['claim']} | {values} | {date} | {machine} | `{row['file']}` |")
+        command = _command(root, where, row)
+        out.append(f"| {row['claim']} | {values} | {date} | {machine} | `{row['file']}` | {command} |")
     return [*out, "", section["note"], ""] if "note" in section else [*out, ""]
 
 
