@@ -145,3 +145,34 @@ def test_the_docs_site_builds_without_a_warning(tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stderr[-3000:]
     assert (tmp_path / "site" / "api" / "index.html").exists()
+
+
+def _close(sample: object, served: object, tolerance: float) -> bool:
+    """Equal JSON, floats within ``tolerance`` (the guide rounds them)."""
+    if isinstance(sample, float | int) and isinstance(served, float) and not isinstance(sample, bool):
+        return abs(sample - served) <= tolerance
+    if isinstance(sample, list) and isinstance(served, list):
+        return len(sample) == len(served) and all(
+            _close(a, b, tolerance) for a, b in zip(sample, served, strict=True)
+        )
+    if isinstance(sample, dict) and isinstance(served, dict):
+        return sample.keys() == served.keys() and all(_close(sample[k], served[k], tolerance) for k in sample)
+    return sample == served
+
+
+@pytest.mark.real
+def test_the_serve_guides_sample_responses_are_what_the_service_answers() -> None:
+    """Issue 63: the guide showed scores of a model shipped long before. Each curl's request goes to
+    the service over the shipped default (fp32), and its answer must be the sample under it."""
+    import json
+
+    from tools.docs_pages import SAMPLE_PLACES, SERVE_GUIDE, samples, served
+
+    found = samples((ROOT / SERVE_GUIDE).read_text(encoding="utf-8"))
+    assert [route for route, _, _ in found] == ["/rerank"]
+    with served() as respond:
+        for route, body, sample in found:
+            answer = respond(route, body)
+            assert _close(json.loads(sample), answer, 10**-SAMPLE_PLACES), (
+                f"{SERVE_GUIDE}: the sample under the curl to {route} is stale (python tools/docs_pages.py)"
+            )
