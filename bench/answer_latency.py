@@ -18,7 +18,7 @@ import numpy as np
 from _common import finish, markdown
 
 from sieveqa.data.corpus import CorpusIndex
-from sieveqa.data.documents import read_documents
+from sieveqa.data.formats import read_documents
 from sieveqa.data.registry import load_dataset
 from sieveqa.runtime.answer.answerer import load_answerer
 

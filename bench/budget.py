@@ -28,7 +28,7 @@ import numpy as np
 from _common import finish, markdown
 
 from sieveqa.data.corpus import CorpusIndex
-from sieveqa.data.documents import read_documents
+from sieveqa.data.formats import read_documents
 from sieveqa.data.passage_sets import group_passages
 from sieveqa.data.records import RankingExample
 from sieveqa.data.registry import load_dataset

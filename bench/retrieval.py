@@ -18,7 +18,7 @@ from pathlib import Path
 from _common import finish, markdown
 
 from sieveqa.data.corpus import CorpusIndex
-from sieveqa.data.documents import read_documents
+from sieveqa.data.formats import read_documents
 from sieveqa.data.squad import default_squad_path, read_squad
 from sieveqa.data.squad_as2 import split_articles
 from sieveqa.models.embedder import SentenceEmbedder

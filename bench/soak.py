@@ -33,7 +33,7 @@ from typing import Any
 import httpx
 from _common import finish, served
 
-from sieveqa.data.documents import read_documents
+from sieveqa.data.formats import read_documents
 
 HERE = Path(__file__).parent
 QUESTIONS = [

@@ -149,8 +149,9 @@ def _show(answer: Answer, method: str) -> None:
         if found.passage_score is not None:
             scores += f", passage score {found.passage_score:.3f}"
         title = found.passage.title or found.passage.doc_id
+        where = ", ".join(filter(None, (found.passage.doc_id, found.passage.location(a))))
         console.print(f"\n[bold]{rank}.[/bold] [green]{escape(found.text)}[/green]")
-        console.print(f"   [dim]{escape(title)} ({escape(found.passage.doc_id)}); {scores}[/dim]")
+        console.print(f"   [dim]{escape(title)} ({escape(where)}); {scores}[/dim]")
         console.print(f"   {highlighted}")
     total = answer.cost.seconds + answer.retrieval_seconds
     console.print(

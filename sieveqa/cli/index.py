@@ -11,6 +11,7 @@ from sieveqa.cli._app import DeviceOpt, app
 
 if TYPE_CHECKING:
     from sieveqa.data.corpus import CorpusIndex
+    from sieveqa.data.formats import Reading
     from sieveqa.runtime.store.answer_store import AnswerStore
 
 index_app = typer.Typer(
@@ -37,8 +38,8 @@ def corpus(
         typer.Option(
             "--input",
             "-i",
-            help="documents: a JSONL file of {id, title?, text}, a folder of .txt/.md files, demo (a small "
-            "corpus that ships with sieveqa), or "
+            help="documents: a folder or a file (plain text, Markdown, HTML, PDF, Word .docx), a JSONL file "
+            "of {id, title?, text}, demo (a small corpus that ships with sieveqa), or "
             "squad:{train,dev,test,all} / wikiqa:{train,dev,test,all}",
         ),
     ],
@@ -52,8 +53,14 @@ def corpus(
     chunk_words: Annotated[int | None, typer.Option(help="instead, passages of N words (e.g. 100)")] = None,
     chunk_stride: Annotated[int | None, typer.Option(help="word chunks start every N words")] = None,
     device: DeviceOpt = "auto",
+    verbose: Annotated[
+        bool, typer.Option("--verbose", "-v", help="list every file skipped, and why")
+    ] = False,
 ) -> None:
     """Index documents for `sieveqa answer`: sentences, passages, BM25 (and dense vectors).
+
+    A folder is read whole: every file in a format sieveqa reads; the files it skips are listed with
+    the reason (the first few, or all with --verbose).
 
     All or nothing: a killed build leaves no index and the same command starts over; an append
     that is killed leaves the index as it was.
@@ -61,7 +68,7 @@ def corpus(
     import time
 
     from sieveqa.data.corpus import RETRIEVERS, CorpusIndex, CorpusOptions
-    from sieveqa.data.documents import read_documents
+    from sieveqa.data.formats import scan_documents
     from sieveqa.errors import ConfigError
     from sieveqa.io import check_output_dir
 
@@ -83,7 +90,13 @@ def corpus(
                 "append without it (the index's own is used)"
             )
     started = time.perf_counter()
-    documents = read_documents(source)
+    reading = scan_documents(source)
+    _print_reading(reading, source, verbose)
+    documents = reading.documents
+    if not documents:
+        from sieveqa.errors import DataFormatError
+
+        raise DataFormatError(f"{source}: no documents to index ({reading.summary()})")
     embedder = None
     if retriever != "bm25":
         from sieveqa.models.embedder import SentenceEmbedder
@@ -101,6 +114,21 @@ def corpus(
         done += f" ({same})" if added < len(documents) else ""
     typer.echo(f"{done} in {time.perf_counter() - started:.1f} s")
     _print_corpus(index)
+
+
+#: Skipped files listed without --verbose.
+SHOWN_SKIPPED = 10
+
+
+def _print_reading(reading: Reading, source: str, verbose: bool) -> None:
+    if not reading.read and not reading.skipped and not reading.hidden:
+        return  # a dataset name
+    typer.echo(f"{source}: {reading.summary()}", err=True)
+    shown = reading.skipped if verbose else reading.skipped[:SHOWN_SKIPPED]
+    for name, why in shown:
+        typer.echo(f"  skipped {name}: {why}", err=True)
+    if len(shown) < len(reading.skipped):
+        typer.echo(f"  ... and {len(reading.skipped) - len(shown)} more (--verbose lists them)", err=True)
 
 
 def _cut(index: CorpusIndex) -> str:

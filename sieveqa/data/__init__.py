@@ -1,7 +1,8 @@
 """Records, readers and dataset names."""
 
 from sieveqa.data.corpus import CorpusIndex, CorpusOptions, IndexedPassage
-from sieveqa.data.documents import Document, read_documents
+from sieveqa.data.documents import Document
+from sieveqa.data.formats import read_documents
 from sieveqa.data.jsonl import read_jsonl, write_jsonl
 from sieveqa.data.readers import read_trecqa, read_wikiqa
 from sieveqa.data.records import Candidate, Passage, Question, RankingExample, ScoredCandidate

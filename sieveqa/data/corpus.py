@@ -35,7 +35,7 @@ from sieveqa.data.corpus_format import (
     check_ids,
 )
 from sieveqa.data.corpus_generations import is_leftover, manifest_stamp, sweep_generations, write_generation
-from sieveqa.data.documents import Document
+from sieveqa.data.documents import Document, Place
 from sieveqa.data.passages import tokenizer_signature
 from sieveqa.data.sentences import SPLITTER_VERSION
 from sieveqa.errors import BusyError, ConfigError, DataFormatError, StoreError
@@ -251,19 +251,32 @@ class CorpusIndex:
             }
             sents: dict[int, list[tuple[int, int]]] = {}
             docs = sorted({v[0] for v in found.values()})
+            in_docs = f"doc IN ({','.join('?' * len(docs))})"
             for doc, start, end in db.execute(
-                f"SELECT doc, start, end FROM sentences WHERE doc IN ({','.join('?' * len(docs))}) "
-                "ORDER BY doc, position",
-                docs,
+                f"SELECT doc, start, end FROM sentences WHERE {in_docs} ORDER BY doc, position", docs
             ):
                 sents.setdefault(doc, []).append((start, end))
+            places: dict[int, list[tuple[int, int, str]]] = {}
+            if _has_places(db):
+                for doc, start, end, section, page, line in db.execute(
+                    f"SELECT doc, start, end, section, page, line FROM places WHERE {in_docs} "
+                    "ORDER BY doc, start",
+                    docs,
+                ):
+                    label = Place(start, end, section, page, line).label
+                    places.setdefault(doc, []).append((start, end, label))
         out = []
         for row in rows:
             doc, start, end, doc_id, title, text = found[row]
             spans = tuple(
                 (max(a, start) - start, min(b, end) - start) for a, b in sents[doc] if a < end and b > start
             )
-            out.append(IndexedPassage(str(row), doc_id, title, text[start:end], spans))
+            where = tuple(
+                (max(a, start) - start, min(b, end) - start, label)
+                for a, b, label in places.get(doc, ())
+                if a < end and b > start
+            )
+            out.append(IndexedPassage(str(row), doc_id, title, text[start:end], spans, where))
         return out
 
     def search_many(
@@ -295,6 +308,15 @@ class CorpusIndex:
             return dense
         lexical = [[hit for hit in hits if hit[1] > 0] for hits in self._bm25.search_many(queries, 2 * k)]
         return [fuse([a, b], k) for a, b in zip(lexical, dense, strict=True)]
+
+
+def _has_places(db: sqlite3.Connection) -> bool:
+    """Whether the index records places (one built before they were recorded and never appended to
+    does not)."""
+    return (
+        db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'places'").fetchone()
+        is not None
+    )
 
 
 def _describe(signature: Any) -> str:

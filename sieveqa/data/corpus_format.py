@@ -6,6 +6,7 @@ the index that reads and searches them is ``sieveqa.data.corpus``'s.
 
 from __future__ import annotations
 
+import itertools
 import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -23,6 +24,7 @@ __all__ = [
     "DB",
     "FORMAT",
     "MANIFEST",
+    "PLACES",
     "RETRIEVERS",
     "SCHEMA",
     "VERSION",
@@ -45,6 +47,13 @@ CREATE TABLE sentences (doc INTEGER NOT NULL, position INTEGER NOT NULL, start I
                         end INTEGER NOT NULL, PRIMARY KEY (doc, position));
 CREATE TABLE passages (row INTEGER PRIMARY KEY, doc INTEGER NOT NULL, start INTEGER NOT NULL,
                        end INTEGER NOT NULL);
+"""
+#: Where each block of a file's text comes from (section, page, line); an index built before it gets
+#: the table (empty for its documents) when appended to.
+PLACES = """
+CREATE TABLE IF NOT EXISTS places (doc INTEGER NOT NULL, start INTEGER NOT NULL, end INTEGER NOT NULL,
+                                   section TEXT NOT NULL, page INTEGER, line INTEGER);
+CREATE INDEX IF NOT EXISTS places_doc ON places (doc, start);
 """
 
 
@@ -86,17 +95,24 @@ class CorpusOptions:
 
 @dataclass(frozen=True)
 class IndexedPassage:
-    """A passage as stored: its text, its document, and its sentences' spans inside the text."""
+    """A passage as stored: its text, its document, its sentences' spans inside the text and, for a
+    file's passage, its blocks' places (``(start, end, label)`` inside the text, label ``page 3, §
+    Options``)."""
 
     id: str
     doc_id: str
     title: str
     text: str
     spans: tuple[tuple[int, int], ...]
+    places: tuple[tuple[int, int, str], ...] = ()
 
     @property
     def sentences(self) -> list[str]:
         return [self.text[a:b] for a, b in self.spans]
+
+    def location(self, at: int = 0) -> str:
+        """Where character ``at`` of the passage is in its file (``""``: the format has no places)."""
+        return next((label for start, end, label in self.places if start <= at < end), "")
 
 
 def _sentences(doc: Document) -> list[tuple[int, int]]:
@@ -136,6 +152,12 @@ def insert_documents(
             "INSERT INTO sentences (doc, position, start, end) VALUES (?, ?, ?, ?)",
             [(row, i, a, b) for i, (a, b) in enumerate(spans)],
         )
+        db.executemany(
+            "INSERT INTO places (doc, start, end, section, page, line) VALUES (?, ?, ?, ?, ?, ?)",
+            [(row, p.start, p.end, p.section, p.page, p.line) for p in doc.places],
+        )
+        # A passage stays inside one section of its file.
+        breaks = [b.start for a, b in itertools.pairwise(doc.places) if a.section != b.section]
         for a, b in passage_spans(
             doc.text,
             spans,
@@ -143,6 +165,7 @@ def insert_documents(
             options.chunk_words,
             options.chunk_stride,
             options.cut_sentences,
+            breaks,
         ):
             new_rows.add(
                 int(

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from sieveqa.data.corpus_format import DB, MANIFEST, SCHEMA, CorpusOptions, Embedder, insert_documents
+from sieveqa.data.corpus_format import DB, MANIFEST, PLACES, SCHEMA, CorpusOptions, Embedder, insert_documents
 from sieveqa.data.documents import Document
 from sieveqa.errors import StoreError
 from sieveqa.io import (
@@ -72,12 +72,14 @@ def write_generation(
         try:
             if current is None:
                 db.executescript(SCHEMA)
+            db.executescript(PLACES)
             new_rows = insert_documents(db, documents, options, progress)
             db.commit()
+            sections = _sections(db)
             texts = [
-                (str(row), f"{title}\n{text[start:end]}" if title else text[start:end])
-                for row, title, text, start, end in db.execute(
-                    "SELECT p.row, d.title, d.text, p.start, p.end FROM passages p "
+                (str(row), "\n".join(filter(None, (title, sections.get((doc, start)), text[start:end]))))
+                for row, doc, title, text, start, end in db.execute(
+                    "SELECT p.row, p.doc, d.title, d.text, p.start, p.end FROM passages p "
                     "JOIN documents d ON d.row = p.doc ORDER BY p.row"
                 )
             ]
@@ -99,3 +101,16 @@ def write_generation(
             dense.save(tmp / "dense")
         files = {f.relative_to(tmp).as_posix(): file_sha256(f) for f in sorted(tmp.rglob("*")) if f.is_file()}
     atomic_write_json(path / MANIFEST, {**manifest, "generation": name, "counts": counts, "files": files})
+
+
+def _sections(db: sqlite3.Connection) -> dict[tuple[int, int], str]:
+    """The section each passage starts in, by (document row, passage start): BM25 reads it with the
+    passage, as it reads the title (a passage stays inside one section)."""
+    out: dict[tuple[int, int], str] = {}
+    rows = db.execute(
+        "SELECT p.doc, p.start, s.section FROM passages p JOIN places s "
+        "ON s.doc = p.doc AND s.start <= p.start AND p.start < s.end WHERE s.section != ''"
+    )
+    for doc, start, section in rows:
+        out[(doc, start)] = section
+    return out

@@ -13,6 +13,7 @@ Tokens are counted with the WordPiece tokenizer the shipped models share, withou
 
 from __future__ import annotations
 
+import bisect
 import functools
 import hashlib
 import re
@@ -106,10 +107,12 @@ def passage_spans(
     chunk_words: int | None = None,
     chunk_stride: int | None = None,
     cut_sentences: bool = True,
+    breaks: Sequence[int] = (),
 ) -> list[Span]:
     """Character spans of a text's passages: sentence windows of at most ``max_tokens`` tokens, or
     word chunks when ``chunk_words`` is given. Without ``cut_sentences`` a longer sentence is a
-    window of its own (models window it further), as the published benchmark passages have it."""
+    window of its own (models window it further), as the published benchmark passages have it. A
+    window never spans one of the ``breaks`` (offsets where a section of the file starts)."""
     if chunk_words is not None:
         return word_chunks(text, chunk_words, chunk_stride)
     units: list[Span] = []
@@ -118,7 +121,23 @@ def passage_spans(
         pieces = [span] if tokens <= max_tokens or not cut_sentences else _cut_words(text, span, max_tokens)
         units += pieces
         lengths += [tokens] if len(pieces) == 1 else count_tokens([text[a:b] for a, b in pieces])
-    return [(units[lo][0], units[hi - 1][1]) for lo, hi in pack_windows(lengths, max_tokens)]
+    out: list[Span] = []
+    starts = sorted(set(breaks))
+    group = 0
+    while group < len(units):
+        end = group + 1
+        while end < len(units) and not _between(starts, units[end - 1][1], units[end][0]):
+            end += 1
+        windows = pack_windows(lengths[group:end], max_tokens)
+        out += [(units[group + lo][0], units[group + hi - 1][1]) for lo, hi in windows]
+        group = end
+    return out
+
+
+def _between(starts: list[int], lo: int, hi: int) -> bool:
+    """Whether a sorted offset in ``starts`` lies in ``[lo, hi]``."""
+    at = bisect.bisect_left(starts, lo)
+    return at < len(starts) and starts[at] <= hi
 
 
 def _cut_words(text: str, span: Span, max_tokens: int) -> list[Span]:

@@ -174,6 +174,10 @@ class FoundAnswer(_Wire):
     )
     document: str
     title: str
+    location: str = Field(
+        "",
+        description="where the answer is in its file: 'page 3, § Options' (empty where the format has none)",
+    )
     passage_id: str
     passage: str
     answer_span: tuple[int, int]

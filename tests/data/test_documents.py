@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from sieveqa.data.documents import read_documents
+from sieveqa.data.formats import read_documents, scan_documents
 from sieveqa.errors import DataFormatError, DatasetNotFoundError
 
 
@@ -62,22 +62,29 @@ def test_folder_of_text_and_markdown(tmp_path: Path) -> None:
     (tmp_path / "sub" / "notes_on-tea.txt").write_text("Tea is a drink.", encoding="utf-8")
     (tmp_path / "a.md").write_text("intro\n# The Title\nBody text.", encoding="utf-8")
     (tmp_path / "ignored.csv").write_text("x", encoding="utf-8")
-    docs = read_documents(tmp_path)
+    reading = scan_documents(tmp_path)
+    docs = reading.documents
     assert [(d.id, d.title) for d in docs] == [
         ("a.md", "The Title"),
         ("sub/notes_on-tea.txt", "notes on tea"),
     ]
-    assert docs[0].text == "intro\nBody text."  # the heading is the title, not a sentence
+    assert docs[0].text == "intro\n\nBody text."  # the heading is the title, not a sentence
+    assert reading.read == {"markdown": 1, "text": 1}
+    assert reading.skipped == [("ignored.csv", reading.skipped[0][1])]
+    assert "does not read (.csv)" in reading.skipped[0][1]
 
 
-def test_a_file_that_is_not_utf8_names_file_and_line(tmp_path: Path) -> None:
-    (tmp_path / "bad.txt").write_bytes(b"fine\nbad \xff byte\n")
-    with pytest.raises(DataFormatError, match=r"bad.txt:2: not UTF-8 text \(byte 0xff\)"):
-        read_documents(tmp_path)
+def test_a_file_in_a_legacy_encoding_is_read_and_a_binary_one_skipped(tmp_path: Path) -> None:
+    text = "Le café crème est un café servi avec de la crème, très apprécié à Paris."
+    (tmp_path / "latin1.txt").write_bytes(text.encode("latin-1"))
+    (tmp_path / "binary.txt").write_bytes(b"\x00\x01\x02 not text")
+    reading = scan_documents(tmp_path)
+    assert [d.text for d in reading.documents] == [text]
+    assert reading.skipped == [("binary.txt", "binary, not text")]
 
 
 def test_empty_folder_and_unknown_names(tmp_path: Path) -> None:
-    with pytest.raises(DataFormatError, match=r"no \.txt or \.md files"):
+    with pytest.raises(DataFormatError, match=r"no documents"):
         read_documents(tmp_path)
     with pytest.raises(DatasetNotFoundError, match="not a file, a folder, nor a document dataset"):
         read_documents("nowhere:else")

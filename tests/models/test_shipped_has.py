@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from sieveqa.data.documents import read_documents
+from sieveqa.data.formats import read_documents
 from sieveqa.data.sentences import split_sentences
 from sieveqa.models.zoo import SHIPPED
 from sieveqa.runtime.store.answer_store import AnswerStore

@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 
 from sieveqa.data.corpus import CorpusIndex
-from sieveqa.data.documents import read_documents
+from sieveqa.data.formats import read_documents
 from sieveqa.models.zoo import SHIPPED
 from sieveqa.runtime.answer.answerer import Answerer, load_answerer
 

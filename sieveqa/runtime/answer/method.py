@@ -63,6 +63,7 @@ class Found:
             "signals": {k: round(v, 6) for k, v in (self.signals or {}).items()},
             "document": self.passage.doc_id,
             "title": self.passage.title,
+            "location": self.passage.location(a),
             "passage_id": self.passage.id,
             "passage": self.passage.text,
             "answer_span": [a, b],

@@ -49,7 +49,8 @@ function showAnswer(body, millis) {
   $("answer-confidence").textContent = body.confidence === null || body.confidence === undefined ?
     "" : `confidence ${body.confidence.toFixed(2)}`;
   $("answer-title").textContent = best ? best.title || best.document : "";
-  $("answer-doc").textContent = best && best.title ? `(${best.document})` : "";
+  const where = best ? [best.title ? best.document : "", best.location].filter(Boolean).join(", ") : "";
+  $("answer-doc").textContent = where ? `(${where})` : "";
   $("answer-passage").replaceChildren(best ? marked(best.passage, best.answer_span) : "");
   $("answer-passage").hidden = !best;
   const c = body.cost;

@@ -1,0 +1,167 @@
+"""Documents to index, from the files people have: a folder, a file, or a dataset name.
+
+One reader module per format turns a file into :class:`~sieveqa.data.formats.blocks.Block` s (plain
+text, Markdown, HTML, PDF, Word); :func:`~sieveqa.data.formats.blocks.assemble` makes them a document
+the same way for all. A JSONL file of ``{"id", "title"?, "text"}`` is read as documents, and the
+dataset names ``demo`` (eight short articles written for sieveqa's examples),
+``squad:{train,dev,test,all}`` and ``wikiqa:{train,dev,test,all}`` name benchmark corpora.
+
+In a folder, a file no reader takes, or one a reader cannot read (a scanned PDF, a damaged file), is
+skipped and reported with its reason (:class:`Reading`); given by itself, it is refused in one line.
+Everything is read and checked before indexing starts.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from sieveqa.data.documents import Document, squad_documents, wikiqa_documents
+from sieveqa.data.formats.blocks import Block, assemble
+from sieveqa.data.formats.jsonl import read_jsonl_documents
+from sieveqa.errors import DataFormatError, DatasetNotFoundError
+
+__all__ = ["FORMATS", "Block", "Reading", "Unreadable", "read_documents", "read_file", "scan_documents"]
+
+#: Each format: the file name endings it reads (lower case; "" is a file without one, read as text
+#: when it is text: README, NEWS) and the module whose ``read(path)`` gives (title, blocks).
+FORMATS: dict[str, tuple[tuple[str, ...], str]] = {
+    "text": ((".txt", ".text", ".rst", ""), "sieveqa.data.formats.text"),
+    "markdown": ((".md", ".markdown"), "sieveqa.data.formats.markdown"),
+    "html": ((".html", ".htm", ".xhtml"), "sieveqa.data.formats.html"),
+    "pdf": ((".pdf",), "sieveqa.data.formats.pdf"),
+    "docx": ((".docx",), "sieveqa.data.formats.docx"),
+}
+#: Formats people try that no reader takes, with what to do instead.
+_ADVICE = {
+    ".doc": "the old Word format: save it as .docx",
+    ".odt": "OpenDocument: save it as .docx or PDF",
+    ".rtf": "RTF: save it as .docx",
+    ".gz": "compressed: unpack it first",
+    ".zip": "an archive: unpack it first",
+    ".json": "JSON: give documents as JSONL ({id, title?, text} a line) to --input by itself",
+    ".jsonl": "JSONL: give it to --input by itself",
+}
+_SPLITS = ("train", "dev", "test", "all")
+DEMO_CORPUS = Path(__file__).resolve().parents[2] / "resources" / "demo-corpus"
+
+
+class Unreadable(DataFormatError):
+    """A reader cannot make a document of a file (the message says why, without the file)."""
+
+
+@dataclass
+class Reading:
+    """What a folder or file gave: its documents, the files read by format, and the files skipped
+    with their reasons (``hidden``: files under names starting with a dot, counted apart)."""
+
+    documents: list[Document] = field(default_factory=list)
+    read: Counter[str] = field(default_factory=Counter)
+    skipped: list[tuple[str, str]] = field(default_factory=list)
+    hidden: int = 0
+
+    def summary(self) -> str:
+        """``read 12 files (text 5, pdf 4, docx 3); skipped 2`` in one line."""
+        kinds = ", ".join(f"{name} {n}" for name, n in sorted(self.read.items()))
+        line = f"read {sum(self.read.values())} files ({kinds})" if self.read else "read no files"
+        if self.skipped:
+            line += f"; skipped {len(self.skipped)}"
+        if self.hidden:
+            line += f"; {self.hidden} hidden (names starting with '.') not read"
+        return line
+
+
+def format_of(path: Path) -> str | None:
+    """The format whose reader takes ``path`` by its name, or None."""
+    suffix = path.suffix.lower()
+    return next((name for name, (suffixes, _) in FORMATS.items() if suffix in suffixes), None)
+
+
+def read_file(path: Path, doc_id: str | None = None) -> Document:
+    """The document of one file in a format sieveqa reads (Unreadable when its reader cannot)."""
+    kind = format_of(path)
+    if kind is None:
+        raise Unreadable(_refusal(path))
+    module = importlib.import_module(FORMATS[kind][1])
+    title, blocks = module.read(path)
+    document = assemble(doc_id or path.name, title or _title_of(path), blocks)
+    if not document.text.strip():
+        raise Unreadable("no text in it")
+    return document
+
+
+def _refusal(path: Path) -> str:
+    suffix = path.suffix.lower()
+    reads = ", ".join(s for suffixes, _ in FORMATS.values() for s in suffixes if s)
+    what = _ADVICE.get(suffix, f"a format sieveqa does not read ({suffix or 'no name ending'})")
+    return f"{what}; sieveqa reads {reads}, and JSONL of {{id, title?, text}}"
+
+
+def _title_of(path: Path) -> str:
+    return path.stem.replace("_", " ").replace("-", " ")
+
+
+def scan_documents(source: str | Path) -> Reading:
+    """The documents of a folder (every file a reader takes, skipped ones reported), a file (refused
+    in one line when it cannot be read), or a dataset name (see the module docstring)."""
+    path = Path(source).expanduser()
+    if path.is_dir():
+        return _folder(path)
+    reading = Reading()
+    if path.is_file():
+        if path.suffix.lower() == ".jsonl":
+            reading.documents = list(read_jsonl_documents(path))
+            reading.read["jsonl"] = 1
+        else:
+            try:
+                reading.documents = [read_file(path)]
+            except Unreadable as err:
+                raise DataFormatError(f"{path}: {err}") from None
+            reading.read[str(format_of(path))] = 1
+        return reading
+    reading.documents = _dataset(str(source))
+    return reading
+
+
+def read_documents(source: str | Path) -> list[Document]:
+    """The documents of a folder, a file or a dataset name; DataFormatError when there are none."""
+    reading = scan_documents(source)
+    if not reading.documents:
+        why = (
+            f" ({reading.summary()}: {reading.skipped[0][0]}: {reading.skipped[0][1]})"
+            if reading.skipped
+            else ""
+        )
+        raise DataFormatError(f"{source}: no documents{why}")
+    return reading.documents
+
+
+def _folder(root: Path) -> Reading:
+    reading = Reading()
+    for file in sorted(p for p in root.rglob("*") if p.is_file()):
+        relative = file.relative_to(root)
+        if any(part.startswith(".") for part in relative.parts):
+            reading.hidden += 1
+            continue
+        try:
+            reading.documents.append(read_file(file, relative.as_posix()))
+        except Unreadable as err:
+            reading.skipped.append((relative.as_posix(), str(err)))
+            continue
+        reading.read[str(format_of(file))] += 1
+    return reading
+
+
+def _dataset(name: str) -> list[Document]:
+    if name == "demo":
+        return _folder(DEMO_CORPUS).documents
+    family, _, split = name.partition(":")
+    split = split or "all"
+    if family not in ("squad", "wikiqa") or split not in _SPLITS:
+        raise DatasetNotFoundError(
+            f"--input {name}: not a file, a folder, nor a document dataset "
+            f"(demo, squad:SPLIT or wikiqa:SPLIT, SPLIT one of {', '.join(_SPLITS)})"
+        )
+    return squad_documents(split) if family == "squad" else wikiqa_documents(split)

@@ -1,0 +1,115 @@
+"""What every file reader makes, and how it becomes a :class:`~sieveqa.data.documents.Document`.
+
+A reader turns a file into :class:`Block` s: a paragraph, a list item, a definition (a term with its
+description), a code block or a table row, each with its place in the file (section, page, line). Its
+text is already laid out as prose: the lines of a paragraph joined, a word split by a hyphen at a line
+end made whole. :func:`assemble` then makes the document the same way for every format: blocks one
+after the other, sentences split inside a prose block and never across two, a code block or a table
+row one unit of its own, never glued into a sentence.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from sieveqa.data.documents import Document, Place
+from sieveqa.data.sentences import sentence_spans
+
+__all__ = ["KINDS", "Block", "assemble", "join_lines", "tidy"]
+
+KINDS = ("prose", "code", "table")
+#: A typographic hyphen (groff writes U+2010) or a minus read as a plain one; a soft hyphen is dropped.
+_DASHES = str.maketrans(
+    {"\u2010": "-", "\u2011": "-", "\u00ad": None, "\u00a0": " ", "\ufb01": "fi", "\ufb02": "fl"}
+)
+_SPACE = re.compile(r"\s+")
+_SPLIT_WORD = re.compile(r"([A-Za-z]+)-$")
+_WORD_START = re.compile(r"^([A-Za-z]+)")
+_WORDS = re.compile(r"\w+")
+
+
+@dataclass(frozen=True, slots=True)
+class Block:
+    """One unit of a file: ``prose`` is split into sentences, ``code`` and ``table`` (a row) are
+    indexed whole. ``section`` is the heading path it falls under (" › " between levels)."""
+
+    text: str
+    kind: str = "prose"
+    section: str = ""
+    page: int | None = None
+    line: int | None = None
+
+
+def tidy(text: str) -> str:
+    """Typographic hyphens as ``-``, soft hyphens dropped, ligatures spelt out, runs of whitespace one
+    space (prose only: code keeps its layout)."""
+    return _SPACE.sub(" ", text.translate(_DASHES)).strip()
+
+
+@functools.cache
+def _vocabulary() -> frozenset[str]:
+    from sieveqa.data.passages import _tokenizer
+
+    return frozenset(word for word in _tokenizer().get_vocab() if word.isalpha())
+
+
+def join_lines(lines: Sequence[str], known: Iterable[str] = ()) -> str:
+    """A paragraph's lines as one line of prose. A line ending in ``word-`` before one starting with a
+    lowercase letter was hyphenated by the typesetter when the joined word is a word (in ``known``,
+    the document's own words, or in the English vocabulary); otherwise the hyphen is the word's own
+    (``command-line``) and stays."""
+    words = set(known)
+    out = ""
+    for raw in lines:
+        line = tidy(raw)
+        if not line:
+            continue
+        split = _SPLIT_WORD.search(out)
+        start = _WORD_START.match(line)
+        if split and start and (line[0].islower() or split.group(1).isupper()):
+            joined = split.group(1) + start.group(1)
+            if joined.lower() in words or joined.lower() in _vocabulary():
+                out = out[:-1] + line
+                continue
+            out += line
+            continue
+        out = f"{out} {line}" if out else line
+    return out
+
+
+def _whole(text: str, spans: Sequence[tuple[int, int]]) -> list[str]:
+    """A block's sentences, a piece with fewer than two words (``and .``, ``.`` after ``implied .``,
+    which pysbd reads as sentence ends) joined to the sentence before it."""
+    merged: list[tuple[int, int]] = []
+    for a, b in spans:
+        if merged and len(_WORDS.findall(text, a, b)) < 2:
+            merged[-1] = (merged[-1][0], b)
+        else:
+            merged.append((a, b))
+    return [text[a:b] for a, b in merged]
+
+
+def assemble(doc_id: str, title: str, blocks: Iterable[Block]) -> Document:
+    """The document of a file's blocks: their texts one after the other (a blank line between), each
+    prose block's sentences, code blocks and table rows as units, and every block's place."""
+    parts: list[str] = []
+    sentences: list[str] = []
+    places: list[Place] = []
+    at = 0
+    for block in blocks:
+        text = block.text.strip() if block.kind != "prose" else tidy(block.text)
+        if not text:
+            continue
+        if parts:
+            at += 2
+        if block.kind == "prose":
+            sentences += _whole(text, sentence_spans(text))
+        else:
+            sentences.append(text)
+        places.append(Place(at, at + len(text), block.section, block.page, block.line))
+        parts.append(text)
+        at += len(text)
+    return Document(doc_id, "\n\n".join(parts), title, tuple(sentences), tuple(places))

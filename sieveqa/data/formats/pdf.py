@@ -1,0 +1,156 @@
+"""PDF, read with PDFium (pypdfium2): its words as the typesetter placed them (kerning does not break
+them), each line with its position and font size. The running headers and footers that repeat in
+the pages' margins (page numbers among them) are dropped; what remains is laid out again as plain
+text, page by page (a form feed between pages), for the plain-text reader: a line set larger than the
+body is a heading, a vertical gap or a first-line indent after a finished sentence starts a
+paragraph, and indentation is kept, so a definition (a typeset man page's option) stays one unit and
+a paragraph that runs on to the next page stays whole. Every block keeps its page. A PDF without a
+text layer (scanned) is Unreadable.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+from sieveqa.data.formats.blocks import Block, tidy
+from sieveqa.data.formats.text import text_blocks
+
+__all__ = ["layout_text", "read"]
+
+_DIGITS = re.compile(r"\d+")
+_BULLET = re.compile(r"[-•·◦‣▪*]\s|\(?\d{1,3}[.)]\s")
+_ENDS = re.compile(r"[.!?:]['\")\]’”]*$")
+#: The top and bottom share of a page where running headers and footers live.
+_MARGIN = 0.1
+_HEADING = 1.15
+
+
+@dataclass
+class _Line:
+    page: int
+    text: str
+    x0: float
+    top: float  # points from the page's top
+    height: float  # the page's, in points
+    size: float  # font size
+
+
+def read(path: Path) -> tuple[str, list[Block]]:
+    """A PDF's title (its metadata's, else the first page's largest line) and blocks."""
+    from sieveqa.data.formats import Unreadable
+
+    lines, title = _lines(path)
+    if not lines:
+        raise Unreadable("no text layer (a scanned PDF?): make it searchable with OCR first, e.g. ocrmypdf")
+    lines = _drop_running(lines)
+    body = _body_size(lines)
+    if not title:
+        first = [ln for ln in lines if ln.page == 1 and ln.size > body * 1.3]
+        title = max(first, key=lambda ln: ln.size).text if first else ""
+    return tidy(title), text_blocks(layout_text(lines, body))
+
+
+def _lines(path: Path) -> tuple[list[_Line], str]:
+    import pypdfium2 as pdfium
+    import pypdfium2.raw as raw
+
+    from sieveqa.data.formats import Unreadable
+
+    try:
+        pdf = pdfium.PdfDocument(str(path))
+    except pdfium.PdfiumError as err:
+        why = "encrypted: give a copy without a password" if "password" in str(err).lower() else str(err)
+        raise Unreadable(f"not a PDF PDFium can read ({why})") from None
+    out: list[_Line] = []
+    try:
+        title = str(pdf.get_metadata_dict().get("Title") or "").strip()
+        for number in range(len(pdf)):
+            page = pdf[number]
+            height = page.get_height() or 1.0
+            textpage = page.get_textpage()
+            at = 0
+            for text in textpage.get_text_range().split("\r\n"):
+                if text.strip():
+                    first = at + len(text) - len(text.lstrip())
+                    left, _, _, top = textpage.get_charbox(first, loose=True)
+                    size = raw.FPDFText_GetFontSize(textpage.raw, first)
+                    clean = text.strip()  # PDFium marks a hyphen it saw at a line's end with U+FFFE
+                    clean = (clean[:-1] + "-" if clean.endswith("\ufffe") else clean).replace("\ufffe", "")
+                    out.append(_Line(number + 1, clean, left, height - top, height, size))
+                at += len(text) + 2
+    finally:
+        pdf.close()
+    return out, title
+
+
+def _body_size(lines: list[_Line]) -> float:
+    sizes: Counter[float] = Counter()
+    for line in lines:
+        sizes[round(line.size, 1)] += len(line.text)
+    return sizes.most_common(1)[0][0]
+
+
+def _drop_running(lines: list[_Line]) -> list[_Line]:
+    """A page's first or last lines, in its top or bottom margin, whose text (numbers aside) is on
+    another page's too (a running header or footer: a chapter's name, a page number) or that are a
+    number alone."""
+    by_page: dict[int, list[_Line]] = {}
+    for line in lines:
+        by_page.setdefault(line.page, []).append(line)
+    edges = {
+        id(ln): ln
+        for page in by_page.values()
+        for ln in page[:2] + page[-2:]
+        if not _MARGIN < ln.top / ln.height < 1 - _MARGIN
+    }
+
+    def key(line: _Line) -> str:
+        return _DIGITS.sub("#", " ".join(line.text.split())).lower()
+
+    pages: dict[str, set[int]] = {}
+    for line in edges.values():
+        pages.setdefault(key(line), set()).add(line.page)
+    running = {k for k, on in pages.items() if len(on) >= 2 or not k.strip("# ivxlc")}
+    return [ln for ln in lines if not (id(ln) in edges and key(ln) in running)]
+
+
+def layout_text(lines: list[_Line], body: float) -> str:
+    """The lines laid out as plain text the text reader reads (module docstring)."""
+    left = min(ln.x0 for ln in lines)
+    margins = {page: _margin([ln for ln in lines if ln.page == page]) for page in {ln.page for ln in lines}}
+    heading_sizes = sorted({round(ln.size) for ln in lines if _is_heading(ln, body)}, reverse=True)
+    out: list[str] = []
+    previous: _Line | None = None
+    for line in lines:
+        if previous is not None and line.page != previous.page:
+            out.append("\f")
+            previous = None
+        if _is_heading(line, body):
+            out += ["", "#" * (heading_sizes.index(round(line.size)) + 1) + " " + line.text, ""]
+            previous = None
+            continue
+        x0 = line.x0
+        if previous is not None:
+            margin = margins[line.page]
+            indented = 0 < x0 - margin <= 2.5 * line.size and not _BULLET.match(line.text)
+            runs_on = line.text[:1].islower() and not _ENDS.search(previous.text)
+            back = x0 < previous.x0 - 1 and previous.x0 > margin + 2.5 * line.size
+            gap = line.top - previous.top > line.size * 1.6
+            if not runs_on and (gap or back or (indented and _ENDS.search(previous.text))):
+                out.append("")  # a gap, a deeper block's end, or a first-line indent: a new paragraph
+                x0 = margin if indented else x0
+        out.append(" " * max(0, round((x0 - left) / (body * 0.5))) + line.text)
+        previous = line
+    return "\n".join(out)
+
+
+def _margin(lines: list[_Line]) -> float:
+    """The left edge most of a page's text starts at."""
+    return Counter(round(ln.x0) for ln in lines).most_common(1)[0][0]
+
+
+def _is_heading(line: _Line, body: float) -> bool:
+    return line.size > body * _HEADING and len(line.text) <= 100

@@ -1,0 +1,227 @@
+"""Plain text as people write and tools render it: hard-wrapped paragraphs, man pages, pydoc, READMEs.
+
+Paragraphs are separated by blank lines; the lines inside one are joined (a word the typesetter split
+with a hyphen made whole). Inside a paragraph, a list item, or a definition (a term with its
+description indented below it, or beside it: a man page's option and what it does) is one unit: the
+term joined to its description. A short line alone in its paragraph, in capitals or underlined with
+``===``/``---`` (or ``#`` marked), is a heading: the section title of what follows. A running header
+or footer (one line of three columns far apart: ``LS(1)  User Commands  LS(1)``) is dropped, a form
+feed starts a new page, and lines that read as code (prompts, braces, assignments) stay as written.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from sieveqa.data.formats.blocks import Block, join_lines
+
+__all__ = ["decode", "read", "text_blocks"]
+
+_BULLET = re.compile(r"(?:[-*+•·◦‣▪]|\(?\d{1,3}[.)]|\(?[a-zA-Z][.)])\s+\S")
+_UNDERLINE = re.compile(r"^\s*(=+|-+|~+|\^+|\*+)\s*$")
+_RULE = re.compile(r"^([-=_*~])\1{3,}$")
+_LEADERS = re.compile(r"(\. ?){6,}\s*[\divxlc]*$")
+_GAP = re.compile(r"\S( {2,})(\S)")
+_COLUMNS = re.compile(r"\S {5,}\S")
+_GUTTER = re.compile(r"^( *)[|>]( |$)")
+_CODE = re.compile(r"^(>>> |\.\.\. |\$ |% )|[;{}]$|^[\w.\[\]'\"]+ = |^(def|class|import|from) \w")
+_END = re.compile(r"[.,;:!?)]$")
+_WORD = re.compile(r"[A-Za-z]+")
+_MAX_HEADING = 70
+_WESTERN = ("cp1252", "latin_1", "iso8859_15")
+
+
+@dataclass
+class _Line:
+    indent: int
+    text: str
+    number: int
+
+
+def decode(path: Path) -> str:
+    """The file's text: UTF-8 (a byte-order mark dropped), else the encoding charset-normalizer is
+    sure of; a file with NUL bytes or no sure encoding is Unreadable."""
+    from sieveqa.data.formats import Unreadable
+
+    raw = path.read_bytes()
+    if b"\x00" in raw[:8192]:
+        raise Unreadable("binary, not text")
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as err:
+        from charset_normalizer import from_bytes
+
+        found = list(from_bytes(raw))
+        best = found[0] if found else None
+        # Where the text does not tell Western from Central European, Western is the likelier one.
+        west = [m for m in found if m.encoding in _WESTERN and best is not None and m.chaos <= best.chaos]
+        best = west[0] if west else best
+        if best is None:
+            line = raw[: err.start].count(b"\n") + 1
+            raise Unreadable(f"line {line}: neither UTF-8 nor any encoding it could be sure of") from None
+        return str(best)
+
+
+def read(path: Path) -> tuple[str, list[Block]]:
+    """A text file's blocks (its title: the file name)."""
+    return "", text_blocks(decode(path))
+
+
+def text_blocks(text: str) -> list[Block]:
+    """The blocks of plain text (module docstring)."""
+    paragraphs = _paragraphs(text)
+    known = {w.lower() for w in _WORD.findall(text)}
+    base = min((min(line.indent for line in par) for _, par in paragraphs), default=0)
+    paragraphs = [(page, part) for page, par in paragraphs for part in _at_headings(par, base)]
+    blocks: list[Block] = []
+    sections: list[tuple[int, str]] = []
+    for i, (page, par) in enumerate(paragraphs):
+        if (i == 0 or i == len(paragraphs) - 1) and len(par) == 1 and _COLUMNS.search(par[0].text):
+            continue  # a running header or footer
+        if len(par) > 1 and par[1].indent > par[0].indent and _capitals(par[0], base):
+            heading, par = (1, par[0].text.rstrip(":")), par[1:]  # a man page's NAME over its text
+        else:
+            heading = _heading(par, base, paragraphs[i + 1][1] if i + 1 < len(paragraphs) else None)
+        if heading is not None:
+            level, title = heading
+            sections = [(lv, t) for lv, t in sections if lv < level] + [(level, title)]
+            if par is paragraphs[i][1]:
+                continue
+        section = " › ".join(t for _, t in sections)
+        if _is_code(par):
+            blocks.append(Block(_dedent(par), "code", section, page, par[0].number))
+            continue
+        for item in _items(par):
+            kind = "code" if _is_code(item) else "prose"
+            text_ = _dedent(item) if kind == "code" else _render(item, known)
+            blocks.append(Block(text_, kind, section, page, item[0].number))
+    return blocks
+
+
+def _paragraphs(text: str) -> list[tuple[int | None, list[_Line]]]:
+    pages = "\f" in text
+    page = 1
+    out: list[tuple[int | None, list[_Line]]] = []
+    current: list[_Line] = []
+    # Not splitlines: it would take a form feed (a page break) for a line break.
+    for number, raw in enumerate(text.replace("\r\n", "\n").replace("\r", "\n").split("\n"), 1):
+        if "\f" in raw:
+            if current:
+                out.append((page if pages else None, current))
+                current = []
+            page += raw.count("\f")
+            raw = raw.replace("\f", "")
+        line = _GUTTER.sub(lambda m: m.group(1) + " " + m.group(2), raw.expandtabs(8)).rstrip()
+        if not line.strip():
+            if current:
+                out.append((page if pages else None, current))
+                current = []
+            continue
+        stripped = line.lstrip()
+        if _LEADERS.search(stripped):
+            continue  # a table of contents' entry: its section is read where it is
+        if _RULE.match(stripped) and not (
+            len(current) == 1 and 0.6 <= len(stripped) / len(current[0].text) <= 1.5
+        ):
+            if current:  # a rule between parts, not a heading's underline
+                out.append((page if pages else None, current))
+                current = []
+            continue
+        current.append(_Line(len(line) - len(stripped), stripped, number))
+    if current:
+        out.append((page if pages else None, current))
+    return out
+
+
+def _heading(par: list[_Line], base: int, following: list[_Line] | None) -> tuple[int, str] | None:
+    """(level, title) when the paragraph is a heading."""
+    first = par[0]
+    if len(par) == 2 and (mark := _UNDERLINE.match(par[1].text)) and len(mark.group(1)) >= 3:
+        return (1 if mark.group(1)[0] in "=#*" else 2), first.text
+    if len(par) != 1 or len(first.text) > _MAX_HEADING or following is None:
+        return None
+    if first.text.startswith("#"):
+        hashes = len(first.text) - len(first.text.lstrip("#"))
+        return hashes, first.text.lstrip("#").strip()
+    if _capitals(first, base):
+        return 1, first.text.rstrip(":")
+    deeper = min(line.indent for line in following) > first.indent
+    short = len(first.text.split()) <= 8 and not _END.search(first.text.rstrip(":"))
+    starts = first.text[0].isupper() or first.text[0].isdigit()
+    if short and starts and (deeper or (len(following) > 1 and first.indent <= base)):
+        return 2 + (first.indent - base) // 2, first.text.rstrip(":")
+    return None
+
+
+def _at_headings(par: list[_Line], base: int) -> list[list[_Line]]:
+    """A paragraph cut before each line in capitals with deeper lines below it (a man page's
+    ``SYNOPSIS`` with no blank line above), so that line heads a paragraph of its own."""
+    cuts = [
+        i for i in range(1, len(par) - 1) if _capitals(par[i], base) and par[i + 1].indent > par[i].indent
+    ]
+    return [par[a:b] for a, b in itertools.pairwise([0, *cuts, len(par)])]
+
+
+def _capitals(line: _Line, base: int) -> bool:
+    """A short line in capitals at the text's least indent (``OPTIONS``, ``SEE ALSO``)."""
+    letters = [c for c in line.text if c.isalpha()]
+    return (
+        line.indent <= base
+        and len(line.text) <= _MAX_HEADING
+        and bool(letters)
+        and all(c.isupper() for c in letters)
+    )
+
+
+def _items(par: list[_Line]) -> list[list[_Line]]:
+    """A paragraph's units: list items and definitions start at its least indented lines (bullets
+    or, with deeper lines below, any line there); otherwise the paragraph is one unit."""
+    low = min(line.indent for line in par)
+    deeper = any(line.indent > low for line in par[1:])
+    bullets = sum(1 for line in par if line.indent == low and _BULLET.match(line.text))
+    if not deeper and bullets < 2:
+        return [par]
+    if deeper and all(line.indent == par[1].indent for line in par[1:]) and par[0].indent > low:
+        return [par]  # the first line indented: an ordinary paragraph
+    items: list[list[_Line]] = []
+    for line in par:
+        starts = line.indent == low and (deeper or _BULLET.match(line.text))
+        if starts or not items:
+            items.append([line])
+        else:
+            items[-1].append(line)
+    return items
+
+
+def _render(item: list[_Line], known: set[str]) -> str:
+    """One unit as prose: a term on its own line (a definition: its description indented deeper than
+    the term's text starts) joined to the description with a colon."""
+    first, rest = item[0], item[1:]
+    if not rest or rest[0].indent <= first.indent + _text_start(first.text):
+        return join_lines([line.text for line in item], known)
+    gap = _GAP.search(first.text)
+    if gap and first.indent + gap.start(2) == rest[0].indent:  # term and description on one line
+        term, lead = first.text[: gap.start(1) + 1], [first.text[gap.start(2) :]]
+    else:
+        term, lead = first.text, []
+    description = join_lines(lead + [line.text for line in rest], known)
+    term = join_lines([term], known)
+    return f"{term}{'' if _END.search(term) else ':'} {description}"
+
+
+def _text_start(text: str) -> int:
+    """Where a list item's text starts after its bullet (0 for a line without one)."""
+    bullet = _BULLET.match(text)
+    return bullet.end() - 1 if bullet else 0
+
+
+def _is_code(item: list[_Line]) -> bool:
+    return sum(1 for line in item if _CODE.search(line.text)) * 2 > len(item)
+
+
+def _dedent(item: list[_Line]) -> str:
+    low = min(line.indent for line in item)
+    return "\n".join(" " * (line.indent - low) + line.text for line in item)
