@@ -102,6 +102,55 @@ def test_the_readmes_benchmark_table_is_the_one_the_result_files_give() -> None:
     assert with_readme_table(ROOT, readme) == readme
 
 
+def test_the_readmes_first_screen_says_what_it_is_for_and_what_it_takes() -> None:
+    """Issue 63: the README opened with paper jargon. Before its model table it says what the tool is
+    for, installs in the two commands of the Quick start, shows the commands, and states the language,
+    the input length (the shipped models' own limits), the input formats and the licence."""
+    import json
+
+    from sieveqa.data.corpus_format import CorpusOptions
+    from sieveqa.models.zoo import SHIPPED
+
+    readme = TEXTS["README.md"]
+    first, heading, _ = readme.partition("## Which model for what")
+    assert heading
+    for words in ("your own documents", "RAG", "answer sentence selection (AS2)", "## Use it"):
+        assert words in first, words
+    quick = re.search(r"## Quick start\n\n```bash\n(.*?)```", first, re.S)
+    assert quick and [line.split()[:2] for line in quick[1].splitlines()] == [
+        ["make", "demo"],
+        ["make", "test"],
+    ]
+    assert "English" in first and "trained on English data" in first
+    limit = {n: json.loads((SHIPPED[n] / "config.json").read_text())["config"]["max_length"] for n in SHIPPED}
+    assert f"{limit['default']} tokens for `default`" in first
+    assert f"{limit['peasi-pr']} for the passage models (`peasi-pr`" in first
+    assert limit["peasi-easi"] == limit["peasi-judge"] == limit["peasi-pr"]
+    assert f"`reader` ({limit['reader']})" in first
+    assert f"at most {CorpusOptions().passage_tokens} tokens" in first
+    for kind in ("`.txt`", "`.md`", "HTML", "PDF", "`.docx`", "JSONL"):
+        assert kind in first, kind
+    assert "Apache-2.0" in first and "all-MiniLM-L6-v2" in first and "all-mpnet-base-v2" in first
+    assert readme.index("## Which model for what") < readme.index("| technique")  # the papers below
+
+
+def test_the_readmes_model_table_is_the_one_the_cards_and_result_files_give() -> None:
+    from sieveqa.models.zoo import SHIPPED
+    from tools.docs_pages import readme_models, with_readme_models
+
+    readme = TEXTS["README.md"]
+    table = readme_models(ROOT, SHIPPED)
+    assert table in readme, "run python tools/docs_pages.py to regenerate it"
+    assert with_readme_models(ROOT, SHIPPED, readme) == readme
+    rows = table.splitlines()[2:]
+    assert {row.split("`")[1] for row in rows} >= {"default", "peasi-easi", "reader", "has"}
+    for row in rows:  # model, task, size, speed class and number, quality with its split
+        cells = [c.strip() for c in row.strip("|").split(" | ")]
+        assert len(cells) == 5 and re.match(r"[\d.]+ MB", cells[2]), row
+        assert re.match(r"(fast|medium|slow): [\d.]+ ", cells[3]) and re.match(r"[\d.]+ \S", cells[4]), row
+    assert "| 0.8428 MAP, WikiQA test (243) |" in table
+
+
 def test_the_committed_models_and_benchmarks_pages_are_the_generated_ones() -> None:
     from sieveqa.models.zoo import SHIPPED
     from tools.docs_pages import generated_pages

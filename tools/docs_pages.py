@@ -7,7 +7,8 @@ notebook). ``model_cards`` renders one card per shipped model from the model fol
 ``config.json`` (architecture, backbone, what it was trained on and from, its size) and
 ``docs/model-cards.json`` (what it is for, the command that reproduces it, and which result file and
 key hold each of its scores). Every number, date, machine and command is read from the result file,
-never typed twice. ``with_samples`` rewrites the sample responses under the serve guide's ``curl``
+never typed twice. ``readme_models`` renders the README's "which model for what" table from the cards'
+``readme`` entries. ``with_samples`` rewrites the sample responses under the serve guide's ``curl``
 commands with what the service answers them.
 """
 
@@ -153,18 +154,62 @@ def readme_table(root: Path) -> str:
         for row in section["rows"]:
             if row.get("readme"):
                 value, _, machine = _read(root, f"{BENCHMARKS}: {section['title']}", row)
-                cpu = machine.split(";")[0] + (" (AMX)" if "amx" in machine else "")
-                out.append(f"| {row['claim']} | {row['split']} | {row['metric']} | {value} | {cpu} |")
+                out.append(
+                    f"| {row['claim']} | {row['split']} | {row['metric']} | {value} | {_cpu(machine)} |"
+                )
     return "\n".join(out)
+
+
+def _cpu(machine: str) -> str:
+    """A result file's machine in short: the CPU's name, and AMX where it has it."""
+    return machine.split(";")[0] + (" (AMX)" if "amx" in machine else "")
 
 
 def with_readme_table(root: Path, readme: str) -> str:
     """``readme`` with the text between its benchmark markers replaced by ``readme_table``."""
-    head, start, rest = readme.partition(README_START)
-    _, end, tail = rest.partition(README_END)
+    return _between(readme, README_START, README_END, readme_table(root))
+
+
+def _between(readme: str, start_marker: str, end_marker: str, text: str) -> str:
+    head, start, rest = readme.partition(start_marker)
+    _, end, tail = rest.partition(end_marker)
     if not start or not end:
-        raise ValueError(f"README.md lacks the markers {README_START} ... {README_END}")
-    return f"{head}{start}\n{readme_table(root)}\n{end}{tail}"
+        raise ValueError(f"README.md lacks the markers {start_marker} ... {end_marker}")
+    return f"{head}{start}\n{text}\n{end}{tail}"
+
+
+MODELS_START, MODELS_END = "<!-- models:start -->", "<!-- models:end -->"
+
+
+def readme_models(root: Path, shipped: dict[str, Path]) -> str:
+    """The README's "which model for what" table: a row per card of ``docs/model-cards.json`` with a
+    ``readme`` entry (its task, speed class, and which of its scores show speed and quality), sizes
+    measured from the model folders, numbers read from the result files."""
+    cards = json.loads((root / CARDS).read_text(encoding="utf-8"))
+    out = [
+        "| model | for | size on disk | speed (2 CPU threads) | quality |",
+        "|---|---|---|---|---|",
+    ]
+    for name, card in cards.items():
+        entry = card.get("readme")
+        if entry is None:
+            continue
+        where = f"{CARDS}: {name}: readme"
+        speed, quality = (card["scores"][entry[k]] for k in ("speed_score", "quality_score"))
+        pace, _, machine = _read(root, where, speed)
+        value, _, _ = _read(root, where, quality)
+        size = " ".join(filter(None, [_size(shipped[name]), entry.get("size")]))
+        out.append(
+            f"| [`{name}`](docs/models.md#{name}) | {entry['task']} | {size} "
+            f"| {entry['speed']}: {pace} {speed['metric']}, {speed['set']} ({_cpu(machine)}) "
+            f"| {value} {quality['metric']}, {quality['set']} |"
+        )
+    return "\n".join(out)
+
+
+def with_readme_models(root: Path, shipped: dict[str, Path], readme: str) -> str:
+    """``readme`` with the text between its model markers replaced by ``readme_models``."""
+    return _between(readme, MODELS_START, MODELS_END, readme_models(root, shipped))
 
 
 def model_cards(root: Path, shipped: dict[str, Path]) -> str:
@@ -293,7 +338,7 @@ def generated_pages(root: Path, shipped: dict[str, Path]) -> dict[Path, str]:
     }
 
 
-if __name__ == "__main__":  # python tools/docs_pages.py: the README's table, the two pages, the samples
+if __name__ == "__main__":  # python tools/docs_pages.py: the README's tables, the two pages, the samples
     import sys
 
     ROOT = Path(__file__).resolve().parent.parent
@@ -301,7 +346,8 @@ if __name__ == "__main__":  # python tools/docs_pages.py: the README's table, th
     from sieveqa.models.zoo import SHIPPED
 
     README = ROOT / "README.md"
-    README.write_text(with_readme_table(ROOT, README.read_text(encoding="utf-8")), encoding="utf-8")
+    readme = with_readme_table(ROOT, README.read_text(encoding="utf-8"))
+    README.write_text(with_readme_models(ROOT, SHIPPED, readme), encoding="utf-8")
     for path, text in generated_pages(ROOT, SHIPPED).items():
         (ROOT / path).write_text(text, encoding="utf-8")
     with served() as respond:
