@@ -16,7 +16,7 @@ from rich.markup import escape
 from sieveqa import registry
 from sieveqa.cli._app import BackendOpt, BatchOpt, DeviceOpt, PrecisionOpt, app, check_device, console
 from sieveqa.cli._options import Setting, given_settings, merge, settings_command, settings_of, was_given
-from sieveqa.errors import ConfigError, DataFormatError
+from sieveqa.errors import ConfigError
 
 if TYPE_CHECKING:
     from sieveqa.runtime.answer.answerer import Answer
@@ -89,27 +89,10 @@ def method_settings() -> dict[str, Setting]:
 
 
 def _read_questions(path: Path) -> list[tuple[str, str]]:
-    """``(id, question)`` from a JSONL file of {"id"?, "question"} or a text file, one per line."""
-    from sieveqa.data.jsonl import iter_json_lines
+    """``(id, question)`` of a question file (``sieveqa.data.questions``: JSONL, text, CSV or TSV)."""
+    from sieveqa.data.questions import read_questions
 
-    out: list[tuple[str, str]] = []
-    if path.suffix in (".jsonl", ".gz"):
-        for where, obj in iter_json_lines(path):
-            question = obj.get("question") if isinstance(obj, dict) else None
-            if not isinstance(question, str) or not question.strip():
-                raise DataFormatError(f"{where}: expected an object with a non-empty 'question' string")
-            out.append((str(obj.get("id", obj.get("qid", len(out) + 1))), question.strip()))
-    else:
-        try:
-            lines = path.read_text(encoding="utf-8-sig").splitlines()  # a BOM (Notepad's) is not text
-        except UnicodeDecodeError as err:
-            raise DataFormatError(f"{path}: not UTF-8 text (byte {err.start})") from None
-        except OSError as err:
-            raise DataFormatError(f"{path}: cannot be read ({err.strerror})") from None
-        out = [(str(i), line.strip()) for i, line in enumerate(lines, start=1) if line.strip()]
-    if not out:
-        raise DataFormatError(f"{path}: no questions")
-    return out
+    return [(asked.id, asked.question) for asked in read_questions(path)]
 
 
 def _answer_dict(qid: str | None, answer: Answer, method: str) -> dict[str, Any]:
@@ -174,7 +157,11 @@ def answer(
         str, typer.Option(help="bm25, dense or hybrid (the last two need a dense index)")
     ] = "bm25",
     questions: Annotated[
-        Path | None, typer.Option(help="answer every question of a JSONL ({id?, question}) or text file")
+        Path | None,
+        typer.Option(
+            help="answer every question of a file: JSONL ({id?, question}), .txt (one a line), or "
+            ".csv/.tsv with a 'question' column"
+        ),
     ] = None,
     output: Annotated[
         Path | None, typer.Option(help="--questions: write one JSON answer per line here")

@@ -91,12 +91,13 @@ def corpus(
             )
     started = time.perf_counter()
     reading = scan_documents(source)
-    _print_reading(reading, source, verbose)
     documents = reading.documents
     if not documents:
         from sieveqa.errors import DataFormatError
 
-        raise DataFormatError(f"{source}: no documents to index ({reading.summary()})")
+        first = f": {reading.skipped[0][0]}: {reading.skipped[0][1]}" if reading.skipped else ""
+        raise DataFormatError(f"{source}: no documents to index ({reading.summary()}{first})")
+    _print_reading(reading, source, verbose)
     embedder = None
     if retriever != "bm25":
         from sieveqa.models.embedder import SentenceEmbedder
@@ -121,8 +122,8 @@ SHOWN_SKIPPED = 10
 
 
 def _print_reading(reading: Reading, source: str, verbose: bool) -> None:
-    if not reading.read and not reading.skipped and not reading.hidden:
-        return  # a dataset name
+    if not Path(source).is_dir():
+        return  # a file (read, or it would have been refused) or a dataset name
     typer.echo(f"{source}: {reading.summary()}", err=True)
     shown = reading.skipped if verbose else reading.skipped[:SHOWN_SKIPPED]
     for name, why in shown:

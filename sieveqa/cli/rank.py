@@ -119,10 +119,10 @@ def rank(
     from sieveqa.io import check_output_file
     from sieveqa.runtime.policy import load_ranker
 
-    _check_input(input_path, store is not None)
     if scores not in SCALES:
         raise ConfigError(f"--scores must be one of {', '.join(SCALES)}, got {scores!r}")
-    check_device(device, precision, backend)
+    check_device(device, precision, backend)  # the settings first: they are checked without a file
+    _check_input(input_path, store is not None)
     if output is not None:
         check_output_file(output, "--output")
     searching = given_settings(ctx)  # SearchSettings' fields, declared (with their help) there only

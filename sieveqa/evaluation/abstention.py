@@ -22,7 +22,7 @@ import math
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tqdm.auto import tqdm
 
@@ -39,14 +39,21 @@ from sieveqa.runtime.answer.confidence import (
 )
 from sieveqa.runtime.answer.method import AnswerMethod, Found
 
+if TYPE_CHECKING:
+    from sieveqa.data.questions import AskedQuestion
+    from sieveqa.runtime.answer.answerer import Answerer
+
 __all__ = [
     "Scored",
     "abstention_curve",
     "answerable_in",
     "as_passages",
     "fit_confidence",
+    "fit_cut",
+    "holds_answer",
     "is_right",
     "parse_rule",
+    "score_asked",
     "score_questions",
 ]
 
@@ -70,6 +77,19 @@ def is_right(found: Found, answers: Sequence[str]) -> bool:
         return bool(exact_match(found.text, answers))
     text = f" {normalize_answer(found.text)} "
     return any(f" {normalize_answer(a)} " in text for a in answers if normalize_answer(a))
+
+
+def holds_answer(text: str, answers: Sequence[str]) -> bool:
+    """Whether ``text`` holds one of a user's answer strings: as a word sequence once normalised, or
+    verbatim (case and runs of whitespace aside), so ``'~'``, ``[...]`` or ``alias-conv.sh`` inside
+    ``examples/misc/alias-conv.sh`` count, which normalising alone would lose."""
+    normal = f" {normalize_answer(text)} "
+    loose = " ".join(text.split()).casefold()
+    return any(
+        (normalize_answer(a) and f" {normalize_answer(a)} " in normal) or " ".join(a.split()).casefold() in loose
+        for a in answers
+        if a.strip()
+    )
 
 
 def as_passages(example: OpenExample, limit: int | None = None) -> list[IndexedPassage]:
@@ -130,9 +150,12 @@ def fit_confidence(
     models: dict[str, str],
     fitted_on: dict[str, Any],
     signals: Sequence[str] = (),
+    groups: Sequence[str] | None = None,
 ) -> Confidence:
     """The logistic regression of "right" on the score and ``signals`` over every question, and the
-    threshold ``rule`` chooses (module docstring)."""
+    threshold ``rule`` chooses (module docstring); with ``groups`` (each question's set), the overall
+    rule weighs every set alike (the mean of their overall scores), so a small set of other documents
+    counts as much as a large one."""
     answered = [s for s in scored if math.isfinite(s.score)]
     missing = sorted({n for s in answered for n in signals if n not in s.signals})
     if missing:
@@ -143,12 +166,36 @@ def fit_confidence(
     fitted = Confidence(weights[0], bias, signals=dict(zip(signals, weights[1:], strict=True)))
     conf = [_confidence(fitted, s) for s in scored]
     if rule == "overall":
-        gains = [float(s.right) for s in scored]
-        losses = [float(not s.answerable) for s in scored]
-        threshold = min(best_threshold(conf, gains, losses)[0], 1.0)
+        threshold = fit_cut(scored, fitted, groups)
     else:
         threshold = choose_threshold([c for c, s in zip(conf, scored, strict=True) if s.right], float(rule))
     return Confidence(fitted.scale, bias, threshold, dict(models), fitted_on, fitted.signals)
+
+
+def fit_cut(scored: Sequence[Scored], confidence: Confidence, groups: Sequence[str] | None = None) -> float:
+    """The threshold on ``confidence`` with the best SQuAD 2.0 overall score over ``scored`` (with
+    ``groups``: the best mean of the groups' overall scores)."""
+    sizes = {g: list(groups).count(g) for g in set(groups)} if groups is not None else {}
+    weights = [1 / sizes[g] for g in groups] if groups is not None else [1.0] * len(scored)
+    conf = [_confidence(confidence, s) for s in scored]
+    gains = [w * float(s.right) for w, s in zip(weights, scored, strict=True)]
+    losses = [w * float(not s.answerable) for w, s in zip(weights, scored, strict=True)]
+    return min(best_threshold(conf, gains, losses)[0], 1.0)
+
+
+def score_asked(answerer: Answerer, asked: Sequence[AskedQuestion], progress: bool = False) -> list[Scored]:
+    """The answerer's best answer to each of a user's questions over its index: right when it holds
+    one of the question's answer strings; a question without one is one the documents do not answer."""
+    out = []
+    for q in tqdm(asked, desc="questions", unit="q", disable=not progress):
+        started = time.perf_counter()
+        best = answerer.answer(q.question, top=1).best
+        can = bool(q.answers)
+        score = best.score if best is not None else -math.inf
+        right = can and best is not None and holds_answer(best.text, q.answers or ())
+        signals = dict(best.signals or {}) if best is not None else {}
+        out.append(Scored(score, right, can, signals, None, time.perf_counter() - started))
+    return out
 
 
 def _confidence(confidence: Confidence, s: Scored) -> float:

@@ -175,12 +175,13 @@ def test_bad_answer_requests_are_one_line(sieveqa, demo_index, saved_tiny, tmp_p
     assert line == "error: --budget is not an option of --method peasi (it is for skyline)"
 
 
-def test_a_file_that_is_not_utf8_is_one_line_naming_it(sieveqa, tmp_path: Path) -> None:
+def test_a_file_that_is_not_text_is_skipped_naming_it(sieveqa, tmp_path: Path) -> None:
     docs = tmp_path / "docs"
     docs.mkdir()
-    (docs / "bad.txt").write_bytes(b"fine\nbad \xff byte\n")
-    line = one_error_line(sieveqa("index", "corpus", "--input", docs, "--out", tmp_path / "i"))
-    assert "bad.txt:2: not UTF-8 text (byte 0xff)" in line
+    (docs / "bad.txt").write_bytes(b"\x00\x01\x02\xff\xfe")
+    (docs / "good.txt").write_text("A good text.", encoding="utf-8")
+    result = sieveqa("index", "corpus", "--input", docs, "--out", tmp_path / "i")
+    assert result.exit_code == 0 and "skipped bad.txt: binary, not text" in result.output
 
 
 def _edit_manifest(index: Path, **changes) -> None:

@@ -124,3 +124,56 @@ def test_answer_refuses_min_confidence_without_a_calibration(sieveqa, tmp_path: 
     asked = ["answer", "Why?", "--index", index, "--method", "peasi-all", "--min-confidence", "0.5"]
     result = sieveqa(*asked, "--confidence", only_skyline)
     assert result.exit_code == 2 and "has no calibration for --method peasi-all" in one_error_line(result)
+
+
+COUNTRIES = ["France", "Germany", "Italy", "Spain", "Norway", "Egypt", "Chile"]
+
+
+def test_a_cut_fitted_on_your_own_questions_is_saved_beside_the_index_and_read(
+    sieveqa, saved_tiny: Path, pair: str, tmp_path: Path, monkeypatch
+) -> None:
+    from sieveqa.models import zoo
+    from sieveqa.runtime.answer import confidence as shipped_module
+    from sieveqa.runtime.answer.answerer import load_answerer
+
+    monkeypatch.setitem(zoo.SHIPPED, "peasi-judge", saved_tiny)
+    shipped = tmp_path / "shipped.json"  # stands in for the shipped calibration of these models
+    models = ["--method", "pointwise", "--ranker", saved_tiny]
+    fit = sieveqa("calibrate-confidence", *models, "--dev", pair, "--out", shipped, "--no-progress")
+    assert fit.exit_code == 0, fit.output
+    monkeypatch.setattr(shipped_module, "SHIPPED_CONFIDENCE", shipped)
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    for country in COUNTRIES:  # no word shared between documents: each question retrieves its own
+        (docs / f"{country}.txt").write_text(f"{country} {country.upper()}x{len(country)}\n", encoding="utf-8")
+    index = tmp_path / "index"
+    assert sieveqa("index", "corpus", "--input", docs, "--out", index).exit_code == 0
+    rows = ["question,answer"] + [f"{c},{c.upper()}x{len(c)}" for c in COUNTRIES]
+    rows += [f"Where is {c} {i}?," for i, c in enumerate(COUNTRIES[:5])]  # answered wrong or not at all
+    questions = tmp_path / "mine.csv"
+    questions.write_text("\n".join(rows) + "\n", encoding="utf-8")
+    result = sieveqa("calibrate-confidence", *models, "--index", index, "--questions", questions, "--no-progress")
+    assert result.exit_code == 0, result.output
+    assert "12 questions: the shipped calibration is kept, the cut fitted on them" in result.output
+    assert "a cut fitted on 12 questions is rough" in result.output
+    local = load_confidence(index / "confidence.json")["pointwise"]
+    base = load_confidence(shipped)["pointwise"]
+    assert (local.scale, local.bias, local.signals) == (base.scale, base.bias, base.signals)
+    assert local.fitted_on["cut"]["count"] == 12
+    answerer = load_answerer("pointwise", str(index), ranker=str(saved_tiny))
+    assert answerer.min_confidence == local.min_confidence  # answer and serve read the index's own
+    unread = load_answerer("pointwise", str(index), ranker=str(saved_tiny), local_confidence=False)
+    assert unread.min_confidence == base.min_confidence
+
+
+def test_too_few_of_your_questions_are_refused_before_any_model_loads(sieveqa, tmp_path: Path) -> None:
+    questions = tmp_path / "mine.jsonl"
+    questions.write_text(
+        "".join(json.dumps({"question": f"q{i}?", "answer": "x" if i < 8 else ""}) + "\n" for i in range(10))
+    )
+    index = tmp_path / "index"
+    assert sieveqa("index", "corpus", "--input", "demo", "--out", index).exit_code == 0
+    line = one_error_line(sieveqa("calibrate-confidence", "--index", index, "--questions", questions))
+    assert "10 questions, 8 with an answer string and 2 without; a cut needs at least 10 questions, 3" in line
+    line = one_error_line(sieveqa("calibrate-confidence", "--questions", questions))
+    assert line == "error: --index and --questions go together: your questions over your index"

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from sieveqa.data.documents import Document, Place
 from sieveqa.data.sentences import sentence_spans
 
-__all__ = ["KINDS", "Block", "assemble", "join_lines", "tidy"]
+__all__ = ["KINDS", "Block", "assemble", "join_lines", "tidy", "vocabulary"]
 
 KINDS = ("prose", "code", "table")
 #: A typographic hyphen (groff writes U+2010) or a minus read as a plain one; a soft hyphen is dropped.
@@ -50,7 +50,8 @@ def tidy(text: str) -> str:
 
 
 @functools.cache
-def _vocabulary() -> frozenset[str]:
+def vocabulary() -> frozenset[str]:
+    """The English words the shipped models' WordPiece vocabulary holds whole (lower case)."""
     from sieveqa.data.passages import _tokenizer
 
     return frozenset(word for word in _tokenizer().get_vocab() if word.isalpha())
@@ -71,7 +72,7 @@ def join_lines(lines: Sequence[str], known: Iterable[str] = ()) -> str:
         start = _WORD_START.match(line)
         if split and start and (line[0].islower() or split.group(1).isupper()):
             joined = split.group(1) + start.group(1)
-            if joined.lower() in words or joined.lower() in _vocabulary():
+            if joined.lower() in words or joined.lower() in vocabulary():
                 out = out[:-1] + line
                 continue
             out += line

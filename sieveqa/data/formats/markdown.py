@@ -18,6 +18,7 @@ from sieveqa.data.formats.text import decode
 __all__ = ["markdown_blocks", "read"]
 
 _FRONT_MATTER = re.compile(r"\A---\n.*?\n---\n", re.S)
+_TITLE = re.compile(r"^title:\s*(.+)$", re.M)
 _TAG = re.compile(r"<[^>]+>")
 _WORD = re.compile(r"[A-Za-z]+")
 
@@ -33,7 +34,8 @@ def markdown_blocks(text: str) -> tuple[str, list[Block]]:
     skipped = text[: front.end()].count("\n") if front else 0
     tokens = MarkdownIt("commonmark").enable("table").parse(text[front.end() :] if front else text)
     known = {w.lower() for w in _WORD.findall(text)}
-    title = ""
+    named = _TITLE.search(text[: front.end()]) if front else None
+    title = named.group(1).strip().strip("\"'") if named else ""
     sections: list[tuple[int, str]] = []
     blocks: list[Block] = []
     header: list[str] = []
@@ -53,7 +55,8 @@ def markdown_blocks(text: str) -> tuple[str, list[Block]]:
             i += 3
             continue
         if token.type == "inline" and tokens[i - 1].type == "paragraph_open":
-            blocks.append(Block(_inline(token, known), "prose", section, None, line))
+            if prose := _inline(token, known):
+                blocks.append(Block(prose, "prose", section, None, line))
         elif token.type in ("fence", "code_block"):
             blocks.append(Block(token.content.rstrip("\n"), "code", section, None, line))
         elif token.type == "html_block":
@@ -79,14 +82,16 @@ def _inline(token: Token, known: set[str]) -> str:
     """An inline token's text: markup dropped, links and images by their text, soft line breaks
     joined as a paragraph's lines are."""
     lines = [""]
+    words = False
     for child in token.children or []:
         if child.type in ("text", "code_inline"):
             lines[-1] += child.content
+            words = words or bool(child.content.strip())
         elif child.type in ("softbreak", "hardbreak"):
             lines.append("")
         elif child.type == "image":
             lines[-1] += child.content
-    return join_lines(lines, known)
+    return join_lines(lines, known) if words else ""  # images alone (badges, a logo) are not prose
 
 
 def _row(header: Sequence[str], cells: Sequence[str]) -> str:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from sieveqa.data.formats.blocks import Block, tidy
@@ -21,6 +21,8 @@ from sieveqa.data.formats.text import text_blocks
 __all__ = ["layout_text", "read"]
 
 _DIGITS = re.compile(r"\d+")
+_LETTERS = re.compile(r"[A-Za-z]+")
+_PIECES = re.compile(r"\b([A-Za-z]+) ([a-z]+)\b")
 _BULLET = re.compile(r"[-•·◦‣▪*]\s|\(?\d{1,3}[.)]\s")
 _ENDS = re.compile(r"[.!?:]['\")\]’”]*$")
 #: The top and bottom share of a page where running headers and footers live.
@@ -45,7 +47,7 @@ def read(path: Path) -> tuple[str, list[Block]]:
     lines, title = _lines(path)
     if not lines:
         raise Unreadable("no text layer (a scanned PDF?): make it searchable with OCR first, e.g. ocrmypdf")
-    lines = _drop_running(lines)
+    lines = _mend(_drop_running(lines))
     body = _body_size(lines)
     if not title:
         first = [ln for ln in lines if ln.page == 1 and ln.size > body * 1.3]
@@ -84,6 +86,25 @@ def _lines(path: Path) -> tuple[list[_Line], str]:
     finally:
         pdf.close()
     return out, title
+
+
+def _mend(lines: list[_Line]) -> list[_Line]:
+    """Words a PDF's kerning cut in two (``reserv ed``, ``gi ven``): two pieces joined where the whole
+    is an English word and one piece is not a word, nor found anywhere else in the document."""
+    from sieveqa.data.formats.blocks import vocabulary
+
+    words = vocabulary()
+    counts = Counter(w.lower() for line in lines for w in _LETTERS.findall(line.text))
+
+    def stray(piece: str) -> bool:
+        return piece.lower() not in words and counts[piece.lower()] <= 1
+
+    def mend(match: re.Match[str]) -> str:
+        a, b = match.group(1), match.group(2)
+        whole = (a + b).lower() in words and (stray(a) or stray(b))
+        return a + b if whole else match.group(0)
+
+    return [replace(line, text=_PIECES.sub(mend, line.text)) for line in lines]
 
 
 def _body_size(lines: list[_Line]) -> float:

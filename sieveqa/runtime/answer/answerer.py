@@ -25,7 +25,7 @@ from sieveqa.data.corpus import RETRIEVERS, CorpusIndex, Embedder, IndexedPassag
 from sieveqa.encoder import Cost
 from sieveqa.errors import ConfigError, DeviceError, MissingExtraError, ModelFormatError
 from sieveqa.runtime.answer.budget import Choice, choose, load_settings
-from sieveqa.runtime.answer.confidence import Confidence, load_confidence
+from sieveqa.runtime.answer.confidence import LOCAL_CONFIDENCE, Confidence, load_confidence
 from sieveqa.runtime.answer.fusion import Fusion
 from sieveqa.runtime.answer.judge import attach_judge
 from sieveqa.runtime.answer.method import AnswerMethod, AnswerRun, Found, ModelSettings, method_options
@@ -207,6 +207,7 @@ def load_answerer(
     backend: str | None = None,
     budget_ms: float | None = None,
     fitting: bool = False,
+    local_confidence: bool = True,
     **options: Any,
 ) -> Answerer:
     """An Answerer with the registered ``method``, its ``options`` (its options dataclass's fields:
@@ -216,7 +217,9 @@ def load_answerer(
     (default: the calibration's dev-chosen threshold). ``retrieve`` defaults to 20 passages, ``backend``
     to torch. ``budget_ms`` chooses ``retrieve``, the backend and precision, and the drop ratios from the
     settings measured on dev (``runtime.answer.budget``), among those with the ones given here. The
-    default judge loads only where the calibration was fitted with it, or with ``fitting`` (one is fitted)."""
+    default judge loads only where the calibration was fitted with it, or with ``fitting`` (one is fitted).
+    Without ``confidence``, a calibration fitted for the index (its ``confidence.json``, written by
+    ``calibrate-confidence --index``) is read before the shipped one, unless ``local_confidence`` is off."""
     if budget_ms is not None:
         given = {
             "retrieve": retrieve,
@@ -240,6 +243,9 @@ def load_answerer(
             "(fit one with sieveqa calibrate-confidence)"
         )
     corpus = CorpusIndex.open(index) if index is not None else None  # a bad index fails before models load
+    if corpus is not None and confidence is None and local_confidence:
+        local = load_confidence(corpus.path / LOCAL_CONFIDENCE, missing_ok=True).get(method)
+        calibration = local or calibration
     if corpus is not None and retriever not in corpus.retrievers:
         raise ConfigError(
             f"--retriever {retriever}: {index} has {', '.join(corpus.retrievers)} only "

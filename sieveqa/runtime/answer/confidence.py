@@ -27,6 +27,7 @@ from sieveqa.fields import typed
 from sieveqa.io import atomic_write_json, read_json_object
 
 __all__ = [
+    "LOCAL_CONFIDENCE",
     "SHIPPED_CONFIDENCE",
     "Confidence",
     "best_threshold",
@@ -38,6 +39,8 @@ __all__ = [
 ]
 
 SHIPPED_CONFIDENCE = Path(__file__).resolve().parents[2] / "resources" / "confidence.json"
+#: A calibration fitted for one corpus index (``calibrate-confidence --index``), in the index's folder.
+LOCAL_CONFIDENCE = "confidence.json"
 FORMAT = 1
 
 
@@ -125,11 +128,12 @@ def best_threshold(
     return threshold, best
 
 
-def load_confidence(path: str | Path | None = None) -> dict[str, Confidence]:
-    """A confidence file's calibrations by method (the shipped one by default; none if absent)."""
+def load_confidence(path: str | Path | None = None, missing_ok: bool = False) -> dict[str, Confidence]:
+    """A confidence file's calibrations by method (the shipped one by default; none if absent, or if
+    ``path`` is absent and ``missing_ok``)."""
     file = Path(path) if path is not None else SHIPPED_CONFIDENCE
     if not file.is_file():
-        if path is not None:
+        if path is not None and not missing_ok:
             raise ConfigError(f"--confidence {file}: no such file")
         return {}
     data = read_json_object(file)

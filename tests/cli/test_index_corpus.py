@@ -1,0 +1,67 @@
+"""``sieveqa index corpus`` over a user's folder: what it read by format, what it skipped and why."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from tests.cli.conftest import one_error_line
+
+FILES = Path(__file__).parents[1] / "data" / "formats" / "files"
+
+
+def _folder(tmp_path: Path) -> Path:
+    docs = tmp_path / "docs"
+    (docs / "sub").mkdir(parents=True)
+    shutil.copy(FILES / "wrapped.pdf", docs / "manual.pdf")
+    shutil.copy(FILES / "wrapped.docx", docs / "sub" / "notes.docx")
+    shutil.copy(FILES / "scanned.pdf", docs / "scan.pdf")
+    (docs / "readme.txt").write_text("Tea is a drink made\nfrom leaves.\n", encoding="utf-8")
+    (docs / "logo.png").write_bytes(b"\x89PNG\r\n")
+    (docs / ".git").mkdir()
+    (docs / ".git" / "config").write_text("[core]\n", encoding="utf-8")
+    return docs
+
+
+def test_a_folder_reports_what_it_read_and_skipped(sieveqa, tmp_path: Path) -> None:
+    result = sieveqa("index", "corpus", "--input", _folder(tmp_path), "--out", tmp_path / "index")
+    assert result.exit_code == 0, result.output
+    assert "read 3 files (docx 1, pdf 1, text 1); skipped 2; 1 hidden (names starting with '.') not read" in (
+        result.output
+    )
+    assert "skipped logo.png: a format sieveqa does not read (.png); sieveqa reads .txt," in result.output
+    assert "skipped scan.pdf: no text layer (a scanned PDF?)" in result.output
+    assert "3 documents" in result.output
+
+
+def test_the_skipped_list_is_cut_short_unless_verbose(sieveqa, tmp_path: Path) -> None:
+    docs = _folder(tmp_path)
+    for i in range(12):
+        (docs / f"image-{i:02d}.png").write_bytes(b"\x89PNG\r\n")
+    result = sieveqa("index", "corpus", "--input", docs, "--out", tmp_path / "a")
+    assert result.exit_code == 0 and "... and 4 more (--verbose lists them)" in result.output
+    result = sieveqa("index", "corpus", "--input", docs, "--out", tmp_path / "b", "--verbose")
+    assert result.exit_code == 0 and result.output.count("  skipped ") == 14 and "more (" not in result.output
+
+
+def test_a_file_given_directly_is_read_or_refused_in_one_line(sieveqa, tmp_path: Path) -> None:
+    docs = _folder(tmp_path)
+    result = sieveqa("index", "corpus", "--input", docs / "manual.pdf", "--out", tmp_path / "one")
+    assert result.exit_code == 0 and "read 1 files (pdf 1)" in result.output, result.output
+    line = one_error_line(sieveqa("index", "corpus", "--input", docs / "logo.png", "--out", tmp_path / "x"))
+    assert line.startswith(
+        f"error: {docs / 'logo.png'}: a format sieveqa does not read (.png); sieveqa reads"
+    )
+    assert ".pdf, .docx, and JSONL" in line
+    line = one_error_line(sieveqa("index", "corpus", "--input", docs / "scan.pdf", "--out", tmp_path / "x"))
+    assert "scan.pdf: no text layer (a scanned PDF?)" in line
+    assert not (tmp_path / "x").exists()
+
+
+def test_a_folder_with_nothing_to_read_is_refused(sieveqa, tmp_path: Path) -> None:
+    (tmp_path / "pics").mkdir()
+    (tmp_path / "pics" / "a.png").write_bytes(b"\x89PNG")
+    line = one_error_line(
+        sieveqa("index", "corpus", "--input", tmp_path / "pics", "--out", tmp_path / "i"), 2
+    )
+    assert "no documents to index (read no files; skipped 1: a.png: a format sieveqa does not read" in line

@@ -1,0 +1,56 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+from sieveqa.data.formats import read_file
+
+PAGE = """<!DOCTYPE html>
+<html><head><title>Field notes</title><style>p { color: red }</style>
+<script>var tracking = "the script is not text";</script></head>
+<body>
+<nav><a href="/">Home</a> <a href="/a">Birds</a> <a href="/b">Fish</a></nav>
+<div class="sidebar">Sidebar text that is not the page's.</div>
+<div class="header">Next: Fish, Previous: Home</div>
+<main>
+<h1>Field notes</h1>
+<h2>Birds &para;</h2>
+<p>The arctic tern flies from pole to pole every year and sees
+two summers, more daylight than any <em>other</em> animal.  Its migration
+covers about seventy thousand kilo&shy;metres.</p>
+<dl><dt><code>--dive</code></dt><dd>Gannets dive from
+thirty metres.</dd></dl>
+<pre>count = birds.tally()
+print(count)</pre>
+<table><tr><th>bird</th><th>wingspan</th></tr><tr><td>albatross</td><td>3.5 metres</td></tr></table>
+<ul><li><a href="#1">One link</a></li><li><a href="#2">Two links</a></li><li><a href="#3">Three</a></li></ul>
+</main>
+<footer>Copyright and a footer.</footer>
+</body></html>
+"""
+
+
+def test_the_main_text_only_with_sections_and_no_sentence_split_at_a_line_break(tmp_path: Path) -> None:
+    file = tmp_path / "notes.html"
+    file.write_text(PAGE, encoding="utf-8")
+    doc = read_file(file)
+    assert doc.title == "Field notes"
+    assert doc.sentences == (
+        "The arctic tern flies from pole to pole every year and sees two summers, more daylight than any "
+        "other animal.",
+        "Its migration covers about seventy thousand kilometres.",
+        "--dive: Gannets dive from thirty metres.",
+        "count = birds.tally()\nprint(count)",
+        "bird: albatross; wingspan: 3.5 metres",
+    )
+    assert {p.section for p in doc.places} == {"Birds"}
+    assert all(p.line is not None and p.line > 9 for p in doc.places)
+
+
+def test_a_page_in_another_encoding_says_so_in_its_meta(tmp_path: Path) -> None:
+    file = tmp_path / "latin.html"
+    file.write_bytes(
+        '<html><head><meta charset="iso-8859-1"></head><body><p>Café crème.</p></body></html>'.encode(
+            "latin-1"
+        )
+    )
+    assert read_file(file).text == "Café crème."

@@ -1,0 +1,67 @@
+from __future__ import annotations
+
+from sieveqa.data.formats.blocks import assemble
+from sieveqa.data.formats.markdown import markdown_blocks
+
+TEXT = """\
+---
+title: Field notes
+---
+[![badge](https://example.com/b.svg)](https://example.com)
+
+# Birds of the north
+
+The arctic tern flies from pole to pole every year and sees two
+summers, more daylight than any *other* animal. Its migration covers
+about seventy [thousand](https://example.com) kilometres.
+
+## Diving
+
+- Gannets dive from thirty metres and
+  fold their wings just before they hit the water.
+- Puffins use their wings to swim.
+
+```python
+count = birds.tally()
+```
+
+| bird | wingspan |
+|---|---|
+| albatross | 3.5 metres |
+"""
+
+
+def test_no_sentence_is_split_at_a_line_break_and_code_and_tables_stay_apart() -> None:
+    title, blocks = markdown_blocks(TEXT)
+    doc = assemble("n.md", title, blocks)
+    assert title == "Field notes"
+    assert doc.sentences == (
+        "The arctic tern flies from pole to pole every year and sees two summers, more daylight than any "
+        "other animal.",
+        "Its migration covers about seventy thousand kilometres.",
+        "Gannets dive from thirty metres and fold their wings just before they hit the water.",
+        "Puffins use their wings to swim.",
+        "count = birds.tally()",
+        "bird: albatross; wingspan: 3.5 metres",
+    )
+    assert [b.kind for b in blocks] == ["prose", "prose", "prose", "code", "table"]
+
+
+def test_headings_are_sections_with_their_lines() -> None:
+    _, blocks = markdown_blocks(TEXT)
+    assert [(b.section, b.line) for b in blocks] == [
+        ("Birds of the north", 8),
+        ("Birds of the north › Diving", 14),
+        ("Birds of the north › Diving", 16),
+        ("Birds of the north › Diving", 18),
+        ("Birds of the north › Diving", 24),
+    ]
+
+
+def test_the_first_level_one_heading_is_the_title() -> None:
+    title, blocks = markdown_blocks("# Tea\n\nTea is a drink.\n\n# Coffee\n\nCoffee is another.\n")
+    assert title == "Tea"
+    assert [(b.section, b.text) for b in blocks] == [
+        ("", "Tea is a drink."),
+        ("Coffee", "Coffee is another."),
+    ]

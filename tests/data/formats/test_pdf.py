@@ -1,0 +1,47 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from sieveqa.data.formats import Unreadable, read_file, scan_documents
+from sieveqa.errors import DataFormatError
+
+FILES = Path(__file__).parent / "files"
+
+
+def test_a_typeset_man_page_reads_whole_sentences_by_page_without_its_running_lines() -> None:
+    doc = read_file(FILES / "wrapped.pdf")  # groff -man -Tpdf: two pages, a header and footer on each
+    assert doc.sentences == (
+        "wrapped - a page whose sentences the typesetter wraps across lines",
+        "The quick brown fox jumps over the lazy dog while the typesetter fills every line to the margin "
+        "and hyphenates the longest words where it must.",
+        "Octopus blood carries oxygen with a copper protein called hemocyanin, which turns blue when it "
+        "is oxygenated.",
+        "-a, --all: do not ignore entries whose names start with a dot, and list them with the others in "
+        "the same order.",
+        "-w, --width=COLS: set the output width to COLS columns; zero means that there is no limit at all.",
+        "A paragraph on the second page explains that the running header and the footer repeat on every "
+        "page and must never be read as part of the text.",
+        "The lighthouse keeper counted exactly four hundred and twelve steps from the rocks to the lamp "
+        "room.",
+    )
+    assert "WRAPPED(1)" not in doc.text and "November 2026" not in doc.text
+    assert [(p.page, p.section) for p in doc.places][-1] == (2, "NOTES")
+    assert doc.places[0].label == "page 1, § NAME"
+
+
+def test_a_pdf_without_a_text_layer_says_so_in_one_line(tmp_path: Path) -> None:
+    with pytest.raises(Unreadable, match=r"no text layer \(a scanned PDF\?\)"):
+        read_file(FILES / "scanned.pdf")
+    with pytest.raises(DataFormatError, match=r"scanned.pdf: no text layer"):
+        scan_documents(FILES / "scanned.pdf")
+
+
+def test_a_damaged_pdf_is_skipped_in_a_folder_with_its_reason(tmp_path: Path) -> None:
+    (tmp_path / "broken.pdf").write_bytes((FILES / "wrapped.pdf").read_bytes()[:300])
+    (tmp_path / "ok.txt").write_text("A sentence to index.", encoding="utf-8")
+    reading = scan_documents(tmp_path)
+    assert [d.id for d in reading.documents] == ["ok.txt"]
+    ((name, why),) = reading.skipped
+    assert name == "broken.pdf" and why.startswith("not a PDF PDFium can read")
