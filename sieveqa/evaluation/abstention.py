@@ -85,11 +85,12 @@ def holds_answer(text: str, answers: Sequence[str]) -> bool:
     ``examples/misc/alias-conv.sh`` count, which normalising alone would lose."""
     normal = f" {normalize_answer(text)} "
     loose = " ".join(text.split()).casefold()
-    return any(
-        (normalize_answer(a) and f" {normalize_answer(a)} " in normal) or " ".join(a.split()).casefold() in loose
-        for a in answers
-        if a.strip()
-    )
+
+    def held(answer: str) -> bool:
+        words = normalize_answer(answer)
+        return bool(words and f" {words} " in normal) or " ".join(answer.split()).casefold() in loose
+
+    return any(held(a) for a in answers if a.strip())
 
 
 def as_passages(example: OpenExample, limit: int | None = None) -> list[IndexedPassage]:

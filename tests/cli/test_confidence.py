@@ -145,14 +145,15 @@ def test_a_cut_fitted_on_your_own_questions_is_saved_beside_the_index_and_read(
     docs = tmp_path / "docs"
     docs.mkdir()
     for country in COUNTRIES:  # no word shared between documents: each question retrieves its own
-        (docs / f"{country}.txt").write_text(f"{country} {country.upper()}x{len(country)}\n", encoding="utf-8")
+        (docs / f"{country}.txt").write_text(f"{country} {country.upper()}x{len(country)}\n")
     index = tmp_path / "index"
     assert sieveqa("index", "corpus", "--input", docs, "--out", index).exit_code == 0
     rows = ["question,answer"] + [f"{c},{c.upper()}x{len(c)}" for c in COUNTRIES]
     rows += [f"Where is {c} {i}?," for i, c in enumerate(COUNTRIES[:5])]  # answered wrong or not at all
     questions = tmp_path / "mine.csv"
     questions.write_text("\n".join(rows) + "\n", encoding="utf-8")
-    result = sieveqa("calibrate-confidence", *models, "--index", index, "--questions", questions, "--no-progress")
+    own = ["--index", index, "--questions", questions]
+    result = sieveqa("calibrate-confidence", *models, *own, "--no-progress")
     assert result.exit_code == 0, result.output
     assert "12 questions: the shipped calibration is kept, the cut fitted on them" in result.output
     assert "a cut fitted on 12 questions is rough" in result.output
