@@ -148,6 +148,12 @@ def _print_corpus(index: CorpusIndex) -> None:
     )
     per_1000 = size / max(counts["passages"], 1) * 1000 / 2**20
     typer.echo(f"{size / 2**20:.2f} MiB on disk, {per_1000:.2f} MiB per 1,000 passages")
+    from sieveqa.runtime.answer.confidence import LOCAL_CONFIDENCE, load_confidence
+
+    fitted = load_confidence(index.path / LOCAL_CONFIDENCE, missing_ok=True)
+    if fitted:
+        cuts = ", ".join(f"{name} {c.min_confidence:.3f}" for name, c in sorted(fitted.items()))
+        typer.echo(f"its own cut (calibrate-confidence --index), which answer and serve read: {cuts}")
 
 
 @index_app.command("build")

@@ -161,6 +161,8 @@ def test_a_cut_fitted_on_your_own_questions_is_saved_beside_the_index_and_read(
     base = load_confidence(shipped)["pointwise"]
     assert (local.scale, local.bias, local.signals) == (base.scale, base.bias, base.signals)
     assert local.fitted_on["cut"]["count"] == 12
+    info = sieveqa("index", "info", index).output
+    assert f"which answer and serve read: pointwise {local.min_confidence:.3f}" in info
     answerer = load_answerer("pointwise", str(index), ranker=str(saved_tiny))
     assert answerer.min_confidence == local.min_confidence  # answer and serve read the index's own
     unread = load_answerer("pointwise", str(index), ranker=str(saved_tiny), local_confidence=False)

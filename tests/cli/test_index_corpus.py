@@ -47,7 +47,7 @@ def test_the_skipped_list_is_cut_short_unless_verbose(sieveqa, tmp_path: Path) -
 def test_a_file_given_directly_is_read_or_refused_in_one_line(sieveqa, tmp_path: Path) -> None:
     docs = _folder(tmp_path)
     result = sieveqa("index", "corpus", "--input", docs / "manual.pdf", "--out", tmp_path / "one")
-    assert result.exit_code == 0 and "read 1 files (pdf 1)" in result.output, result.output
+    assert result.exit_code == 0 and "1 documents, 7 sentences" in result.output, result.output
     line = one_error_line(sieveqa("index", "corpus", "--input", docs / "logo.png", "--out", tmp_path / "x"))
     assert line.startswith(
         f"error: {docs / 'logo.png'}: a format sieveqa does not read (.png); sieveqa reads"

@@ -20,7 +20,7 @@ from sieveqa.data.sentences import sentence_spans
 
 __all__ = ["KINDS", "Block", "assemble", "join_lines", "tidy", "vocabulary"]
 
-KINDS = ("prose", "code", "table")
+KINDS = ("prose", "item", "code", "table")
 #: A typographic hyphen (groff writes U+2010) or a minus read as a plain one; a soft hyphen is dropped.
 _DASHES = str.maketrans(
     {"\u2010": "-", "\u2011": "-", "\u00ad": None, "\u00a0": " ", "\ufb01": "fi", "\ufb02": "fl"}
@@ -33,8 +33,9 @@ _WORDS = re.compile(r"\w+")
 
 @dataclass(frozen=True, slots=True)
 class Block:
-    """One unit of a file: ``prose`` is split into sentences, ``code`` and ``table`` (a row) are
-    indexed whole. ``section`` is the heading path it falls under (" › " between levels)."""
+    """One unit of a file: ``prose`` is split into sentences; an ``item`` (a list item, or a
+    definition: a term and its description), ``code`` and ``table`` (a row) are indexed whole, one
+    answer each. ``section`` is the heading path it falls under (" › " between levels)."""
 
     text: str
     kind: str = "prose"
@@ -95,13 +96,13 @@ def _whole(text: str, spans: Sequence[tuple[int, int]]) -> list[str]:
 
 def assemble(doc_id: str, title: str, blocks: Iterable[Block]) -> Document:
     """The document of a file's blocks: their texts one after the other (a blank line between), each
-    prose block's sentences, code blocks and table rows as units, and every block's place."""
+    prose block's sentences, items, code blocks and table rows as units, and every block's place."""
     parts: list[str] = []
     sentences: list[str] = []
     places: list[Place] = []
     at = 0
     for block in blocks:
-        text = block.text.strip() if block.kind != "prose" else tidy(block.text)
+        text = tidy(block.text) if block.kind in ("prose", "item") else block.text.strip()
         if not text:
             continue
         if parts:

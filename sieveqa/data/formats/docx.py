@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 import zipfile
 from pathlib import Path
+from typing import Any
 
 from sieveqa.data.formats.blocks import Block, join_lines, tidy
 
@@ -53,10 +54,17 @@ def read(path: Path) -> tuple[str, list[Block]]:
         elif _CODE.search(style):
             blocks.append(Block(text.strip("\n"), "code", section))
         else:
-            blocks.append(Block(join_lines(text.splitlines(), known), "prose", section))
+            kind = "item" if _is_item(part, style) else "prose"  # a list item: one answer
+            blocks.append(Block(join_lines(text.splitlines(), known), kind, section))
     if not title:
         title = tidy(document.core_properties.title or "")
     return title, blocks
+
+
+def _is_item(paragraph: Any, style: str) -> bool:
+    """A list paragraph: numbered or bulleted (its own numbering, or a list style's)."""
+    numbered = paragraph._p.pPr is not None and paragraph._p.pPr.numPr is not None
+    return numbered or style.lower().startswith("list")
 
 
 def _rows(table: object) -> list[str]:

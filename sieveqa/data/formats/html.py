@@ -97,8 +97,8 @@ class _Walker:
         if text.strip():
             self.blocks.append(Block(text, kind, self.section, None, line))
 
-    def flush(self) -> None:
-        self.add(join_lines(self.lines, self.known), "prose", self.line)
+    def flush(self, kind: str = "prose") -> None:
+        self.add(join_lines(self.lines, self.known), kind, self.line)
         self.lines, self.line = [""], None
 
     def inline(self, text: str | None, line: int | None) -> None:
@@ -150,7 +150,7 @@ class _Walker:
         else:
             self.inline(el.text, el.sourceline)
             self.walk(el, inside)
-        self.flush()
+        self.flush("item" if tag in ("li", "dd") else "prose")  # a list item, a definition: one answer
 
     def heading(self, level: int, name: str) -> None:
         if not name:

@@ -41,6 +41,7 @@ def markdown_blocks(text: str) -> tuple[str, list[Block]]:
     header: list[str] = []
     row: list[str] = []
     at: int | None = None
+    items = 0  # list items open around the token
     i = 0
     while i < len(tokens):
         token = tokens[i]
@@ -54,9 +55,11 @@ def markdown_blocks(text: str) -> tuple[str, list[Block]]:
                 sections = [(lv, t) for lv, t in sections if lv < level] + [(level, name)]
             i += 3
             continue
+        if token.type in ("list_item_open", "list_item_close"):
+            items += 1 if token.type == "list_item_open" else -1
         if token.type == "inline" and tokens[i - 1].type == "paragraph_open":
-            if prose := _inline(token, known):
-                blocks.append(Block(prose, "prose", section, None, line))
+            if prose := _inline(token, known):  # a list item's paragraph: one answer
+                blocks.append(Block(prose, "item" if items else "prose", section, None, line))
         elif token.type in ("fence", "code_block"):
             blocks.append(Block(token.content.rstrip("\n"), "code", section, None, line))
         elif token.type == "html_block":

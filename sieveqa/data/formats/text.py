@@ -94,8 +94,10 @@ def text_blocks(text: str) -> list[Block]:
         if _is_code(par):
             blocks.append(Block(_dedent(par), "code", section, page, par[0].number))
             continue
-        for item in _items(par):
-            kind = "code" if _is_code(item) else "prose"
+        items = _items(par)
+        for item in items:
+            unit = len(items) > 1 or _is_definition(item)  # a list item or a definition: one answer
+            kind = "code" if _is_code(item) else "item" if unit else "prose"
             text_ = _dedent(item) if kind == "code" else _render(item, known)
             blocks.append(Block(text_, kind, section, page, item[0].number))
     return blocks
@@ -196,11 +198,17 @@ def _items(par: list[_Line]) -> list[list[_Line]]:
     return items
 
 
+def _is_definition(item: list[_Line]) -> bool:
+    """A term whose description is indented deeper than the term's text starts."""
+    first, rest = item[0], item[1:]
+    return bool(rest) and rest[0].indent > first.indent + _text_start(first.text)
+
+
 def _render(item: list[_Line], known: set[str]) -> str:
     """One unit as prose: a term on its own line (a definition: its description indented deeper than
     the term's text starts) joined to the description with a colon."""
     first, rest = item[0], item[1:]
-    if not rest or rest[0].indent <= first.indent + _text_start(first.text):
+    if not _is_definition(item):
         return join_lines([line.text for line in item], known)
     gap = _GAP.search(first.text)
     if gap and first.indent + gap.start(2) == rest[0].indent:  # term and description on one line

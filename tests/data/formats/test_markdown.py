@@ -44,7 +44,7 @@ def test_no_sentence_is_split_at_a_line_break_and_code_and_tables_stay_apart() -
         "count = birds.tally()",
         "bird: albatross; wingspan: 3.5 metres",
     )
-    assert [b.kind for b in blocks] == ["prose", "prose", "prose", "code", "table"]
+    assert [b.kind for b in blocks] == ["prose", "item", "item", "code", "table"]  # list items whole
 
 
 def test_headings_are_sections_with_their_lines() -> None:
