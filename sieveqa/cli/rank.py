@@ -196,7 +196,7 @@ def _on_scale(
     Python's ``rank`` gives them) on the ``wanted`` scale, and the scale they are on."""
     from sieveqa.data.records import ScoredCandidate
 
-    if not (result.logits or _cascade(result)):
+    if not result.own_logits:
         wanted = SIMILARITY
     convert: Any = _sigmoid if wanted == "prob" else float
     return wanted, [

@@ -43,6 +43,9 @@ class RankResult:
     cost: Cost = field(default_factory=Cost)
     #: Whether scores are logits (a probability is their sigmoid), as a cross-encoder's are.
     logits: ClassVar[bool] = True
+    #: Whether ``own_scores`` are logits: what ``predict`` and ``rank --scores prob`` turn into
+    #: probabilities (a cascade's are, though the scores it sorts by are not).
+    own_logits: ClassVar[bool] = True
 
     @property
     def n_pairs(self) -> int:
@@ -74,6 +77,7 @@ class SimilarityResult(RankResult):
     cosine, EASI's probabilities within a passage): ``predict`` and the service leave them as they are."""
 
     logits: ClassVar[bool] = False
+    own_logits: ClassVar[bool] = False
 
 
 class Ranker(CrossEncoderStyle, ABC):

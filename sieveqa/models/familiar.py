@@ -114,7 +114,7 @@ class CrossEncoderStyle:
         logits = True
         for call in _calls(examples, batch_size):
             result = self.run(call, progress=show_progress_bar)
-            logits = result.logits
+            logits = result.own_logits
             for ex, scores in zip(call, result.own_scores(), strict=True):
                 for candidate, score in zip(ex.candidates, scores, strict=True):
                     flat[int(candidate.id)] = score
@@ -158,7 +158,7 @@ class CrossEncoderStyle:
             return []
         candidates = [Candidate(str(i), d) for i, d in enumerate(documents)]
         result = self.run([RankingExample(Question("q", query), candidates)], progress=show_progress_bar)
-        scores = _activate(result.own_scores()[0], result.logits, activation_fn).tolist()
+        scores = _activate(result.own_scores()[0], result.own_logits, activation_fn).tolist()
         out = []
         for i in result.orders()[0][:top_k]:
             row: dict[str, Any] = {"corpus_id": i, "score": scores[i]}

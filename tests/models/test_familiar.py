@@ -142,3 +142,13 @@ def test_a_generator_of_documents_or_pairs_is_ranked_whole(tiny_model) -> None:
     assert tiny_model.rank("who wrote hamlet", (d for d in docs)) == expected and len(expected) == 3
     pairs = [("who wrote hamlet", d) for d in docs]
     assert list(tiny_model.predict(p for p in pairs)) == list(tiny_model.predict(pairs))
+
+
+def test_predict_on_a_cascade_gives_probabilities_as_on_any_cross_encoder(tiny_cascade) -> None:
+    """A cascade's own scores are its last exit's logits: predict turns them into probabilities (it
+    returned the logits, because the scores a cascade sorts by are not logits)."""
+    ranker = CascadeRanker(tiny_cascade, drop_ratios=0.0)
+    probabilities = ranker.predict(PAIRS)
+    logits = ranker.predict(PAIRS, activation_fn=torch.nn.Identity())
+    assert np.allclose(probabilities, 1 / (1 + np.exp(-np.asarray(logits))), atol=1e-6)
+    assert all(0 <= p <= 1 for p in probabilities)

@@ -133,6 +133,10 @@ class FusedResult(RankResult):
         sure the model is of it (under RRF every question's top answer scores about 1/61)."""
         return self.inner.own_scores()
 
+    @property  # type: ignore[override]  # the wrapped result's, not one per class
+    def own_logits(self) -> bool:
+        return self.inner.own_logits
+
     def variants(self) -> dict[str, list[list[int]]]:
         return self.inner.variants()
 
