@@ -29,6 +29,8 @@ _SPACE = re.compile(r"\s+")
 _SPLIT_WORD = re.compile(r"([A-Za-z]+)-$")
 _WORD_START = re.compile(r"^([A-Za-z]+)")
 _WORDS = re.compile(r"\w+")
+_DOTTED = re.compile(r"\w\.\w+\.$")  # massif.out., e.g., i.e.
+_GOES_ON = re.compile(r"[a-z<(,;]")
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,11 +85,13 @@ def join_lines(lines: Sequence[str], known: Iterable[str] = ()) -> str:
 
 
 def _whole(text: str, spans: Sequence[tuple[int, int]]) -> list[str]:
-    """A block's sentences, a piece with fewer than two words (``and .``, ``.`` after ``implied .``,
-    which pysbd reads as sentence ends) joined to the sentence before it."""
+    """A block's sentences, a piece pysbd cut off at a period that ends no sentence joined to the one
+    before it: a piece of fewer than two words (``and .`` after ``implied .``), or one that goes on
+    in lower case (or ``<``) after a dotted name (``called massif.out.`` / ``<pid>, where ...``)."""
     merged: list[tuple[int, int]] = []
     for a, b in spans:
-        if merged and len(_WORDS.findall(text, a, b)) < 2:
+        short = len(_WORDS.findall(text, a, b)) < 2
+        if merged and (short or (_DOTTED.search(text, 0, merged[-1][1]) and _GOES_ON.match(text, a))):
             merged[-1] = (merged[-1][0], b)
         else:
             merged.append((a, b))

@@ -83,6 +83,8 @@ def text_blocks(text: str) -> list[Block]:
             continue  # a running header or footer
         if len(par) > 1 and par[1].indent > par[0].indent and _capitals(par[0], base):
             heading, par = (1, par[0].text.rstrip(":")), par[1:]  # a man page's NAME over its text
+        elif len(par) > 2 and _inner_heading(par, 0, base):
+            heading, par = (2 + (par[0].indent - base) // 2, par[0].text.rstrip(":")), par[1:]
         else:
             heading = _heading(par, base, paragraphs[i + 1][1] if i + 1 < len(paragraphs) else None)
         if heading is not None:
@@ -159,12 +161,24 @@ def _heading(par: list[_Line], base: int, following: list[_Line] | None) -> tupl
 
 
 def _at_headings(par: list[_Line], base: int) -> list[list[_Line]]:
-    """A paragraph cut before each line in capitals with deeper lines below it (a man page's
-    ``SYNOPSIS`` with no blank line above), so that line heads a paragraph of its own."""
-    cuts = [
-        i for i in range(1, len(par) - 1) if _capitals(par[i], base) and par[i + 1].indent > par[i].indent
-    ]
-    return [par[a:b] for a, b in itertools.pairwise([0, *cuts, len(par)])]
+    """A paragraph cut before each heading inside it (a man page's ``SYNOPSIS``, or a subsection's
+    ``Context Line Control`` over its options, with no blank line around), so the heading heads a
+    paragraph of its own."""
+    cuts = [i for i in range(len(par) - 1) if _inner_heading(par, i, base)]
+    return [par[a:b] for a, b in itertools.pairwise(sorted({0, *cuts, len(par)}))]
+
+
+def _inner_heading(par: list[_Line], i: int, base: int) -> bool:
+    """Line ``i`` in capitals with deeper lines below, or a short title over a definition (the next
+    line a term, the one after it deeper still)."""
+    line, below = par[i], par[i + 1]
+    if below.indent <= line.indent:
+        return False
+    if i > 0 and _capitals(line, base):
+        return True
+    after = par[i + 2] if i + 2 < len(par) else None
+    title = len(line.text.split()) <= 6 and line.text[:1].isupper() and not _END.search(line.text)
+    return title and after is not None and after.indent > below.indent and not _BULLET.match(line.text)
 
 
 def _capitals(line: _Line, base: int) -> bool:

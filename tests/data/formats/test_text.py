@@ -77,3 +77,28 @@ def test_a_hyphen_that_belongs_to_the_word_stays() -> None:
     assert join_lines(["a command-", "line tool"]) == "a command-line tool"
     assert join_lines(["infor-", "mation"]) == "information"
     assert join_lines(["FOR-", "MAT1 and"], {"format"}) == "FORMAT1 and"
+
+
+def test_a_subsection_title_over_options_is_a_section_not_a_term() -> None:
+    text = (
+        "OPTIONS\n"
+        "   Context Line Control\n"
+        "       -A NUM, --after-context=NUM\n"
+        "              Print NUM lines of trailing context.\n\n"
+        "       -B NUM, --before-context=NUM\n"
+        "              Print NUM lines of leading context.\n"
+    )
+    doc = assemble("grep.txt", "grep", text_blocks(text))
+    assert doc.sentences == (
+        "-A NUM, --after-context=NUM: Print NUM lines of trailing context.",
+        "-B NUM, --before-context=NUM: Print NUM lines of leading context.",
+    )
+    assert {p.section for p in doc.places} == {"OPTIONS › Context Line Control"}
+
+
+def test_a_period_inside_a_dotted_name_ends_no_sentence() -> None:
+    text = "By default, this file is called massif.out.<pid>, where <pid> is the process ID. It is kept."
+    assert _sentences(text) == [
+        "By default, this file is called massif.out.<pid>, where <pid> is the process ID.",
+        "It is kept.",
+    ]
