@@ -110,6 +110,14 @@ class IndexedPassage:
     def sentences(self) -> list[str]:
         return [self.text[a:b] for a, b in self.spans]
 
+    @property
+    def heading(self) -> str:
+        """The document's title and the passage's section (``ls › OPTIONS``): what a reader sees
+        above the passage in its file."""
+        label = self.location(0)
+        section = label.split("§ ", 1)[1] if "§ " in label else ""
+        return " › ".join(part for part in (self.title, section) if part)
+
     def location(self, at: int = 0) -> str:
         """Where character ``at`` of the passage is in its file (``""``: the format has no places)."""
         return next((label for start, end, label in self.places if start <= at < end), "")

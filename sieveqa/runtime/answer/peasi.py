@@ -78,6 +78,10 @@ class PeasiOptions(MethodOptions):
         default=1.0,
         metadata={"help": "weight of the passage's BM25 (min-max over the retrieved) in the choice"},
     )
+    heading: bool = field(
+        default=False,
+        metadata={"help": "the passage reranker reads each passage's title and section above it"},
+    )
     judge: str = judge_option()
 
     def __post_init__(self) -> None:
@@ -175,7 +179,7 @@ class Peasi(AnswerMethod):
         logits, sorting, pr_cost = self._passage_scores(question, passages)
         cost.add(pr_cost)
         wants = self.fusion.active or self.options.bm25_weight > 0
-        lexical = lexical_scores(question, [p.text for p in passages]) if wants else []
+        lexical = lexical_scores(question, self._texts(passages)) if wants else []
         scores = self.fusion.combine(sorting, lexical or [0.0] * len(passages))
         bm25 = _minmax(lexical) if lexical else [0.0] * len(passages)
         order = sorted(range(len(passages)), key=lambda i: (-scores[i], i))[: read or self.options.read]
@@ -214,6 +218,12 @@ class Peasi(AnswerMethod):
         again.sort(key=lambda f: -f.score)
         return again + found[k:], look_cost
 
+    def _texts(self, passages: Sequence[IndexedPassage]) -> list[str]:
+        """What the passage reranker reads of each passage: its text, under its heading if asked."""
+        if not self.options.heading:
+            return [p.text for p in passages]
+        return [f"{p.heading}\n{p.text}" if p.heading else p.text for p in passages]
+
     def _passage_scores(
         self, question: str, passages: Sequence[IndexedPassage]
     ) -> tuple[list[float], list[float], Cost]:
@@ -227,14 +237,14 @@ class Peasi(AnswerMethod):
             return logits, logits, cost
         if isinstance(self.reranker, PairModel):
             matrix, cost = self.reranker.score_matrix(
-                [question] * len(passages), [p.text for p in passages], windows=True
+                [question] * len(passages), self._texts(passages), windows=True
             )
             last = matrix[:, -1].tolist()
             return last, last, cost
         # A cascade: passages dropped at an exit sort below those that went on (no windows: a
         # passage longer than the model reads is cut).
         example = RankingExample(
-            Question("q", question), [Candidate(str(i), p.text) for i, p in enumerate(passages)]
+            Question("q", question), [Candidate(str(i), t) for i, t in enumerate(self._texts(passages))]
         )
         result = self.reranker.run([example])
         return result.own_scores()[0], result.scores[0], result.cost
