@@ -98,8 +98,10 @@ def report(rows: list[dict[str, Any]], threshold: float) -> dict[str, Any]:
 
 
 def _option(text: str) -> tuple[str, Any]:
-    """``NAME=VALUE`` (a number where it reads as one)."""
+    """``NAME=VALUE`` (a number or true/false where it reads as one)."""
     name, _, value = text.partition("=")
+    if value.lower() in ("true", "false"):
+        return name, value.lower() == "true"
     for kind in (int, float):
         try:
             return name, kind(value)
