@@ -76,6 +76,18 @@ def test_a_question_file_gives_one_json_line_each(sieveqa, demo_index, saved_tin
                      "pointwise", "--ranker", saved_tiny, "--judge", "none")  # fmt: skip
     assert result.exit_code == 0, result.output
     assert json.loads(out.read_text())["question"] == "What is firn?"
+    table = tmp_path / "q.csv"  # the walk: the header line was answered as a question
+    table.write_text('id,question\nq1,"What is firn, and where is it?"\n')
+    result = sieveqa("answer", "--questions", table, "--output", out, "--index", demo_index, "--method",
+                     "pointwise", "--ranker", saved_tiny, "--judge", "none")  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert [(r["id"], r["question"]) for r in map(json.loads, out.read_text().splitlines())] == [
+        ("q1", "What is firn, and where is it?")
+    ]
+    other = tmp_path / "q.xlsx"
+    other.write_bytes(b"PK")
+    line = one_error_line(sieveqa("answer", "--questions", other, "--index", demo_index))
+    assert "q.xlsx: not a question file sieveqa reads (.xlsx); give .jsonl, .txt, .csv, .tsv" in line
 
 
 def test_a_question_nothing_matches_says_so(sieveqa, demo_index, saved_tiny, saved_easi) -> None:
