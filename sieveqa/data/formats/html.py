@@ -88,6 +88,7 @@ class _Walker:
         self.sections: list[tuple[int, str]] = []
         self.lines: list[str] = [""]
         self.line: int | None = None
+        self.terms: list[str] = []  # a definition's terms, waiting for the first text of its description
 
     @property
     def section(self) -> str:
@@ -98,7 +99,11 @@ class _Walker:
             self.blocks.append(Block(text, kind, self.section, None, line))
 
     def flush(self, kind: str = "prose") -> None:
-        self.add(join_lines(self.lines, self.known), kind, self.line)
+        text = join_lines(self.lines, self.known)
+        if text and self.terms:
+            term = ", ".join(self.terms)
+            text, kind, self.terms = f"{term}{'' if re.search(r'[.:;,]$', term) else ':'} {text}", "item", []
+        self.add(text, kind, self.line)
         self.lines, self.line = [""], None
 
     def inline(self, text: str | None, line: int | None) -> None:
@@ -140,19 +145,17 @@ class _Walker:
             self.add(el.text_content().strip("\n"), "code", el.sourceline)
         elif tag == "table" and not el.xpath(".//td//*[self::p or self::div or self::table or self::ul]"):
             self.table(el)
-        elif tag == "dt":
-            self.inline(_MARKS.sub("", el.text_content()), el.sourceline)
-            self.lines[-1] = self.lines[-1].rstrip() + (
-                "" if re.search(r"[.:;,]\s*$", self.lines[-1]) else ":"
-            )
-            self.lines[-1] += " "
-            return  # its description (dd) continues the same unit
+        elif tag == "dt":  # its description's first text (in the dd, maybe in a <p> there) continues it
+            if term := tidy(_MARKS.sub("", el.text_content())):
+                self.terms.append(term)  # -p, then --portability: one definition
+            return
         else:
             self.inline(el.text, el.sourceline)
             self.walk(el, inside)
         self.flush("item" if tag in ("li", "dd") else "prose")  # a list item, a definition: one answer
 
     def heading(self, level: int, name: str) -> None:
+        self.terms = []  # a term without a description ends at a heading
         if not name:
             return
         if level == 1 and not self.blocks and not self.sections and (not self.title or name in self.title):

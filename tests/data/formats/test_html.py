@@ -18,7 +18,9 @@ PAGE = """<!DOCTYPE html>
 two summers, more daylight than any <em>other</em> animal.  Its migration
 covers about seventy thousand kilo&shy;metres.</p>
 <dl><dt><code>--dive</code></dt><dd>Gannets dive from
-thirty metres.</dd></dl>
+thirty metres.</dd>
+<dt><code>-p</code></dt><dt><code>--puffin</code></dt><dd><p>Puffins swim with
+their wings.</p><p>They nest in burrows.</p></dd></dl>
 <pre>count = birds.tally()
 print(count)</pre>
 <table><tr><th>bird</th><th>wingspan</th></tr><tr><td>albatross</td><td>3.5 metres</td></tr></table>
@@ -39,6 +41,8 @@ def test_the_main_text_only_with_sections_and_no_sentence_split_at_a_line_break(
         "other animal.",
         "Its migration covers about seventy thousand kilometres.",
         "--dive: Gannets dive from thirty metres.",
+        "-p, --puffin: Puffins swim with their wings.",
+        "They nest in burrows.",
         "count = birds.tally()\nprint(count)",
         "bird: albatross; wingspan: 3.5 metres",
     )
