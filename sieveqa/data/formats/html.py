@@ -153,6 +153,8 @@ class _Walker:
             self.inline(el.text, el.sourceline)
             self.walk(el, inside)
         self.flush("item" if tag in ("li", "dd") else "prose")  # a list item, a definition: one answer
+        if tag == "dl":
+            self.terms = []  # a term left without a description ends with its list
 
     def heading(self, level: int, name: str) -> None:
         self.terms = []  # a term without a description ends at a heading
