@@ -85,7 +85,12 @@ def read_file(path: Path, doc_id: str | None = None) -> Document:
     if kind is None:
         raise Unreadable(_refusal(path))
     module = importlib.import_module(FORMATS[kind][1])
-    title, blocks = module.read(path)
+    try:
+        title, blocks = module.read(path)
+    except (Unreadable, MemoryError):
+        raise
+    except Exception as err:  # a damaged file its library chokes on: named, never a traceback
+        raise Unreadable(f"its {kind} reader failed on it ({type(err).__name__}: {err})") from err
     document = assemble(doc_id or path.name, title or _title_of(path), blocks)
     if not document.text.strip():
         raise Unreadable("no text in it")
