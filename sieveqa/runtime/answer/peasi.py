@@ -5,13 +5,14 @@ the ``read`` best passages, ``question [SEP] s1 [SEP] s2 ...``, and scores each 
 answer is chosen jointly over both stages rather than best passage first: a sentence's score is
 
     passage logit + ``sentence_weight`` x log P(sentence | passage) + ``bm25_weight`` x BM25
+                  + ``sentence_bm25_weight`` x the sentence's BM25
                   + ``look_weight`` x the point-wise ranker's logit (``second_look``)
 
 where ``second_look`` > 0 has the point-wise ranker read the best ``second_look`` sentences so far,
 alone, and re-order them (they stay above the others); BM25 is the passage's, min-max normalised over
-the retrieved passages. With ``read`` 1 and no second look this is the paper's top-1 passage. The
-defaults were chosen on dev (``bench/peasi_choice.py``; docs/RESULTS.md, "The right sentence in the
-right passage").
+the retrieved passages, and the sentence's among the sentences read (min-max too). With ``read`` 1
+and no second look this is the paper's top-1 passage. The defaults were chosen on dev
+(``bench/peasi_choice.py``; docs/RESULTS.md, "The right sentence in the right passage").
 
 Every answer carries the signals its confidence reads (``Found.signals``): ``passage`` (the reranker's
 logit of its passage: whether the passage answers), ``sentence`` (EASI's logit of it: how well it
@@ -78,6 +79,12 @@ class PeasiOptions(MethodOptions):
         default=1.0,
         metadata={"help": "weight of the passage's BM25 (min-max over the retrieved) in the choice"},
     )
+    sentence_bm25_weight: float = field(
+        default=0.0,
+        metadata={
+            "help": "weight of the sentence's own BM25 (min-max over the sentences read) in the choice"
+        },
+    )
     heading: bool = field(
         default=False,
         metadata={"help": "the passage reranker reads each passage's title and section above it"},
@@ -89,8 +96,10 @@ class PeasiOptions(MethodOptions):
             raise ConfigError(
                 f"--read must be >= 1 and --second-look >= 0, got {self.read}, {self.second_look}"
             )
-        if min(self.sentence_weight, self.look_weight, self.bm25_weight) < 0:
-            raise ConfigError("--sentence-weight, --look-weight and --bm25-weight must be >= 0")
+        if min(self.sentence_weight, self.look_weight, self.bm25_weight, self.sentence_bm25_weight) < 0:
+            raise ConfigError(
+                "--sentence-weight, --look-weight, --bm25-weight and --sentence-bm25-weight must be >= 0"
+            )
 
 
 class Peasi(AnswerMethod):
@@ -150,6 +159,8 @@ class Peasi(AnswerMethod):
             choice["look_weight"] = o.look_weight
         if o.bm25_weight:
             choice["bm25_weight"] = o.bm25_weight
+        if o.sentence_bm25_weight:
+            choice["sentence_bm25_weight"] = o.sentence_bm25_weight
         return {**super().describe(), "fusion": str(self.fusion), "choice": choice}
 
     def with_settings(self, alpha: float | None = None, **other: Any) -> Peasi:
@@ -200,6 +211,10 @@ class Peasi(AnswerMethod):
                 joint = logits[i] + self.options.sentence_weight * signals["in_passage"]
                 joint += self.options.bm25_weight * bm25[i]
                 found.append(Found(p, s, joint, logits[i], signals=signals))
+        if self.options.sentence_bm25_weight and found:
+            words = _minmax(lexical_scores(question, [f.text for f in found]))
+            w = self.options.sentence_bm25_weight
+            found = [replace(f, score=f.score + w * b) for f, b in zip(found, words, strict=True)]
         found.sort(key=lambda f: -f.score)  # stable: ties keep passage, then sentence order
         if self.look is not None and found:
             found, look_cost = self._second_look(question, found)
