@@ -159,3 +159,25 @@ def test_a_judge_whose_backbone_is_not_installed_says_how_to_go_on(judge_over_mi
         load_judge(str(judge_over_missing_mpnet), ModelSettings(device="cpu", precision="fp32"))
     with pytest.raises(BackboneError, match=r"or --judge none \(answers then carry no confidence\)$"):
         load_judge(str(judge_over_missing_mpnet), ModelSettings(device="cpu", precision="fp32"))
+
+
+def test_bm25_of_the_sentence_can_tip_the_choice_inside_a_passage() -> None:
+    # EASI likes the first sentence a little more; only the second shares the question's words.
+    p = _passage("1", "backups end in a tilde", "VERSION_CONTROL picks numbered backups")
+    reranker = TableReranker({p.text: 1.0})
+    selector = TableSelector({"backups end in a tilde": 1.2, "VERSION_CONTROL picks numbered backups": 1.0})
+    plain = Peasi(reranker, selector, options=TOP_PASSAGE)  # type: ignore[arg-type]
+    question = "which variable picks numbered backups"
+    assert plain.candidates(question, [p])[0][0].sentence == 0
+    lexical = Peasi(reranker, selector, options=replace(TOP_PASSAGE, sentence_bm25_weight=1.0))  # type: ignore[arg-type]
+    assert lexical.candidates(question, [p])[0][0].sentence == 1
+
+
+def test_the_heading_is_read_above_the_passage_by_the_reranker_only() -> None:
+    p = IndexedPassage(
+        "1", "ls.txt", "ls", "-a, --all: do not ignore entries", ((0, 32),), ((0, 32, "§ OPTIONS"),)
+    )
+    assert p.heading == "ls › OPTIONS"
+    seen = Peasi(TableReranker({}), SELECTOR, options=replace(TOP_PASSAGE, heading=True))  # type: ignore[arg-type]
+    assert seen._texts([p]) == ["ls › OPTIONS\n-a, --all: do not ignore entries"]
+    assert _peasi()._texts([p]) == [p.text]
