@@ -69,6 +69,20 @@ def test_a_served_index_survives_index_add_and_serves_the_new_documents(
     assert r.json()["answers"][0]["document"] == "c"
 
 
+def test_an_answer_from_a_file_says_where_in_it(answering: TestClient, keyword_answerer: Answerer) -> None:
+    from sieveqa.data.formats.blocks import Block, assemble
+
+    assert answering.post("/answer", json={"question": QUESTION}).json()["answers"][0]["location"] == ""
+    writer = CorpusIndex.open(keyword_answerer.index.path)
+    blocks = [
+        Block("Owls hunt at night.", section="Birds", page=3),
+        Block("The answer about owls is mice.", section="Birds › Owls", page=4),
+    ]
+    writer.append([assemble("owls.pdf", "Owls", blocks)])
+    best = answering.post("/answer", json={"question": "the answer about owls?"}).json()["answers"][0]
+    assert (best["document"], best["location"]) == ("owls.pdf", "page 4, § Birds › Owls")
+
+
 def test_a_served_index_moved_away_is_a_503_naming_it_and_answers_again_when_back(
     answering: TestClient, keyword_answerer: Answerer
 ) -> None:
