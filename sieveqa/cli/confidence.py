@@ -125,7 +125,7 @@ def calibrate_confidence(
     signals) and its default --min-confidence on dev questions, some of which nothing answers.
 
     With --index and --questions, fit where it abstains on your own documents: the cut (and, from
-    REFIT_QUESTIONS questions up, the calibration itself) is saved beside the index. With --dev as
+    200 questions up, the calibration itself) is saved beside the index. With --dev as
     well, the fit reads both, and the cut weighs your questions as much as the dev sets'.
     """
     from sieveqa import registry
