@@ -129,7 +129,13 @@ def calibrate_confidence(
     well, the fit reads both, and the cut weighs your questions as much as the dev sets'.
     """
     from sieveqa import registry
-    from sieveqa.evaluation.abstention import abstention_curve, fit_confidence, parse_rule, score_asked
+    from sieveqa.evaluation.abstention import (
+        abstention_curve,
+        confidence_of,
+        fit_confidence,
+        parse_rule,
+        score_asked,
+    )
     from sieveqa.evaluation.open_answers import open_metrics
     from sieveqa.evaluation.provenance import run_info
     from sieveqa.io import atomic_write_json, check_output_file
@@ -194,7 +200,7 @@ def calibrate_confidence(
     report |= {"scale": confidence.scale, "bias": confidence.bias, "signals": confidence.signals}
     report["min_confidence"] = confidence.min_confidence
     for part, rows in scored.items():
-        values = [confidence(s.score, s.signals) if s.score > float("-inf") else 0.0 for s in rows]
+        values = [confidence_of(confidence, s) for s in rows]
         report[part] = {"datasets": sets.get(part, [str(questions)]), **abstention_curve(rows, confidence)}
         report[part]["metrics"] = open_metrics(rows, values, confidence.min_confidence)
         m = report[part]["metrics"]
@@ -279,19 +285,20 @@ def _fit_yours(rows: list[Any], shipped: Any, fit: Any, fitted_on: dict[str, Any
 
 def _overall(rows: list[Any], confidence: Any) -> float:
     """SQuAD 2.0's overall score (%) of ``rows`` answered at ``confidence``'s cut."""
+    from sieveqa.evaluation.abstention import confidence_of
     from sieveqa.evaluation.open_answers import open_metrics
 
-    values = [confidence(s.score, s.signals) if s.score > float("-inf") else 0.0 for s in rows]
+    values = [confidence_of(confidence, s) for s in rows]
     return float(open_metrics(rows, values, confidence.min_confidence)["overall"])
 
 
 def _cut_held_out(rows: list[Any], confidence: Any) -> float:
     """The overall score (%) with each question answered at the cut fitted on all the others."""
-    from sieveqa.evaluation.abstention import fit_cut
+    from sieveqa.evaluation.abstention import confidence_of, fit_cut
 
     good = 0
     for i, s in enumerate(rows):
         cut = fit_cut(rows[:i] + rows[i + 1 :], confidence)
-        value = confidence(s.score, s.signals) if s.score > float("-inf") else 0.0
+        value = confidence_of(confidence, s)
         good += (s.right and value >= cut) or (not s.answerable and value < cut)
     return round(100 * good / len(rows), 2)

@@ -19,7 +19,7 @@ from __future__ import annotations
 import contextlib
 import sqlite3
 from collections.abc import Sequence
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
@@ -69,6 +69,7 @@ class CorpusIndex:
         # The stamp of the manifest read, not of a later one.
         self._stamp = stamp if stamp is not None else manifest_stamp(path)
         self._db_path = gen / DB
+        self._has_places: bool | None = None  # an index from before places has none: asked once
         self._bm25 = BM25Index.load(gen / "bm25")
         self._dense = DenseIndex.load(gen / "dense") if (gen / "dense").is_dir() else None
 
@@ -256,15 +257,17 @@ class CorpusIndex:
                 f"SELECT doc, start, end FROM sentences WHERE {in_docs} ORDER BY doc, position", docs
             ):
                 sents.setdefault(doc, []).append((start, end))
-            places: dict[int, list[tuple[int, int, str]]] = {}
-            if _has_places(db):
-                for doc, start, end, section, page, line in db.execute(
+            places: dict[int, list[Place]] = {}
+            if self._has_places is None:  # threads that race here find the same answer
+                found_table = "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'places'"
+                self._has_places = db.execute(found_table).fetchone() is not None
+            if self._has_places:
+                for doc, *where in db.execute(
                     f"SELECT doc, start, end, section, page, line FROM places WHERE {in_docs} "
                     "ORDER BY doc, start",
                     docs,
                 ):
-                    label = Place(start, end, section, page, line).label
-                    places.setdefault(doc, []).append((start, end, label))
+                    places.setdefault(doc, []).append(Place(*where))
         out = []
         for row in rows:
             doc, start, end, doc_id, title, text = found[row]
@@ -272,9 +275,9 @@ class CorpusIndex:
                 (max(a, start) - start, min(b, end) - start) for a, b in sents[doc] if a < end and b > start
             )
             where = tuple(
-                (max(a, start) - start, min(b, end) - start, label)
-                for a, b, label in places.get(doc, ())
-                if a < end and b > start
+                replace(p, start=max(p.start, start) - start, end=min(p.end, end) - start)
+                for p in places.get(doc, ())
+                if p.start < end and p.end > start
             )
             out.append(IndexedPassage(str(row), doc_id, title, text[start:end], spans, where))
         return out
@@ -308,15 +311,6 @@ class CorpusIndex:
             return dense
         lexical = [[hit for hit in hits if hit[1] > 0] for hits in self._bm25.search_many(queries, 2 * k)]
         return [fuse([a, b], k) for a, b in zip(lexical, dense, strict=True)]
-
-
-def _has_places(db: sqlite3.Connection) -> bool:
-    """Whether the index records places (one built before they were recorded and never appended to
-    does not)."""
-    return (
-        db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'places'").fetchone()
-        is not None
-    )
 
 
 def _describe(signature: Any) -> str:

@@ -15,7 +15,7 @@ from typing import Any, Protocol
 import numpy as np
 from tqdm.auto import tqdm
 
-from sieveqa.data.documents import Document
+from sieveqa.data.documents import Document, Place
 from sieveqa.data.passages import passage_spans, word_chunks
 from sieveqa.data.sentences import sentence_spans
 from sieveqa.errors import ConfigError, DataFormatError
@@ -96,31 +96,35 @@ class CorpusOptions:
 @dataclass(frozen=True)
 class IndexedPassage:
     """A passage as stored: its text, its document, its sentences' spans inside the text and, for a
-    file's passage, its blocks' places (``(start, end, label)`` inside the text, label ``page 3, §
-    Options``)."""
+    file's passage, its blocks' places (their offsets inside the passage's text)."""
 
     id: str
     doc_id: str
     title: str
     text: str
     spans: tuple[tuple[int, int], ...]
-    places: tuple[tuple[int, int, str], ...] = ()
+    places: tuple[Place, ...] = ()
 
     @property
     def sentences(self) -> list[str]:
         return [self.text[a:b] for a, b in self.spans]
 
+    def place(self, at: int = 0) -> Place | None:
+        """The place in its file of character ``at`` of the passage (None: the format has none)."""
+        return next((p for p in self.places if p.start <= at < p.end), None)
+
+    def location(self, at: int = 0) -> str:
+        """Where character ``at`` of the passage is in its file: ``page 3, § Options`` (``""``: the
+        format has no places)."""
+        place = self.place(at)
+        return place.label if place is not None else ""
+
     @property
     def heading(self) -> str:
         """The document's title and the passage's section (``ls › OPTIONS``): what a reader sees
         above the passage in its file."""
-        label = self.location(0)
-        section = label.split("§ ", 1)[1] if "§ " in label else ""
-        return " › ".join(part for part in (self.title, section) if part)
-
-    def location(self, at: int = 0) -> str:
-        """Where character ``at`` of the passage is in its file (``""``: the format has no places)."""
-        return next((label for start, end, label in self.places if start <= at < end), "")
+        place = self.place(0)
+        return " › ".join(part for part in (self.title, place.section if place else "") if part)
 
 
 def _sentences(doc: Document) -> list[tuple[int, int]]:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -48,6 +49,7 @@ __all__ = [
     "abstention_curve",
     "answerable_in",
     "as_passages",
+    "confidence_of",
     "fit_confidence",
     "fit_cut",
     "holds_answer",
@@ -165,7 +167,7 @@ def fit_confidence(
         [[s.score, *(s.signals[n] for n in signals)] for s in answered], [s.right for s in answered]
     )
     fitted = Confidence(weights[0], bias, signals=dict(zip(signals, weights[1:], strict=True)))
-    conf = [_confidence(fitted, s) for s in scored]
+    conf = [confidence_of(fitted, s) for s in scored]
     if rule == "overall":
         threshold = fit_cut(scored, fitted, groups)
     else:
@@ -176,9 +178,9 @@ def fit_confidence(
 def fit_cut(scored: Sequence[Scored], confidence: Confidence, groups: Sequence[str] | None = None) -> float:
     """The threshold on ``confidence`` with the best SQuAD 2.0 overall score over ``scored`` (with
     ``groups``: the best mean of the groups' overall scores)."""
-    sizes = {g: list(groups).count(g) for g in set(groups)} if groups is not None else {}
+    sizes = Counter(groups or ())
     weights = [1 / sizes[g] for g in groups] if groups is not None else [1.0] * len(scored)
-    conf = [_confidence(confidence, s) for s in scored]
+    conf = [confidence_of(confidence, s) for s in scored]
     gains = [w * float(s.right) for w, s in zip(weights, scored, strict=True)]
     losses = [w * float(not s.answerable) for w, s in zip(weights, scored, strict=True)]
     return min(best_threshold(conf, gains, losses)[0], 1.0)
@@ -199,7 +201,8 @@ def score_asked(answerer: Answerer, asked: Sequence[AskedQuestion], progress: bo
     return out
 
 
-def _confidence(confidence: Confidence, s: Scored) -> float:
+def confidence_of(confidence: Confidence, s: Scored) -> float:
+    """A question's best answer's confidence (0 where it has no answer)."""
     return confidence(s.score, s.signals) if math.isfinite(s.score) else 0.0
 
 
@@ -209,7 +212,7 @@ def abstention_curve(
     """At each threshold: share of answerable questions answered, accuracy of those answered, share
     of right answers kept, share of unanswerable questions abstaining, SQuAD 2.0's overall score; and
     the same at ``min_confidence``."""
-    conf = [_confidence(confidence, s) for s in scored]
+    conf = [confidence_of(confidence, s) for s in scored]
     levels = sorted(set(thresholds or [i / 20 for i in range(20)]) | {confidence.min_confidence})
 
     def at(t: float) -> dict[str, float]:

@@ -10,6 +10,7 @@ import pytest
 import torch
 
 from sieveqa.data.corpus import IndexedPassage
+from sieveqa.data.documents import Place
 from sieveqa.encoder import Cost
 from sieveqa.errors import BackboneError, ConfigError
 from sieveqa.models.base import Ranker, RankResult
@@ -175,7 +176,7 @@ def test_bm25_of_the_sentence_can_tip_the_choice_inside_a_passage() -> None:
 
 def test_the_heading_is_read_above_the_passage_by_the_reranker_only() -> None:
     p = IndexedPassage(
-        "1", "ls.txt", "ls", "-a, --all: do not ignore entries", ((0, 32),), ((0, 32, "§ OPTIONS"),)
+        "1", "ls.txt", "ls", "-a, --all: do not ignore entries", ((0, 32),), (Place(0, 32, "OPTIONS"),)
     )
     assert p.heading == "ls › OPTIONS"
     seen = Peasi(TableReranker({}), SELECTOR, options=replace(TOP_PASSAGE, heading=True))  # type: ignore[arg-type]
