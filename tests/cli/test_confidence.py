@@ -180,3 +180,11 @@ def test_too_few_of_your_questions_are_refused_before_any_model_loads(sieveqa, t
     assert "10 questions, 8 with an answer string and 2 without; a cut needs at least 10 questions, 3" in line
     line = one_error_line(sieveqa("calibrate-confidence", "--questions", questions))
     assert line == "error: --index and --questions go together: your questions over your index"
+
+
+def test_a_damaged_cut_beside_the_index_is_one_line_before_any_model_loads(sieveqa, tmp_path: Path) -> None:
+    index = tmp_path / "index"
+    assert sieveqa("index", "corpus", "--input", "demo", "--out", index).exit_code == 0
+    (index / "confidence.json").write_text('{"format": 1, "methods": {')  # cut short
+    line = one_error_line(sieveqa("answer", "What is firn?", "--index", index))
+    assert line.startswith(f"error: {index / 'confidence.json'}: invalid JSON")
