@@ -27,10 +27,12 @@ _DASHES = str.maketrans(
 )
 _SPACE = re.compile(r"\s+")
 _SPLIT_WORD = re.compile(r"([A-Za-z]+)-$")
+_LONGEST = 64  # the longest word a line-end hyphen splits
 _WORD_START = re.compile(r"^([A-Za-z]+)")
 _WORDS = re.compile(r"\w+")
 _DOTTED = re.compile(r"\w\.\w+\.$")  # massif.out., e.g., i.e.
 _GOES_ON = re.compile(r"[a-z<(,;]")
+_LONE = re.compile(r"\s\.$")  # the period . matches any character
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,7 +73,7 @@ def join_lines(lines: Sequence[str], known: Iterable[str] = ()) -> str:
         line = tidy(raw)
         if not line:
             continue
-        split = _SPLIT_WORD.search(out)
+        split = _SPLIT_WORD.search(out, max(0, len(out) - _LONGEST))  # the tail: linear in the lines
         start = _WORD_START.match(line)
         if split and start and (line[0].islower() or split.group(1).isupper()):
             joined = split.group(1) + start.group(1)
@@ -86,12 +88,21 @@ def join_lines(lines: Sequence[str], known: Iterable[str] = ()) -> str:
 
 def _whole(text: str, spans: Sequence[tuple[int, int]]) -> list[str]:
     """A block's sentences, a piece pysbd cut off at a period that ends no sentence joined to the one
-    before it: a piece of fewer than two words (``and .`` after ``implied .``), or one that goes on
-    in lower case (or ``<``) after a dotted name (``called massif.out.`` / ``<pid>, where ...``)."""
+    before it: a piece of fewer than two words (``and .`` after ``implied .``); one that goes on in
+    lower case (or ``<``) after a dotted name (``called massif.out.`` / ``<pid>, where ...``) or a
+    period standing alone (``The period .`` / ``matches any character``); or one glued to the period
+    before it (``the extension .`` / ``gz, while ...``): a sentence's period is followed by a space."""
     merged: list[tuple[int, int]] = []
     for a, b in spans:
+        end = merged[-1][1] if merged else 0
         short = len(_WORDS.findall(text, a, b)) < 2
-        if merged and (short or (_DOTTED.search(text, 0, merged[-1][1]) and _GOES_ON.match(text, a))):
+        glued = bool(merged) and end == a and text[a - 1] == "." and not text[a].isspace()
+        dotted = (
+            bool(merged)
+            and _GOES_ON.match(text, a)
+            and (_DOTTED.search(text, 0, end) or _LONE.search(text, 0, end))
+        )
+        if merged and (short or glued or dotted):
             merged[-1] = (merged[-1][0], b)
         else:
             merged.append((a, b))

@@ -36,6 +36,12 @@ _BLOCK = {
 }  # fmt: skip
 _LISTS = {"div", "td", "ul", "ol", "table", "tr", "p", "section", "center", "dl"}
 _HEADINGS = {"h1", "h2", "h3", "h4", "h5", "h6"}
+#: A table whose cells hold blocks lays out the page: it is walked, not read as rows of data.
+_LAYOUT = (
+    ".//td//*["
+    + " or ".join(f"self::{t}" for t in ("p", "div", "table", "ul", "ol", "dl", "pre", *sorted(_HEADINGS)))
+    + "]"
+)
 _WORD = re.compile(r"[A-Za-z]+")
 _SPACES = re.compile(r"\s+")
 #: Permalink marks that manuals put beside headings and definitions.
@@ -143,7 +149,7 @@ class _Walker:
             self.heading(int(tag[1]), tidy(_MARKS.sub("", el.text_content())))
         elif tag == "pre":
             self.add(el.text_content().strip("\n"), "code", el.sourceline)
-        elif tag == "table" and not el.xpath(".//td//*[self::p or self::div or self::table or self::ul]"):
+        elif tag == "table" and not el.xpath(_LAYOUT):
             self.table(el)
         elif tag == "dt":  # its description's first text (in the dd, maybe in a <p> there) continues it
             if term := tidy(_MARKS.sub("", el.text_content())):

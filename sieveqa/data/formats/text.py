@@ -26,11 +26,14 @@ _RULE = re.compile(r"^([-=_*~])\1{3,}$")
 _LEADERS = re.compile(r"(\. ?){6,}\s*[\divxlc]*$")
 _GAP = re.compile(r"\S( {2,})(\S)")
 _COLUMNS = re.compile(r"\S {5,}\S")
+_CELLS = re.compile(r"(?<=\S) {3,}(?=\S)")
 _GUTTER = re.compile(r"^( *)[|>]( |$)")
 _CODE = re.compile(r"^(>>> |\.\.\. |\$ |% )|[;{}]$|^[\w.\[\]'\"]+ = |^(def|class|import|from) \w")
 _END = re.compile(r"[.,;:!?)]$")
 _WORD = re.compile(r"[A-Za-z]+")
 _MAX_HEADING = 70
+_WRAPPED = 40  # a line of prose that ran on to the next is at least this long
+_RUNS = re.compile(r"[A-Za-z0-9,]$")  # ... and ends in a word or a comma
 _WESTERN = ("cp1252", "latin_1", "iso8859_15")
 
 
@@ -96,9 +99,16 @@ def text_blocks(text: str) -> list[Block]:
         if _is_code(par):
             blocks.append(Block(_dedent(par), "code", section, page, par[0].number))
             continue
+        if _is_table(par):  # each row one unit, its cells apart
+            blocks += [Block(_CELLS.sub(" | ", ln.text), "table", section, page, ln.number) for ln in par]
+            continue
         items = _items(par)
         for item in items:
-            unit = len(items) > 1 or _is_definition(item)  # a list item or a definition: one answer
+            # a list item or a definition is one answer; prose that ran on beside them is split
+            ran_on = len(item) > 1 and all(ln.indent == item[0].indent for ln in item)
+            unit = _is_definition(item) or (
+                len(items) > 1 and not (ran_on and not _BULLET.match(item[0].text))
+            )
             kind = "code" if _is_code(item) else "item" if unit else "prose"
             text_ = _dedent(item) if kind == "code" else _render(item, known)
             blocks.append(Block(text_, kind, section, page, item[0].number))
@@ -110,33 +120,45 @@ def _paragraphs(text: str) -> list[tuple[int | None, list[_Line]]]:
     page = 1
     out: list[tuple[int | None, list[_Line]]] = []
     current: list[_Line] = []
+    start = page  # the page the current paragraph starts on
+    turned = False  # a page break since the current paragraph's last line
     # Not splitlines: it would take a form feed (a page break) for a line break.
     for number, raw in enumerate(text.replace("\r\n", "\n").replace("\r", "\n").split("\n"), 1):
         if "\f" in raw:
-            if current:
-                out.append((page if pages else None, current))
-                current = []
             page += raw.count("\f")
             raw = raw.replace("\f", "")
+            turned = bool(current)
         line = _GUTTER.sub(lambda m: m.group(1) + " " + m.group(2), raw.expandtabs(8)).rstrip()
         if not line.strip():
-            if current:
-                out.append((page if pages else None, current))
+            if current and not turned:
+                out.append((start if pages else None, current))
                 current = []
             continue
         stripped = line.lstrip()
+        if turned:  # a sentence running on to the next page continues its paragraph
+            last = current[-1]
+            if not (
+                stripped[:1].islower()
+                and _RUNS.search(last.text)
+                and last.indent == len(line) - len(stripped)
+            ):
+                out.append((start if pages else None, current))
+                current = []
+            turned = False
+        if not current:
+            start = page
         if _LEADERS.search(stripped):
             continue  # a table of contents' entry: its section is read where it is
         if _RULE.match(stripped) and not (
             len(current) == 1 and 0.6 <= len(stripped) / len(current[0].text) <= 1.5
         ):
             if current:  # a rule between parts, not a heading's underline
-                out.append((page if pages else None, current))
+                out.append((start if pages else None, current))
                 current = []
             continue
         current.append(_Line(len(line) - len(stripped), stripped, number))
     if current:
-        out.append((page if pages else None, current))
+        out.append((start if pages else None, current))
     return out
 
 
@@ -203,13 +225,24 @@ def _items(par: list[_Line]) -> list[list[_Line]]:
     if deeper and all(line.indent == par[1].indent for line in par[1:]) and par[0].indent > low:
         return [par]  # the first line indented: an ordinary paragraph
     items: list[list[_Line]] = []
-    for line in par:
-        starts = line.indent == low and (deeper or _BULLET.match(line.text))
+    for i, line in enumerate(par):
+        starts = line.indent == low and (
+            bool(_BULLET.match(line.text)) or (deeper and _starts_unit(par, i, low))
+        )
         if starts or not items:
             items.append([line])
         else:
             items[-1].append(line)
     return items
+
+
+def _starts_unit(par: list[_Line], i: int, low: int) -> bool:
+    """Whether line ``i`` (at the paragraph's least indent, beside deeper lines) starts a unit: any
+    such line does (a term, or a line of a list) unless it runs on from a wrapped line of prose at the
+    same indent before it (prose after a definition: ``For very short-run programs`` / ``such as``)."""
+    line, before = par[i], par[i - 1] if i else None
+    wrapped = before is not None and before.indent == low and len(before.text) >= _WRAPPED
+    return not (wrapped and line.text[:1].islower() and _RUNS.search(before.text))
 
 
 def _is_definition(item: list[_Line]) -> bool:
@@ -238,6 +271,11 @@ def _text_start(text: str) -> int:
     """Where a list item's text starts after its bullet (0 for a line without one)."""
     bullet = _BULLET.match(text)
     return bullet.end() - 1 if bullet else 0
+
+
+def _is_table(par: list[_Line]) -> bool:
+    """Three lines or more, nearly all in columns (a gap of three spaces or more inside the line)."""
+    return len(par) >= 3 and sum(1 for line in par if _CELLS.search(line.text)) >= 0.8 * len(par)
 
 
 def _is_code(item: list[_Line]) -> bool:

@@ -58,3 +58,15 @@ def test_a_page_in_another_encoding_says_so_in_its_meta(tmp_path: Path) -> None:
         )
     )
     assert read_file(file).text == "Café crème."
+
+
+def test_a_layout_table_is_walked_its_headings_kept_apart(tmp_path: Path) -> None:
+    file = tmp_path / "faq.html"
+    file.write_text(
+        "<html><head><title>FAQ</title></head><body><table><tr><td><h1>The XSLT library</h1>"
+        "<h2>FAQ</h2></td></tr></table><p>Use the xslt-config script.</p></body></html>",
+        encoding="utf-8",
+    )
+    doc = read_file(file)
+    assert doc.sentences == ("Use the xslt-config script.",)
+    assert doc.places[0].section == "The XSLT library › FAQ"
