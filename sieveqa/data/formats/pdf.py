@@ -4,8 +4,9 @@ the pages' margins (page numbers among them) are dropped; what remains is laid o
 text, page by page (a form feed between pages), for the plain-text reader: a line set larger than the
 body is a heading, a vertical gap or a first-line indent after a finished sentence starts a
 paragraph, and indentation is kept, so a definition (a typeset man page's option) stays one unit and
-a paragraph that runs on to the next page stays whole. Every block keeps its page. A PDF without a
-text layer (scanned) is Unreadable.
+a paragraph that runs on to the next page stays whole. A page set in two columns is read column by
+column, each as if it were the page. Every block keeps its page. A PDF without a text layer
+(scanned) is Unreadable.
 """
 
 from __future__ import annotations
@@ -28,6 +29,9 @@ _ENDS = re.compile(r"[.!?:]['\")\]’”]*$")
 #: The top and bottom share of a page where running headers and footers live.
 _MARGIN = 0.1
 _HEADING = 1.15
+#: A page number alone (its digits read as #): 7, - 7 -, Page 7 of 9, 7/9, xii.
+_PAGE_NUMBER = re.compile(r"^[\W_]*(?:page\s*)?(?:#(?:\s*(?:of|/)\s*#)?|[ivxlc]+)[\W_]*$")
+_INDENT = 3.0  # the deepest first-line indent, in ems (a definition's description sits deeper)
 
 
 @dataclass
@@ -38,6 +42,8 @@ class _Line:
     top: float  # points from the page's top
     height: float  # the page's, in points
     size: float  # font size
+    x1: float = 0.0  # where the line ends
+    width: float = 0.0  # the page's, in points
 
 
 def read(path: Path) -> tuple[str, list[Block]]:
@@ -47,7 +53,7 @@ def read(path: Path) -> tuple[str, list[Block]]:
     lines, title = _lines(path)
     if not lines:
         raise Unreadable("no text layer (a scanned PDF?): make it searchable with OCR first, e.g. ocrmypdf")
-    lines = _mend(_drop_running(lines))
+    lines = _mend(_drop_running(_fold_columns(lines)))
     body = _body_size(lines)
     if not title:
         first = [ln for ln in lines if ln.page == 1 and ln.size > body * 1.3]
@@ -71,17 +77,18 @@ def _lines(path: Path) -> tuple[list[_Line], str]:
         title = str(pdf.get_metadata_dict().get("Title") or "").strip()
         for number in range(len(pdf)):
             page = pdf[number]
-            height = page.get_height() or 1.0
+            height, width = page.get_height() or 1.0, page.get_width() or 1.0
             textpage = page.get_textpage()
             at = 0
             for text in textpage.get_text_range().split("\r\n"):
                 if text.strip():
                     first = at + len(text) - len(text.lstrip())
                     left, _, _, top = textpage.get_charbox(first, loose=True)
+                    right = textpage.get_charbox(at + len(text.rstrip()) - 1, loose=True)[2]
                     size = raw.FPDFText_GetFontSize(textpage.raw, first)
                     clean = text.strip()  # PDFium marks a hyphen it saw at a line's end with U+FFFE
                     clean = (clean[:-1] + "-" if clean.endswith("\ufffe") else clean).replace("\ufffe", "")
-                    out.append(_Line(number + 1, clean, left, height - top, height, size))
+                    out.append(_Line(number + 1, clean, left, height - top, height, size, right, width))
                 at += len(text) + 2
     finally:
         pdf.close()
@@ -105,6 +112,28 @@ def _mend(lines: list[_Line]) -> list[_Line]:
         return a + b if whole else match.group(0)
 
     return [replace(line, text=_PIECES.sub(mend, line.text)) for line in lines]
+
+
+def _fold_columns(lines: list[_Line]) -> list[_Line]:
+    """A page set in two columns laid out as one: PDFium gives the left column's lines before the
+    right's, so the right column's lines are moved left by the distance between the two columns'
+    margins, and its indents read as the left column's do. Two columns: a fifth of the page's lines
+    or more start right of its middle, and nine in ten of the others end before it."""
+    out: list[_Line] = []
+    for page in sorted({ln.page for ln in lines}):
+        on = [ln for ln in lines if ln.page == page]
+        middle = on[0].width / 2
+        right = [ln for ln in on if ln.x0 >= middle * 0.95]
+        left = [ln for ln in on if ln.x0 < middle * 0.95]
+        narrow = sum(1 for ln in left if ln.x1 <= middle * 1.05)
+        if len(right) < max(3, 0.2 * len(on)) or narrow < 0.9 * len(left):
+            out += on
+            continue
+        shift = _margin(right) - _margin(left)
+        out += [
+            replace(ln, x0=ln.x0 - shift, x1=ln.x1 - shift) if ln.x0 >= middle * 0.95 else ln for ln in on
+        ]
+    return out
 
 
 def _body_size(lines: list[_Line]) -> float:
@@ -134,7 +163,7 @@ def _drop_running(lines: list[_Line]) -> list[_Line]:
     pages: dict[str, set[int]] = {}
     for line in edges.values():
         pages.setdefault(key(line), set()).add(line.page)
-    running = {k for k, on in pages.items() if len(on) >= 2 or not k.strip("# ivxlc")}
+    running = {k for k, on in pages.items() if len(on) >= 2 or _PAGE_NUMBER.match(k)}
     return [ln for ln in lines if not (id(ln) in edges and key(ln) in running)]
 
 
@@ -156,7 +185,7 @@ def layout_text(lines: list[_Line], body: float) -> str:
         x0 = line.x0
         if previous is not None:
             margin = margins[line.page]
-            indented = 0 < x0 - margin <= 2.5 * line.size and not _BULLET.match(line.text)
+            indented = 0 < x0 - margin <= _INDENT * line.size and not _BULLET.match(line.text)
             runs_on = line.text[:1].islower() and not _ENDS.search(previous.text)
             back = x0 < previous.x0 - 1 and previous.x0 > margin + 2.5 * line.size
             gap = line.top - previous.top > line.size * 1.6

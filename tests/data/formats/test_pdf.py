@@ -45,3 +45,17 @@ def test_a_damaged_pdf_is_skipped_in_a_folder_with_its_reason(tmp_path: Path) ->
     assert [d.id for d in reading.documents] == ["ok.txt"]
     ((name, why),) = reading.skipped
     assert name == "broken.pdf" and why.startswith("not a PDF PDFium can read")
+
+
+def test_a_page_in_two_columns_reads_each_paragraph_whole_across_columns_and_pages() -> None:
+    # groff -ms -Tpdf two-columns.ms: .2C, 5-inch pages; a paragraph runs from the left column to the
+    # right and from page 1 to page 2, where "- 2 -" stands at the top
+    doc = read_file(FILES / "two-columns.pdf")
+    birds = [s for s in doc.sentences if s.startswith("The ")]
+    assert len(birds) == 8 and all(s.endswith(".") for s in doc.sentences)
+    assert birds[3] == (
+        "The wandering albatross glides for hours over the southern ocean without once flapping its long "
+        "narrow wings."
+    )
+    assert doc.sentences.count("It nests on the coasts of the north.") == 8
+    assert "- 2 -" not in doc.text and {p.page for p in doc.places} == {1, 2}
