@@ -84,6 +84,12 @@ def _links_only(el: lxml.html.HtmlElement) -> bool:
     return text == 0 or linked / text > 0.7
 
 
+def _linked(tr: lxml.html.HtmlElement) -> bool:
+    """Whether every word of a table row is a link's."""
+    text = _SPACES.sub("", tr.text_content())
+    return bool(text) and text == "".join(_SPACES.sub("", a.text_content()) for a in tr.iter("a"))
+
+
 class _Walker:
     """Walks the tree, gathering inline text until a block element ends it."""
 
@@ -175,8 +181,8 @@ class _Walker:
         header: list[str] = []
         for tr in el.iter("tr"):
             cells = [tidy(c.text_content()) for c in tr if isinstance(c.tag, str) and c.tag in ("td", "th")]
-            if not any(cells):
-                continue
+            if not any(cells) or _linked(tr):
+                continue  # an empty row, or a row of links alone: navigation (Back to contents | Next)
             if not header and all(c.tag == "th" for c in tr if isinstance(c.tag, str)):
                 header = cells
                 continue

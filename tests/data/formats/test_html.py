@@ -70,3 +70,14 @@ def test_a_layout_table_is_walked_its_headings_kept_apart(tmp_path: Path) -> Non
     doc = read_file(file)
     assert doc.sentences == ("Use the xslt-config script.",)
     assert doc.places[0].section == "The XSLT library › FAQ"
+
+
+def test_a_table_row_of_links_alone_is_navigation(tmp_path: Path) -> None:
+    file = tmp_path / "intro.html"
+    file.write_text(
+        '<html><body><table><tr><td><a href="toc.html">Back to Table of Contents</a></td>'
+        '<td><a href="next.html">Next: Definitions</a></td></tr></table><p>Mom is a macro set.</p>'
+        "<table><tr><td>mom</td><td>a macro set</td></tr></table></body></html>",
+        encoding="utf-8",
+    )
+    assert read_file(file).sentences == ("Mom is a macro set.", "mom | a macro set")
