@@ -7,7 +7,7 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export NO_MKDOCS_2_WARNING := 1
 
-.PHONY: race-env install demo test test-all test-slow test-shutdown test-docs test-wheel docs wheel test-fast lint default-model default-v1-model cascade-models retrofit-model mono-models default-cascade peasi-cascade foreign-retrofit has-models has-sensitivity peasi-models peasi-v2-models peasi-v2-ship peasi-v3-models judge-mpnet judge-mpnet-top judge-mpnet-made judge-mpnet-contrast judge-reader easi-null peasi-ship peasi-wikiqa reader-models reader-v2-model reader-v3-model reader-v4-model reader-v3-answerability reader-ship reader-v3-ship reader-v3-report reader-v3-sched-answer confidence-ship own-files-index own-files-bench mhs-teachers mhs-teacher-scores mhs-kd-search mhs-students mhs-tables default-kd has-store-model has-store-v2-model store-bench fusion-bench
+.PHONY: race-env install demo test test-all test-slow test-shutdown test-docs test-wheel docs wheel test-fast lint default-model default-v1-model cascade-models retrofit-model mono-models default-cascade peasi-cascade foreign-retrofit has-models has-sensitivity peasi-models peasi-v2-models peasi-v2-ship peasi-v3-models judge-mpnet judge-mpnet-top judge-mpnet-made judge-mpnet-contrast judge-reader easi-null peasi-ship peasi-wikiqa reader-models reader-v2-model reader-v3-model reader-v4-model reader-v3-answerability reader-ship reader-v3-ship reader-v3-report reader-v3-sched-answer confidence-ship own-files-index own-files-bench faq-rerankers mpnet-passage-ranker mhs-teachers mhs-teacher-scores mhs-kd-search mhs-students mhs-tables default-kd has-store-model has-store-v2-model store-bench fusion-bench
 
 $(VENV)/.installed: pyproject.toml packages/sieveqa-models/pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -540,6 +540,28 @@ confidence-ship: install own-files-index
 # defaults, scored per format, at the shipped cut and at the cut fitted on its dev half (test half reported).
 own-files-bench: install
 	$(BIN)/python bench/own_files.py --out bench/results/own-files/peasi.json
+
+# Passage rerankers that have seen documentation (issue 63; docs/RESULTS.md, "The next step the last
+# session named"): FAQ entries of this machine's documentation as questions with their answers (the
+# own-files benchmark's packages left out), the shipped reranker continued on them (pr-a, pr-b: no dev
+# gain), and MPNet-12 trained whole as a passage reranker on SQuAD train's passages and the FAQ (one
+# epoch of 40,000 pairs at 2.5-4 s a step of 16: ~2-3 h here; checkpoints every 50 steps, and the same
+# command resumes it).
+FAQ ?= runs/faq/faq-all.jsonl
+$(FAQ):
+	$(BIN)/python bench/faq_pairs.py --out $(FAQ)
+faq-rerankers: install $(FAQ)
+	$(SIEVEQA) train --arch cross-encoder --init peasi-pr --train "jsonl:$(FAQ),squad-train-passages:train[~500]" \
+		--dev "" --max-length 256 --max-negatives 3 --epochs 2 --lr 2e-5 --batch-size 16 --seed 61 \
+		--checkpoint-every 100 --out runs/faq/pr-a
+	$(SIEVEQA) train --arch cross-encoder --init peasi-pr --train "jsonl:$(FAQ)" --dev "" --max-length 256 \
+		--max-negatives 3 --epochs 3 --lr 3e-5 --batch-size 16 --seed 62 --checkpoint-every 100 --out runs/faq/pr-b
+mpnet-passage-ranker: install $(FAQ)
+	$(SIEVEQA) train --arch cross-encoder --init mpnet-12 --train "squad-train-passages:train,jsonl:$(FAQ)" \
+		--dev "" --max-length 256 --max-negatives 3 --epochs 1 --max-pairs 40000 --lr 2e-5 --batch-size 16 \
+		--seed 63 --checkpoint-every 50 --out runs/mpnet-pr
+	$(BIN)/python bench/own_files.py --split dev --option reranker=runs/mpnet-pr/best \
+		--out bench/results/own-files/dev/peasi-bm25-mpnet-pr.json
 
 # Multiple Heads Student (docs/RESULTS.md). Teachers, each with the TANDA recipe: MPNet-12 (on this CPU a
 # reduced transfer of 6,000 pairs, one adapt epoch; checkpoints every 50 steps, ~2.5 h), MiniLM-L3 (the
