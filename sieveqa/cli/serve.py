@@ -78,6 +78,13 @@ def serve(
         bool,
         typer.Option(help="run the ranker once at each batch shape before serving (bf16/fp16 only)"),
     ] = True,
+    model_alias: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--model-alias",
+            help="another name a request's model may give (a Cohere client's rerank-v3.5); repeatable",
+        ),
+    ] = None,
 ) -> None:
     """Serve a ranker over HTTP: POST /rerank, POST /answer (with --index), GET /health, GET /metrics,
     and a question page at / . Concurrent /rerank requests share forward passes (micro-batching).
@@ -117,6 +124,7 @@ def serve(
         min_confidence=min_confidence,
         budget_ms=budget_ms,
         warm_up=warm_up,
+        aliases=tuple(model_alias or ()),
         **answer_options,
     )
     where = f"http://{host}:{port}"

@@ -39,6 +39,9 @@ def _describe_limits(schema: dict[str, Any], service: Service) -> None:
     for text in (rerank["texts"]["items"], *rerank["documents"]["items"]["anyOf"]):
         if text.get("type") == "string":
             text["maxLength"] = limits.max_chars
+    for name in ("V1Rerank", "V2Rerank"):  # Cohere's endpoints, under the same limits
+        parts[name]["properties"]["documents"]["maxItems"] = limits.max_texts
+        parts[name]["properties"]["query"]["maxLength"] = limits.max_chars
     for name, part in parts.items():
         if name.startswith("Document"):
             part["properties"]["text"]["maxLength"] = limits.max_chars

@@ -18,7 +18,7 @@ __all__ = ["ROUTES", "Envelope"]
 
 log = logging.getLogger("sieveqa.serving")
 #: The endpoints metrics are counted under (any other path: ``other``).
-ROUTES = {"/rerank", "/answer", "/health", "/metrics", "/"}
+ROUTES = {"/rerank", "/v1/rerank", "/v2/rerank", "/answer", "/health", "/metrics", "/"}
 
 
 class Envelope:
@@ -62,7 +62,10 @@ class Envelope:
             if scope["method"] == "POST" and not json_declared:
                 if declared.startswith(b"multipart/"):
                     await error_response(
-                        415, "unsupported_media_type", f"send the body as JSON, not {declared.decode()}"
+                        415,
+                        "unsupported_media_type",
+                        f"send the body as JSON, not {declared.decode()}",
+                        path=scope["path"],
                     )(scope, receive, timed)
                     return
                 # curl -d sends JSON as a form, others as text/plain or with no type: every body is read
@@ -75,15 +78,16 @@ class Envelope:
                     413 if length.isdigit() else 400,
                     "too_large" if length.isdigit() else "validation",
                     f"Content-Length {why}",
+                    path=scope["path"],
                 )(scope, receive, timed)
             else:
                 await self.app(scope, limited, timed)
         except Exception as exc:  # a bug of ours: logged here once, not re-raised to the server
             log.exception("unexpected error in %s %s", scope.get("method"), scope["path"], exc_info=exc)
             if status == 500:  # nothing sent yet
-                await error_response(500, "internal", "internal error (logged by the server)")(
-                    scope, receive, timed
-                )
+                await error_response(
+                    500, "internal", "internal error (logged by the server)", path=scope["path"]
+                )(scope, receive, timed)
         finally:
             m = self.service.metrics
             m.in_progress.labels(endpoint).dec()

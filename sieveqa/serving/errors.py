@@ -17,7 +17,7 @@ from sieveqa.errors import BusyError, ConfigError, DataFormatError, SieveQAError
 from sieveqa.serving.service import RequestError
 from sieveqa.serving.wire import ErrorBody
 
-__all__ = ["ERRORS", "error_response", "install_error_handlers"]
+__all__ = ["COHERE_PATHS", "ERRORS", "error_response", "install_error_handlers"]
 
 log = logging.getLogger("sieveqa.serving")
 #: pydantic's errors for a text or list with nothing in it: 400, as for an empty request.
@@ -34,11 +34,17 @@ ERRORS: dict[int | str, dict[str, Any]] = {
 }
 
 
+#: The paths that answer as Cohere's API does, a refusal included: ``{"message": ...}``.
+COHERE_PATHS = ("/v1/rerank", "/v2/rerank")
+
+
 def error_response(
-    status: int, kind: str, message: str, headers: dict[str, str] | None = None
+    status: int, kind: str, message: str, headers: dict[str, str] | None = None, path: str = ""
 ) -> JSONResponse:
-    """The error body every refusal sends: its message and kind."""
-    return JSONResponse({"error": message, "error_type": kind}, status, headers)
+    """The error body every refusal sends: its message and kind (at ``path``, Cohere's body where the
+    path is Cohere's)."""
+    body = {"message": message} if path in COHERE_PATHS else {"error": message, "error_type": kind}
+    return JSONResponse(body, status, headers)
 
 
 _NO_ERROR = {"type": "", "loc": (), "msg": "invalid request"}
@@ -50,47 +56,48 @@ def _field(part: object) -> bool:
     return isinstance(part, int) or (part != "body" and not str(part)[:1].isupper() and "-" not in str(part))
 
 
-def _validation(exc: RequestValidationError) -> JSONResponse:
+def _validation(exc: RequestValidationError, path: str) -> JSONResponse:
     """422 for a field of the wrong type; 400 for a body that is missing, empty or not JSON."""
     errors = exc.errors()
     # Of a union's errors (a document is a string or an object), an empty text is the one to name.
     first = next((e for e in errors if e["type"] in _EMPTY), errors[0] if errors else _NO_ERROR)
     if first["type"] == "json_invalid" or (tuple(first["loc"]) == ("body",) and first["type"] == "missing"):
         what = "not valid JSON" if first["type"] == "json_invalid" else "missing"
-        return error_response(400, "validation", f"the request body is {what}")
+        return error_response(400, "validation", f"the request body is {what}", path=path)
     where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in first["loc"] if _field(p))
     where = where.lstrip(".") or "body"
     if first["type"] in _EMPTY:
-        return error_response(400, "empty", f"{where} is empty")
-    return error_response(422, "validation", f"{where}: {first['msg']}")
+        return error_response(400, "empty", f"{where} is empty", path=path)
+    return error_response(422, "validation", f"{where}: {first['msg']}", path=path)
 
 
 def install_error_handlers(app: FastAPI) -> None:
     """Turn every refusal, sieveqa error and framework error into an error body with its status."""
 
     @app.exception_handler(RequestError)
-    async def refused(_: Request, exc: RequestError) -> JSONResponse:
+    async def refused(request: Request, exc: RequestError) -> JSONResponse:
         headers = None if exc.retry_after is None else {"Retry-After": str(math.ceil(exc.retry_after))}
-        return error_response(exc.status, exc.kind, str(exc), headers)
+        return error_response(exc.status, exc.kind, str(exc), headers, request.url.path)
 
     @app.exception_handler(BusyError)
-    async def busy(_: Request, exc: BusyError) -> JSONResponse:
-        return error_response(503, "unavailable", str(exc), {"Retry-After": "1"})
+    async def busy(request: Request, exc: BusyError) -> JSONResponse:
+        return error_response(503, "unavailable", str(exc), {"Retry-After": "1"}, request.url.path)
 
     @app.exception_handler(SieveQAError)
-    async def library(_: Request, exc: SieveQAError) -> JSONResponse:
+    async def library(request: Request, exc: SieveQAError) -> JSONResponse:
         """A sieveqa error at request time: the request's fault (422) or the server's (500, logged
         once), always with its one-line message."""
         if isinstance(exc, ConfigError | DataFormatError):
-            return error_response(422, "validation", str(exc))
+            return error_response(422, "validation", str(exc), path=request.url.path)
         log.error("request failed: %s", exc)
-        return error_response(500, "internal", str(exc))
+        return error_response(500, "internal", str(exc), path=request.url.path)
 
     @app.exception_handler(RequestValidationError)
-    async def invalid(_: Request, exc: RequestValidationError) -> JSONResponse:
-        return _validation(exc)
+    async def invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
+        return _validation(exc, request.url.path)
 
     @app.exception_handler(HTTPException)
-    async def http_error(_: Request, exc: HTTPException) -> JSONResponse:
+    async def http_error(request: Request, exc: HTTPException) -> JSONResponse:
         kind = {404: "not_found", 405: "not_allowed", 413: "too_large"}.get(exc.status_code, "validation")
-        return error_response(exc.status_code, kind, str(exc.detail), getattr(exc, "headers", None))
+        headers = getattr(exc, "headers", None)
+        return error_response(exc.status_code, kind, str(exc.detail), headers, request.url.path)

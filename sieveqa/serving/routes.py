@@ -1,7 +1,8 @@
 """The service's endpoints: ``/rerank`` (text-embeddings-inference's or Cohere's request shape),
-``/answer``, ``/health``, ``/metrics`` and the web page. Timing headers, in milliseconds as
-text-embeddings-inference sends them: ``x-queue-time``, ``x-compute-time``; plus ``x-inferences``
-and ``x-layer-units``. A request whose client goes away is cancelled, its queued work dropped."""
+Cohere's ``/v1/rerank`` and ``/v2/rerank`` (``sieveqa.serving.cohere``), ``/answer``, ``/health``,
+``/metrics`` and the web page. Timing headers, in milliseconds as text-embeddings-inference sends
+them: ``x-queue-time``, ``x-compute-time``; plus ``x-inferences`` and ``x-layer-units``. A request
+whose client goes away is cancelled, its queued work dropped."""
 
 from __future__ import annotations
 
@@ -15,6 +16,8 @@ from typing import Any, TypeVar
 from fastapi import APIRouter, Request, Response
 from fastapi.responses import FileResponse
 
+from sieveqa.serving.batcher import Scored
+from sieveqa.serving.cohere import cohere_routes
 from sieveqa.serving.errors import ERRORS
 from sieveqa.serving.metrics import CONTENT_TYPE
 from sieveqa.serving.service import RequestError, Service
@@ -75,22 +78,30 @@ def _timing_headers(response: Response, queue: float, compute: float, inferences
     response.headers["x-layer-units"] = str(units)
 
 
+async def ranked(
+    service: Service, req: RerankRequest, request: Request, response: Response, probabilities: bool
+) -> tuple[list[int], list[float], Scored]:
+    """One rerank request run: the best ``top_n`` indices, every text's score (a probability where
+    asked and the model gives logits), and what it took (set as timing headers on ``response``)."""
+    done = await _unless_gone(request, service.rerank(req))
+    shown = [_sigmoid(s) for s in done.scores] if probabilities and done.logits else done.scores
+    _timing_headers(
+        response, done.queue_seconds, done.cost.seconds, done.cost.sequences, done.cost.layer_units
+    )
+    return done.order[: req.top_n], shown, done
+
+
 def service_routes(service: Service) -> APIRouter:
     """The endpoints of ``service``."""
     app = APIRouter()
+    app.include_router(cohere_routes(service))
 
     @app.post("/rerank", response_model=list[RankedText] | RerankDocuments, responses=ERRORS)
     async def rerank(
         req: RerankRequest, request: Request, response: Response
     ) -> list[RankedText] | RerankDocuments:
         """Rank texts for a query, best first (text-embeddings-inference or Cohere request shape)."""
-        done = await _unless_gone(request, service.rerank(req))
-        scores = done.scores
-        order = done.order[: req.top_n]
-        shown = scores if req.raw_scores or not done.logits else [_sigmoid(s) for s in scores]
-        _timing_headers(
-            response, done.queue_seconds, done.cost.seconds, done.cost.sequences, done.cost.layer_units
-        )
+        order, shown, done = await ranked(service, req, request, response, not req.raw_scores)
         texts = req.candidate_texts()
         if req.texts is not None:
             return [

@@ -112,8 +112,12 @@ class Service:
         limits: Limits | None = None,
         batching: Batching | None = None,
         thread: ModelThread | None = None,
+        aliases: tuple[str, ...] = (),
     ) -> None:
         self.ranker, self.answerer, self.name, self.index = ranker, answerer, name, index
+        #: The names a request's ``model`` may give: the served model's (a folder's own name too) and
+        #: the aliases given to ``serve`` (a Cohere client's ``rerank-v3.5``).
+        self.model_names = frozenset({name, Path(name).name, *aliases})
         #: Runs every model of this service: /rerank's batches and /answer's questions (worker.py says why).
         self.thread = thread or ModelThread()
         self.limits = limits = limits or Limits()
@@ -143,6 +147,7 @@ class Service:
         batching: Batching | None = None,
         backend: str | None = "torch",
         warm_up: bool = True,
+        aliases: tuple[str, ...] = (),
         **answer_options: Any,
     ) -> Service:
         """The ranker ``model`` (a shipped name or folder; a cascade with its saved policy) and, given a
@@ -169,7 +174,7 @@ class Service:
             thread.close()  # no service will own it
             raise
         name = None if index is None else Path(index).name  # /health: its name, not the server's path
-        service = cls(ranker, answerer, model, name, limits, batching, thread)
+        service = cls(ranker, answerer, model, name, limits, batching, thread, aliases)
         service.warmed_up = (int(warmed[0]), warmed[1])
         return service
 
@@ -240,6 +245,13 @@ class Service:
     def check_rerank(self, req: RerankRequest) -> tuple[RankingExample, int, Ranker]:
         """The request as one question with candidates, its token count, and the ranker it asks for
         (blank texts were refused by the wire model, as the schema says)."""
+        if req.model is not None and req.model not in self.model_names:
+            raise RequestError(
+                400,
+                "validation",
+                f"model {req.model!r} is not served here: this server serves {Path(self.name).name!r} "
+                "(send that, or start serve with --model-alias for this name)",
+            )
         if req.texts is not None and req.documents is not None:
             raise RequestError(422, "validation", "give texts or documents, not both")
         if req.texts is None and req.documents is None:

@@ -18,10 +18,12 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StrictBool
 def _no_bool(value: Any) -> Any:
     if isinstance(value, bool):
         raise ValueError("expected a number, not true or false")
+    if isinstance(value, str):
+        raise ValueError(f"expected a number, not the string {value[:20]!r}")
     return value
 
 
-#: Numbers as JSON has them: 3 and 3.0 are both 3, but true is no 1 (as the schema says).
+#: Numbers as JSON has them: 3 and 3.0 are both 3, but true is no 1 and "3" no 3 (as the schema says).
 _NUMBER = BeforeValidator(_no_bool)
 Int = Annotated[int, _NUMBER]
 Float = Annotated[float, _NUMBER]
@@ -84,7 +86,9 @@ class RerankRequest(_Request):
     budget: Annotated[float, Field(gt=0, le=1), _NUMBER] | None = Field(
         None, description="cascades: the most layers to spend, as a share of the full model's"
     )
-    model: str | None = Field(None, description="accepted for Cohere clients; the server's model answers")
+    model: str | None = Field(
+        None, description="the served model's name or an alias given to serve (another name: 400)"
+    )
 
     def candidate_texts(self) -> list[str]:
         given = self.texts if self.texts is not None else self.documents or []

@@ -47,7 +47,7 @@ def test_raw_scores_top_n_and_no_text(client: TestClient, tiny_model) -> None:
 
 def test_documents_shape_answers_like_cohere(client: TestClient, tiny_model) -> None:
     docs = [TEXTS[0], {"text": TEXTS[1]}, TEXTS[2]]
-    body = {"query": QUERY, "documents": docs, "top_n": 1, "return_documents": True, "model": "x"}
+    body = {"query": QUERY, "documents": docs, "top_n": 1, "return_documents": True, "model": "default"}
     r = client.post("/rerank", json=body)
     body = r.json()
     best = max(range(3), key=lambda i: _offline(tiny_model)[i])
