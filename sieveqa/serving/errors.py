@@ -30,6 +30,8 @@ ERRORS: dict[int | str, dict[str, Any]] = {
         413: "too many texts, too long a text, or too large a body",
         422: "a field of the wrong type",
         429: "the queue is full; see Retry-After",
+        503: "the request ran out of time (timeout), or the server is draining or an index is away; "
+        "see Retry-After",
     }.items()
 }
 

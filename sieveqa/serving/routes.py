@@ -161,9 +161,11 @@ def service_routes(service: Service) -> APIRouter:
             budget=None if found.budget is None else found.budget.as_dict(),
         )
 
-    @app.api_route(
-        "/health", methods=["GET", "HEAD"], response_model=Health, responses={503: {"model": Health}}
+    # GET and HEAD as two operations: one route with both gave both one operation id (an invalid schema)
+    @app.head(
+        "/health", operation_id="health_head", response_model=Health, responses={503: {"model": Health}}
     )
+    @app.get("/health", operation_id="health", response_model=Health, responses={503: {"model": Health}})
     async def health(response: Response) -> Health:
         """Readiness, and what this server has loaded: 503 while it drains or if a worker is down."""
         method = service.answerer.method.name if service.answerer is not None else None

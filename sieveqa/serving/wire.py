@@ -221,6 +221,8 @@ class ErrorBody(_Wire):
         "empty",
         "too_large",
         "overloaded",
+        "timeout",
+        "client_closed",
         "unavailable",
         "not_found",
         "not_allowed",

@@ -151,6 +151,17 @@ def test_the_schema_lists_the_endpoints_and_their_errors(client: TestClient) -> 
     assert {"required": ["texts"], "not": {"required": ["documents"]}} in rerank["oneOf"]
 
 
+def test_the_schema_is_a_valid_openapi_document_naming_every_error_kind(client: TestClient) -> None:
+    from openapi_spec_validator import validate
+
+    schema = client.get("/openapi.json").json()
+    validate(schema)  # GET and HEAD /health once shared an operation id: invalid
+    assert {"get", "head"} <= set(schema["paths"]["/health"])
+    assert "503" in schema["paths"]["/rerank"]["post"]["responses"]
+    kinds = schema["components"]["schemas"]["ErrorBody"]["properties"]["error_type"]["enum"]
+    assert {"timeout", "client_closed"} <= set(kinds)
+
+
 def test_a_cascades_schema_offers_alpha_and_budget(tiny_cascade) -> None:
     from sieveqa.runtime.cascade import CascadeRanker
 
