@@ -78,6 +78,13 @@ def serve(
         bool,
         typer.Option(help="run the ranker once at each batch shape before serving (bf16/fp16 only)"),
     ] = True,
+    allowed_host: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--allowed-host",
+            help="another host name clients may reach the server by (a proxy's, a LAN name); repeatable",
+        ),
+    ] = None,
     model_alias: Annotated[
         list[str] | None,
         typer.Option(
@@ -94,7 +101,7 @@ def serve(
     uvicorn = require_extra("uvicorn", "serve", "sieveqa serve")
     require_extra("fastapi", "serve", "sieveqa serve")
     from sieveqa.cli.answer import method_settings
-    from sieveqa.serving.app import create_app
+    from sieveqa.serving.app import create_app, local_hosts
     from sieveqa.serving.service import Service
     from sieveqa.serving.settings import Batching, Limits
 
@@ -138,9 +145,10 @@ def serve(
             console.print(f"[dim]{budget_line(service.answerer.budget)}[/dim]")
     # Keep-alive past a busy client's pause between requests (uvicorn's 5 s closed connections a client
     # was reusing: 530 ReadErrors in 20 minutes of RAG traffic, docs/RESULTS.md, issue 42).
+    hosts = local_hosts(host, tuple(allowed_host or ()))
     config = uvicorn.Config(
-        create_app(service), host=host, port=port, timeout_graceful_shutdown=grace, log_level="warning",
-        timeout_keep_alive=KEEP_ALIVE_S,
+        create_app(service, hosts), host=host, port=port, timeout_graceful_shutdown=grace,
+        log_level="warning", timeout_keep_alive=KEEP_ALIVE_S,
     )  # fmt: skip
 
     class Server(uvicorn.Server):

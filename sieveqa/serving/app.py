@@ -23,7 +23,7 @@ from sieveqa.serving.errors import install_error_handlers
 from sieveqa.serving.routes import STATIC, service_routes
 from sieveqa.serving.service import ANSWER_SETTINGS, REQUEST_SETTINGS, Service
 
-__all__ = ["create_app", "serve_in_thread"]
+__all__ = ["create_app", "local_hosts", "serve_in_thread"]
 
 
 def _describe_limits(schema: dict[str, Any], service: Service) -> None:
@@ -54,8 +54,18 @@ def _describe_limits(schema: dict[str, Any], service: Service) -> None:
             del parts["AnswerRequest"]["properties"][name]
 
 
-def create_app(service: Service) -> FastAPI:
-    """The service's app; the lifespan starts the batcher and, at shutdown, drains it."""
+def local_hosts(host: str, allowed: tuple[str, ...] = ()) -> frozenset[str] | None:
+    """The host names a server bound to ``host`` answers to: its address, the loopback names and
+    ``allowed``; None (any) for a server bound to every interface with nothing allowed named."""
+    if host in ("0.0.0.0", "::", "") and not allowed:
+        return None
+    names = {host, "localhost", "127.0.0.1", "::1", *allowed}
+    return frozenset(n.strip("[]").lower() for n in names)
+
+
+def create_app(service: Service, hosts: frozenset[str] | None = None) -> FastAPI:
+    """The service's app; the lifespan starts the batcher and, at shutdown, drains it. Given ``hosts``
+    (``local_hosts``), requests for other host names, and POSTs from pages of other sites, get 403."""
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
@@ -71,7 +81,7 @@ def create_app(service: Service) -> FastAPI:
         summary="Answer sentence selection and QA over your documents, with as little compute as needed.",
         lifespan=lifespan,
     )
-    app.add_middleware(Envelope, service=service)
+    app.add_middleware(Envelope, service=service, hosts=hosts)
     install_error_handlers(app)
     app.include_router(service_routes(service))
     app.mount("/static", StaticFiles(directory=str(STATIC)), name="static")
@@ -95,7 +105,8 @@ def serve_in_thread(service: Service, timeout: float = 10.0) -> Iterator[str]:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(create_app(service), port=port, log_level="warning"))
+    app = create_app(service, local_hosts("127.0.0.1"))
+    server = uvicorn.Server(uvicorn.Config(app, port=port, log_level="warning"))
     thread = threading.Thread(target=server.run, name="sieveqa-serve", daemon=True)
     thread.start()
     pause = threading.Event()

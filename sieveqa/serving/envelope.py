@@ -1,12 +1,20 @@
 """The ASGI envelope around the app: a body over the limit is refused (413) before it is read whole,
 a body of another declared type is read as the JSON it should be, every response gets
 ``x-total-time``, requests (done and in progress) and latency are counted per endpoint, and a bug
-of ours is logged once."""
+of ours is logged once.
+
+Local means local: given the host names the server answers to (``serve`` gives its address,
+``localhost`` and ``--allowed-host``), a request for any other ``Host`` is refused (403), so a web
+page cannot reach the server through DNS rebinding, and so is a POST a browser marks as sent from
+another site (``Sec-Fetch-Site: cross-site``, or an ``Origin`` outside those names): a page may send
+``text/plain`` without asking first, and it would be read as JSON.
+"""
 
 from __future__ import annotations
 
 import logging
 import time
+from urllib.parse import urlsplit
 
 from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -25,8 +33,26 @@ class Envelope:
     """Pure ASGI around the app: refuses bodies over the limit (413) before they are read whole,
     adds ``x-total-time`` and counts requests (done and in progress) and latency per endpoint."""
 
-    def __init__(self, app: ASGIApp, service: Service) -> None:
-        self.app, self.service = app, service
+    def __init__(self, app: ASGIApp, service: Service, hosts: frozenset[str] | None = None) -> None:
+        self.app, self.service, self.hosts = app, service, hosts
+
+    def _foreign(self, scope: Scope) -> str | None:
+        """Why this request comes from outside the names the server answers to (None: it does not)."""
+        if self.hosts is None:
+            return None
+        headers = dict(scope["headers"])
+        host = _hostname(headers.get(b"host", b"").decode("latin-1"))
+        if host not in self.hosts:
+            name = host or "(none)"
+            return f"Host {name!r} is not a name this server answers to (serve --allowed-host adds one)"
+        if scope["method"] == "POST":
+            origin = headers.get(b"origin")
+            site = headers.get(b"sec-fetch-site", b"")
+            if site == b"cross-site" or (
+                origin is not None and _hostname(urlsplit(origin.decode("latin-1")).netloc) not in self.hosts
+            ):
+                return "a request sent by a page of another site is refused"
+        return None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -56,6 +82,9 @@ class Envelope:
 
         self.service.metrics.in_progress.labels(endpoint).inc()  # every path below ends in finally
         try:
+            if why := self._foreign(scope):
+                await error_response(403, "forbidden", why, path=scope["path"])(scope, receive, timed)
+                return
             headers = dict(scope["headers"])
             declared = headers.get(b"content-type", b"").split(b";")[0].strip().lower()
             json_declared = declared == b"application/json" or declared.endswith(b"+json")
@@ -93,3 +122,11 @@ class Envelope:
             m.in_progress.labels(endpoint).dec()
             m.requests.labels(endpoint, str(status)).inc()
             m.latency.labels(endpoint).observe(time.perf_counter() - started)
+
+
+def _hostname(netloc: str) -> str:
+    """The host name of a ``Host`` header or an origin's netloc, lower case, without port or brackets."""
+    try:
+        return urlsplit(f"//{netloc}").hostname or ""
+    except ValueError:  # a malformed port or bracket
+        return ""

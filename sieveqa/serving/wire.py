@@ -226,6 +226,7 @@ class ErrorBody(_Wire):
         "unavailable",
         "not_found",
         "not_allowed",
+        "forbidden",
         "unsupported_media_type",
         "internal",
     ]
