@@ -26,7 +26,7 @@ __all__ = ["ROUTES", "Envelope"]
 
 log = logging.getLogger("sieveqa.serving")
 #: The endpoints metrics are counted under (any other path: ``other``).
-ROUTES = {"/rerank", "/v1/rerank", "/v2/rerank", "/answer", "/health", "/metrics", "/"}
+ROUTES = {"/rerank", "/v1/rerank", "/v2/rerank", "/answer", "/health", "/info", "/metrics", "/"}
 
 
 class Envelope:

@@ -28,6 +28,7 @@ from sieveqa.serving.wire import (
     ErrorBody,
     FoundAnswer,
     Health,
+    Info,
     Passage,
     RankedDocument,
     RankedText,
@@ -181,6 +182,11 @@ def service_routes(service: Service) -> APIRouter:
             method=method,
             queue_depth=depth,
         )
+
+    @app.get("/info", response_model=Info)
+    async def info() -> Info:
+        """The served model and this server's limits, as text-embeddings-inference's /info gives them."""
+        return service.info()
 
     @app.get("/metrics", response_class=Response, responses={200: {"content": {CONTENT_TYPE: {}}}})
     async def metrics() -> Response:

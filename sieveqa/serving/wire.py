@@ -203,6 +203,28 @@ class AnswerResponse(_Wire):
     )
 
 
+class Info(_Wire):
+    """``GET /info``: what text-embeddings-inference's ``/info`` says, for what applies to a reranker
+    (``model_type`` is ``{"reranker": {"id2label", "label2id"}}``; ``sha`` and ``docker_label`` null)."""
+
+    model_id: str
+    model_sha: str | None = Field(description="a fingerprint of the served weights")
+    model_dtype: str
+    model_type: dict[str, dict[str, dict[str, Any]]]
+    max_concurrent_requests: int = Field(description="requests that may wait for the model (--max-queue)")
+    max_input_length: int = Field(description="tokens of a query and text pair the model reads")
+    max_batch_tokens: int
+    max_batch_requests: int | None = None
+    max_client_batch_size: int = Field(description="texts per request (--max-texts)")
+    auto_truncate: bool = Field(
+        description="a pair longer than the model reads is cut unless truncate: false"
+    )
+    tokenization_workers: int
+    version: str = Field(description="sieveqa's version")
+    sha: str | None = None
+    docker_label: str | None = None
+
+
 class Health(_Wire):
     status: Literal["ok", "draining", "down"]
     model: str

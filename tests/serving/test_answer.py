@@ -140,7 +140,15 @@ def test_the_page_and_its_files_are_served(client: TestClient) -> None:
 
 def test_the_schema_lists_the_endpoints_and_their_errors(client: TestClient) -> None:
     schema = client.get("/openapi.json").json()
-    assert set(schema["paths"]) == {"/rerank", "/v1/rerank", "/v2/rerank", "/answer", "/health", "/metrics"}
+    assert set(schema["paths"]) == {
+        "/rerank",
+        "/v1/rerank",
+        "/v2/rerank",
+        "/answer",
+        "/health",
+        "/info",
+        "/metrics",
+    }
     assert {"400", "413", "422", "429"} <= set(schema["paths"]["/rerank"]["post"]["responses"])
     rerank = schema["components"]["schemas"]["RerankRequest"]
     # This server's limits (5 texts, 200 characters), and no cascade settings for a plain model.

@@ -40,3 +40,13 @@ def test_a_local_server_refuses_other_hosts_and_pages_of_other_sites(tiny_model)
         own = {"origin": "http://localhost:8000", "content-type": "text/plain"}
         assert c.post("/rerank", content=body, headers=own).status_code == 200
     assert local_hosts("0.0.0.0") is None  # shared on purpose: any name
+
+
+def test_info_says_what_text_embeddings_inference_says(tiny_model) -> None:
+    with TestClient(create_app(Service(tiny_model, name="runs/my-ranker"))) as c:
+        info = c.get("/info").json()
+    assert info["model_id"] == "my-ranker" and info["model_type"] == {
+        "reranker": {"id2label": {"0": "relevance"}, "label2id": {"relevance": 0}}
+    }
+    assert info["max_input_length"] == 64 and info["max_client_batch_size"] == 1000
+    assert info["auto_truncate"] is True and len(info["model_sha"]) == 40
