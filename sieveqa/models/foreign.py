@@ -33,6 +33,12 @@ __all__ = ["BODIES", "Foreign", "positions", "read_foreign", "refusal"]
 BODIES = {"bert": "tanh", "electra": "gelu", "roberta": "tanh", "xlm-roberta": "tanh", "mpnet": "tanh"}
 
 
+#: The files a Hugging Face tokenizer is read from (one is enough).
+_TOKENIZER_FILES = (
+    "tokenizer.json", "vocab.txt", "vocab.json", "sentencepiece.bpe.model", "spiece.model", "tokenizer.model"
+)  # fmt: skip
+
+
 def _labels(config: dict[str, Any]) -> int:
     id2label = config.get("id2label")
     return len(id2label) if isinstance(id2label, dict) and id2label else int(config.get("num_labels", 2))
@@ -80,6 +86,7 @@ def positions(body: Any) -> int:
 def read_foreign(path: Path) -> Foreign:
     """Read the Hugging Face cross-encoder in ``path`` (fp32); a folder that cannot be a sieveqa ranker
     is a ModelFormatError naming it and why."""
+    from safetensors import SafetensorError
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
     config = hf_config(path)
@@ -89,14 +96,22 @@ def read_foreign(path: Path) -> Foreign:
     if reason is not None:
         raise ModelFormatError(f"{path}: {reason}")
     path = path.resolve()  # what a cascade over it records, so it loads from anywhere
+    if not any((path / name).is_file() for name in _TOKENIZER_FILES):
+        # transformers would load a tokenizer of nothing and read every word as [UNK]
+        raise ModelFormatError(f"{path}: no tokenizer in it (none of {', '.join(_TOKENIZER_FILES)})")
     try:
         with quiet_transformers():
             hf, info = AutoModelForSequenceClassification.from_pretrained(
                 path, local_files_only=True, dtype=torch.float32, output_loading_info=True
             )
             tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
-    except (OSError, ValueError) as err:
-        raise ModelFormatError(f"{path}: transformers cannot load it ({err})") from None
+    except (OSError, ValueError, RuntimeError, SafetensorError) as err:
+        # a truncated or garbled weights file (SafetensorError), weights that do not fit the config
+        # (RuntimeError), a config transformers refuses (ValueError), a file it cannot read (OSError)
+        why = str(err).split("\n")[0]
+        if "mismatched" in why:  # transformers' own report of which tensors went to its log
+            why = "its weights' shapes do not fit the sizes its config.json gives"
+        raise ModelFormatError(f"{path}: transformers cannot load it ({why})") from None
     if info.get("missing_keys"):  # transformers would start them at random, and say so only in a log
         missing = sorted(info["missing_keys"])
         raise ModelFormatError(

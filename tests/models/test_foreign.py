@@ -3,6 +3,7 @@ sieveqa ranker and scores as ``transformers`` and sentence-transformers do; what
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -247,3 +248,39 @@ def test_a_foreign_body_runs_on_openvino_as_in_torch(tmp_path: Path, monkeypatch
     model.configure(backend="openvino")
     assert model.backend == "openvino"
     assert (torch.tensor(model.score_pairs(QUESTIONS, TEXTS)) - reference).abs().max().item() < 1e-4
+
+
+def _damaged(tmp_path: Path, how: str) -> Path:
+    import json
+
+    path = tiny_hf_cross_encoder("bert", tmp_path / how)
+    weights = path / "model.safetensors"
+    if how == "truncated":
+        weights.write_bytes(weights.read_bytes()[:1000])
+    elif how == "garbled":
+        weights.write_bytes(b"\xff" * 64 + weights.read_bytes()[64:])
+    elif how == "resized":
+        config = json.loads((path / "config.json").read_text())
+        (path / "config.json").write_text(json.dumps(config | {"hidden_size": config["hidden_size"] * 2}))
+    else:  # no tokenizer
+        for file in path.glob("tokenizer*"):
+            file.unlink()
+    return path
+
+
+@pytest.mark.parametrize(
+    ("how", "says"),
+    [
+        ("truncated", "transformers cannot load it (Error while deserializing header"),
+        ("garbled", "transformers cannot load it (Error while deserializing header"),
+        ("resized", "its weights' shapes do not fit the sizes its config.json gives"),
+        ("untokenized", "no tokenizer in it (none of tokenizer.json, vocab.txt"),
+    ],
+)
+def test_a_damaged_hugging_face_folder_is_one_line_naming_the_damage(
+    how: str, says: str, tmp_path: Path
+) -> None:
+    # found by a hostile probe: each was a traceback (or, without a tokenizer, every word an [UNK])
+    path = _damaged(tmp_path, how)
+    with pytest.raises(ModelFormatError, match=re.escape(says)):
+        load_model(str(path))
