@@ -103,16 +103,22 @@ class CorpusIndex:
     def latest(self) -> CorpusIndex:
         """This index, or the newer generation a writer has added since it was opened (cheap when
         nothing changed: one ``stat`` of the manifest). This object stays usable until closed; an
-        index moved or deleted since is a BusyError (a server answers 503 until it is back)."""
+        index moved, deleted or damaged since is a BusyError naming it (a server answers 503)."""
         try:
             if manifest_stamp(self.path) == self._stamp:
                 return self
             fresh = CorpusIndex.open(self.path, verify=False)
-        except (FileNotFoundError, StoreError) as err:
-            if (self.path / MANIFEST).is_file():
-                raise
+        except (OSError, StoreError, DataFormatError) as err:
+            name = self.path.name
+            if not (self.path / MANIFEST).is_file():
+                raise BusyError(
+                    f"index {name}: not there (moved, deleted or replaced?); try again when it is back"
+                ) from err
+            # Damaged since it was opened: said by the index's name, not the path (a server's client
+            # reads this), with what is wrong.
+            why = str(err).replace(f"{self.path}/", "").replace(str(self.path), name)
             raise BusyError(
-                f"index {self.path.name}: not there (moved or deleted?); try again when it is back"
+                f"index {name} cannot be read now ({why}); rebuild it with sieveqa index corpus"
             ) from err
         if fresh.manifest["generation"] == self.manifest["generation"]:
             self._stamp = fresh._stamp

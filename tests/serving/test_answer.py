@@ -98,6 +98,26 @@ def test_a_served_index_moved_away_is_a_503_naming_it_and_answers_again_when_bac
     assert r.status_code == 200, r.text
 
 
+@pytest.mark.parametrize("damage", ["manifest truncated", "manifest emptied", "replaced by a file"])
+def test_a_served_index_damaged_under_the_server_is_a_503_naming_it_not_its_path(
+    damage: str, answering: TestClient, keyword_answerer: Answerer
+) -> None:
+    """Found by a hostile probe: each was an HTTP 500, two of them with the server's absolute path."""
+    import shutil
+
+    path = keyword_answerer.index.path
+    manifest = path / "manifest.json"
+    if damage == "replaced by a file":
+        shutil.rmtree(path)
+        path.write_text("not an index")
+    else:
+        manifest.write_text(manifest.read_text()[:20] if damage == "manifest truncated" else "")
+    r = answering.post("/answer", json={"question": QUESTION})
+    assert r.status_code == 503, r.text
+    assert r.json()["error"].startswith(f"index {path.name}")
+    assert str(path.parent) not in r.text
+
+
 @pytest.mark.parametrize(
     ("body", "status", "says"),
     [
