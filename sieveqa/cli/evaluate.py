@@ -211,6 +211,14 @@ def tune_cascade(
         check_agreement(agreement)
     cascade = load_model(model, CascadeTransformer, want="a cascade")
     examples = load_dataset(dataset)
+    most = max((len(ex.candidates) for ex in examples), default=0)
+    if most == 0:  # tuned on nothing, every setting scored alike, and the saved policy overwritten
+        raise ConfigError(f"--dataset {dataset}: no question with candidates in it, nothing to tune on")
+    if agreement is not None and agreement >= most:
+        raise ConfigError(
+            f"--agreement {agreement}: no question has more than {most} candidates, so every one would "
+            f"count as right and every setting score perfectly; give a K below {most}"
+        )
     if agreement is None and not any(c.label is not None for ex in examples for c in ex.candidates):
         agreement = 1
     if agreement is None:

@@ -279,3 +279,21 @@ def test_warm_up_runs_every_bucketed_shape_before_eval_and_rank(
         result = sieveqa(*command, "--model", saved_tiny, "--batch-size", "8", "--warm-up")
         assert result.exit_code == 0, result.output
         assert "warmed up at 16 batch shapes" in result.output  # rows 1, 2, 4, 8 by 4 widths to 64
+
+
+def test_tune_cascade_refuses_to_tune_on_nothing_or_on_an_agreement_everything_meets(
+    sieveqa, saved_cascade: Path, example_jsonl: Path, tmp_path: Path
+) -> None:
+    # Found by a hostile probe: an empty dataset exited 0 and overwrote the tuned policy.json with
+    # drop ratios 0; --agreement K with K >= the candidates scored every setting perfect.
+    policy = saved_cascade / "policy.json"
+    before = policy.read_bytes() if policy.exists() else None
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("")
+    args = ["tune-cascade", "-m", saved_cascade, "-o", tmp_path / "t"]
+    result = sieveqa(*args, "-d", f"jsonl:{empty}")
+    assert result.exit_code == 2 and "nothing to tune on" in one_error_line(result)
+    most = max(len(ex.candidates) for ex in read_jsonl(example_jsonl))
+    result = sieveqa(*args, "-d", f"jsonl:{example_jsonl}", "--agreement", str(most))
+    assert result.exit_code == 2 and f"give a K below {most}" in one_error_line(result)
+    assert (policy.read_bytes() if policy.exists() else None) == before
