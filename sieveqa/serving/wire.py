@@ -142,7 +142,7 @@ class AnswerRequest(_Request):
     budget: Annotated[float, Field(gt=0, le=100), _NUMBER] | None = Field(
         None, description="skyline: layers per passage to spend for this question (methods that take it)"
     )
-    min_confidence: Annotated[float, Field(ge=0, le=1), _NUMBER] | None = Field(
+    min_confidence: Annotated[float, Field(ge=0, le=1, allow_inf_nan=False), _NUMBER] | None = Field(
         None,
         description="below this calibrated confidence the answer is a best guess (answered: false); "
         "default: the server's",

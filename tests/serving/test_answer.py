@@ -126,6 +126,7 @@ def test_a_served_index_damaged_under_the_server_is_a_503_naming_it_not_its_path
         ({"question": "q", "passages": "many"}, 422, "expected a number, not the string 'many'"),
         ({}, 422, "question: Field required"),
         ('{"question": "q", "budget_ms": NaN}', 422, "budget_ms: Input should be a finite number"),
+        ('{"question": "q", "min_confidence": NaN}', 422, "min_confidence: Input should be a finite number"),
     ],
 )
 def test_bad_questions(answering: TestClient, body: dict | str, status: int, says: str) -> None:

@@ -343,6 +343,8 @@ def _within_budget(
 
 
 def _check_probability(min_confidence: float | None) -> None:
+    if min_confidence is not None and min_confidence != min_confidence:  # NaN: no bound is broken
+        raise ConfigError("--min-confidence: nan is not a number; give a probability in [0, 1]")
     if min_confidence is not None and not 0 <= min_confidence <= 1:
         raise ConfigError(f"--min-confidence must be a probability in [0, 1], got {min_confidence}")
 

@@ -171,6 +171,8 @@ def choose(
     """The settings of ``method`` (on ``system`` only, when given) best first for ``budget_ms``: those
     within it by dev P@1 (then speed), then the rest fastest first, each with a note saying it is
     over the budget."""
+    if isinstance(budget_ms, float) and math.isnan(budget_ms):
+        raise ConfigError("--budget-ms: nan is not a number; give a positive number of milliseconds")
     if not isinstance(budget_ms, int | float) or isinstance(budget_ms, bool) or not 0 < budget_ms < math.inf:
         raise ConfigError(f"--budget-ms must be a positive number of milliseconds, got {budget_ms!r}")
     mine = [s for s in settings if s.method == method and (system is None or s.system == system)]

@@ -158,3 +158,10 @@ def test_answer_keeps_one_answerer_per_meaning_and_a_few_at_most(index, monkeypa
     for n in range(1, 7):
         module.answer(question, index.path, method="peasi", read=n + 3)
     assert len(module._LOADED) == module._KEPT
+
+
+def test_a_min_confidence_that_is_not_a_number_is_called_so() -> None:
+    from sieveqa.runtime.answer.answerer import load_answerer
+
+    with pytest.raises(ConfigError, match=r"^--min-confidence: nan is not a number"):
+        load_answerer("peasi", "no-such-index", min_confidence=float("nan"))

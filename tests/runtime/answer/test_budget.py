@@ -45,6 +45,8 @@ def test_a_budget_nothing_meets_gets_the_fastest_and_says_so() -> None:
 def test_bad_budgets_and_unmeasured_methods_are_refused() -> None:
     with pytest.raises(ConfigError, match=r"^--budget-ms must be a positive number of milliseconds, got 0$"):
         choose(0, "cascade", [_setting(1, 1)])
+    with pytest.raises(ConfigError, match=r"^--budget-ms: nan is not a number"):  # was: "got nan"
+        choose(float("nan"), "cascade", [_setting(1, 1)])
     with pytest.raises(ConfigError, match=r"^--budget-ms: no settings measured for --method peasi$"):
         choose(100, "peasi", [_setting(1, 1)])
     with pytest.raises(ConfigError, match=r"no settings measured for --method cascade on openvino:int8$"):
