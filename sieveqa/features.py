@@ -15,6 +15,7 @@ fit.)
 from __future__ import annotations
 
 import contextlib
+import re
 import threading
 from array import array
 from collections import OrderedDict
@@ -218,6 +219,7 @@ class Featurizer:
         return encode(texts, add_special_tokens=False)
 
     def _encode(self, texts: Sequence[str], offsets: bool = False) -> Sequence[Encoding | _Ids]:
+        texts = _encodable(texts)
         memory, cache = self._memory, self.cache
         if offsets:
             return self._backend.encode_batch(list(texts), add_special_tokens=False)
@@ -398,3 +400,15 @@ def _windows(length: int, room: int, stride: int | None) -> list[tuple[int, int]
         if lo + room >= length:
             return out
         lo += room - stride
+
+
+#: A lone UTF-16 surrogate: a Python string may hold one (bytes decoded with surrogateescape, JSON's
+#: "\\ud800"), no UTF-8 tokenizer can encode it.
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _encodable(texts: Sequence[str]) -> Sequence[str]:
+    """``texts`` with each lone surrogate as U+FFFD (one character for one: offsets keep their place)."""
+    if all(t.isascii() or not _SURROGATE.search(t) for t in texts):
+        return texts
+    return [_SURROGATE.sub("\ufffd", t) for t in texts]

@@ -242,3 +242,9 @@ def test_concat_numbers_the_inputs_of_every_part(featurizer) -> None:
     assert joined.segment_ids == whole.segment_ids and joined.truncated == whole.truncated
     with pytest.raises(ValueError, match="different kinds"):
         Features.concat([(0, whole), (3, whole.compact())])
+
+
+def test_a_lone_surrogate_is_read_as_a_replacement_character(tiny_model) -> None:
+    # Found by a hostile probe: predict raised a raw UnicodeEncodeError (JSON may carry "\ud800")
+    lone, replaced = tiny_model.predict([("what is \ud800", "a text"), ("what is \ufffd", "a text")])
+    assert lone == replaced
