@@ -17,6 +17,7 @@ from fastapi import APIRouter, Request, Response
 from pydantic import Field, StrictBool
 
 from sieveqa.serving.errors import COHERE_PATHS, ERRORS
+from sieveqa.serving.running import ranked
 from sieveqa.serving.service import RequestError, Service
 from sieveqa.serving.wire import Int, RerankRequest, Text, _Request, _Wire
 
@@ -93,8 +94,6 @@ class CohereResponse(_Wire):
 
 def cohere_routes(service: Service) -> APIRouter:
     """``POST /v1/rerank`` and ``POST /v2/rerank`` over ``service``."""
-    from sieveqa.serving.routes import ranked
-
     app = APIRouter()
 
     async def run(

@@ -6,21 +6,17 @@ whose client goes away is cancelled, its queued work dropped."""
 
 from __future__ import annotations
 
-import asyncio
-import math
 import uuid
-from collections.abc import Coroutine
 from importlib import resources
-from typing import Any, TypeVar
 
 from fastapi import APIRouter, Request, Response
 from fastapi.responses import FileResponse
 
-from sieveqa.serving.batcher import Scored
 from sieveqa.serving.cohere import cohere_routes
 from sieveqa.serving.errors import ERRORS
 from sieveqa.serving.metrics import CONTENT_TYPE
-from sieveqa.serving.service import RequestError, Service
+from sieveqa.serving.running import ranked, timing_headers, unless_gone
+from sieveqa.serving.service import Service
 from sieveqa.serving.wire import (
     AnswerRequest,
     AnswerResponse,
@@ -39,57 +35,7 @@ from sieveqa.serving.wire import (
 
 __all__ = ["STATIC", "service_routes"]
 
-T = TypeVar("T")
 STATIC = resources.files("sieveqa.serving") / "static"
-
-
-#: How often a waiting request checks whether its client is still there.
-_GONE_POLL_S = 0.05
-
-
-async def _unless_gone(request: Request, work: Coroutine[Any, Any, T]) -> T:
-    """``work``'s result, or, if the client disconnects first, ``work`` cancelled (its queued job is
-    then dropped, never computed) and a 499 that nobody reads, but the metrics count."""
-    task = asyncio.ensure_future(work)
-    try:
-        while True:
-            done, _ = await asyncio.wait({task}, timeout=_GONE_POLL_S)
-            if done:
-                return task.result()
-            if await request.is_disconnected():
-                task.cancel()
-                raise RequestError(499, "client_closed", "the client closed the connection")
-    finally:
-        if not task.done():  # this request itself was cancelled (server shutdown)
-            task.cancel()
-
-
-def _sigmoid(x: float) -> float:
-    """1 / (1 + e^-x) without overflow for any float (a logit of -1000 is a probability of 0)."""
-    if x >= 0:
-        return 1.0 / (1.0 + math.exp(-x))
-    z = math.exp(x)
-    return z / (1.0 + z)
-
-
-def _timing_headers(response: Response, queue: float, compute: float, inferences: int, units: int) -> None:
-    response.headers["x-queue-time"] = f"{queue * 1000:.1f}"
-    response.headers["x-compute-time"] = f"{compute * 1000:.1f}"
-    response.headers["x-inferences"] = str(inferences)
-    response.headers["x-layer-units"] = str(units)
-
-
-async def ranked(
-    service: Service, req: RerankRequest, request: Request, response: Response, probabilities: bool
-) -> tuple[list[int], list[float], Scored]:
-    """One rerank request run: the best ``top_n`` indices, every text's score (a probability where
-    asked and the model gives logits), and what it took (set as timing headers on ``response``)."""
-    done = await _unless_gone(request, service.rerank(req))
-    shown = [_sigmoid(s) for s in done.scores] if probabilities and done.logits else done.scores
-    _timing_headers(
-        response, done.queue_seconds, done.cost.seconds, done.cost.sequences, done.cost.layer_units
-    )
-    return done.order[: req.top_n], shown, done
 
 
 def service_routes(service: Service) -> APIRouter:
@@ -133,7 +79,7 @@ def service_routes(service: Service) -> APIRouter:
     async def answer(req: AnswerRequest, request: Request, response: Response) -> AnswerResponse:
         """Answer a question over the server's corpus index: the answer in its passage, the runner-up
         passages, and what it cost."""
-        found = await _unless_gone(request, service.answer(req))
+        found = await unless_gone(request, service.answer(req))
         scores = found.passage_scores or [None] * len(found.passages)
         ranked = sorted(
             zip(found.passages, scores, strict=True), key=lambda p: -(p[1] if p[1] is not None else 0)
@@ -143,7 +89,7 @@ def service_routes(service: Service) -> APIRouter:
             for p, s in ranked[: req.passages]
         ]
         c = found.cost
-        _timing_headers(response, 0.0, c.seconds, found.inferences, c.layer_units)
+        timing_headers(response, 0.0, c.seconds, found.inferences, c.layer_units)
         assert service.answerer is not None  # service.answer refuses the request otherwise
         return AnswerResponse(
             question=found.question,

@@ -1,0 +1,68 @@
+"""Running one request against the service, for every endpoint that ranks: cancelled when its client
+goes away, its scores as probabilities where asked, its timing as headers (in milliseconds, as
+text-embeddings-inference sends them)."""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from collections.abc import Coroutine
+from typing import Any, TypeVar
+
+from fastapi import Request, Response
+
+from sieveqa.serving.batcher import Scored
+from sieveqa.serving.service import RequestError, Service
+from sieveqa.serving.wire import RerankRequest
+
+__all__ = ["ranked", "timing_headers", "unless_gone"]
+
+T = TypeVar("T")
+
+#: How often a waiting request checks whether its client is still there.
+_GONE_POLL_S = 0.05
+
+
+async def unless_gone(request: Request, work: Coroutine[Any, Any, T]) -> T:
+    """``work``'s result, or, if the client disconnects first, ``work`` cancelled (its queued job is
+    then dropped, never computed) and a 499 that nobody reads, but the metrics count."""
+    task = asyncio.ensure_future(work)
+    try:
+        while True:
+            done, _ = await asyncio.wait({task}, timeout=_GONE_POLL_S)
+            if done:
+                return task.result()
+            if await request.is_disconnected():
+                task.cancel()
+                raise RequestError(499, "client_closed", "the client closed the connection")
+    finally:
+        if not task.done():  # this request itself was cancelled (server shutdown)
+            task.cancel()
+
+
+def _sigmoid(x: float) -> float:
+    """1 / (1 + e^-x) without overflow for any float (a logit of -1000 is a probability of 0)."""
+    if x >= 0:
+        return 1.0 / (1.0 + math.exp(-x))
+    z = math.exp(x)
+    return z / (1.0 + z)
+
+
+def timing_headers(response: Response, queue: float, compute: float, inferences: int, units: int) -> None:
+    response.headers["x-queue-time"] = f"{queue * 1000:.1f}"
+    response.headers["x-compute-time"] = f"{compute * 1000:.1f}"
+    response.headers["x-inferences"] = str(inferences)
+    response.headers["x-layer-units"] = str(units)
+
+
+async def ranked(
+    service: Service, req: RerankRequest, request: Request, response: Response, probabilities: bool
+) -> tuple[list[int], list[float], Scored]:
+    """One rerank request run: the best ``top_n`` indices, every text's score (a probability where
+    asked and the model gives logits), and what it took (set as timing headers on ``response``)."""
+    done = await unless_gone(request, service.rerank(req))
+    shown = [_sigmoid(s) for s in done.scores] if probabilities and done.logits else done.scores
+    timing_headers(
+        response, done.queue_seconds, done.cost.seconds, done.cost.sequences, done.cost.layer_units
+    )
+    return done.order[: req.top_n], shown, done
