@@ -32,6 +32,26 @@ def test_langchain_compressor_keeps_the_top_n_with_their_scores() -> None:
     assert docs[0].metadata == {"n": 0}  # the input documents are left as they were
 
 
+def test_the_compressor_serves_a_contextual_compression_retriever_as_the_guide_builds_it() -> None:
+    """The guide wraps a retriever in ContextualCompressionRetriever, which lives in langchain-classic:
+    the [langchain] extra installs it (it did not)."""
+    pytest.importorskip("langchain_classic")
+    from langchain_classic.retrievers import ContextualCompressionRetriever
+    from langchain_core.documents import Document
+    from langchain_core.retrievers import BaseRetriever
+
+    from sieveqa.integrations.langchain import SieveQACompressor
+
+    class Everything(BaseRetriever):
+        def _get_relevant_documents(self, query: str, *, run_manager: object) -> list[Document]:
+            return [Document(page_content=t) for t in TEXTS]
+
+    retriever = ContextualCompressionRetriever(
+        base_compressor=SieveQACompressor(model=RecordingRanker(), top_n=2), base_retriever=Everything()
+    )
+    assert [d.page_content for d in retriever.invoke(QUERY)] == [TEXTS[i] for i in BEST[:2]]
+
+
 def test_llamaindex_postprocessor_keeps_the_top_n_with_their_scores() -> None:
     pytest.importorskip("llama_index.core")
     from llama_index.core.schema import NodeWithScore, TextNode
