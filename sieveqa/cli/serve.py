@@ -50,6 +50,12 @@ def check_port(host: str, port: int) -> None:
         raise ConfigError(f"--host {host} --port {port}: the address {why}") from None
 
 
+_HOST_HELP = "another host name clients may reach the server by (a proxy's, a LAN name); repeatable"
+AllowedHostOpt = Annotated[list[str] | None, typer.Option("--allowed-host", help=_HOST_HELP)]
+_ALIAS_HELP = "another name a request's model may give (a Cohere client's rerank-v3.5); repeatable"
+ModelAliasOpt = Annotated[list[str] | None, typer.Option("--model-alias", help=_ALIAS_HELP)]
+
+
 @app.command(cls=settings_command(serve_settings))
 def serve(
     ctx: typer.Context,
@@ -78,20 +84,8 @@ def serve(
         bool,
         typer.Option(help="run the ranker once at each batch shape before serving (bf16/fp16 only)"),
     ] = True,
-    allowed_host: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--allowed-host",
-            help="another host name clients may reach the server by (a proxy's, a LAN name); repeatable",
-        ),
-    ] = None,
-    model_alias: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--model-alias",
-            help="another name a request's model may give (a Cohere client's rerank-v3.5); repeatable",
-        ),
-    ] = None,
+    allowed_host: AllowedHostOpt = None,
+    model_alias: ModelAliasOpt = None,
 ) -> None:
     """Serve a ranker over HTTP: POST /rerank, POST /answer (with --index), GET /health, GET /metrics,
     and a question page at / . Concurrent /rerank requests share forward passes (micro-batching).
