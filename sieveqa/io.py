@@ -83,9 +83,11 @@ def atomic_open(path: str | os.PathLike[str], mode: str = "w", **kwargs: Any) ->
             os.fsync(handle.fileno())
         os.chmod(tmp, 0o666 & ~_UMASK)
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as err:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
+        if isinstance(err, OSError) and err.filename is None:  # say which file could not be written
+            raise OSError(err.errno, err.strerror, str(path)) from err
         raise
 
 

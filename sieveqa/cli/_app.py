@@ -7,6 +7,7 @@ and keeps its traceback.
 
 from __future__ import annotations
 
+import errno
 import sys
 from typing import Annotated, Any
 
@@ -16,6 +17,8 @@ from typer.core import TyperGroup
 
 from sieveqa.errors import ConfigError, SieveQAError, shorten
 
+#: The write failures a user can remedy: a full disk or quota, a read-only or forbidden place.
+_FULL_OR_LOCKED = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM}
 #: The longest error line printed (a bad input's value is already shortened where it is named).
 _ERROR_LIMIT = 2000
 
@@ -28,6 +31,15 @@ class _Group(TyperGroup):
             code = super().main(*args, standalone_mode=False, **kwargs)
         except SieveQAError as err:
             _fail(str(err))
+        except OSError as err:
+            if err.errno not in _FULL_OR_LOCKED:
+                raise
+            # a full disk, a quota, a read-only or forbidden place: writes are atomic, so nothing is
+            # left half-written; say where, once
+            where = f": {err.filename}" if err.filename else ""
+            _fail(
+                f"{err.strerror or err}{where} (nothing was left half-written; make room, or write elsewhere)"
+            )
         except typer.TyperException as err:  # click's usage errors: bad or missing options
             _fail(err.format_message(), err.exit_code)
         except (typer.Abort, KeyboardInterrupt) as err:

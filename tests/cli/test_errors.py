@@ -137,3 +137,24 @@ def test_bad_text_and_repeated_ids_are_one_line_naming_the_line(sieveqa, tmp_pat
     docs.write_text('{"id": "d", "text": "One. Two.", "sentences": ["Two.", "One."]}\n')
     line = one_error_line(sieveqa("index", "corpus", "--input", docs, "--out", tmp_path / "idx"))
     assert line.startswith(f"error: {docs}:1: field 'sentences': sentence not found")
+
+
+def test_a_full_disk_is_one_line_and_leaves_nothing_half_written(
+    sieveqa, saved_tiny: Path, example_jsonl: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Found by a hostile probe on a tiny tmpfs: rank --output (and index corpus, train) ended in a
+    # traceback. Every write is atomic; the disk filling up while the file is synced stands for it.
+    import errno
+    import os
+
+    def full(fd: int) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(os, "fsync", full)
+    (tmp_path / "out").mkdir()
+    out = tmp_path / "out" / "ranked.jsonl"
+    result = sieveqa("rank", "-m", saved_tiny, "-i", example_jsonl, "-o", out)
+    last = result.output.strip().splitlines()[-1]  # the ranking is shown on the terminal first
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    assert last.startswith(f"error: No space left on device: {out} (nothing was left half-written")
+    assert list(out.parent.iterdir()) == []  # neither the file nor its temporary
