@@ -18,7 +18,15 @@ import typer
 
 from sieveqa import registry
 from sieveqa.cli._app import DeviceOpt, app, check_device
-from sieveqa.cli._options import Setting, given_settings, merge, read_settings, settings_command, settings_of
+from sieveqa.cli._options import (
+    Setting,
+    given_settings,
+    merge,
+    read_settings,
+    settings_command,
+    settings_of,
+    was_given,
+)
 from sieveqa.errors import ConfigError
 
 _RUN_KEYS = ("train", "dev", "init", "arch")
@@ -244,11 +252,14 @@ def retrofit(
     values |= given_settings(ctx)
     cfg = dataclasses.replace(_retrofit_defaults(), **values)
     layers = train_settings()["exits"].coerce(exits, "--exits") if exits else None
+    sources: str | list[str] = train_sets
     if pairs is not None:
+        if was_given(ctx, "train_sets"):  # one or the other: --train was ignored without a word
+            raise ConfigError("give --pairs or --train, not both (--pairs trains on your pairs alone)")
         if not pairs.is_file():
             raise ConfigError(f"--pairs {pairs}: no such file")
-        train_sets = f"pairs:{pairs}"
-    state = retrofit_cascade(model, train_sets, out, layers, dev or None, cfg, tune_body, resume)
+        sources = [f"pairs:{pairs}"]  # a list: a path holding a comma is one dataset, not two
+    state = retrofit_cascade(model, sources, out, layers, dev or None, cfg, tune_body, resume)
     typer.echo(f"{state.outcome(cfg.metric)}; cascade: {out / 'best'}")
 
 

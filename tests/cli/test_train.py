@@ -275,3 +275,18 @@ def test_a_reader_given_a_bad_open_dataset_name_is_one_line(
 def test_retrofit_pairs_that_are_not_there_is_one_line(sieveqa, tmp_path: Path) -> None:
     line = one_error_line(sieveqa("retrofit", "--pairs", tmp_path / "nope.jsonl", "--out", tmp_path / "o"))
     assert line == f"error: --pairs {tmp_path / 'nope.jsonl'}: no such file"
+
+
+def test_retrofit_takes_pairs_from_a_path_with_a_comma_and_refuses_pairs_beside_train(
+    sieveqa, saved_tiny: Path, tmp_path: Path
+) -> None:
+    # Found by a code review and a probe: the path was split at its comma into two datasets, and
+    # --train beside --pairs was ignored without a word.
+    pairs = tmp_path / "june,july.jsonl"
+    lines = [{"query": f"question {i}", "text": f"an answer text {j}"} for i in range(3) for j in range(3)]
+    pairs.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    base = ["retrofit", "-m", saved_tiny, "--pairs", pairs, "--dev", "", "--exits", "2,4"]
+    result = sieveqa(*base, "--out", tmp_path / "r", "--epochs", "1", "--batch-size", "8", "--no-progress")
+    assert result.exit_code == 0, result.output
+    line = one_error_line(sieveqa(*base, "--train", "squad-as2:train", "--out", tmp_path / "s"))
+    assert line == "error: give --pairs or --train, not both (--pairs trains on your pairs alone)"
