@@ -158,8 +158,13 @@ def deployment(num_replicas: int, threads: int, limits: dict[str, Any] | None = 
 
 def build(args: dict[str, str]) -> serve.Application:
     """The builder ``serve run sieveqa.serving.ray_serve:build key=value ...`` calls: a value that
-    reads as JSON (``read=3``, ``limits={"max_queue":64}``) is that, any other a string."""
-    return application(**{key: _value(value) for key, value in args.items()})
+    reads as JSON (``read=3``, ``limits={"max_queue":64}``) is that, any other a string, and a model,
+    index or method (names and paths) always a string."""
+    return application(**{key: value if key in _TEXT else _value(value) for key, value in args.items()})
+
+
+#: The builder's arguments that are always text: a model folder named ``2024`` is a folder, not a number.
+_TEXT = frozenset({"model", "index", "method", "reranker", "selector", "judge", "look_ranker", "confidence"})
 
 
 def _value(text: str) -> Any:

@@ -157,3 +157,13 @@ def test_serve_run_key_values_keep_their_types(monkeypatch: pytest.MonkeyPatch) 
     monkeypatch.setattr(ray_serve, "application", lambda **kw: got.update(kw))
     ray_serve.build({"model": "default", "read": "3", "num_replicas": "2", "limits": '{"max_queue": 8}'})
     assert got == {"model": "default", "read": 3, "num_replicas": 2, "limits": {"max_queue": 8}}
+
+
+def test_serve_run_keeps_a_model_folder_named_like_a_number_a_name(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A code review: `model=2024` (a folder) reached load_ranker as the int 2024."""
+    from sieveqa.serving import ray_serve
+
+    got: dict[str, object] = {}
+    monkeypatch.setattr(ray_serve, "application", lambda **kw: got.update(kw))
+    ray_serve.build({"model": "2024", "index": "7", "read": "3"})
+    assert got == {"model": "2024", "index": "7", "read": 3}
