@@ -45,8 +45,15 @@ def shared_ranker(model: str | Path | Ranker, drop_ratios: float | Sequence[floa
     folder = Path(model).expanduser()
     # A shipped name wins, as load_ranker has it; a folder is keyed by where it is.
     name = str(folder.resolve()) if str(model) not in SHIPPED and folder.exists() else str(model)
-    ratios = drop_ratios if drop_ratios is None or isinstance(drop_ratios, float | int) else list(drop_ratios)
-    key = (name, repr(ratios))
+    # One key however the ratios are spelt: 1 and 1.0, a tuple and a list, numpy floats and Python's
+    ratios: float | tuple[float, ...] | None = (
+        None
+        if drop_ratios is None
+        else float(drop_ratios)
+        if isinstance(drop_ratios, float | int)
+        else tuple(float(r) for r in drop_ratios)
+    )
+    key = (name, ratios)
     with _LOCK:
         if key not in _LOADED:
             overrides: dict[str, Any] = {} if drop_ratios is None else {"drop_ratios": drop_ratios}

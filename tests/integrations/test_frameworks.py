@@ -3,6 +3,7 @@ come back best first, cut to the framework's count, scored as ``Ranker.rank`` sc
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from sieveqa.errors import ConfigError
@@ -111,6 +112,9 @@ def test_a_folder_is_one_model_however_it_is_named_and_ratios_however_given(
     ranker = shared_ranker(folder, drop_ratios=(0.5,) * 3)
     monkeypatch.chdir(tmp_path)
     assert shared_ranker("named", drop_ratios=[0.5, 0.5, 0.5]) is ranker
+    assert shared_ranker("named", drop_ratios=[0.5, 0.5, np.float32(0.5)]) is ranker
+    none = shared_ranker("named", drop_ratios=0)
+    assert shared_ranker("named", drop_ratios=0.0) is none  # a copy per spelling, before
 
 
 def test_a_haystack_component_with_a_loaded_ranker_says_it_cannot_be_serialized() -> None:
