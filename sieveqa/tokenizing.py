@@ -17,6 +17,7 @@ bookkeeping around them), the least recently used text dropped first; thread-saf
 from __future__ import annotations
 
 import functools
+import logging
 import os
 import sys
 import threading
@@ -40,6 +41,7 @@ _PROBES = (
     "   \n\t  ",
 )
 
+log = logging.getLogger("sieveqa")
 #: ``SIEVEQA_TOKENIZER=hf`` keeps every tokenization on Hugging Face's tokenizer.
 TOKENIZER_ENV = "SIEVEQA_TOKENIZER"
 #: Words nanotoken's cache holds per worker thread, so its bytes are bounded too (a word over 100
@@ -58,13 +60,14 @@ def fast_backend(spec: str) -> Any | None:
         import nanotoken
     except ImportError:
         return None
-    nanotoken.set_cache_entries(FAST_CACHE_ENTRIES)
     try:
+        nanotoken.set_cache_entries(FAST_CACHE_ENTRIES)
         fast = nanotoken.Tokenizer.from_json(spec)
-    except (nanotoken.UnsupportedTokenizerError, ValueError):
+        got = fast.encode_batch_list(_PROBES, add_special_tokens=False, parallel=False)
+    except Exception as err:  # any failure of the optional fast path falls back
+        log.info("nanotoken not used (%s: %s); Hugging Face's tokenizer instead", type(err).__name__, err)
         return None
     reference = private_backend(spec).encode_batch(list(_PROBES), add_special_tokens=False)
-    got = fast.encode_batch_list(_PROBES, add_special_tokens=False, parallel=False)
     return fast if got == [e.ids for e in reference] else None
 
 

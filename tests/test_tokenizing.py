@@ -85,6 +85,22 @@ def test_a_fast_tokenizer_that_differs_or_is_turned_off_is_not_used(monkeypatch)
     assert tokenizing.fast_backend(spec) is not None
 
 
+def test_an_error_in_the_fast_tokenizers_check_falls_back_to_hugging_faces(monkeypatch) -> None:
+    """A code review: an error in nanotoken's load-time check failed the model's load."""
+    nanotoken = pytest.importorskip("nanotoken")
+    from sieveqa import tokenizing
+
+    def broken(self, texts, **kw):
+        raise RuntimeError("a thread pool that cannot start")
+
+    spec = load_backbone("tiny").tokenizer.backend_tokenizer.to_str()
+    tokenizing.fast_backend.cache_clear()
+    monkeypatch.setattr(nanotoken.Tokenizer, "encode_batch_list", broken)
+    assert tokenizing.fast_backend(spec) is None
+    monkeypatch.undo()
+    tokenizing.fast_backend.cache_clear()
+
+
 def test_a_tokenizer_nanotoken_does_not_take_stays_on_hugging_faces() -> None:
     pytest.importorskip("nanotoken")
     from tokenizers import Tokenizer, models
