@@ -8,6 +8,7 @@ and keeps its traceback.
 from __future__ import annotations
 
 import errno
+import sqlite3
 import sys
 from typing import Annotated, Any
 
@@ -31,6 +32,10 @@ class _Group(TyperGroup):
             code = super().main(*args, standalone_mode=False, **kwargs)
         except SieveQAError as err:
             _fail(str(err))
+        except sqlite3.OperationalError as err:  # SQLite says a full disk its own way
+            if "disk is full" not in str(err):
+                raise
+            _fail(f"{err}: no space left on the device (an index is written whole or not at all)")
         except OSError as err:
             if err.errno not in _FULL_OR_LOCKED:
                 raise

@@ -158,3 +158,22 @@ def test_a_full_disk_is_one_line_and_leaves_nothing_half_written(
     assert result.exit_code == 2 and "Traceback" not in result.output
     assert last.startswith(f"error: No space left on device: {out} (nothing was left half-written")
     assert list(out.parent.iterdir()) == []  # neither the file nor its temporary
+
+
+def test_an_index_build_on_a_full_disk_is_one_line(
+    sieveqa, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # SQLite says a full disk as an OperationalError, which was a traceback
+    import sqlite3
+
+    from sieveqa.data.corpus import CorpusIndex
+
+    def full(*args: object, **kwargs: object) -> None:
+        raise sqlite3.OperationalError("database or disk is full")
+
+    monkeypatch.setattr(CorpusIndex, "build", full)
+    result = sieveqa("index", "corpus", "--input", "demo", "--out", tmp_path / "idx")
+    assert one_error_line(result) == (
+        "error: database or disk is full: no space left on the device (an index is written whole or not "
+        "at all)"
+    )
