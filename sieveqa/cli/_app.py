@@ -51,6 +51,13 @@ class _Group(TyperGroup):
             if isinstance(err.__cause__, EOFError):  # click turns every EOFError into an Abort
                 _fail(f"an input ended early (a truncated file?): {err.__cause__}")
             _fail("interrupted", 130)
+        except Exception as err:  # safetensors and torch say a full disk only in their errors' text
+            if "No space left on device" not in str(err):
+                raise
+            _fail(
+                f"no space left on the device ({type(err).__name__}); what is saved is written whole "
+                "(a training run resumes from its last checkpoint once there is room)"
+            )
         if not standalone_mode:
             return code
         sys.exit(code if isinstance(code, int) else 0)

@@ -177,3 +177,22 @@ def test_an_index_build_on_a_full_disk_is_one_line(
         "error: database or disk is full: no space left on the device (an index is written whole or not "
         "at all)"
     )
+
+
+def test_training_on_a_full_disk_is_one_line(
+    sieveqa, example_jsonl: Path, tmp_path: Path, monkeypatch
+) -> None:
+    # safetensors says a full disk only in its error's text (checked for real on a 200 KB tmpfs)
+    from safetensors import SafetensorError
+
+    from sieveqa.training import trainer
+
+    def full(*args: object, **kwargs: object) -> None:
+        raise SafetensorError("Error while serializing: I/O error: No space left on device (os error 28)")
+
+    monkeypatch.setattr(trainer, "save_file", full)
+    args = ["--init", "tiny", "--train", f"jsonl:{example_jsonl}", "--dev", "", "--epochs", "1"]
+    result = sieveqa("train", *args, "--out", tmp_path / "t", "--no-progress")
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    errors = [line for line in result.output.splitlines() if line.startswith("error: ")]
+    assert len(errors) == 1 and errors[0].startswith("error: no space left on the device (SafetensorError)")
