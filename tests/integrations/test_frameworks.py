@@ -135,4 +135,4 @@ def test_shared_rankers_are_kept_a_few_at_most(monkeypatch) -> None:
     for name in ("m1", "m2", "m3", "m4", "m5", "m6"):
         integrations.shared_ranker(name)
     assert len(integrations._LOADED) == integrations._KEPT
-    assert integrations.shared_ranker("m6") is integrations._LOADED[("m6", "None")]
+    assert integrations.shared_ranker("m6") is integrations._LOADED[("m6", None)]

@@ -171,4 +171,4 @@ def test_a_long_paragraph_is_joined_in_linear_time() -> None:
     started = time.perf_counter()
     joined = join_lines(["a wrapped line of prose that runs on and on-"] * 20_000)
     assert len(joined) > 800_000
-    assert time.perf_counter() - started < 5
+    assert time.perf_counter() - started < 30  # quadratic: 510 s; linear: well under 1 s quiet
