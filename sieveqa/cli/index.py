@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -104,7 +105,13 @@ def corpus(
 
         embedder = SentenceEmbedder().configure(device=device)
     if existing is None:
-        index = CorpusIndex.build(documents, out, CorpusOptions(**given), embedder, progress=True)
+        made = not out.exists()
+        try:
+            index = CorpusIndex.build(documents, out, CorpusOptions(**given), embedder, progress=True)
+        except BaseException:
+            if made:  # a build that failed (a full disk, Ctrl-C) leaves no folder it made
+                shutil.rmtree(out, ignore_errors=True)
+            raise
         done = f"built {out}"
     else:
         before = existing.counts["documents"]

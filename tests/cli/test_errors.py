@@ -168,7 +168,8 @@ def test_an_index_build_on_a_full_disk_is_one_line(
 
     from sieveqa.data.corpus import CorpusIndex
 
-    def full(*args: object, **kwargs: object) -> None:
+    def full(documents: object, out: Path, *args: object, **kwargs: object) -> None:
+        (out / "gen-00000").mkdir(parents=True)
         raise sqlite3.OperationalError("database or disk is full")
 
     monkeypatch.setattr(CorpusIndex, "build", full)
@@ -177,6 +178,7 @@ def test_an_index_build_on_a_full_disk_is_one_line(
         "error: database or disk is full: no space left on the device (an index is written whole or not "
         "at all)"
     )
+    assert not (tmp_path / "idx").exists()  # the folder it made is gone (it was left empty)
 
 
 def test_training_on_a_full_disk_is_one_line(
