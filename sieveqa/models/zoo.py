@@ -136,7 +136,12 @@ def load_model(
     """Load any saved sieveqa model, picking the class from the folder's recorded kind. With
     ``expect`` (a class or classes), any other kind is a ConfigError naming ``option`` and saying
     what was wanted (``want``, e.g. "a reader (train one with --arch reader)")."""
-    path = resolve_model(name_or_path)
+    try:
+        path = resolve_model(name_or_path)
+    except ModelFormatError as err:  # say which option named it: --judge, --reranker, --selector
+        if option == "--model":
+            raise
+        raise ModelFormatError(f"{option}: {err}") from None
     kind = model_kind(path)
     try:
         cls = registry.technique(kind).model_class()

@@ -162,6 +162,14 @@ def test_a_judge_whose_backbone_is_not_installed_says_how_to_go_on(judge_over_mi
         load_judge(str(judge_over_missing_mpnet), ModelSettings(device="cpu", precision="fp32"))
 
 
+def test_a_judge_that_is_not_there_is_named_as_the_judge(tmp_path) -> None:
+    """A hostile probe: the line said "model '...' is neither ..." without naming --judge."""
+    from sieveqa.errors import ModelFormatError
+
+    with pytest.raises(ModelFormatError, match=r"^--judge: model '.*nothing' is neither a shipped model"):
+        load_judge(str(tmp_path / "nothing"), ModelSettings(device="cpu", precision="fp32"))
+
+
 def test_bm25_of_the_sentence_can_tip_the_choice_inside_a_passage() -> None:
     # EASI likes the first sentence a little more; only the second shares the question's words.
     p = _passage("1", "backups end in a tilde", "VERSION_CONTROL picks numbered backups")
