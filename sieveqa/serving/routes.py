@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import uuid
 from importlib import resources
+from pathlib import Path
 
 from fastapi import APIRouter, Request, Response
 from fastapi.responses import FileResponse
 
+from sieveqa import __version__
 from sieveqa.serving.cohere import cohere_routes
 from sieveqa.serving.errors import ERRORS
 from sieveqa.serving.metrics import CONTENT_TYPE
@@ -129,10 +131,29 @@ def service_routes(service: Service) -> APIRouter:
             queue_depth=depth,
         )
 
+    sha: list[str | None] = []  # the weights' fingerprint, read once (it reads every weight)
+
     @app.get("/info", response_model=Info)
     async def info() -> Info:
         """The served model and this server's limits, as text-embeddings-inference's /info gives them."""
-        return service.info()
+        model = service.model
+        if not sha:
+            sha.append(model.body_fingerprint()[:40] if model is not None else None)
+        label = {"id2label": {"0": "relevance"}, "label2id": {"relevance": 0}}
+        precision = getattr(model, "precision", "")
+        return Info(
+            model_id=Path(service.name).name,
+            model_sha=sha[0],
+            model_dtype={"bf16": "bfloat16", "fp16": "float16"}.get(precision, "float32"),
+            model_type={"reranker": label},
+            max_concurrent_requests=service.limits.max_queue,
+            max_input_length=model.config.max_length if model is not None else 0,
+            max_batch_tokens=service.batcher.max_tokens if service.batcher is not None else 0,
+            max_client_batch_size=service.limits.max_texts,
+            auto_truncate=True,
+            tokenization_workers=1,
+            version=__version__,
+        )
 
     @app.get("/metrics", response_class=Response, responses={200: {"content": {CONTENT_TYPE: {}}}})
     async def metrics() -> Response:

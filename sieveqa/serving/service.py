@@ -32,7 +32,7 @@ from sieveqa.runtime.policy import warm_up as warm_up_ranker
 from sieveqa.serving.batcher import MicroBatcher, Scored
 from sieveqa.serving.metrics import Metrics
 from sieveqa.serving.settings import Batching, Limits
-from sieveqa.serving.wire import AnswerRequest, Info, RerankRequest
+from sieveqa.serving.wire import AnswerRequest, RerankRequest
 from sieveqa.serving.worker import Job, ModelThread, QueueFullError, Worker
 
 #: The request fields that change the ranker (``Ranker.request_settings`` says which it takes).
@@ -118,7 +118,6 @@ class Service:
         #: The names a request's ``model`` may give: the served model's (a folder's own name too) and
         #: the aliases given to ``serve`` (a Cohere client's ``rerank-v3.5``).
         self.model_names = frozenset({name, Path(name).name, *aliases})
-        self._sha: str | None = None
         #: Runs every model of this service: /rerank's batches and /answer's questions (worker.py says why).
         self.thread = thread or ModelThread()
         self.limits = limits = limits or Limits()
@@ -187,34 +186,6 @@ class Service:
     @property
     def _workers(self) -> list[Worker[Any]]:
         return [w for w in (self.batcher, self.answers) if w is not None]
-
-    def _fingerprint(self) -> str | None:
-        """The served weights' fingerprint, computed once (it reads every weight)."""
-        if self._sha is None and self.model is not None:
-            self._sha = self.model.body_fingerprint()[:40]
-        return self._sha
-
-    def info(self) -> Info:
-        """What ``GET /info`` says (text-embeddings-inference's fields that apply to a reranker)."""
-        from sieveqa import __version__
-
-        model = self.model
-        label = {"id2label": {"0": "relevance"}, "label2id": {"relevance": 0}}
-        return Info(
-            model_id=Path(self.name).name,
-            model_sha=self._fingerprint(),
-            model_dtype={"bf16": "bfloat16", "fp16": "float16"}.get(
-                getattr(model, "precision", ""), "float32"
-            ),
-            model_type={"reranker": label},
-            max_concurrent_requests=self.limits.max_queue,
-            max_input_length=model.config.max_length if model is not None else 0,
-            max_batch_tokens=self.batcher.max_tokens if self.batcher is not None else 0,
-            max_client_batch_size=self.limits.max_texts,
-            auto_truncate=True,
-            tokenization_workers=1,
-            version=__version__,
-        )
 
     @property
     def kind(self) -> str:
