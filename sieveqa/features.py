@@ -15,7 +15,6 @@ fit.)
 from __future__ import annotations
 
 import contextlib
-import re
 import threading
 from array import array
 from collections import OrderedDict
@@ -27,7 +26,7 @@ from tokenizers import Encoding, Tokenizer
 from transformers import PreTrainedTokenizerBase
 
 from sieveqa.errors import BackboneError, ConfigError
-from sieveqa.tokenizing import TokenCache, fast_backend, private_backend
+from sieveqa.tokenizing import TokenCache, encodable, fast_backend, private_backend
 
 Span = tuple[int, int]
 
@@ -219,8 +218,7 @@ class Featurizer:
         return encode(texts, add_special_tokens=False)
 
     def _encode(self, texts: Sequence[str], offsets: bool = False) -> Sequence[Encoding | _Ids]:
-        texts = _encodable(texts)
-        memory, cache = self._memory, self.cache
+        texts, memory, cache = encodable(texts), self._memory, self.cache  # a lone surrogate as U+FFFD
         if offsets:
             return self._backend.encode_batch(list(texts), add_special_tokens=False)
         if memory is None and not cache.capacity:
@@ -400,15 +398,3 @@ def _windows(length: int, room: int, stride: int | None) -> list[tuple[int, int]
         if lo + room >= length:
             return out
         lo += room - stride
-
-
-#: A lone UTF-16 surrogate: a Python string may hold one (bytes decoded with surrogateescape, JSON's
-#: "\\ud800"), no UTF-8 tokenizer can encode it.
-_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
-def _encodable(texts: Sequence[str]) -> Sequence[str]:
-    """``texts`` with each lone surrogate as U+FFFD (one character for one: offsets keep their place)."""
-    if all(t.isascii() or not _SURROGATE.search(t) for t in texts):
-        return texts
-    return [_SURROGATE.sub("\ufffd", t) for t in texts]

@@ -19,6 +19,7 @@ from __future__ import annotations
 import functools
 import logging
 import os
+import re
 import sys
 import threading
 from array import array
@@ -139,3 +140,15 @@ class TokenCache:
         with self._lock:
             self._ids.clear()
             self._bytes = 0
+
+
+#: A lone UTF-16 surrogate: a Python string may hold one (bytes decoded with surrogateescape, JSON's
+#: "\\ud800"), no UTF-8 tokenizer can encode it.
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def encodable(texts: Sequence[str]) -> Sequence[str]:
+    """``texts`` with each lone surrogate as U+FFFD (one character for one: offsets keep their place)."""
+    if all(t.isascii() or not _SURROGATE.search(t) for t in texts):
+        return texts
+    return [_SURROGATE.sub("\ufffd", t) for t in texts]
