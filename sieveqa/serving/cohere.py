@@ -11,17 +11,18 @@ status Cohere would send. ``model`` must name the served model (or an alias give
 from __future__ import annotations
 
 import uuid
+from pathlib import PurePath
 from typing import Any
 
 from fastapi import APIRouter, Request, Response
 from pydantic import Field, StrictBool
 
-from sieveqa.serving.errors import COHERE_PATHS, ERRORS
+from sieveqa.serving.errors import ERRORS
 from sieveqa.serving.running import ranked
 from sieveqa.serving.service import RequestError, Service
 from sieveqa.serving.wire import Int, RerankRequest, Text, _Request, _Wire
 
-__all__ = ["COHERE_PATHS", "cohere_routes"]
+__all__ = ["cohere_routes"]
 
 
 class V2Rerank(_Request):
@@ -105,7 +106,7 @@ def cohere_routes(service: Service) -> APIRouter:
         meta = {
             "api_version": {"version": version},
             "billed_units": {"search_units": 1},
-            "model": service.name,
+            "model": PurePath(service.name).name,  # a folder by its own name, not the server's path
             "cost": {"inferences": done.cost.sequences, "layer_units": done.cost.layer_units},
         }
         return CohereResponse(id=str(uuid.uuid4()), results=results, meta=meta)
