@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import json
+import math
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -21,11 +22,19 @@ from sieveqa.errors import ConfigError
 if TYPE_CHECKING:
     from sieveqa.runtime.answer.answerer import Answer
 
+
+def _probability(value: float | None) -> float | None:
+    """A probability, NaN named as not a number (a range check called it a bound broken)."""
+    if value is not None and not 0.0 <= value <= 1.0:
+        why = "nan is not a number" if math.isnan(value) else f"{value:g} is not in [0, 1]"
+        raise typer.BadParameter(f"{why}; give a probability in [0, 1]")
+    return value
+
+
 MinConfidenceOpt = Annotated[
     float | None,
     typer.Option(
-        min=0.0,
-        max=1.0,
+        callback=_probability,
         help="below this calibrated confidence say 'no answer found' and show the best guess as such "
         "(default: the calibration's, chosen on dev; 0: always answer)",
     ),

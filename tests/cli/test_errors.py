@@ -198,3 +198,20 @@ def test_training_on_a_full_disk_is_one_line(
     assert result.exit_code == 2 and "Traceback" not in result.output
     errors = [line for line in result.output.splitlines() if line.startswith("error: ")]
     assert len(errors) == 1 and errors[0].startswith("error: no space left on the device (SafetensorError)")
+
+
+def test_a_damaged_hugging_face_folder_and_a_nan_confidence_are_one_line(
+    sieveqa, example_jsonl: Path, tmp_path: Path
+) -> None:
+    from tests.models.hf_tiny import tiny_hf_cross_encoder
+
+    folder = tiny_hf_cross_encoder("bert", tmp_path / "hf")
+    weights = folder / "model.safetensors"
+    weights.write_bytes(weights.read_bytes()[:1000])
+    line = one_error_line(sieveqa("rank", "-m", folder, "-i", example_jsonl))
+    assert "transformers cannot load it (Error while deserializing header" in line
+    line = one_error_line(sieveqa("answer", "--index", tmp_path / "none", "--min-confidence", "nan", "q"))
+    assert (
+        line
+        == "error: Invalid value for '--min-confidence': nan is not a number; give a probability in [0, 1]"
+    )
