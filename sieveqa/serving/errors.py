@@ -17,7 +17,7 @@ from sieveqa.errors import BusyError, ConfigError, DataFormatError, SieveQAError
 from sieveqa.serving.service import RequestError
 from sieveqa.serving.wire import ErrorBody
 
-__all__ = ["COHERE_PATHS", "ERRORS", "error_response", "install_error_handlers"]
+__all__ = ["COHERE_PATHS", "ERRORS", "TEI_TYPES", "error_response", "install_error_handlers"]
 
 log = logging.getLogger("sieveqa.serving")
 #: pydantic's errors for a text or list with nothing in it: 400, as for an empty request.
@@ -40,12 +40,25 @@ ERRORS: dict[int | str, dict[str, Any]] = {
 COHERE_PATHS = ("/v1/rerank", "/v2/rerank")
 
 
+#: TEI's ``error_type`` for each of sieveqa's reasons: what a TEI client reads. Every reason not here
+#: is the request's fault: ``Validation``.
+TEI_TYPES = {
+    "empty": "Empty",
+    "overloaded": "Overloaded",
+    "timeout": "Overloaded",
+    "unavailable": "Unhealthy",
+    "internal": "Backend",
+}
+
+
 def error_response(
     status: int, kind: str, message: str, headers: dict[str, str] | None = None, path: str = ""
 ) -> JSONResponse:
-    """The error body every refusal sends: its message and kind (at ``path``, Cohere's body where the
-    path is Cohere's)."""
-    body = {"message": message} if path in COHERE_PATHS else {"error": message, "error_type": kind}
+    """The error body every refusal sends: TEI's ``ErrorResponse`` (its message and ``error_type``)
+    with sieveqa's ``reason``, or at ``path`` Cohere's ``{"message"}`` where the path is Cohere's."""
+    if path in COHERE_PATHS:
+        return JSONResponse({"message": message}, status, headers)
+    body = {"error": message, "error_type": TEI_TYPES.get(kind, "Validation"), "reason": kind}
     return JSONResponse(body, status, headers)
 
 

@@ -234,21 +234,29 @@ class Health(_Wire):
     queue_depth: int
 
 
+#: TEI's ``ErrorType``: what its clients read from a refusal.
+TeiErrorType = Literal["Unhealthy", "Backend", "Overloaded", "Validation", "Tokenizer", "Empty"]
+#: sieveqa's finer reason for a refusal.
+Reason = Literal[
+    "validation",
+    "empty",
+    "too_large",
+    "overloaded",
+    "timeout",
+    "client_closed",
+    "unavailable",
+    "not_found",
+    "not_allowed",
+    "forbidden",
+    "unsupported_media_type",
+    "internal",
+]
+
+
 class ErrorBody(_Wire):
-    """Every error: a message naming the field at fault, and its kind."""
+    """Every error, as TEI's ``ErrorResponse``: a message naming the field at fault and its TEI
+    ``error_type``; ``reason`` says which of sieveqa's refusals it is."""
 
     error: str
-    error_type: Literal[
-        "validation",
-        "empty",
-        "too_large",
-        "overloaded",
-        "timeout",
-        "client_closed",
-        "unavailable",
-        "not_found",
-        "not_allowed",
-        "forbidden",
-        "unsupported_media_type",
-        "internal",
-    ]
+    error_type: TeiErrorType
+    reason: Reason

@@ -187,8 +187,10 @@ def test_the_schema_is_a_valid_openapi_document_naming_every_error_kind(client: 
     validate(schema)  # GET and HEAD /health once shared an operation id: invalid
     assert {"get", "head"} <= set(schema["paths"]["/health"])
     assert "503" in schema["paths"]["/rerank"]["post"]["responses"]
-    kinds = schema["components"]["schemas"]["ErrorBody"]["properties"]["error_type"]["enum"]
-    assert {"timeout", "client_closed"} <= set(kinds)
+    body = schema["components"]["schemas"]["ErrorBody"]["properties"]
+    assert {"timeout", "client_closed"} <= set(body["reason"]["enum"])
+    tei = {"Unhealthy", "Backend", "Overloaded", "Validation", "Tokenizer", "Empty"}
+    assert set(body["error_type"]["enum"]) == tei  # TEI's ErrorType, what its clients read
 
 
 def test_a_cascades_schema_offers_alpha_and_budget(tiny_cascade) -> None:

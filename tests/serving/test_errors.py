@@ -53,7 +53,8 @@ OK = {"query": "q", "texts": ["a", "b"]}
 )
 def test_bad_rerank_requests(client: TestClient, body: object, status: int, kind: str, says: str) -> None:
     r = client.post("/rerank", json=body)
-    assert (r.status_code, r.json()["error_type"]) == (status, kind), r.text
+    assert (r.status_code, r.json()["reason"]) == (status, kind), r.text
+    assert r.json()["error_type"] == ("Empty" if kind == "empty" else "Validation")  # TEI's ErrorType
     assert says in r.json()["error"]
 
 
@@ -86,7 +87,8 @@ def test_a_multipart_body_is_415(client: TestClient) -> None:
     assert r.status_code == 415
     assert r.json() == {
         "error": "send the body as JSON, not multipart/form-data",
-        "error_type": "unsupported_media_type",
+        "error_type": "Validation",
+        "reason": "unsupported_media_type",
     }
 
 
@@ -98,7 +100,11 @@ def test_a_streamed_body_is_cut_at_the_limit(client: TestClient) -> None:
 
     r = client.post("/rerank", content=chunks(), headers={"content-type": "application/json"})
     assert r.status_code == 413
-    assert r.json() == {"error": "request body over 4096 bytes", "error_type": "too_large"}
+    assert r.json() == {
+        "error": "request body over 4096 bytes",
+        "error_type": "Validation",
+        "reason": "too_large",
+    }
 
 
 def test_truncate_false_refuses_a_pair_over_the_models_length(client: TestClient) -> None:
@@ -110,9 +116,9 @@ def test_truncate_false_refuses_a_pair_over_the_models_length(client: TestClient
 
 
 def test_unknown_routes_and_methods(client: TestClient) -> None:
-    assert client.get("/nowhere").json()["error_type"] == "not_found"
+    assert client.get("/nowhere").json()["reason"] == "not_found"
     r = client.get("/rerank")
-    assert (r.status_code, r.json()["error_type"]) == (405, "not_allowed")
+    assert (r.status_code, r.json()["reason"]) == (405, "not_allowed")
 
 
 def test_answer_without_an_index_is_404(client: TestClient) -> None:
@@ -142,7 +148,8 @@ def test_a_full_queue_gives_429_with_retry_after() -> None:
         held.join(5)
         queued.join(5)
     assert r.status_code == 429
-    assert r.json()["error_type"] == "overloaded"
+    assert r.json()["error_type"] == "Overloaded"  # what a TEI client reads
+    assert r.json()["reason"] == "overloaded"
     assert int(r.headers["retry-after"]) >= 1
 
 
@@ -154,7 +161,11 @@ def test_a_bug_is_a_500_that_leaks_nothing(tiny_model) -> None:
     with TestClient(create_app(Service(Broken())), raise_server_exceptions=False) as c:
         r = c.post("/rerank", json=OK)
     assert r.status_code == 500
-    assert r.json() == {"error": "internal error (logged by the server)", "error_type": "internal"}
+    assert r.json() == {
+        "error": "internal error (logged by the server)",
+        "error_type": "Backend",
+        "reason": "internal",
+    }
 
 
 def test_errors_are_counted_by_endpoint_and_status(client: TestClient) -> None:
@@ -185,3 +196,14 @@ def test_the_docs_page_needs_no_internet(client: TestClient) -> None:
     script = client.get("/static-offline-docs/swagger-ui-bundle.js")
     assert script.status_code == 200 and len(script.content) > 100_000
     assert client.get("/redoc").status_code == 200
+
+
+def test_every_reason_has_a_tei_error_type() -> None:
+    from typing import get_args
+
+    from sieveqa.serving.errors import TEI_TYPES
+    from sieveqa.serving.wire import Reason, TeiErrorType
+
+    assert set(TEI_TYPES) <= set(get_args(Reason))
+    assert set(TEI_TYPES.values()) <= set(get_args(TeiErrorType))
+    assert TEI_TYPES["unavailable"] == "Unhealthy"  # draining, or an index away: retry elsewhere

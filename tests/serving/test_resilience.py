@@ -37,7 +37,7 @@ def test_a_bug_is_logged_once_and_never_reaches_the_server(caplog: pytest.LogCap
     app = create_app(Service(Raises(RuntimeError("boom"))))
     with TestClient(app) as c, caplog.at_level(logging.ERROR, "sieveqa.serving"):  # raises what escapes
         r = c.post("/rerank", json=OK)
-    assert (r.status_code, r.json()["error_type"]) == (500, "internal")
+    assert (r.status_code, r.json()["reason"]) == (500, "internal")
     ours = [r for r in caplog.records if r.exc_info and str(r.exc_info[1]) == "boom"]
     assert len(ours) == 1 and ours[0].getMessage().startswith("unexpected error in POST /rerank")
 
@@ -78,7 +78,7 @@ def test_a_request_past_its_deadline_is_503_and_its_work_is_dropped() -> None:
         ranker.gate.set()
         held.join(5)
         assert c.post("/rerank", json={"query": "after", "texts": ["a"]}).status_code == 200
-    assert (r.status_code, r.json()["error_type"]) == (503, "timeout")
+    assert (r.status_code, r.json()["reason"]) == (503, "timeout")
     assert "within 1 s" in r.json()["error"] and int(r.headers["retry-after"]) >= 1
     assert [q for call in ranker.calls for q in call] == ["q", "after"]  # "late" never ran
 
@@ -117,7 +117,7 @@ def test_answer_is_queued_bounded_and_cancelled_like_rerank(keyword_answerer: An
         answerer.gate.set()
         held.join(5)
         assert c.post("/answer", json={"question": "the answer?"}).status_code == 200
-    assert (full.status_code, full.json()["error_type"]) == (429, "overloaded")
+    assert (full.status_code, full.json()["reason"]) == (429, "overloaded")
     assert int(full.headers["retry-after"]) >= 1
     assert late["r"].status_code == 503
     assert answerer.asked == ["first", "the answer?"]  # "late" was dropped, "refused" never queued
