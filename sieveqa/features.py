@@ -14,11 +14,8 @@ fit.)
 
 from __future__ import annotations
 
-import contextlib
-import threading
 from array import array
-from collections import OrderedDict
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -161,19 +158,16 @@ class Featurizer:
         self.sep_id = int(tokenizer.sep_token_id)
         self._single = _probe(self._backend, ("a",))
         self._pair = _probe(self._backend, ("a", "b"))
-        self._memory: OrderedDict[str, _Ids] | None = None
-        self._memory_tokens = self._memory_cap = 0
         self.__setstate__({})
 
     def __getstate__(self) -> dict[str, object]:
-        # A copy (a deep-copied model, a pickled one) starts with no memory, no cache and its own lock.
-        state = {**self.__dict__, "_memory": None, "_memory_tokens": 0, "_memory_cap": 0}
-        del state["_memory_lock"], state["_local"], state["cache"], state["_fast"]
+        # A copy (a deep-copied model, a pickled one) starts with an empty cache.
+        state = dict(self.__dict__)
+        del state["cache"], state["_fast"]
         return state
 
     def __setstate__(self, state: dict[str, object]) -> None:
         self.__dict__.update(state)
-        self._memory_lock, self._local = threading.Lock(), threading.local()
         self._fast = fast_backend(self._spec)  # (not pickled: a Rust object, rebuilt from the spec)
         #: Token ids of texts seen before (see ``sieveqa.tokenizing``); ``TokenCache(0)`` holds none.
         self.cache = TokenCache()
@@ -186,29 +180,6 @@ class Featurizer:
         if self._fast is not None:
             self._fast.clear_cache()
 
-    def remember(self, tokens: int) -> None:
-        """Let texts tokenized inside :meth:`keeping` (a service checking a request) be given back,
-        once, to the next tokenization that asks for them (scoring that request), so they are not
-        tokenized twice. Only token ids are kept, at most ``tokens`` of them (4 bytes each), the
-        oldest dropped first; 0 forgets."""
-        with self._memory_lock:
-            self._memory = OrderedDict() if tokens > 0 else None
-            self._memory_tokens, self._memory_cap = 0, max(tokens, 0)
-
-    @property
-    def remembered_tokens(self) -> int:
-        """Token ids held for texts checked but not yet scored."""
-        return self._memory_tokens
-
-    @contextlib.contextmanager
-    def keeping(self) -> Iterator[None]:
-        """Texts this thread tokenizes inside the block are remembered (see :meth:`remember`)."""
-        self._local.keep = True
-        try:
-            yield
-        finally:
-            self._local.keep = False
-
     def _encode_ids(self, texts: list[str]) -> Sequence[_Ids | Encoding]:
         """Token ids of ``texts`` (no offsets): nanotoken's where it matched (see ``sieveqa.tokenizing``),
         else the Rust tokenizer's ``encode_batch_fast`` (tokenizers >= 0.21: a fifth faster)."""
@@ -218,32 +189,19 @@ class Featurizer:
         return encode(texts, add_special_tokens=False)
 
     def _encode(self, texts: Sequence[str], offsets: bool = False) -> Sequence[Encoding | _Ids]:
-        texts, memory, cache = encodable(texts), self._memory, self.cache  # a lone surrogate as U+FFFD
+        """Each text's tokens, from the cache where it holds them (a service's request checked, then
+        scored, is tokenized once)."""
+        texts, cache = encodable(texts), self.cache  # a lone surrogate as U+FFFD
         if offsets:
             return self._backend.encode_batch(list(texts), add_special_tokens=False)
-        if memory is None and not cache.capacity:
+        if not cache.capacity:
             return self._encode_ids(list(texts))
-        keep = getattr(self._local, "keep", False)
         unique = list(dict.fromkeys(texts))
-        found: dict[str, Encoding | _Ids] = {}
-        if memory is not None:
-            with self._memory_lock:
-                found = {t: memory.pop(t) for t in unique if t in memory}
-                self._memory_tokens -= sum(len(e.ids) for e in found.values())
-        found |= {t: _Ids(ids) for t, ids in cache.take(t for t in unique if t not in found).items()}
+        found: dict[str, Encoding | _Ids] = {t: _Ids(ids) for t, ids in cache.take(unique).items()}
         missing = [t for t in unique if t not in found]
         encoded = self._encode_ids(missing)
         cache.put({t: e.ids for t, e in zip(missing, encoded, strict=True)})
-        for t, e in zip(missing, encoded, strict=True):
-            found[t] = _Ids(array("i", e.ids)) if keep else e  # what is kept is held compactly
-        if keep and memory is not None:
-            with self._memory_lock:
-                for text in unique:
-                    if text not in memory and len(found[text].ids) <= self._memory_cap:  # kept: _Ids
-                        memory[text] = found[text]
-                        self._memory_tokens += len(found[text].ids)
-                while self._memory_tokens > self._memory_cap:
-                    self._memory_tokens -= len(memory.popitem(last=False)[1].ids)
+        found |= dict(zip(missing, encoded, strict=True))
         return [found[t] for t in texts]
 
     def texts(self, texts: Sequence[str], max_length: int) -> Features:

@@ -41,9 +41,6 @@ REQUEST_SETTINGS = ("alpha", "budget")
 ANSWER_SETTINGS = ("budget",)
 #: Rankers kept for per-request settings.
 _SETTINGS_CACHE = 32
-#: Token ids of checked, not yet scored texts the model keeps (4 bytes each: 8 MB), so that a
-#: ``truncate: false`` request is tokenized once; scoring takes them back.
-_REMEMBERED_TOKENS = 2_000_000
 
 
 class RequestError(SieveQAError):
@@ -123,8 +120,6 @@ class Service:
         self.limits = limits = limits or Limits()
         batching = batching or Batching()
         self.model = pair_model(ranker)
-        if self.model is not None:  # a /rerank check's tokens are reused when its batch runs
-            self.model.featurizer.remember(_REMEMBERED_TOKENS)
         self.metrics = Metrics(lambda: self.queue_depth)
         self.batcher = self._micro_batcher(batching, limits)
         self.answers = AnswerQueue(limits.max_queue, self.thread)
@@ -283,8 +278,8 @@ class Service:
         ``truncate: false``, which needs the tokenizer's count to refuse an overlong pair."""
         if self.model is None or req.truncate:
             return sum(len(req.query) + len(t) for t in texts) // 4 + 1
-        with self.model.featurizer.keeping():
-            features = self.model.featurize([req.query] * len(texts), texts)
+        # Tokenized once: the featurizer's cache (bounded in bytes) gives scoring these tokens back.
+        features = self.model.featurize([req.query] * len(texts), texts)
         if not req.truncate and any(features.truncated):
             i = features.truncated.index(True)
             raise RequestError(

@@ -25,18 +25,14 @@ def test_expect_returns_the_model_or_names_the_option_and_the_kinds(saved_tiny: 
         load_model("no-such-model", CrossEncoder)
 
 
-def test_a_model_that_remembers_tokens_still_copies_and_pickles(tiny_model) -> None:
-    """The featurizer's memory (the service's) holds a lock: copies start without either."""
-    tiny_model.featurizer.remember(4)
-    try:
-        tiny_model.featurize(["q"], ["a text"])
-        for twin in (copy.deepcopy(tiny_model), pickle.loads(pickle.dumps(tiny_model))):
-            assert (
-                twin.featurize(["q"], ["a text"]).input_ids
-                == tiny_model.featurize(["q"], ["a text"]).input_ids
-            )
-    finally:
-        tiny_model.featurizer.remember(0)
+def test_a_model_with_cached_tokens_still_copies_and_pickles(tiny_model) -> None:
+    """The featurizer's cache holds a lock: copies start with an empty one of their own."""
+    tiny_model.featurize(["q"], ["a text"])
+    assert len(tiny_model.featurizer.cache)
+    for twin in (copy.deepcopy(tiny_model), pickle.loads(pickle.dumps(tiny_model))):
+        assert not len(twin.featurizer.cache)
+        want = tiny_model.featurize(["q"], ["a text"]).input_ids
+        assert twin.featurize(["q"], ["a text"]).input_ids == want
 
 
 def test_a_model_of_the_second_distribution_names_it_when_missing(tmp_path: Path, monkeypatch) -> None:

@@ -11,7 +11,7 @@ from fastapi.testclient import TestClient
 
 from sieveqa.data.records import Candidate, Question, RankingExample
 from sieveqa.runtime.cascade import CascadeRanker
-from sieveqa.serving import Service, create_app
+from sieveqa.serving import Limits, Service, create_app
 from tests.serving.conftest import RecordingRanker
 
 QUERY = "who wrote hamlet"
@@ -146,32 +146,46 @@ def test_a_truncate_false_request_is_tokenized_once_and_off_the_event_loop(tiny_
             r = c.post("/rerank", json={"query": QUERY, "texts": TEXTS, "truncate": False})
     finally:
         del tiny_model.featurizer._encode_ids
-        tiny_model.featurizer.remember(0)
     assert r.status_code == 200, r.text
     assert sorted(counting.texts) == sorted([QUERY, *TEXTS])  # each text once: check and scoring
     assert counting.on_loop and not any(counting.on_loop)
 
 
-def test_the_service_keeps_no_tokens_of_scored_texts_and_a_bounded_few_of_refused_ones(tiny_model) -> None:
-    """It kept each text's whole Rust encoding (~100 bytes a token) for the last 8,192 texts,
-    scored or not: gigabytes for a RAG client's long documents (issue 42). Now only a checked
-    request's token ids wait for its scoring, which takes them back, and refused ones are capped."""
-    service = Service(tiny_model)
+def _texts_held(root: object, texts: list[str]) -> int:
+    """Characters of ``texts`` reachable from ``root``'s attributes and containers."""
+    wanted = set(texts)
+    seen, stack, held = set(), [root], 0
+    while stack:
+        obj = stack.pop()
+        if id(obj) in seen:
+            continue
+        seen.add(id(obj))
+        if isinstance(obj, str):
+            held += len(obj) if obj in wanted else 0
+        elif isinstance(obj, dict):
+            stack += [*obj.keys(), *obj.values()]
+        elif isinstance(obj, list | tuple | set):
+            stack += list(obj)
+        elif hasattr(obj, "__dict__") and not isinstance(obj, type):
+            stack += list(vars(obj).values())
+    return held
+
+
+def test_the_text_a_request_leaves_held_is_bounded_in_bytes(tiny_model) -> None:
+    """A checked request's tokens once waited for its scoring in a memory bounded in token ids that
+    pinned each text as well: crafted ``truncate: false`` requests held 1.5 GiB of text (issue 64).
+    Now they are the featurizer's cache, whose byte bound counts the text."""
+    from sieveqa.tokenizing import TokenCache
+
     featurizer = tiny_model.featurizer
-    long_texts = [f"text {i} " + "word " * 300 for i in range(6)]
-    try:
-        with TestClient(create_app(service)) as c:
-            for truncate in (True, False):
-                r = c.post("/rerank", json={"query": QUERY, "texts": TEXTS, "truncate": truncate})
-                assert r.status_code == 200, r.text
-                assert featurizer.remembered_tokens == 0
-            featurizer.remember(700)  # room for two of the long texts' ids
-            for text in long_texts:  # each refused as too long: checked, never scored
-                r = c.post("/rerank", json={"query": QUERY, "texts": [text], "truncate": False})
-                assert r.status_code == 413, r.text
-                assert 0 < featurizer.remembered_tokens <= 700
-    finally:
-        featurizer.remember(0)
+    featurizer.cache = TokenCache(200_000)
+    service = Service(tiny_model, limits=Limits(max_chars=200_000))
+    long_texts = [f"text {i} " + "x" * 60_000 + " word" * 100 for i in range(10)]  # 600 KB, 100 tokens each
+    with TestClient(create_app(service)) as c:
+        for text in long_texts:  # each refused as too long: checked, never scored
+            r = c.post("/rerank", json={"query": QUERY, "texts": [text, "a"], "truncate": False})
+            assert r.status_code == 413, r.text
+    assert 0 < _texts_held(featurizer, long_texts) <= 200_000
 
 
 def test_one_setting_asked_at_once_from_two_threads_builds_one_ranker(tiny_cascade) -> None:
