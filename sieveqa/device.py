@@ -115,3 +115,10 @@ def trim_heap() -> None:
     trim = _malloc_trim()
     if trim is not None:
         trim(0)
+
+
+def thread_env(threads: int) -> dict[str, str]:
+    """The environment that sizes a new process's thread pools to ``threads``: OpenMP's (torch's) and
+    rayon's (nanotoken's, built when it is imported, so a running process cannot resize it). A Ray
+    actor or replica gets it as its ``runtime_env``; without it each one tokenized on every core."""
+    return {"OMP_NUM_THREADS": str(threads), "RAYON_NUM_THREADS": str(threads)}

@@ -73,3 +73,27 @@ def test_trim_heap_gives_back_glibcs_free_pages_and_is_quiet_elsewhere(monkeypat
     monkeypatch.setattr(device, "_malloc_trim", lambda: None)
     device.trim_heap()  # no glibc: nothing to call, no error
     assert calls == [0]
+
+
+def test_thread_env_sizes_nanotokens_pool_in_a_new_process() -> None:
+    """nanotoken's rayon pool took every core in each Ray actor and replica, whatever ``threads`` said."""
+    import os
+    import subprocess
+    import sys
+
+    pytest.importorskip("nanotoken")
+    from sieveqa.device import thread_env
+
+    script = (
+        "import os\n"
+        "from sieveqa.models.cross_encoder import CrossEncoder, CrossEncoderConfig\n"
+        "fast = CrossEncoder(CrossEncoderConfig(backbone='tiny', max_length=64)).featurizer._fast\n"
+        "fast.encode_batch_list([f'hello world {i}' for i in range(5000)], add_special_tokens=False)\n"
+        "print(len(os.listdir('/proc/self/task')))\n"
+    )
+    threads = {}
+    for n in (1, 3):  # torch's OpenMP team alike in both: only rayon's differs
+        env = {**os.environ, **thread_env(n), "OMP_NUM_THREADS": "1"}
+        out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True)
+        threads[n] = int(out.stdout.split()[-1])
+    assert threads[3] - threads[1] == 2

@@ -26,6 +26,7 @@ from typing import Any
 from ray import serve
 
 from sieveqa.data.records import RankingExample
+from sieveqa.device import thread_env
 from sieveqa.errors import ConfigError
 from sieveqa.models.base import Ranker
 from sieveqa.serving.app import create_app
@@ -66,7 +67,9 @@ class RayService(Service):
         self._batched.set_max_batch_size(max_pairs)
         self._batched.set_batch_wait_timeout_s(wait_ms / 1000)
 
-    async def score(self, example: RankingExample, tokens: int, ranker: Ranker) -> Scored:
+    async def score(
+        self, example: RankingExample, tokens: int, ranker: Ranker, key: bytes | None = None
+    ) -> Scored:
         if self._waiting >= self.limits.max_queue:
             raise RequestError(
                 429,
@@ -150,7 +153,8 @@ def deployment(num_replicas: int, threads: int, limits: dict[str, Any] | None = 
     max_queue = Limits(**(limits or {})).max_queue
     return SieveQADeployment.options(
         num_replicas=num_replicas,
-        ray_actor_options={"num_cpus": threads},
+        # nanotoken's pool sized too (it took every core of the machine in each replica).
+        ray_actor_options={"num_cpus": threads, "runtime_env": {"env_vars": thread_env(threads)}},
         max_ongoing_requests=max_queue + 1,
         max_queued_requests=max_queue,
     )

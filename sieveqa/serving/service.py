@@ -30,7 +30,9 @@ from sieveqa.runtime.answer.budget import Choice
 from sieveqa.runtime.policy import load_ranker, pair_model
 from sieveqa.runtime.policy import warm_up as warm_up_ranker
 from sieveqa.serving.batcher import MicroBatcher, Scored
+from sieveqa.serving.capacity import fit_to_deadline, full_length_rate
 from sieveqa.serving.metrics import Metrics
+from sieveqa.serving.recent import RecentResults, request_key
 from sieveqa.serving.settings import Batching, Limits
 from sieveqa.serving.wire import AnswerRequest, RerankRequest
 from sieveqa.serving.worker import Job, ModelThread, QueueFullError, Worker
@@ -123,6 +125,8 @@ class Service:
         self.metrics = Metrics(lambda: self.queue_depth)
         self.batcher = self._micro_batcher(batching, limits)
         self.answers = AnswerQueue(limits.max_queue, self.thread)
+        #: Recent /rerank results and those in flight, for a client's retry of the same request.
+        self.recent = RecentResults(int(limits.result_cache_mb * 2**20))
         self._settings: OrderedDict[tuple[tuple[str, object], ...], Ranker] = OrderedDict()
         self._settings_lock = threading.Lock()
         self._draining = False
@@ -149,10 +153,12 @@ class Service:
         corpus ``index``, an answerer with ``method`` (``answer_options`` as ``load_answerer`` takes;
         ``backend`` None: torch for the ranker, the answerer's ``budget_ms`` chooses its own). With
         ``warm_up`` the ranker runs once at each of its bucketed batch shapes (bf16/fp16: see
-        ``sieveqa.batching``), so no request pays for building a shape's kernels."""
+        ``sieveqa.batching``), so no request pays for building a shape's kernels, and ``limits.max_texts``
+        is lowered to what it ranks within the deadline (``sieveqa.serving.capacity``)."""
         settings = {"device": device, "precision": precision, "batch_size": batch_size}
         thread = ModelThread()  # the models load on the thread that will run them
         warmed: list[float] = [0, 0.0]
+        rate: list[float | None] = [None]
 
         def models() -> tuple[Ranker, Answerer | None]:
             answerer = None
@@ -161,6 +167,7 @@ class Service:
             ranker = load_ranker(model, **settings, backend=backend or "torch")
             if warm_up:
                 warmed[:] = warm_up_ranker(ranker)
+                rate[0] = full_length_rate(ranker)
             return ranker, answerer
 
         try:
@@ -169,6 +176,7 @@ class Service:
             thread.close()  # no service will own it
             raise
         name = None if index is None else Path(index).name  # /health: its name, not the server's path
+        limits = fit_to_deadline(limits or Limits(), rate[0])  # a request within them finishes
         service = cls(ranker, answerer, model, name, limits, batching, thread, aliases)
         service.warmed_up = (int(warmed[0]), warmed[1])
         return service
@@ -213,15 +221,19 @@ class Service:
         for worker in self._workers:
             worker.stop()
 
-    async def _await(self, submit: Any, *args: Any) -> Any:
+    async def _await(self, submit: Any, *args: Any, key: bytes | None = None) -> Any:
         """Queue a job on a worker (``submit``, a worker's method) and await it within the deadline;
         a request cancelled or past its deadline cancels the job, which the worker then drops unless
-        it had started."""
+        it had started. With a ``key``, an identical request's result kept or in flight is shared
+        (:class:`~sieveqa.serving.recent.RecentResults`)."""
         try:
-            future = submit(*args)
+            if key is None:
+                work = asyncio.wrap_future(submit(*args))
+            else:
+                work = self.recent.result(key, lambda: submit(*args))
+            return await self.within_deadline(work, submit.__self__.retry_after)
         except QueueFullError as err:
             raise RequestError(429, "overloaded", str(err), retry_after=err.retry_after) from None
-        return await self.within_deadline(asyncio.wrap_future(future), submit.__self__.retry_after)
 
     async def within_deadline(self, work: Any, retry_after: Any) -> Any:
         """Await ``work`` for at most ``Limits.timeout_s`` (then cancel it: 503 with ``retry_after()``)."""
@@ -259,7 +271,8 @@ class Service:
             raise RequestError(
                 413,
                 "too_large",
-                f"{field_name}: {len(texts)} texts, more than the {self.limits.max_texts} allowed",
+                f"{field_name}: {len(texts)} texts, more than the {self.limits.max_texts} allowed "
+                "(what this server ranks within its deadline; send them in several requests)",
             )
         for where, text in [("query", req.query), *((f"{field_name}[{i}]", t) for i, t in enumerate(texts))]:
             if len(text) > self.limits.max_chars:
@@ -320,16 +333,22 @@ class Service:
         return ranker
 
     async def rerank(self, req: RerankRequest) -> Scored:
-        """Check (off the event loop: it may tokenize), queue and await one request's scores."""
+        """Check (off the event loop: it may tokenize), queue and await one request's scores (an
+        identical request's, kept or in flight, where there is one)."""
         example, tokens, ranker = await asyncio.to_thread(self.check_rerank, req)
-        done = await self.score(example, tokens, ranker)
+        settings = tuple((name, getattr(req, name)) for name in REQUEST_SETTINGS)
+        key = request_key(settings, req.query, [c.text for c in example.candidates])
+        done = await self.score(example, tokens, ranker, key)
         self.metrics.queue_seconds.observe(done.queue_seconds)
         return done
 
-    async def score(self, example: RankingExample, tokens: int, ranker: Ranker) -> Scored:
-        """One checked question's scores, from the micro-batcher (Ray Serve replicas batch otherwise)."""
+    async def score(
+        self, example: RankingExample, tokens: int, ranker: Ranker, key: bytes | None = None
+    ) -> Scored:
+        """One checked question's scores, from the micro-batcher (Ray Serve replicas batch otherwise),
+        shared with identical requests by ``key``."""
         assert self.batcher is not None  # a service without one scores otherwise
-        done: Scored = await self._await(self.batcher.submit, example, tokens, ranker)
+        done: Scored = await self._await(self.batcher.submit, example, tokens, ranker, key=key)
         return done
 
     @property

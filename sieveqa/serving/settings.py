@@ -17,13 +17,18 @@ class Limits:
     max_body_bytes: int = field(default=4 * 2**20, metadata={"help": "request body size (413 above)"})
     max_queue: int = field(default=512, metadata={"help": "requests waiting for the model (429 above)"})
     timeout_s: float = field(
-        default=60.0, metadata={"help": "seconds a request may wait and run (503, and dropped, after)"}
+        default=25.0,
+        metadata={"help": "seconds a request may wait and run (503 after); --max-texts is fitted to it"},
+    )
+    result_cache_mb: float = field(
+        default=32.0, metadata={"help": "MB of recent /rerank results kept for a client's retry (0: none)"}
     )
 
     def __post_init__(self) -> None:
-        bad = [name for name, value in vars(self).items() if value < 1]
-        if bad:
-            raise ConfigError(f"{', '.join(bad)} must be >= 1")
+        floors = {name: 0 if name == "result_cache_mb" else 1 for name in vars(self)}
+        bad = [f"{name} must be >= {floors[name]}" for name, v in vars(self).items() if not v >= floors[name]]
+        if bad:  # (a NaN is not >= anything)
+            raise ConfigError(", ".join(bad))
 
 
 @dataclass(frozen=True)

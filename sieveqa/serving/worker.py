@@ -207,6 +207,7 @@ class Worker(ABC, Generic[J]):
         self._started = False
         self.busy = False  # a batch of this worker's is being worked on
         self._rate = 0.0  # units per second, a moving average over batches
+        self._running: tuple[int, float] = (0, 0.0)  # the running batch's units, and when it began
 
     @property
     def depth(self) -> int:
@@ -243,9 +244,14 @@ class Worker(ABC, Generic[J]):
             self.thread.join(None if deadline is None else max(deadline - time.monotonic(), 0.0))
 
     def retry_after(self) -> float:
-        """Seconds the queued work takes at the measured rate (at least 1)."""
-        units = sum(j.units for j in list(self._pending) if not j.future.cancelled())
-        return max(1.0, math.ceil(units / self._rate)) if self._rate > 0 else 1.0
+        """Seconds the queued work and what is left of the running batch take at the measured rate
+        (at least 1)."""
+        if self._rate <= 0:
+            return 1.0
+        units, since = self._running
+        left = max(units / self._rate - (time.monotonic() - since), 0.0) if units else 0.0
+        queued = sum(j.units for j in list(self._pending) if not j.future.cancelled())
+        return max(1.0, math.ceil(queued / self._rate + left))
 
     def _enqueue(self, job: J) -> Future[Any]:
         with self._cond:
@@ -266,6 +272,7 @@ class Worker(ABC, Generic[J]):
         if not live:
             return
         started = time.monotonic()
+        self._running = (sum(j.units for j in live), started)
         try:
             self._work(live)
         except BaseException as err:  # the jobs' failure, never the thread's
@@ -276,6 +283,8 @@ class Worker(ABC, Generic[J]):
                     job.future.set_exception(err)
         else:
             self._measure(sum(j.units for j in live), time.monotonic() - started)
+        finally:
+            self._running = (0, 0.0)
         self._done(live)
 
     def _measure(self, units: int, seconds: float) -> None:

@@ -137,13 +137,14 @@ def test_a_full_queue_gives_429_with_retry_after() -> None:
         held = threading.Thread(target=c.post, args=("/rerank",), kwargs={"json": OK})
         held.start()  # taken by the worker, which waits at the gate
         assert ranker.entered.wait(5)
-        queued = threading.Thread(target=c.post, args=("/rerank",), kwargs={"json": OK})
+        # Other queries: an identical request would share the held one's work (test_recent.py).
+        queued = threading.Thread(target=c.post, args=("/rerank",), kwargs={"json": {**OK, "query": "q2"}})
         queued.start()
         for _ in range(500):
             if service.batcher.depth == 1:
                 break
             threading.Event().wait(0.01)
-        r = c.post("/rerank", json=OK)
+        r = c.post("/rerank", json={**OK, "query": "q3"})
         ranker.gate.set()
         held.join(5)
         queued.join(5)

@@ -149,6 +149,15 @@ def test_rays_own_admission_and_queue_are_bounded_by_max_queue() -> None:
     assert deployment(1, 1).max_queued_requests == 512  # Limits' default
 
 
+def test_a_replica_sizes_its_thread_pools_to_its_threads() -> None:
+    """nanotoken's pool took every core in each replica (test_device: the environment sizes it)."""
+    from sieveqa.device import thread_env
+    from sieveqa.serving.ray_serve import deployment
+
+    options = deployment(2, 3).ray_actor_options
+    assert options["num_cpus"] == 3 and options["runtime_env"]["env_vars"] == thread_env(3)
+
+
 def test_serve_run_key_values_keep_their_types(monkeypatch: pytest.MonkeyPatch) -> None:
     """`serve run ...:build read=3` passed the string "3" to the answer options (TypeError)."""
     from sieveqa.serving import ray_serve

@@ -113,7 +113,7 @@ def test_retry_after_comes_from_the_measured_rate() -> None:
     batcher.submit(big, 1, ranker)
     with pytest.raises(QueueFullError) as err:
         batcher.submit(_example("refused"), 1, ranker)
-    assert err.value.retry_after == 8.0  # 4 queued pairs at 0.5 pairs/s
+    assert err.value.retry_after == 10.0  # 4 queued pairs and the running one at 0.5 pairs/s
     ranker.gate.set()
     batcher.stop(5)
 
@@ -333,3 +333,36 @@ def test_a_bucketed_service_warms_its_ranker_up_at_every_batch_shape(saved_tiny,
     service = Service.load(str(saved_tiny), precision="bf16")
     service.thread.close()
     assert service.warmed_up[0] == 0 and not service.model.shapes.buckets
+
+
+def test_retry_after_counts_what_is_left_of_the_running_batch() -> None:
+    """A request that timed out while its own batch ran was told ``Retry-After: 1`` (the queue was
+    empty), so every client retried at once and found the work still running."""
+    ranker = RecordingRanker()
+    batcher = MicroBatcher(max_wait=0.0)
+    batcher.start()
+    batcher._rate = 10.0  # pairs a second, as measured
+    ranker.gate.clear()
+    example = RankingExample(Question("q", "q"), [Candidate(str(i), "t") for i in range(100)])
+    batcher.submit(example, 100, ranker)
+    assert ranker.entered.wait(5)
+    try:
+        assert 8 <= batcher.retry_after() <= 10  # 100 pairs at 10 a second, just begun
+    finally:
+        ranker.gate.set()
+        batcher.stop(5)
+    assert batcher.retry_after() == 1
+
+
+def test_a_loaded_service_takes_no_more_texts_than_it_ranks_within_its_deadline(saved_tiny) -> None:
+    """1,000 RAG-sized documents ran past the client's timeout and the server's own; now the limit
+    comes from the rate measured at load."""
+    from sieveqa.serving import Limits
+    from sieveqa.serving.capacity import SHARE, fit_to_deadline
+
+    assert fit_to_deadline(Limits(max_texts=1000, timeout_s=10), 50.0).max_texts == int(50 * 10 * SHARE)
+    assert fit_to_deadline(Limits(max_texts=100, timeout_s=10), 50.0).max_texts == 100  # never raised
+    assert fit_to_deadline(Limits(max_texts=100), None).max_texts == 100
+    service = Service.load(str(saved_tiny), limits=Limits(max_texts=10**6, timeout_s=1))
+    service.thread.close()
+    assert 1 <= service.limits.max_texts < 10**6

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from sieveqa.device import thread_env
 from sieveqa.runtime.batch.sharded import Shard, ShardDone, ShardPlan, rank_shard, shard_dict
 
 _FIELDS = ("index", "start", "stop", "offset")
@@ -68,6 +69,7 @@ def run_ray(
             compute=ray.data.ActorPoolStrategy(size=actors),
             num_cpus=threads,
             num_gpus=1 if options.get("device") == "cuda" else 0,  # Ray hides GPUs from actors without one
+            runtime_env={"env_vars": thread_env(threads)},  # nanotoken's pool too, not every core
             fn_constructor_kwargs={
                 "model": model,
                 "plan": (str(Path(plan.source).resolve()), plan.kind),
