@@ -3,6 +3,7 @@ from these fields; nothing heavy is imported here, so ``--help`` stays fast)."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 from sieveqa.errors import ConfigError
@@ -26,8 +27,12 @@ class Limits:
 
     def __post_init__(self) -> None:
         floors = {name: 0 if name == "result_cache_mb" else 1 for name in vars(self)}
-        bad = [f"{name} must be >= {floors[name]}" for name, v in vars(self).items() if not v >= floors[name]]
-        if bad:  # (a NaN is not >= anything)
+        bad = [
+            f"{name} is not a number" if math.isnan(v) else f"{name} must be >= {floors[name]}"
+            for name, v in vars(self).items()
+            if not v >= floors[name]  # (a NaN is not >= anything)
+        ]
+        if bad:
             raise ConfigError(", ".join(bad))
 
 

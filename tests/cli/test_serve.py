@@ -46,6 +46,8 @@ def test_a_taken_port_is_one_error_line(sieveqa) -> None:
     ("args", "says"),
     [
         (["--max-texts", "0"], "max_texts must be >= 1"),
+        (["--timeout-s", "nan"], "timeout_s is not a number"),  # it passed: NaN < 1 is false
+        (["--result-cache-mb", "-1"], "result_cache_mb must be >= 0"),
         (["--max-wait-ms", "-1"], "max_wait_ms >= 0"),
         (["--port", "70000"], "--port 70000: must be in 0..65535"),
         (["--budget-ms", "100"], "--budget-ms goes with --index: it chooses how /answer runs"),
