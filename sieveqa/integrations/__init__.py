@@ -10,7 +10,8 @@ extra tested against the real library:
 
 Each takes a model name or folder (``default``, ``default-cascade``, ...), the cascade's
 ``drop_ratios`` where the model has exits (its compute budget), and how many documents to keep under
-the framework's own name for it (``top_n`` in LangChain and LlamaIndex, ``top_k`` in Haystack). The
+the framework's own name for it (``top_n`` in LangChain and LlamaIndex, ``top_k`` in Haystack), and
+``max_documents`` a call may rank (1000, as ``sieveqa serve``; None: no limit). The
 score each kept document carries is :meth:`~sieveqa.models.base.Ranker.rank`'s: a probability for a
 cross-encoder.
 """
@@ -64,8 +65,23 @@ def shared_ranker(model: str | Path | Ranker, drop_ratios: float | Sequence[floa
         return _LOADED[key]
 
 
-def keep(ranker: Ranker, query: str, texts: Sequence[str], top: int | None) -> list[tuple[int, float]]:
-    """``(position, score)`` of the best ``top`` texts for ``query`` (all of them with None)."""
+#: Documents one call ranks unless the component says otherwise: what ``sieveqa serve`` takes in a
+#: request. Ten thousand RAG passages ran on for minutes with nothing said.
+MAX_DOCUMENTS = 1000
+
+
+def keep(
+    ranker: Ranker, query: str, texts: Sequence[str], top: int | None, limit: int | None = MAX_DOCUMENTS
+) -> list[tuple[int, float]]:
+    """``(position, score)`` of the best ``top`` texts for ``query`` (all of them with None); a blank
+    query, or more than ``limit`` texts (None: no limit), is refused as ``/rerank`` refuses it."""
     if top is not None and top < 1:
         raise ConfigError(f"the number of documents to keep must be >= 1, got {top}")
+    if not query.strip():
+        raise ConfigError("the query is empty: nothing to rank the documents against")
+    if limit is not None and len(texts) > limit:
+        raise ConfigError(
+            f"{len(texts)} documents, more than max_documents={limit} in one call (a cross-encoder "
+            "reads every one: give fewer, or raise max_documents, None for no limit)"
+        )
     return [(row["corpus_id"], row["score"]) for row in ranker.rank(query, list(texts), top_k=top)]

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from sieveqa.errors import ConfigError, require_extra
-from sieveqa.integrations import keep, shared_ranker
+from sieveqa.integrations import MAX_DOCUMENTS, keep, shared_ranker
 from sieveqa.models.base import Ranker
 
 require_extra("haystack", "haystack", "the Haystack ranker")
@@ -45,10 +45,13 @@ class SieveQARanker:
         model: str | Path | Ranker = "default",
         top_k: int | None = 10,
         drop_ratios: float | list[float] | None = None,
+        max_documents: int | None = MAX_DOCUMENTS,
     ) -> None:
         """``model``: a shipped model name or folder; ``top_k``: how many documents to keep (None: all);
-        ``drop_ratios``: a cascade's share dropped at each exit (its budget; None: the tuned ones)."""
+        ``drop_ratios``: a cascade's share dropped at each exit (its budget; None: the tuned ones);
+        ``max_documents``: how many one run may rank (more: refused; None: no limit)."""
         self.model, self.top_k, self.drop_ratios = model, top_k, drop_ratios
+        self.max_documents = max_documents
         self._ranker: Ranker | None = None
 
     def warm_up(self) -> None:
@@ -61,7 +64,13 @@ class SieveQARanker:
             raise ConfigError(
                 "a component given a loaded ranker cannot be serialized: give a model name or folder"
             )
-        return default_to_dict(self, model=str(self.model), top_k=self.top_k, drop_ratios=self.drop_ratios)
+        return default_to_dict(
+            self,
+            model=str(self.model),
+            top_k=self.top_k,
+            drop_ratios=self.drop_ratios,
+            max_documents=self.max_documents,
+        )
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> SieveQARanker:
@@ -76,5 +85,6 @@ class SieveQARanker:
         self.warm_up()
         assert self._ranker is not None
         texts = [d.content or "" for d in documents]
-        kept = keep(self._ranker, query, texts, top_k if top_k is not None else self.top_k)
+        top = top_k if top_k is not None else self.top_k
+        kept = keep(self._ranker, query, texts, top, self.max_documents)
         return {"documents": [dataclasses.replace(documents[i], score=score) for i, score in kept]}

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from sieveqa.errors import require_extra
-from sieveqa.integrations import keep, shared_ranker
+from sieveqa.integrations import MAX_DOCUMENTS, keep, shared_ranker
 
 require_extra("langchain_core", "langchain", "the LangChain compressor")
 
@@ -36,6 +36,8 @@ class SieveQACompressor(BaseDocumentCompressor):
     """How many documents to keep (None: all, reordered)."""
     drop_ratios: float | list[float] | None = None
     """A cascade's share of candidates dropped at each exit (its budget); None: the tuned ones."""
+    max_documents: int | None = MAX_DOCUMENTS
+    """Documents one call may rank (more: refused); None: no limit."""
 
     model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid")
 
@@ -43,7 +45,7 @@ class SieveQACompressor(BaseDocumentCompressor):
         self, documents: Sequence[Document], query: str, callbacks: Callbacks | None = None
     ) -> Sequence[Document]:
         ranker = shared_ranker(self.model, self.drop_ratios)
-        kept = keep(ranker, query, [d.page_content for d in documents], self.top_n)
+        kept = keep(ranker, query, [d.page_content for d in documents], self.top_n, self.max_documents)
         return [
             Document(
                 page_content=documents[i].page_content,

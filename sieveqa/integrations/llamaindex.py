@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 from sieveqa.errors import ConfigError, require_extra
-from sieveqa.integrations import keep, shared_ranker
+from sieveqa.integrations import MAX_DOCUMENTS, keep, shared_ranker
 
 require_extra("llama_index.core", "llamaindex", "the LlamaIndex postprocessor")
 
@@ -34,6 +34,9 @@ class SieveQARerank(BaseNodePostprocessor):
     drop_ratios: float | list[float] | None = Field(
         default=None, description="a cascade's share dropped at each exit (its budget); None: the tuned ones"
     )
+    max_documents: int | None = Field(
+        default=MAX_DOCUMENTS, description="nodes one call may rank (more: refused); None: no limit"
+    )
 
     @classmethod
     def class_name(cls) -> str:
@@ -48,5 +51,5 @@ class SieveQARerank(BaseNodePostprocessor):
         texts = [n.node.get_content(metadata_mode=MetadataMode.EMBED) for n in nodes]
         return [
             NodeWithScore(node=nodes[i].node, score=score)
-            for i, score in keep(ranker, query_bundle.query_str, texts, self.top_n)
+            for i, score in keep(ranker, query_bundle.query_str, texts, self.top_n, self.max_documents)
         ]

@@ -3,6 +3,8 @@ come back best first, cut to the framework's count, scored as ``Ranker.rank`` sc
 
 from __future__ import annotations
 
+import importlib.util
+
 import numpy as np
 import pytest
 
@@ -136,3 +138,55 @@ def test_shared_rankers_are_kept_a_few_at_most(monkeypatch) -> None:
         integrations.shared_ranker(name)
     assert len(integrations._LOADED) == integrations._KEPT
     assert integrations.shared_ranker("m6") is integrations._LOADED[("m6", None)]
+
+
+def _each_framework(max_documents: int | None = 1000):
+    """(name, call(query, texts)) for every framework installed, with a RecordingRanker."""
+    calls = []
+    ranker = RecordingRanker()
+    if importlib.util.find_spec("langchain_core"):
+        from langchain_core.documents import Document
+
+        from sieveqa.integrations.langchain import SieveQACompressor
+
+        lc = SieveQACompressor(model=ranker, top_n=None, max_documents=max_documents)
+        calls.append(
+            ("langchain", lambda q, ts: lc.compress_documents([Document(page_content=t) for t in ts], q))
+        )
+    if importlib.util.find_spec("llama_index"):
+        from llama_index.core.schema import NodeWithScore, TextNode
+
+        from sieveqa.integrations.llamaindex import SieveQARerank
+
+        li = SieveQARerank(model=ranker, top_n=None, max_documents=max_documents)
+        calls.append(
+            (
+                "llamaindex",
+                lambda q, ts: li.postprocess_nodes(
+                    [NodeWithScore(node=TextNode(text=t)) for t in ts], query_str=q
+                ),
+            )
+        )
+    if importlib.util.find_spec("haystack"):
+        from haystack import Document as HDocument
+
+        from sieveqa.integrations.haystack import SieveQARanker
+
+        hs = SieveQARanker(model=ranker, top_k=None, max_documents=max_documents)
+        calls.append(("haystack", lambda q, ts: hs.run(q, [HDocument(content=t) for t in ts])["documents"]))
+    return calls
+
+
+def test_a_blank_query_and_too_many_documents_are_refused_as_the_service_refuses_them() -> None:
+    """The components ranked a blank query that /rerank refuses, and 10,000 documents ran on for
+    minutes with nothing said (issue 64)."""
+    calls = _each_framework(max_documents=3)
+    assert calls
+    for name, call in calls:
+        with pytest.raises(ConfigError, match="the query is empty"):
+            call("  ", TEXTS[:2])
+        with pytest.raises(ConfigError, match="4 documents, more than max_documents=3"):
+            call(QUERY, TEXTS)
+        assert len(call(QUERY, TEXTS[:3])) == 3, name
+    for _, call in _each_framework(max_documents=None):
+        assert len(call(QUERY, TEXTS * 300)) == 1200  # no limit
