@@ -26,13 +26,14 @@ log = logging.getLogger("sieveqa.serving")
 #: The share of the deadline a request of the most texts may take alone (the rest: the queue, the
 #: tokenizing, a machine busier than at load).
 SHARE = 0.6
-#: Pairs in the timed call: enough to fill a batch, few enough to load in a second or two.
-_PAIRS = 32
+#: Pairs in the timed call (enough to fill a batch, few enough to load in a second or two), and the
+#: timed calls, the fastest of which counts.
+_PAIRS, _TIMES = 32, 3
 
 
 def full_length_rate(ranker: Ranker, pairs: int = _PAIRS) -> float | None:
-    """Pairs a second ``ranker`` scores when every pair fills its model's ``max_length`` (after one
-    untimed call); None for a ranker without one pair model (an ensemble)."""
+    """Pairs a second ``ranker`` scores when every pair fills its model's ``max_length`` (the best of
+    :data:`_TIMES` calls after an untimed one); None for a ranker without one pair model (an ensemble)."""
     model = pair_model(ranker)
     if model is None:
         return None
@@ -42,9 +43,12 @@ def full_length_rate(ranker: Ranker, pairs: int = _PAIRS) -> float | None:
         [Candidate(str(i), f"{i} {words}") for i in range(pairs)],
     )
     ranker.run([example])
-    started = time.perf_counter()
-    ranker.run([example])
-    return pairs / max(time.perf_counter() - started, 1e-9)
+    best = math.inf
+    for _ in range(_TIMES):  # the best of a few: a busy moment at load must not cut the limit for good
+        started = time.perf_counter()
+        ranker.run([example])
+        best = min(best, time.perf_counter() - started)
+    return pairs / max(best, 1e-9)
 
 
 def fit_to_deadline(limits: Limits, rate: float | None) -> Limits:
