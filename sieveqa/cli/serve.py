@@ -14,6 +14,7 @@ from sieveqa.cli._app import BackendOpt, BatchOpt, DeviceOpt, PrecisionOpt, app,
 from sieveqa.cli._options import Setting, given_settings, merge, settings_command, settings_of, was_given
 from sieveqa.cli.answer import BudgetMsOpt, ConfidenceOpt, MinConfidenceOpt, budget_line
 from sieveqa.errors import ConfigError, require_extra
+from sieveqa.serving.heap import DEFAULT_HEAP, check_heap, configure_heap
 
 
 @functools.cache
@@ -54,6 +55,8 @@ _HOST_HELP = "another host name clients may reach the server by (a proxy's, a LA
 AllowedHostOpt = Annotated[list[str] | None, typer.Option("--allowed-host", help=_HOST_HELP)]
 _ALIAS_HELP = "another name a request's model may give (a Cohere client's rerank-v3.5); repeatable"
 ModelAliasOpt = Annotated[list[str] | None, typer.Option("--model-alias", help=_ALIAS_HELP)]
+_HEAP_HELP = "glibc's heap settings: fixed, arenas or glibc (its own); docs/SERVING.md says when to change"
+HeapOpt = Annotated[str, typer.Option("--heap", help=_HEAP_HELP)]
 
 
 @app.command(cls=settings_command(serve_settings))
@@ -86,6 +89,7 @@ def serve(
     ] = True,
     allowed_host: AllowedHostOpt = None,
     model_alias: ModelAliasOpt = None,
+    heap: HeapOpt = DEFAULT_HEAP,
 ) -> None:
     """Serve a ranker over HTTP: POST /rerank, POST /answer (with --index), GET /health, GET /metrics,
     and a question page at / . Concurrent /rerank requests share forward passes (micro-batching).
@@ -111,6 +115,7 @@ def serve(
     if budget_ms is not None:  # the budget chooses the levers not typed, among settings with those typed
         levers = {n: (v if was_given(ctx, n) else None) for n, v in levers.items()}
     check_port(host, port)
+    configure_heap(check_heap(heap))  # before the models load, for the whole process
     service = Service.load(
         model,
         None if index is None else str(index),

@@ -31,6 +31,7 @@ from sieveqa.errors import ConfigError
 from sieveqa.models.base import Ranker
 from sieveqa.serving.app import create_app
 from sieveqa.serving.batcher import Scored, score_batch
+from sieveqa.serving.heap import DEFAULT_HEAP, check_heap, configure_heap
 from sieveqa.serving.service import RequestError, Service
 from sieveqa.serving.settings import Batching, Limits
 
@@ -120,11 +121,13 @@ class SieveQADeployment:
         batch_wait_ms: float = 2.0,
         threads: int = 1,
         limits: dict[str, int] | None = None,
+        heap: str = DEFAULT_HEAP,
         **answer_options: Any,
     ) -> None:
         import torch
 
         torch.set_num_threads(threads)
+        configure_heap(heap)  # the replica's process is the service's: set before its models load
         self.service = RayService.load(
             model, index, method, limits=Limits(**(limits or {})), **answer_options
         )
@@ -142,7 +145,8 @@ def application(
     **options: Any,
 ) -> serve.Application:
     """The deployment bound to its settings: ``num_replicas`` replicas of ``threads`` CPUs each;
-    ``options`` go to ``SieveQADeployment`` (method, max_batch_pairs, batch_wait_ms, limits, ...)."""
+    ``options`` go to ``SieveQADeployment`` (method, max_batch_pairs, batch_wait_ms, limits, heap, ...)."""
+    check_heap(options.get("heap", DEFAULT_HEAP))  # here, not in a replica Ray would restart
     return deployment(num_replicas, threads, options.get("limits")).bind(
         model, index, threads=threads, **options
     )
@@ -168,7 +172,9 @@ def build(args: dict[str, str]) -> serve.Application:
 
 
 #: The builder's arguments that are always text: a model folder named ``2024`` is a folder, not a number.
-_TEXT = frozenset({"model", "index", "method", "reranker", "selector", "judge", "look_ranker", "confidence"})
+_TEXT = frozenset(
+    {"model", "index", "method", "heap", "reranker", "selector", "judge", "look_ranker", "confidence"}
+)
 
 
 def _value(text: str) -> Any:

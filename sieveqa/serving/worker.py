@@ -19,7 +19,6 @@ every kernel wake sleeping threads; on 2 cores that cost a third of the throughp
 
 from __future__ import annotations
 
-import ctypes
 import logging
 import math
 import threading
@@ -31,35 +30,13 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
+from sieveqa.device import trim_heap
 from sieveqa.errors import BusyError
 
 log = logging.getLogger("sieveqa.serving")
 
 #: Seconds between two returns of freed heap memory to the system (``malloc_trim``) by a model thread.
 TRIM_EVERY_S = 10.0
-#: glibc's ``mallopt`` settings for a service (malloc.h numbers): blocks of 256 KiB and more that the
-#: heap's free space cannot hold come from mmap and go back whole when freed, free space past 1 MiB
-#: at the heap's top goes back at once, and the threads share two arenas.
-M_TRIM_THRESHOLD, M_MMAP_THRESHOLD, M_ARENA_MAX = -1, -3, -8
-TRIM_THRESHOLD, MMAP_THRESHOLD, ARENA_MAX = 1 << 20, 256 << 10, 2
-
-
-def _trimmer() -> Callable[[], Any] | None:
-    """glibc's ``malloc_trim(0)``, or None where there is none, with the service's heap settings
-    made. Tensors of ever new shapes and a RAG client's large bodies free blocks glibc keeps: the
-    service's RSS crept up by 12% in 17 minutes of such traffic, and by 10% in 20 minutes with the
-    heap trimmed alone (docs/RESULTS.md, issue 42). glibc raises its mmap threshold to the largest
-    block freed (up to 32 MB), after which activations and request bodies fragment the heap; a fixed
-    threshold stops that, and two arenas keep the threads' freed blocks in fewer heaps."""
-    try:
-        libc = ctypes.CDLL("libc.so.6")
-        trim, mallopt = libc.malloc_trim, libc.mallopt
-    except (OSError, AttributeError):
-        return None
-    mallopt(M_TRIM_THRESHOLD, TRIM_THRESHOLD)
-    mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD)
-    mallopt(M_ARENA_MAX, ARENA_MAX)
-    return lambda: trim(0)
 
 
 class QueueFullError(BusyError):
@@ -93,7 +70,7 @@ class ModelThread:
         self._calls: deque[tuple[Callable[[], Any], Future[Any]]] = deque()
         self._thread: threading.Thread | None = None  # None once the loop has returned
         self._closed = False
-        self._trim, self._trimmed = _trimmer(), time.monotonic()
+        self._trimmed = time.monotonic()
 
     @property
     def alive(self) -> bool:
@@ -188,8 +165,8 @@ class ModelThread:
                 with self.cond:
                     worker.busy = False
                     self.cond.notify_all()
-            if self._trim is not None and time.monotonic() - self._trimmed > TRIM_EVERY_S:
-                self._trim()
+            if time.monotonic() - self._trimmed > TRIM_EVERY_S:  # the heap's settings: serving/heap.py
+                trim_heap()
                 self._trimmed = time.monotonic()
 
 

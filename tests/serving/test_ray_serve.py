@@ -176,3 +176,11 @@ def test_serve_run_keeps_a_model_folder_named_like_a_number_a_name(monkeypatch: 
     monkeypatch.setattr(ray_serve, "application", lambda **kw: got.update(kw))
     ray_serve.build({"model": "2024", "index": "7", "read": "3"})
     assert got == {"model": "2024", "index": "7", "read": 3}
+
+
+def test_an_unknown_heap_setting_is_refused_before_any_replica_starts() -> None:
+    from sieveqa.errors import ConfigError
+    from sieveqa.serving.ray_serve import application
+
+    with pytest.raises(ConfigError, match="--heap 'tcmalloc'"):
+        application("default", heap="tcmalloc")

@@ -276,43 +276,6 @@ def test_a_failed_load_leaves_no_thread_behind(monkeypatch) -> None:
     assert not made[0].alive
 
 
-_HEAP_PROBE = """
-import ctypes
-from sieveqa.serving.worker import ModelThread
-
-class Info(ctypes.Structure):
-    names = "arena ordblks smblks hblks hblkhd usmblks fsmblks uordblks fordblks keepcost"
-    _fields_ = [(n, ctypes.c_size_t) for n in names.split()]
-
-libc = ctypes.CDLL("libc.so.6")
-libc.mallinfo2.restype, libc.malloc.restype, libc.free.argtypes = Info, ctypes.c_void_p, [ctypes.c_void_p]
-
-def mapped(size):
-    before = libc.mallinfo2().hblks
-    block = libc.malloc(size)
-    now = libc.mallinfo2().hblks
-    libc.free(block)
-    return now > before
-
-libc.free(libc.malloc(16 << 20))  # glibc raises its mmap threshold to the largest block freed
-print(mapped(8 << 20))  # from the heap, which keeps it once freed
-ModelThread()
-print(mapped(12 << 20))  # more than the heap has free: the heap grew; with the threshold fixed, mmap
-"""
-
-
-def test_a_model_thread_makes_large_blocks_go_back_to_the_system() -> None:
-    """After a 16 MiB block was freed, glibc grew its heap for any block up to that size, where freed
-    blocks of ever new sizes fragmented it (the RAG soak's creeping RSS); a service fixes the threshold."""
-    import subprocess
-    import sys
-
-    if not sys.platform.startswith("linux"):
-        pytest.skip("glibc's malloc settings are Linux's")
-    out = subprocess.run([sys.executable, "-c", _HEAP_PROBE], capture_output=True, text=True, check=True)
-    assert out.stdout.split() == ["False", "True"]
-
-
 def test_a_bucketed_service_warms_its_ranker_up_at_every_batch_shape(saved_tiny, monkeypatch) -> None:
     """Where batches are bucketed (half precision on CUDA) a new shape costs a kernel build; the
     service pays for them all before serving (on the model thread), not its first requests. Exact

@@ -1,0 +1,62 @@
+"""The heap of a serving process: the glibc settings a service starts with (``sieveqa serve --heap``).
+
+A service that answers RAG clients frees blocks of every size (activations of ever new shapes, large
+request bodies); glibc keeps freed memory for reuse, and the process's RSS can creep. ``malloc_trim``
+every few seconds (the model thread does) gives back what sits free at the heap's top; the settings
+here decide how much stays elsewhere. Their cost is CPU: a fixed low mmap threshold maps and zeroes
+every large block afresh (page faults on each batch). docs/RESULTS.md ("The heap, measured") has the
+soak and the CPU per batch behind the default.
+
+Applied where a service starts (the ``serve`` command, a Ray Serve replica), before its models load;
+nothing else in a process changes its heap.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+from collections.abc import Callable
+
+from sieveqa.errors import ConfigError
+
+#: malloc.h's ``mallopt`` parameters.
+M_TRIM_THRESHOLD, M_MMAP_THRESHOLD, M_ARENA_MAX = -1, -3, -8
+
+#: The settings by name: ``glibc`` leaves glibc's own (a dynamic mmap threshold that rises to the
+#: largest block freed, up to 32 MB; 8 arenas a core); ``arenas`` only lets the threads share two
+#: arenas; ``fixed`` also fixes the mmap threshold at 256 KiB and gives back free space past 1 MiB
+#: at the heap's top at once.
+HEAP_SETTINGS: dict[str, dict[int, int]] = {
+    "glibc": {},
+    "arenas": {M_ARENA_MAX: 2},
+    "fixed": {M_TRIM_THRESHOLD: 1 << 20, M_MMAP_THRESHOLD: 256 << 10, M_ARENA_MAX: 2},
+}
+#: What ``sieveqa serve`` starts with unless ``--heap`` says otherwise.
+DEFAULT_HEAP = "fixed"
+
+
+@functools.cache
+def _mallopt() -> Callable[[int, int], int] | None:
+    try:
+        return ctypes.CDLL("libc.so.6").mallopt
+    except (OSError, AttributeError):  # not glibc
+        return None
+
+
+def check_heap(name: str) -> str:
+    """``name`` if it is one of :data:`HEAP_SETTINGS`, else a :class:`ConfigError` naming them."""
+    if name not in HEAP_SETTINGS:
+        raise ConfigError(f"--heap {name!r}: must be one of {', '.join(HEAP_SETTINGS)}")
+    return name
+
+
+def configure_heap(name: str) -> bool:
+    """Make the process's heap settings ``name``; False where the C library is not glibc (nothing is
+    changed). Settings already made stay unless ``name`` sets them again: a process takes one."""
+    settings = HEAP_SETTINGS[check_heap(name)]
+    mallopt = _mallopt()
+    if mallopt is None:
+        return False
+    for parameter, value in settings.items():
+        mallopt(parameter, value)
+    return True
