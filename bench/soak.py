@@ -303,6 +303,7 @@ def main() -> None:
         "--hang-s", type=float, default=120, help="a valid request unanswered this long hangs"
     )
     parser.add_argument("--model", default="default")
+    parser.add_argument("--heap", default=None, help="the server's --heap setting (default: its own)")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--port", type=int, default=8767)
     parser.add_argument("--out", type=Path, default=HERE / "results/serving/soak.json")
@@ -312,12 +313,13 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         index = Path(tmp) / "index"
         subprocess.run([sieveqa, "index", "corpus", "--input", "demo", "--out", str(index)], check=True)
+        heap = ["--heap", args.heap] if args.heap else []
         with served(
-            "--model", args.model, "--index", str(index), port=args.port, on_start=procs.append
+            "--model", args.model, "--index", str(index), *heap, port=args.port, on_start=procs.append
         ) as url:
             report = asyncio.run(soak(url, procs[0].pid, index, args))
     print(json.dumps({k: v for k, v in report.items() if k not in ("rss_samples", "appends")}, indent=2))
-    finish(args.out, "soak", {"model": args.model, "traffic": args.traffic, **report})
+    finish(args.out, "soak", {"model": args.model, "traffic": args.traffic, "heap": args.heap, **report})
 
 
 if __name__ == "__main__":
