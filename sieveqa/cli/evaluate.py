@@ -96,7 +96,7 @@ def evaluate(
     from sieveqa.data.registry import load_dataset
     from sieveqa.evaluation.metrics import qrels_from_examples
     from sieveqa.evaluation.provenance import run_info
-    from sieveqa.evaluation.report import SUMMARY, evaluate_ranker
+    from sieveqa.evaluation.report import PASSAGE_SUMMARY, SUMMARY, evaluate_ranker, over_first_stage
     from sieveqa.io import atomic_write_json, check_output_file
     from sieveqa.runtime.policy import load_ranker
 
@@ -134,7 +134,7 @@ def evaluate(
     }
     if per_question:
         result["per_question"] = report.per_question
-    columns = [c for c in SUMMARY if c in result]
+    columns = [c for c in (PASSAGE_SUMMARY if over_first_stage(examples) else SUMMARY) if c in result]
     if "relative_cost" in result:
         columns.insert(4, "relative_cost")
     where = getattr(used, "backend", "torch")

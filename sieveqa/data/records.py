@@ -27,10 +27,12 @@ class Question:
 
 @dataclass(slots=True)
 class RankingExample:
-    """A question and the candidates to rank for it."""
+    """A question and the candidates to rank for it; ``judged`` holds judgements of documents that are
+    not candidates (BEIR's qrels: relevant documents the first stage missed count in recall and nDCG)."""
 
     question: Question
     candidates: list[Candidate] = field(default_factory=list)
+    judged: dict[str, int] | None = None
 
     @property
     def qid(self) -> str:

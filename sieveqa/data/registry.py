@@ -22,6 +22,8 @@ The field's filtering conventions are part of the names:
   paragraph (``sieveqa.data.unanswerable``).
 - ``jsonl:PATH`` reads the generic JSONL format (a bare path ending in .jsonl or .jsonl.gz works too);
   ``pairs:PATH`` also takes unlabelled ``{"query", "text"}`` lines (a label-free retrofit's data).
+- ``beir:PATH`` (or ``beir:PATH:SPLIT``, default ``test``): a passage set in BEIR's format, each
+  query with BM25's top 100 of the corpus as candidates (``sieveqa.data.beir``).
 - Any ranking name takes ``[:N]`` for its first N questions (``squad-as2:test[:100]``), to evaluate
   expensive models on a fixed slice, and ``[~N]`` for N of its questions drawn at random (seed 0,
   file order kept): a training mix that takes all of one set and part of another.
@@ -153,6 +155,12 @@ def _passages(family: str) -> Loader:
     return load
 
 
+def _beir(spec: str) -> list[RankingExample]:
+    from sieveqa.data.beir import load_beir
+
+    return load_beir(spec)
+
+
 def _jsonl(path: str) -> list[RankingExample]:
     if not Path(path).is_file():
         raise DatasetNotFoundError(f"jsonl:{path}: no such file")
@@ -177,6 +185,7 @@ LOADERS: dict[str, Loader] = {
     "wikiqa-passages": _passages("wikiqa-passages"),
     "jsonl": _jsonl,
     "pairs": _pairs,
+    "beir": _beir,
 }
 
 

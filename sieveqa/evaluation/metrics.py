@@ -16,10 +16,25 @@ from sieveqa.data.records import RankingExample, score_order
 from sieveqa.errors import DataFormatError
 
 HITS_AT = (1, 3, 5, 10)
-_MEASURES = {"map", "recip_rank", "P.1", "ndcg_cut.10", "success." + ",".join(map(str, HITS_AT))}
-_NAMES = {"map": "map", "recip_rank": "mrr", "P_1": "p@1", "ndcg_cut_10": "ndcg@10"}
+_MEASURES = {
+    "map",
+    "recip_rank",
+    "P.1",
+    "ndcg_cut.10",
+    "recall.100",
+    "success." + ",".join(map(str, HITS_AT)),
+}
+_NAMES = {
+    "map": "map",
+    "recip_rank": "mrr",
+    "P_1": "p@1",
+    "ndcg_cut_10": "ndcg@10",
+    "recall_100": "recall@100",
+}
 _NAMES.update({f"success_{k}": f"hits@{k}" for k in HITS_AT})
-METRICS = ("map", "mrr", "p@1", "ndcg@10", *(f"hits@{k}" for k in HITS_AT))
+#: Every metric reported; ``mrr@10`` and ``recall@100`` are the passage-ranking ones (BEIR's), where the
+#: judged documents go beyond the candidates.
+METRICS = ("map", "mrr", "p@1", "ndcg@10", *(f"hits@{k}" for k in HITS_AT), "mrr@10", "recall@100")
 
 
 @dataclass
@@ -45,7 +60,7 @@ def qrels_from_examples(
     on them, so a set with no correct candidate at all (every metric 0) is refused too."""
     qrels: dict[str, dict[str, int]] = {}
     for ex in examples:
-        judged = {}
+        judged = dict(ex.judged or {})
         for cand in ex.candidates:
             if cand.label is None:
                 where = f"{source}: " if source else ""
@@ -87,11 +102,12 @@ def evaluate_ranked(
     per_question = {}
     for qid in qrels:
         values = raw.get(qid)
-        per_question[qid] = (
-            {_NAMES[k]: float(v) for k, v in values.items() if k in _NAMES}
-            if values
-            else dict.fromkeys(METRICS, 0.0)
-        )
+        if values:
+            per_question[qid] = {_NAMES[k]: float(v) for k, v in values.items() if k in _NAMES}
+            rr = per_question[qid]["mrr"]
+            per_question[qid]["mrr@10"] = rr if rr >= 0.1 else 0.0  # the first right one within 10
+        else:
+            per_question[qid] = dict.fromkeys(METRICS, 0.0)
     mean = {m: sum(v[m] for v in per_question.values()) / max(len(per_question), 1) for m in METRICS}
     return MetricReport(mean=mean, per_question=per_question)
 

@@ -11,6 +11,20 @@ from sieveqa.models.base import Ranker, RankResult
 
 #: The columns a report table shows first.
 SUMMARY = ("map", "mrr", "p@1", "ndcg@10", "pairs_per_second", "layer_units")
+#: The same for passage ranking over a first stage (BEIR's sets), the first stage's nDCG@10 beside.
+PASSAGE_SUMMARY = (
+    "ndcg@10",
+    "first_stage_ndcg@10",
+    "mrr@10",
+    "recall@100",
+    "pairs_per_second",
+    "layer_units",
+)
+
+
+def over_first_stage(examples: Sequence[RankingExample]) -> bool:
+    """Whether ``examples`` rerank a first stage's list (BEIR's): judged beyond their candidates."""
+    return any(ex.judged is not None for ex in examples)
 
 
 def evaluate_result(
@@ -31,6 +45,10 @@ def evaluate_result(
         "flops": result.cost.flops,
         **result.info(),
     }
+    if over_first_stage(examples):  # what the first stage's own order scores, in the same metrics
+        first = evaluate_orders(examples, [range(len(ex.candidates)) for ex in examples], qrels).as_dict()
+        out["first_stage"] = first
+        out["first_stage_ndcg@10"] = first["ndcg@10"]
     variants = result.variants()
     if variants:
         out["per_exit"] = {

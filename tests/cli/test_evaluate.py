@@ -297,3 +297,23 @@ def test_tune_cascade_refuses_to_tune_on_nothing_or_on_an_agreement_everything_m
     result = sieveqa(*args, "-d", f"jsonl:{example_jsonl}", "--agreement", str(most))
     assert result.exit_code == 2 and f"give a K below {most}" in one_error_line(result)
     assert (policy.read_bytes() if policy.exists() else None) == before
+
+
+def test_eval_on_a_beir_folder_reports_passage_metrics_beside_the_first_stage(
+    sieveqa, saved_tiny: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from sieveqa.data.beir import beir_examples, read_beir
+    from sieveqa.evaluation.metrics import evaluate_orders
+    from tests.data.test_beir import write_beir
+
+    monkeypatch.setenv("SIEVEQA_CACHE", str(tmp_path / "cache"))
+    folder = write_beir(tmp_path / "set", {"test": [("q1", "d1", 2), ("q1", "d4", 1), ("q2", "d2", 1)]})
+    out = tmp_path / "m.json"
+    result = sieveqa("eval", "--model", saved_tiny, "--dataset", f"beir:{folder}", "--json", out)
+    assert result.exit_code == 0, result.output
+    assert "first_stage_ndcg@10" in result.output and "recall@100" in result.output
+    metrics = json.loads(out.read_text())
+    examples = beir_examples(read_beir(folder))
+    bm25 = evaluate_orders(examples, [range(len(ex.candidates)) for ex in examples]).as_dict()
+    assert metrics["first_stage"] == bm25 and metrics["first_stage_ndcg@10"] == bm25["ndcg@10"]
+    assert metrics["n_questions"] == 2 and metrics["recall@100"] == 1.0

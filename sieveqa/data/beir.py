@@ -1,0 +1,160 @@
+"""Passage ranking sets in BEIR's format, and the BM25 first stage that makes them ranking examples.
+
+A BEIR folder holds ``corpus.jsonl`` (``{"_id", "title", "text"}`` a line), ``queries.jsonl``
+(``{"_id", "text"}``) and ``qrels/SPLIT.tsv`` (a ``query-id corpus-id score`` header, then one
+judgement a line; a score above 0 is relevant, graded where it is above 1). The queries of a split are
+those its qrels judge. BEIR's reranking protocol: BM25's top 100 over the whole corpus for each
+query, reranked; nDCG@10 counts every judged document, retrieved or not, so a relevant document the
+first stage missed still lowers it (``RankingExample.judged``). Dataset names: ``beir:PATH`` (the
+``test`` qrels) or ``beir:PATH:SPLIT``.
+
+The first stage is the project's own BM25 (:class:`~sieveqa.retrieval.bm25.BM25Index`: no stemming,
+English stopwords), over ``title`` and ``text`` joined, cached by the corpus's size and time.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from sieveqa.data.records import Candidate, Question, RankingExample
+from sieveqa.errors import DataFormatError, DatasetNotFoundError
+from sieveqa.io import atomic_open
+from sieveqa.paths import cache_root
+
+#: Documents the first stage keeps per query (BEIR's reranking setting).
+FIRST_STAGE_K = 100
+
+
+@dataclass(frozen=True)
+class BeirSet:
+    """A BEIR folder's corpus (id -> (title, text)), the queries of one split and their judgements."""
+
+    folder: Path
+    split: str
+    corpus: dict[str, tuple[str, str]]
+    queries: dict[str, str]
+    qrels: dict[str, dict[str, int]]
+
+
+def passage_text(title: str, text: str) -> str:
+    """What a ranker reads of a document: its title, then its text (BEIR's rerankers do the same)."""
+    return f"{title}. {text}" if title and not text.startswith(title) else text
+
+
+def _lines(path: Path) -> Iterator[tuple[int, dict]]:
+    if not path.is_file():
+        raise DatasetNotFoundError(
+            f"{path}: no such file (a BEIR folder holds corpus.jsonl, queries.jsonl, qrels/)"
+        )
+    with path.open(encoding="utf-8") as f:
+        for number, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as err:
+                raise DataFormatError(f"{path}, line {number}: invalid JSON ({err.msg})") from None
+            if not isinstance(row, dict) or "_id" not in row:
+                raise DataFormatError(f"{path}, line {number}: needs an '_id' field")
+            yield number, row
+
+
+def _qrels(path: Path) -> dict[str, dict[str, int]]:
+    if not path.is_file():
+        there = sorted(p.stem for p in path.parent.glob("*.tsv"))
+        raise DatasetNotFoundError(f"{path}: no such file; its splits: {', '.join(there) or 'none'}")
+    qrels: dict[str, dict[str, int]] = {}
+    with path.open(encoding="utf-8", newline="") as f:
+        for number, row in enumerate(csv.reader(f, delimiter="\t"), 1):
+            if number == 1 and row and not row[-1].lstrip("-").isdigit():
+                continue  # the header
+            if len(row) < 3 or not row[-1].lstrip("-").isdigit():
+                raise DataFormatError(
+                    f"{path}, line {number}: needs query-id, corpus-id and an integer score"
+                )
+            qrels.setdefault(row[0], {})[row[-2]] = int(row[-1])
+    return qrels
+
+
+def read_beir(folder: str | Path, split: str = "test") -> BeirSet:
+    """Read a BEIR folder's corpus, and the queries and judgements of ``split``; a judged query or
+    document the files do not hold is a DataFormatError naming it."""
+    folder = Path(folder)
+    qrels = _qrels(folder / "qrels" / f"{split}.tsv")
+    corpus = {
+        str(row["_id"]): (str(row.get("title") or ""), str(row.get("text") or ""))
+        for _, row in _lines(folder / "corpus.jsonl")
+    }
+    queries = {
+        str(row["_id"]): str(row.get("text") or "")
+        for _, row in _lines(folder / "queries.jsonl")
+        if str(row["_id"]) in qrels
+    }
+    for qid, judged in qrels.items():
+        if qid not in queries:
+            raise DataFormatError(f"{folder}: qrels/{split}.tsv judges query {qid!r}, not in queries.jsonl")
+        missing = next((d for d in judged if d not in corpus), None)
+        if missing is not None:
+            raise DataFormatError(
+                f"{folder}: qrels/{split}.tsv judges document {missing!r}, not in corpus.jsonl"
+            )
+    return BeirSet(folder, split, corpus, queries, qrels)
+
+
+def _first_stage_file(data: BeirSet, k: int) -> Path:
+    files = [data.folder / "corpus.jsonl", data.folder / "queries.jsonl"]
+    stamps = "|".join(f"{s.st_size}:{s.st_mtime_ns}" for s in (f.stat() for f in files))
+    key = f"{data.folder.resolve()}|{stamps}|{data.split}|{k}"
+    return cache_root() / "beir-bm25" / f"{hashlib.sha256(key.encode()).hexdigest()[:20]}.json"
+
+
+def first_stage(data: BeirSet, k: int = FIRST_STAGE_K) -> dict[str, list[str]]:
+    """BM25's ``k`` best document ids for each query, best first (cached while the
+    files stay as they were)."""
+    cached = _first_stage_file(data, k)
+    if cached.is_file():
+        runs = json.loads(cached.read_text())
+        if set(runs) == set(data.queries):
+            return runs
+    from sieveqa.retrieval.bm25 import BM25Index
+
+    ids = list(data.corpus)
+    index = BM25Index.build(ids, [passage_text(*data.corpus[i]) for i in ids])
+    qids = list(data.queries)
+    hits = index.search_many([data.queries[q] for q in qids], k)
+    runs = {q: [doc for doc, _ in found] for q, found in zip(qids, hits, strict=True)}
+    cached.parent.mkdir(parents=True, exist_ok=True)
+    with atomic_open(cached) as f:
+        json.dump(runs, f)
+    return runs
+
+
+def beir_examples(data: BeirSet, k: int = FIRST_STAGE_K) -> list[RankingExample]:
+    """One example a query: BM25's top ``k`` as candidates in BM25's order, labelled by the qrels
+    (0 where unjudged), with every judgement kept in ``judged``."""
+    runs = first_stage(data, k)
+    examples = []
+    for qid, text in data.queries.items():
+        judged = data.qrels[qid]
+        candidates = [
+            Candidate(doc, passage_text(*data.corpus[doc]), judged.get(doc, 0), doc_id=doc)
+            for doc in runs[qid]
+        ]
+        examples.append(RankingExample(Question(qid, text), candidates, judged=dict(judged)))
+    return examples
+
+
+def load_beir(spec: str) -> list[RankingExample]:
+    """``PATH`` (its test qrels) or ``PATH:SPLIT``, as the ``beir:`` dataset names give them."""
+    folder, split = Path(spec), "test"
+    if not folder.is_dir() and ":" in spec:
+        head, _, split = spec.rpartition(":")
+        folder = Path(head)
+    if not folder.is_dir():
+        raise DatasetNotFoundError(f"beir:{spec}: no such folder")
+    return beir_examples(read_beir(folder, split))

@@ -1,0 +1,108 @@
+"""BEIR-format passage sets: reading, the BM25 first stage, and what the metrics count."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from sieveqa.data.beir import beir_examples, first_stage, read_beir
+from sieveqa.data.registry import load_dataset
+from sieveqa.errors import DataFormatError, DatasetNotFoundError
+from sieveqa.evaluation.metrics import evaluate_orders
+
+CORPUS = {
+    "d1": ("Octopus", "The blood of an octopus carries oxygen with hemocyanin, a copper protein."),
+    "d2": ("Glacier", "Glaciers carve U-shaped valleys as the ice moves and grinds the rock below."),
+    "d3": ("Honey", "Honeybees make honey from nectar, which they evaporate in the hive."),
+    "d4": ("Squid", "Squid blood is blue because its hemocyanin binds copper rather than iron."),
+}
+QUERIES = {"q1": "What protein carries oxygen in octopus blood?", "q2": "How do glaciers form valleys?"}
+
+
+def write_beir(folder: Path, qrels: dict[str, list[tuple[str, str, int]]]) -> Path:
+    (folder / "qrels").mkdir(parents=True)
+    lines = [json.dumps({"_id": i, "title": t, "text": x}) for i, (t, x) in CORPUS.items()]
+    (folder / "corpus.jsonl").write_text("\n".join(lines) + "\n")
+    (folder / "queries.jsonl").write_text(
+        "\n".join(json.dumps({"_id": q, "text": t}) for q, t in QUERIES.items())
+    )
+    for split, rows in qrels.items():
+        body = "".join(f"{q}\t{d}\t{s}\n" for q, d, s in rows)
+        (folder / "qrels" / f"{split}.tsv").write_text("query-id\tcorpus-id\tscore\n" + body)
+    return folder
+
+
+@pytest.fixture
+def beir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("SIEVEQA_CACHE", str(tmp_path / "cache"))
+    return write_beir(
+        tmp_path / "set",
+        {"test": [("q1", "d1", 2), ("q1", "d4", 1), ("q2", "d2", 1)], "dev": [("q2", "d2", 1)]},
+    )
+
+
+def test_each_judged_query_gets_bm25s_list_labelled_by_its_qrels(beir: Path) -> None:
+    examples = load_dataset(f"beir:{beir}")
+    assert [ex.qid for ex in examples] == ["q1", "q2"]
+    q1 = examples[0]
+    assert q1.candidates[0].id == "d1" and q1.candidates[0].text.startswith("Octopus. The blood")
+    assert {c.id: c.label for c in q1.candidates} == {"d1": 2, "d2": 0, "d3": 0, "d4": 1}
+    assert q1.judged == {"d1": 2, "d4": 1}
+    assert [ex.qid for ex in load_dataset(f"beir:{beir}:dev")] == ["q2"]
+
+
+def test_a_relevant_document_the_first_stage_missed_still_counts(beir: Path) -> None:
+    """BEIR's nDCG@10 and recall@100 count every judged document, retrieved or not."""
+    data = read_beir(beir)
+    examples = beir_examples(data, k=1)  # q1 keeps d1 only; d4 (relevant) is not a candidate
+    report = evaluate_orders(examples, [[0], [0]])
+    assert report.per_question["q1"]["recall@100"] == pytest.approx(0.5)
+    assert report.per_question["q1"]["ndcg@10"] < 1.0
+    assert report.per_question["q2"]["recall@100"] == 1.0 and report.per_question["q2"]["mrr@10"] == 1.0
+
+
+def test_the_first_stage_is_cached_until_the_corpus_changes(beir: Path) -> None:
+    data = read_beir(beir)
+    runs = first_stage(data)
+    assert runs["q2"][0] == "d2"
+    cached = next((Path(data.folder).parent / "cache" / "beir-bm25").glob("*.json"))
+    cached.write_text(json.dumps({"q1": ["d3"], "q2": ["d3"]}))  # what a cache hit would return
+    assert first_stage(data)["q2"] == ["d3"]
+    with (beir / "corpus.jsonl").open("a") as f:
+        f.write(json.dumps({"_id": "d5", "title": "Rainbow", "text": "Light refracts in raindrops."}) + "\n")
+    assert first_stage(read_beir(beir))["q2"][0] == "d2"
+
+
+@pytest.mark.parametrize(
+    ("damage", "says"),
+    [
+        (lambda f: (f / "qrels" / "test.tsv").unlink(), "qrels/test.tsv: no such file; its splits: dev"),
+        (
+            lambda f: (f / "corpus.jsonl").write_text('{"_id": "d1"}\n{oops\n'),
+            "corpus.jsonl, line 2: invalid JSON",
+        ),
+        (
+            lambda f: (f / "queries.jsonl").write_text('{"text": "no id"}\n'),
+            "queries.jsonl, line 1: needs an '_id'",
+        ),
+        (
+            lambda f: (f / "qrels" / "test.tsv").write_text("q1\td9\t1\n"),
+            "judges document 'd9', not in corpus",
+        ),
+        (
+            lambda f: (f / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\nq1\td1\tyes\n"),
+            "line 2: needs query-id, corpus-id",
+        ),
+    ],
+)
+def test_a_damaged_folder_is_one_error_naming_the_file_and_line(beir: Path, damage, says: str) -> None:
+    damage(beir)
+    with pytest.raises((DataFormatError, DatasetNotFoundError), match=says.replace("(", r"\(")):
+        load_dataset(f"beir:{beir}")
+
+
+def test_a_missing_folder_is_named(tmp_path: Path) -> None:
+    with pytest.raises(DatasetNotFoundError, match="no such folder"):
+        load_dataset(f"beir:{tmp_path / 'nowhere'}")
