@@ -24,6 +24,8 @@ The field's filtering conventions are part of the names:
   ``pairs:PATH`` also takes unlabelled ``{"query", "text"}`` lines (a label-free retrofit's data).
 - ``beir:PATH`` (or ``beir:PATH:SPLIT``, default ``test``): a passage set in BEIR's format, each
   query with BM25's top 100 of the corpus as candidates (``sieveqa.data.beir``).
+- ``squad-beir:{dev,test}`` and ``wikiqa-beir:{dev,test}``: passage sets in that format made from
+  SQuAD v1.1 dev's paragraphs and WikiQA's documents (``sieveqa.data.beir_sets``).
 - Any ranking name takes ``[:N]`` for its first N questions (``squad-as2:test[:100]``), to evaluate
   expensive models on a fixed slice, and ``[~N]`` for N of its questions drawn at random (seed 0,
   file order kept): a training mix that takes all of one set and part of another.
@@ -46,6 +48,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
 
+from sieveqa.data.beir_sets import BUILDERS as BEIR_SETS
+from sieveqa.data.beir_sets import beir_set_loader
 from sieveqa.data.jsonl import read_jsonl, read_pairs
 from sieveqa.data.open_qa import OpenExample, read_open_jsonl
 from sieveqa.data.readers import read_trecqa, read_wikiqa
@@ -186,6 +190,7 @@ LOADERS: dict[str, Loader] = {
     "jsonl": _jsonl,
     "pairs": _pairs,
     "beir": _beir,
+    **{name: beir_set_loader(name) for name in BEIR_SETS},
 }
 
 
