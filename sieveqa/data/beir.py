@@ -113,12 +113,12 @@ def _first_stage_file(data: BeirSet, k: int) -> Path:
     return cache_root() / "beir-bm25" / f"{hashlib.sha256(key.encode()).hexdigest()[:20]}.json"
 
 
-def first_stage(data: BeirSet, k: int = FIRST_STAGE_K) -> dict[str, list[str]]:
-    """BM25's ``k`` best document ids for each query, best first (cached while the
+def first_stage(data: BeirSet, k: int = FIRST_STAGE_K) -> dict[str, list[tuple[str, float]]]:
+    """BM25's ``k`` best ``(document id, score)`` for each query, best first (cached while the
     files stay as they were)."""
     cached = _first_stage_file(data, k)
     if cached.is_file():
-        runs = json.loads(cached.read_text())
+        runs = {q: [(d, float(s)) for d, s in hits] for q, hits in json.loads(cached.read_text()).items()}
         if set(runs) == set(data.queries):
             return runs
     from sieveqa.retrieval.bm25 import BM25Index
@@ -127,7 +127,7 @@ def first_stage(data: BeirSet, k: int = FIRST_STAGE_K) -> dict[str, list[str]]:
     index = BM25Index.build(ids, [passage_text(*data.corpus[i]) for i in ids])
     qids = list(data.queries)
     hits = index.search_many([data.queries[q] for q in qids], k)
-    runs = {q: [doc for doc, _ in found] for q, found in zip(qids, hits, strict=True)}
+    runs = {q: [(doc, float(score)) for doc, score in found] for q, found in zip(qids, hits, strict=True)}
     cached.parent.mkdir(parents=True, exist_ok=True)
     with atomic_open(cached) as f:
         json.dump(runs, f)
@@ -135,15 +135,15 @@ def first_stage(data: BeirSet, k: int = FIRST_STAGE_K) -> dict[str, list[str]]:
 
 
 def beir_examples(data: BeirSet, k: int = FIRST_STAGE_K) -> list[RankingExample]:
-    """One example a query: BM25's top ``k`` as candidates in BM25's order, labelled by the qrels
-    (0 where unjudged), with every judgement kept in ``judged``."""
+    """One example a query: BM25's top ``k`` as candidates in BM25's order with its scores, labelled
+    by the qrels (0 where unjudged), with every judgement kept in ``judged``."""
     runs = first_stage(data, k)
     examples = []
     for qid, text in data.queries.items():
         judged = data.qrels[qid]
         candidates = [
-            Candidate(doc, passage_text(*data.corpus[doc]), judged.get(doc, 0), doc_id=doc)
-            for doc in runs[qid]
+            Candidate(doc, passage_text(*data.corpus[doc]), judged.get(doc, 0), doc_id=doc, score=score)
+            for doc, score in runs[qid]
         ]
         examples.append(RankingExample(Question(qid, text), candidates, judged=dict(judged)))
     return examples

@@ -50,6 +50,9 @@ def test_each_judged_query_gets_bm25s_list_labelled_by_its_qrels(beir: Path) -> 
     assert q1.candidates[0].id == "d1" and q1.candidates[0].text.startswith("Octopus. The blood")
     assert {c.id: c.label for c in q1.candidates} == {"d1": 2, "d2": 0, "d3": 0, "d4": 1}
     assert q1.judged == {"d1": 2, "d4": 1}
+    assert (
+        all(c.score is not None for c in q1.candidates) and q1.candidates[0].score >= q1.candidates[1].score
+    )
     assert [ex.qid for ex in load_dataset(f"beir:{beir}:dev")] == ["q2"]
 
 
@@ -66,13 +69,13 @@ def test_a_relevant_document_the_first_stage_missed_still_counts(beir: Path) -> 
 def test_the_first_stage_is_cached_until_the_corpus_changes(beir: Path) -> None:
     data = read_beir(beir)
     runs = first_stage(data)
-    assert runs["q2"][0] == "d2"
+    assert runs["q2"][0][0] == "d2" and runs["q2"][0][1] > runs["q2"][1][1]
     cached = next((Path(data.folder).parent / "cache" / "beir-bm25").glob("*.json"))
-    cached.write_text(json.dumps({"q1": ["d3"], "q2": ["d3"]}))  # what a cache hit would return
-    assert first_stage(data)["q2"] == ["d3"]
+    cached.write_text(json.dumps({"q1": [["d3", 1.0]], "q2": [["d3", 1.0]]}))  # what a hit returns
+    assert first_stage(data)["q2"] == [("d3", 1.0)]
     with (beir / "corpus.jsonl").open("a") as f:
         f.write(json.dumps({"_id": "d5", "title": "Rainbow", "text": "Light refracts in raindrops."}) + "\n")
-    assert first_stage(read_beir(beir))["q2"][0] == "d2"
+    assert first_stage(read_beir(beir))["q2"][0][0] == "d2"
 
 
 @pytest.mark.parametrize(
