@@ -4,8 +4,8 @@ A service that answers RAG clients frees blocks of every size (activations of ev
 request bodies); glibc keeps freed memory for reuse, and the process's RSS can creep. ``malloc_trim``
 every few seconds (the model thread does) gives back what sits free at the heap's top; the settings
 here decide how much stays elsewhere. Their cost is CPU: a fixed low mmap threshold maps and zeroes
-every large block afresh (page faults on each batch). docs/RESULTS.md ("The heap, measured") has the
-soak and the CPU per batch behind the default.
+every large block afresh (15x the page faults of a batch). docs/RESULTS.md (issue 64, "The heap
+settings, measured") has the soak and the CPU per request behind the default.
 
 Applied where a service starts (the ``serve`` command, a Ray Serve replica), before its models load;
 nothing else in a process changes its heap.
@@ -23,16 +23,16 @@ from sieveqa.errors import ConfigError
 M_TRIM_THRESHOLD, M_MMAP_THRESHOLD, M_ARENA_MAX = -1, -3, -8
 
 #: The settings by name: ``glibc`` leaves glibc's own (a dynamic mmap threshold that rises to the
-#: largest block freed, up to 32 MB; 8 arenas a core); ``arenas`` only lets the threads share two
-#: arenas; ``fixed`` also fixes the mmap threshold at 256 KiB and gives back free space past 1 MiB
-#: at the heap's top at once.
+#: largest block freed, up to 32 MB); ``fixed`` fixes the mmap threshold at 256 KiB (larger blocks are
+#: mapped afresh and given back whole), gives back free space past 1 MiB at the heap's top at once and
+#: lets the threads share two arenas: flatter memory for 1.85x the CPU a /rerank request.
 HEAP_SETTINGS: dict[str, dict[int, int]] = {
     "glibc": {},
-    "arenas": {M_ARENA_MAX: 2},
     "fixed": {M_TRIM_THRESHOLD: 1 << 20, M_MMAP_THRESHOLD: 256 << 10, M_ARENA_MAX: 2},
 }
-#: What ``sieveqa serve`` starts with unless ``--heap`` says otherwise.
-DEFAULT_HEAP = "fixed"
+#: What ``sieveqa serve`` starts with unless ``--heap`` says otherwise: the soak's memory stays within
+#: its bound with glibc's own settings and the model thread's trimming.
+DEFAULT_HEAP = "glibc"
 
 
 @functools.cache

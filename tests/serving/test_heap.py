@@ -56,6 +56,6 @@ def test_glibc_leaves_the_process_heap_as_it_was() -> None:
 
 
 def test_an_unknown_setting_is_refused_naming_the_choices() -> None:
-    with pytest.raises(ConfigError, match="--heap 'jemalloc': must be one of glibc, arenas, fixed"):
+    with pytest.raises(ConfigError, match="--heap 'jemalloc': must be one of glibc, fixed"):
         check_heap("jemalloc")
     assert all(check_heap(name) == name for name in HEAP_SETTINGS)
