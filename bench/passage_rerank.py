@@ -53,7 +53,10 @@ def reading_scores(
 def first_stage_scores(examples: list[RankingExample]) -> list[np.ndarray]:
     """The first stage's scores where the data has them, else its order (higher first)."""
     return [
-        np.array([c.score if c.score is not None else -i for i, c in enumerate(ex.candidates)], dtype=float)
+        np.array(
+            [c.retrieval_score if c.retrieval_score is not None else -i for i, c in enumerate(ex.candidates)],
+            dtype=float,
+        )
         for ex in examples
     ]
 

@@ -142,7 +142,9 @@ def beir_examples(data: BeirSet, k: int = FIRST_STAGE_K) -> list[RankingExample]
     for qid, text in data.queries.items():
         judged = data.qrels[qid]
         candidates = [
-            Candidate(doc, passage_text(*data.corpus[doc]), judged.get(doc, 0), doc_id=doc, score=score)
+            Candidate(
+                doc, passage_text(*data.corpus[doc]), judged.get(doc, 0), doc_id=doc, retrieval_score=score
+            )
             for doc, score in runs[qid]
         ]
         examples.append(RankingExample(Question(qid, text), candidates, judged=dict(judged)))

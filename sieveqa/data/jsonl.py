@@ -1,7 +1,8 @@
 """The generic JSONL format: one question per line, the format ``sieveqa rank`` reads and writes.
 
 ``{"qid": str, "question": str, "candidates": [{"id": str, "text": str, "label": 0|1 (optional),
-"passage_id": str (optional), "doc_id": str (optional)}]}``; ranked output adds ``score`` and ``rank``.
+"passage_id": str (optional), "doc_id": str (optional), "retrieval_score": number (optional: what
+the first stage gave it, for ``--fusion``)}]}``; ranked output adds ``score`` and ``rank``.
 :func:`read_pairs` also takes ``{"query": str, "text": str}`` lines (unlabelled pairs).
 """
 
@@ -9,6 +10,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import math
 import os
 import re
 from collections.abc import Iterable, Iterator
@@ -72,7 +74,22 @@ def parse_example(obj: Any, where: str) -> RankingExample:
             if value is not None and not isinstance(value, str):
                 raise DataFormatError(f"{at}: field {key!r} must be a string, got {shorten(repr(value), 60)}")
             extra[key] = value
-        candidates.append(Candidate(id=cid, text=text, label=label, **extra))
+        first = cand.get("retrieval_score")
+        if first is not None and (
+            isinstance(first, bool) or not isinstance(first, int | float) or not math.isfinite(first)
+        ):
+            raise DataFormatError(
+                f"{at}: field 'retrieval_score' must be a finite number, got {shorten(repr(first), 60)}"
+            )
+        candidates.append(
+            Candidate(
+                id=cid,
+                text=text,
+                label=label,
+                **extra,
+                retrieval_score=None if first is None else float(first),
+            )
+        )
     return RankingExample(Question(qid, question), candidates)
 
 
@@ -182,7 +199,7 @@ def candidate_dict(cand: Candidate) -> dict[str, Any]:
     out: dict[str, Any] = {"id": cand.id, "text": cand.text}
     if cand.label is not None:
         out["label"] = cand.label
-    for key in _OPTIONAL_STR:
+    for key in (*_OPTIONAL_STR, "retrieval_score"):
         value = getattr(cand, key)
         if value is not None:
             out[key] = value

@@ -8,15 +8,15 @@ from dataclasses import dataclass, field
 
 @dataclass(frozen=True, slots=True)
 class Candidate:
-    """One answer candidate (a sentence or a passage) of a question; ``score`` is what a first stage
-    (BM25, a retriever) gave it, where one chose the candidates."""
+    """One answer candidate (a sentence or a passage) of a question; ``retrieval_score`` is what a
+    first stage (BM25, a retriever) gave it, where one chose the candidates."""
 
     id: str
     text: str
     label: int | None = None
     passage_id: str | None = None
     doc_id: str | None = None
-    score: float | None = None
+    retrieval_score: float | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -50,9 +50,8 @@ def test_each_judged_query_gets_bm25s_list_labelled_by_its_qrels(beir: Path) -> 
     assert q1.candidates[0].id == "d1" and q1.candidates[0].text.startswith("Octopus. The blood")
     assert {c.id: c.label for c in q1.candidates} == {"d1": 2, "d2": 0, "d3": 0, "d4": 1}
     assert q1.judged == {"d1": 2, "d4": 1}
-    assert (
-        all(c.score is not None for c in q1.candidates) and q1.candidates[0].score >= q1.candidates[1].score
-    )
+    assert all(c.retrieval_score is not None for c in q1.candidates)
+    assert q1.candidates[0].retrieval_score >= q1.candidates[1].retrieval_score
     assert [ex.qid for ex in load_dataset(f"beir:{beir}:dev")] == ["q2"]
 
 

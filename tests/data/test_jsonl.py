@@ -11,7 +11,10 @@ from sieveqa.errors import DataFormatError
 def _example() -> RankingExample:
     return RankingExample(
         Question("q1", "Who wrote Hamlet?"),
-        [Candidate("a", "Shakespeare wrote it.", 1, "p1", "d1"), Candidate("b", "It is a play.", 0)],
+        [
+            Candidate("a", "Shakespeare wrote it.", 1, "p1", "d1", retrieval_score=12.5),
+            Candidate("b", "It is a play.", 0),
+        ],
     )
 
 
@@ -60,6 +63,20 @@ def test_ranked_output_adds_score_and_rank() -> None:
                 }
             ),
             r"candidates\[1\]: duplicate candidate id 'a'",
+        ),
+        (
+            json.dumps(
+                {
+                    "qid": "q",
+                    "question": "?",
+                    "candidates": [{"id": "a", "text": "t", "retrieval_score": "9"}],
+                }
+            ),
+            r"candidates\[0\]: field 'retrieval_score' must be a finite number, got '9'",
+        ),
+        (
+            '{"qid": "q", "question": "?", "candidates": [{"id": "a", "text": "t", "retrieval_score": NaN}]}',
+            r"candidates\[0\]: field 'retrieval_score' must be a finite number, got nan",
         ),
     ],
 )

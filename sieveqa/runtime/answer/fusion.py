@@ -4,7 +4,9 @@ Every ``answer`` method retrieves with BM25, and a user can always fall back on 
 that loses to BM25 on some question is worth correcting with it. BM25 here scores each question's
 candidates among themselves (the candidate list is the corpus: the same "BM25 over these sentences"
 a user would run), so the fusion means the same on a benchmark's candidate lists, on passages an
-index retrieved, and on the sentences inside them.
+index retrieved, and on the sentences inside them. Where the candidates carry the first stage's own
+scores (``Candidate.retrieval_score``: a BEIR set's BM25 over its whole corpus, a ranking file's
+``retrieval_score``), those are fused instead.
 
 Two fusions, each with BM25's share ``weight``:
 
@@ -31,7 +33,7 @@ from sieveqa.errors import ConfigError
 from sieveqa.models.base import Ranker, RankResult
 from sieveqa.retrieval import BM25Index
 
-__all__ = ["FUSIONS", "FusedRanker", "Fusion", "lexical_scores", "with_fusion"]
+__all__ = ["FUSIONS", "FusedRanker", "Fusion", "first_stage_scores", "lexical_scores", "with_fusion"]
 
 FUSIONS = ("none", "interp", "rrf")
 RRF_K = 60
@@ -118,6 +120,15 @@ def lexical_scores(question: str, texts: Sequence[str]) -> list[float]:
     return [float(s) for s in index.scores(question)]
 
 
+def first_stage_scores(example: RankingExample) -> list[float]:
+    """What the first stage gave each candidate where the candidates carry it (a BEIR set's BM25 over
+    its whole corpus, a file's ``retrieval_score``), else BM25 over the candidates themselves."""
+    given = [c.retrieval_score for c in example.candidates]
+    if given and all(s is not None for s in given):
+        return [float(s) for s in given if s is not None]
+    return lexical_scores(example.question.text, [c.text for c in example.candidates])
+
+
 class FusedResult(RankResult):
     """A ranker's result with fused scores (no longer logits); what else the ranker reported (a
     cascade's cost and exits) is the wrapped result's."""
@@ -145,7 +156,7 @@ class FusedResult(RankResult):
 
 
 class FusedRanker(Ranker):
-    """A ranker whose scores are fused with BM25's over each question's candidates."""
+    """A ranker whose scores are fused with the first stage's (:func:`first_stage_scores`)."""
 
     def __init__(self, ranker: Ranker, fusion: Fusion) -> None:
         self.ranker, self.fusion = ranker, fusion
@@ -161,7 +172,7 @@ class FusedRanker(Ranker):
         result = self.ranker.run(examples, progress)
         started = time.perf_counter()
         fused = [
-            self.fusion.combine(scores, lexical_scores(ex.question.text, [c.text for c in ex.candidates]))
+            self.fusion.combine(scores, first_stage_scores(ex))
             for ex, scores in zip(examples, result.scores, strict=True)
         ]
         result.cost.seconds += time.perf_counter() - started  # BM25's time is part of the answer's

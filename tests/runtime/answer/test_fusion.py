@@ -6,7 +6,7 @@ from sieveqa.data.corpus import CorpusIndex, CorpusOptions
 from sieveqa.data.records import Candidate, Question, RankingExample
 from sieveqa.errors import ConfigError
 from sieveqa.runtime.answer.answerer import Answerer, default_fusion
-from sieveqa.runtime.answer.fusion import FusedRanker, Fusion, lexical_scores, with_fusion
+from sieveqa.runtime.answer.fusion import FusedRanker, Fusion, first_stage_scores, lexical_scores, with_fusion
 from sieveqa.runtime.answer.peasi import Peasi
 from sieveqa.runtime.answer.sentence import Pointwise
 from tests.fakes import DOCS, TOP_PASSAGE, KeywordRanker, KeywordSelector
@@ -92,6 +92,19 @@ def test_fused_ranker_moves_the_lexical_match_up() -> None:
     result = fused.run([ex])
     assert result.orders()[0][0] == 1 and result.logits is False
     assert with_fusion(KeywordRanker(), "interp:0").__class__ is KeywordRanker  # inactive: unwrapped
+
+
+def test_the_first_stages_own_scores_are_fused_where_the_candidates_carry_them() -> None:
+    """A BEIR set's BM25 over its whole corpus (or a file's retrieval_score), not BM25 over the list."""
+    ex = _example()
+    given = [
+        Candidate(c.id, c.text, retrieval_score=s)
+        for c, s in zip(ex.candidates, (1.0, 0.0, 5.0), strict=True)
+    ]
+    carried = RankingExample(ex.question, given)
+    assert first_stage_scores(carried) == [1.0, 0.0, 5.0]
+    assert first_stage_scores(ex) == lexical_scores(ex.question.text, [c.text for c in ex.candidates])
+    assert with_fusion(KeywordRanker(), "interp:1").run([carried]).orders()[0] == [2, 0, 1]
 
 
 def test_a_fused_answer_keeps_the_models_own_score(tmp_path) -> None:
