@@ -6,7 +6,8 @@ For each ``--reading`` (``trunc:N``: the first N tokens of query and passage; ``
 N tokens a quarter overlapping, the passage's best window) the model scores every candidate of every
 ``--dataset`` once; then every fusion with the first stage is read off those scores: the model alone,
 BM25 alone, ``rrf:W`` (weighted reciprocal ranks, the first stage's rank as given) and ``interp:W``
-(min-max normalised scores, BM25's own), for W in ``--weights``.
+(min-max normalised scores, BM25's own over the corpus; and BM25 over the candidate list alone, what
+a client that sends no scores gets), for W in ``--weights``.
 
     python bench/passage_rerank.py --dataset wikiqa-beir:dev --dataset beir:runs/beir/own-files:dev \\
         --reading trunc:128,trunc:256,win:128 --out bench/results/passages/dev-default.json
@@ -27,7 +28,7 @@ from sieveqa.data.records import RankingExample
 from sieveqa.data.registry import load_dataset
 from sieveqa.evaluation.metrics import evaluate_scores
 from sieveqa.models.zoo import load_model
-from sieveqa.runtime.answer.fusion import Fusion
+from sieveqa.runtime.answer.fusion import Fusion, lexical_scores
 
 KEYS = ("ndcg@10", "mrr@10", "recall@100")
 
@@ -66,13 +67,18 @@ def fused_rows(
 ) -> list[dict[str, Any]]:
     first = first_stage_scores(examples)
     order = [-np.arange(len(ex.candidates), dtype=float) for ex in examples]  # the rank as given
+    among = [np.array(lexical_scores(ex.question.text, [c.text for c in ex.candidates])) for ex in examples]
     rows = [{"fusion": "model alone", **evaluate_scores(examples, model).as_dict()}]
     rows.append({"fusion": "first stage alone", **evaluate_scores(examples, first).as_dict()})
     for w in weights:
-        for method, lexical in (("rrf", order), ("interp", first)):
+        for method, lexical, suffix in (
+            ("rrf", order, ""),
+            ("interp", first, ""),
+            ("interp", among, " (BM25 of the list)"),
+        ):
             fusion = Fusion(method, w)
             fused = [fusion.combine(m.tolist(), x.tolist()) for m, x in zip(model, lexical, strict=True)]
-            rows.append({"fusion": str(fusion), **evaluate_scores(examples, fused).as_dict()})
+            rows.append({"fusion": f"{fusion}{suffix}", **evaluate_scores(examples, fused).as_dict()})
     return [{"fusion": r["fusion"], **{k: r[k] for k in KEYS}} for r in rows]
 
 

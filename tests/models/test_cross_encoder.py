@@ -118,3 +118,20 @@ def test_a_judge_starts_from_a_reader_body_with_a_new_head(tmp_path: Path) -> No
         assert torch.equal(weight, saved[name]), name
     fresh = CrossEncoder(CrossEncoderConfig(backbone="tiny"))
     assert judge.head.state_dict().keys() == fresh.head.state_dict().keys()
+
+
+def test_a_ranker_reads_a_long_text_in_windows_unless_told_to_cut_it(tiny_model) -> None:
+    """The plain ranking path (run, score_pairs: eval, rank, /rerank) read only a passage's first
+    max_length tokens; it now reads the whole in windows, as PEASI's passage reranker does."""
+    from sieveqa.data.records import Candidate, Question, RankingExample
+
+    long = " ".join(["filler words"] * 60) + " the answer is here."
+    example = RankingExample(Question("q", "q?"), [Candidate("a", long), Candidate("b", "short one")])
+    windowed, _ = tiny_model.score_matrix(["q?", "q?"], [long, "short one"], last_only=True, windows=True)
+    cut, _ = tiny_model.score_matrix(["q?", "q?"], [long, "short one"], last_only=True)
+    assert tiny_model.windows is True
+    result = tiny_model.run([example])
+    assert result.scores[0] == pytest.approx(windowed[:, 0].tolist(), abs=1e-5) and result.cost.sequences > 2
+    assert tiny_model.score_pairs(["q?"], [long]) == pytest.approx([windowed[0, 0].item()], abs=1e-5)
+    tiny_model.windows = False
+    assert tiny_model.run([example]).scores[0] == pytest.approx(cut[:, 0].tolist(), abs=1e-5)

@@ -37,14 +37,19 @@ __all__ = ["FUSIONS", "FusedRanker", "Fusion", "first_stage_scores", "lexical_sc
 
 FUSIONS = ("none", "interp", "rrf")
 RRF_K = 60
+#: BM25's share in ``auto``, the interpolation with a first stage's own scores: chosen on the passage
+#: dev sets (docs/RESULTS.md, issue 65).
+AUTO_WEIGHT = 0.5
 
 
 @dataclass(frozen=True)
 class Fusion:
-    """How a model's scores and BM25's are combined: ``method`` and BM25's share ``weight``."""
+    """How a model's scores and BM25's are combined: ``method`` and BM25's share ``weight``;
+    ``given_only``: only where the candidates carry the first stage's own scores (``auto``)."""
 
     method: str = "none"
     weight: float = 0.0
+    given_only: bool = False
 
     def __post_init__(self) -> None:
         if self.method not in FUSIONS:
@@ -54,16 +59,20 @@ class Fusion:
 
     @classmethod
     def parse(cls, text: str | Fusion | None) -> Fusion:
-        """``none``, ``interp:W`` or ``rrf:W`` (a Fusion or None passes through; None is ``none``)."""
+        """``none``, ``auto``, ``interp:W`` or ``rrf:W`` (a Fusion or None passes through; None is
+        ``none``). ``auto`` is ``interp`` at :data:`AUTO_WEIGHT` where the candidates carry the
+        first stage's scores, and nothing where they do not."""
         if text is None:
             return cls()
         if isinstance(text, Fusion):
             return text
+        if text.strip() == "auto":
+            return cls("interp", AUTO_WEIGHT, given_only=True)
         method, sep, weight = text.strip().partition(":")
         if method == "none" and not sep:
             return cls()
         if method not in FUSIONS[1:] or not sep:
-            raise ConfigError(f"--fusion must be none, interp:W or rrf:W (W in [0, 1]), got {text!r}")
+            raise ConfigError(f"--fusion must be none, auto, interp:W or rrf:W (W in [0, 1]), got {text!r}")
         try:
             value = float(weight)
         except ValueError:
@@ -75,6 +84,8 @@ class Fusion:
         return self.method != "none" and self.weight > 0.0
 
     def __str__(self) -> str:
+        if self.given_only:
+            return "auto"
         return "none" if self.method == "none" else f"{self.method}:{self.weight:g}"
 
     def combine(self, model: Sequence[float], lexical: Sequence[float]) -> list[float]:
@@ -120,12 +131,16 @@ def lexical_scores(question: str, texts: Sequence[str]) -> list[float]:
     return [float(s) for s in index.scores(question)]
 
 
+def carries_scores(example: RankingExample) -> bool:
+    """Whether every candidate carries the first stage's score (``retrieval_score``)."""
+    return bool(example.candidates) and all(c.retrieval_score is not None for c in example.candidates)
+
+
 def first_stage_scores(example: RankingExample) -> list[float]:
     """What the first stage gave each candidate where the candidates carry it (a BEIR set's BM25 over
     its whole corpus, a file's ``retrieval_score``), else BM25 over the candidates themselves."""
-    given = [c.retrieval_score for c in example.candidates]
-    if given and all(s is not None for s in given):
-        return [float(s) for s in given if s is not None]
+    if carries_scores(example):
+        return [float(c.retrieval_score or 0.0) for c in example.candidates]
     return lexical_scores(example.question.text, [c.text for c in example.candidates])
 
 
@@ -170,9 +185,13 @@ class FusedRanker(Ranker):
 
     def run(self, examples: Sequence[RankingExample], progress: bool = False) -> RankResult:
         result = self.ranker.run(examples, progress)
+        if self.fusion.given_only and not any(carries_scores(ex) for ex in examples):
+            return result  # auto, and no first stage's scores to fuse: the model's own ranking
         started = time.perf_counter()
         fused = [
             self.fusion.combine(scores, first_stage_scores(ex))
+            if carries_scores(ex) or not self.fusion.given_only
+            else list(scores)
             for ex, scores in zip(examples, result.scores, strict=True)
         ]
         result.cost.seconds += time.perf_counter() - started  # BM25's time is part of the answer's

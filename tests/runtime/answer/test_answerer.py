@@ -64,7 +64,7 @@ def test_options_and_methods_are_checked_before_any_model_loads(index, monkeypat
     for method in ("peasi", "pointwise", "cascade"):  # a bad --fusion used to surface after the models loaded
         with pytest.raises(ConfigError, match=r"^fusion weight must be within \[0, 1\], got 2.0$"):
             load_answerer(method, str(index.path), fusion="rrf:2")
-        with pytest.raises(ConfigError, match="--fusion must be none, interp:W or rrf:W"):
+        with pytest.raises(ConfigError, match="--fusion must be none, auto, interp:W or rrf:W"):
             load_answerer(method, str(index.path), fusion="max")
     with pytest.raises(ConfigError, match="--method must be one of peasi, peasi-all, pointwise"):
         load_answerer("magic", str(index.path))

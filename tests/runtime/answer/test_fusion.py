@@ -25,8 +25,8 @@ def test_parse(text, method: str, weight: float) -> None:
 @pytest.mark.parametrize(
     ("text", "message"),
     [
-        ("bm25", "--fusion must be none, interp:W or rrf:W"),
-        ("interp", "--fusion must be none, interp:W or rrf:W"),
+        ("bm25", "--fusion must be none, auto, interp:W or rrf:W"),
+        ("interp", "--fusion must be none, auto, interp:W or rrf:W"),
         ("interp:x", "the weight 'x' is not a number"),
         ("rrf:1.5", "fusion weight must be within"),
         ("interp:nan", "fusion weight must be within"),
@@ -105,6 +105,22 @@ def test_the_first_stages_own_scores_are_fused_where_the_candidates_carry_them()
     assert first_stage_scores(carried) == [1.0, 0.0, 5.0]
     assert first_stage_scores(ex) == lexical_scores(ex.question.text, [c.text for c in ex.candidates])
     assert with_fusion(KeywordRanker(), "interp:1").run([carried]).orders()[0] == [2, 0, 1]
+
+
+def test_auto_fuses_only_where_the_first_stages_scores_are_given() -> None:
+    auto = Fusion.parse("auto")
+    assert str(auto) == "auto" and auto.active and auto.method == "interp"
+    ex = _example()
+    plain = KeywordRanker().run([ex])
+    unchanged = with_fusion(KeywordRanker(), auto).run([ex])
+    assert unchanged.scores == plain.scores and unchanged.logits == plain.logits  # nothing given: the model's
+    given = [
+        Candidate(c.id, c.text, retrieval_score=s)
+        for c, s in zip(ex.candidates, (0.0, 0.0, 9.0), strict=True)
+    ]
+    fused = with_fusion(KeywordRanker(), auto).run([RankingExample(ex.question, given)])
+    expected = auto.combine(plain.scores[0], [0.0, 0.0, 9.0])
+    assert fused.scores[0] == pytest.approx(expected) and fused.logits is False
 
 
 def test_a_fused_answer_keeps_the_models_own_score(tmp_path) -> None:
