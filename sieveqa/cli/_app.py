@@ -140,8 +140,10 @@ def warm_up_ranker(ranker: Any) -> None:
 FusionOpt = Annotated[
     str | None,
     typer.Option(
-        help="mix BM25 over the same candidates into the scores: none, interp:W (normalised "
-        "interpolation) or rrf:W (reciprocal rank), W being BM25's share"
+        help="mix the first stage's scores into the model's: auto (the default: interp:0.2 where the "
+        "candidates carry a retriever's scores, as beir: sets do; else nothing), none, interp:W "
+        "(normalised interpolation) or rrf:W (reciprocal rank), W being the first stage's share "
+        "(BM25 over the candidates where no scores are given)"
     ),
 ]
 AlphaOpt = Annotated[

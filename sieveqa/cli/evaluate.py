@@ -78,13 +78,13 @@ def evaluate(
     of the cascade stopped at each exit (at α = 0, each exit alone). A reader (open-domain data, e.g.
     squad-open-mini:test) reports EM and F1 at a --budget of layers per passage; see eval-reader.
     """
-    from sieveqa.runtime.answer.fusion import Fusion, with_fusion
+    from sieveqa.runtime.answer.fusion import Fusion, carries_scores, with_fusion
 
-    fused = Fusion.parse(fusion)
+    fused = Fusion.parse(fusion if fusion is not None else "auto")
     if _is_reader(model):
         from sieveqa.cli.reader import run_eval_reader
 
-        if fused.active:
+        if fusion is not None and fused.active:
             raise ConfigError(f"--fusion is for rankers; {model} is a reader")
         method = "learned" if scheduler else "skyline" if budget is not None else "standard"
         shared = {"budget": budget, "scheduler": scheduler}
@@ -117,10 +117,12 @@ def evaluate(
         drop_ratios=float_list(alpha, "--alpha"),
         thresholds=float_list(threshold, "--threshold"),
     )
-    ranker = with_fusion(ranker, fused)
     if warm_up:
         warm_up_ranker(ranker)
     used = getattr(ranker, "model", ranker)
+    if fused.given_only and not any(carries_scores(ex) for ex in examples):
+        fused = Fusion()  # auto, and no first stage's scores in the data: the model alone
+    ranker = with_fusion(ranker, fused)
     report, metrics = evaluate_ranker(ranker, examples, dataset, progress=True)
     result: dict[str, Any] = {
         "model": model,

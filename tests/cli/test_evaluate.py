@@ -25,6 +25,7 @@ def test_eval_writes_the_promised_json(
     assert metrics["layer_units"] == 4 * 16  # 16 pairs, 4 layers each
     assert metrics["precision"] in ("fp32", "bf16") and metrics["device"] in ("cpu", "cuda:0")
     assert 0.0 <= metrics["map"] <= 1.0
+    assert metrics["fusion"] == "none"  # auto, and the file carries no retriever's scores
 
 
 def test_eval_with_bm25_fusion_reports_it_and_ranks_by_it(
@@ -317,3 +318,4 @@ def test_eval_on_a_beir_folder_reports_passage_metrics_beside_the_first_stage(
     bm25 = evaluate_orders(examples, [range(len(ex.candidates)) for ex in examples]).as_dict()
     assert metrics["first_stage"] == bm25 and metrics["first_stage_ndcg@10"] == bm25["ndcg@10"]
     assert metrics["n_questions"] == 2 and metrics["recall@100"] == 1.0
+    assert metrics["fusion"] == "auto"  # the set carries BM25's scores: fused with them by default
