@@ -57,6 +57,8 @@ _ALIAS_HELP = "another name a request's model may give (a Cohere client's rerank
 ModelAliasOpt = Annotated[list[str] | None, typer.Option("--model-alias", help=_ALIAS_HELP)]
 _HEAP_HELP = "heap settings: glibc (its own) or fixed (flatter memory, 1.85x the CPU a request)"
 HeapOpt = Annotated[str, typer.Option("--heap", help=_HEAP_HELP)]
+_LONG_HELP = "a text longer than the model's input: read in windows, the best one counting, or cut"
+LongTextsOpt = Annotated[str, typer.Option("--long-texts", help=_LONG_HELP)]
 
 
 @app.command(cls=settings_command(serve_settings))
@@ -90,6 +92,7 @@ def serve(
     allowed_host: AllowedHostOpt = None,
     model_alias: ModelAliasOpt = None,
     heap: HeapOpt = DEFAULT_HEAP,
+    long_texts: LongTextsOpt = "windows",
 ) -> None:
     """Serve a ranker over HTTP: POST /rerank, POST /answer (with --index), GET /health, GET /metrics,
     and a question page at / . Concurrent /rerank requests share forward passes (micro-batching).
@@ -99,6 +102,7 @@ def serve(
     uvicorn = require_extra("uvicorn", "serve", "sieveqa serve")
     require_extra("fastapi", "serve", "sieveqa serve")
     from sieveqa.cli.answer import method_settings
+    from sieveqa.runtime.policy import LONG_TEXTS
     from sieveqa.serving.app import create_app, local_hosts
     from sieveqa.serving.service import Service
     from sieveqa.serving.settings import Batching, Limits
@@ -114,6 +118,8 @@ def serve(
     levers: dict[str, Any] = {"retrieve": retrieve, "backend": backend}
     if budget_ms is not None:  # the budget chooses the levers not typed, among settings with those typed
         levers = {n: (v if was_given(ctx, n) else None) for n, v in levers.items()}
+    if long_texts not in LONG_TEXTS:
+        raise ConfigError(f"--long-texts must be one of {', '.join(LONG_TEXTS)}, got {long_texts!r}")
     check_port(host, port)
     configure_heap(check_heap(heap))  # before the models load, for the whole process
     service = Service.load(
@@ -131,6 +137,7 @@ def serve(
         budget_ms=budget_ms,
         warm_up=warm_up,
         aliases=tuple(model_alias or ()),
+        long_texts=long_texts,
         **answer_options,
     )
     where = f"http://{host}:{port}"

@@ -144,6 +144,21 @@ def pair_model(ranker: Ranker) -> PairModel | None:
     return None
 
 
+def read_long_texts(ranker: Ranker, how: str) -> Ranker:
+    """``ranker`` reading a text longer than its model's input in ``windows`` (the best one's score)
+    or ``cut`` to its first tokens, every member of an ensemble alike; returned for chaining."""
+    if how not in LONG_TEXTS:
+        raise ConfigError(f"--long-texts must be one of {', '.join(LONG_TEXTS)}, got {how!r}")
+    for candidate in (ranker, getattr(ranker, "model", None), *getattr(ranker, "members", ())):
+        if isinstance(candidate, PairModel):
+            candidate.windows = how == "windows"
+    return ranker
+
+
+#: How a ranker may read a text longer than its model's input (``read_long_texts``).
+LONG_TEXTS = ("windows", "cut")
+
+
 def warm_up(ranker: Ranker) -> tuple[int, float]:
     """Run a ranker's model once at each of its bucketed batch shapes (half precision on CUDA: see
     ``sieveqa.batching``), so no call pays for building a shape's kernels; (shapes run, seconds)."""

@@ -27,7 +27,7 @@ from sieveqa.errors import ConfigError, SieveQAError
 from sieveqa.models.base import Ranker
 from sieveqa.runtime.answer.answerer import Answer, Answerer, load_answerer
 from sieveqa.runtime.answer.budget import Choice
-from sieveqa.runtime.policy import load_ranker, pair_model
+from sieveqa.runtime.policy import load_ranker, pair_model, read_long_texts
 from sieveqa.runtime.policy import warm_up as warm_up_ranker
 from sieveqa.serving.batcher import MicroBatcher, Scored
 from sieveqa.serving.capacity import fit_to_deadline, full_length_rate
@@ -114,8 +114,7 @@ class Service:
         aliases: tuple[str, ...] = (),
     ) -> None:
         self.ranker, self.answerer, self.name, self.index = ranker, answerer, name, index
-        #: The names a request's ``model`` may give: the served model's (a folder's own name too) and
-        #: the aliases given to ``serve`` (a Cohere client's ``rerank-v3.5``).
+        #: Names a request's ``model`` may give: the model's, a folder's own, ``serve``'s aliases.
         self.model_names = frozenset({name, Path(name).name, *aliases})
         #: Runs every model of this service: /rerank's batches and /answer's questions (worker.py says why).
         self.thread = thread or ModelThread()
@@ -147,14 +146,15 @@ class Service:
         backend: str | None = "torch",
         warm_up: bool = True,
         aliases: tuple[str, ...] = (),
+        long_texts: str = "windows",
         **answer_options: Any,
     ) -> Service:
-        """The ranker ``model`` (a shipped name or folder; a cascade with its saved policy) and, given a
-        corpus ``index``, an answerer with ``method`` (``answer_options`` as ``load_answerer`` takes;
-        ``backend`` None: torch for the ranker, the answerer's ``budget_ms`` chooses its own). With
-        ``warm_up`` the ranker runs once at each of its bucketed batch shapes (bf16/fp16: see
-        ``sieveqa.batching``), so no request pays for building a shape's kernels, and ``limits.max_texts``
-        is lowered to what it ranks within the deadline (``sieveqa.serving.capacity``)."""
+        """The ranker ``model`` (a shipped name or folder; a cascade with its saved policy; reading
+        ``long_texts`` as ``read_long_texts`` says) and, given a corpus ``index``, an answerer with
+        ``method`` (``answer_options`` as ``load_answerer`` takes; ``backend`` None: torch for the
+        ranker, the answerer's ``budget_ms`` chooses its own). With ``warm_up`` the ranker runs at each
+        bucketed batch shape (bf16/fp16: ``sieveqa.batching``) and ``limits.max_texts`` is lowered to
+        what it ranks within the deadline (``sieveqa.serving.capacity``)."""
         settings = {"device": device, "precision": precision, "batch_size": batch_size}
         thread = ModelThread()  # the models load on the thread that will run them
         warmed: list[float] = [0, 0.0]
@@ -164,7 +164,7 @@ class Service:
             answerer = None
             if index is not None:  # a bad index is refused before any model loads
                 answerer = load_answerer(method, index, **answer_options, **settings, backend=backend)
-            ranker = load_ranker(model, **settings, backend=backend or "torch")
+            ranker = read_long_texts(load_ranker(model, **settings, backend=backend or "torch"), long_texts)
             if warm_up:
                 warmed[:] = warm_up_ranker(ranker)
                 rate[0] = full_length_rate(ranker)

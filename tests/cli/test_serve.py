@@ -52,6 +52,7 @@ def test_a_taken_port_is_one_error_line(sieveqa) -> None:
         (["--port", "70000"], "--port 70000: must be in 0..65535"),
         (["--budget-ms", "100"], "--budget-ms goes with --index: it chooses how /answer runs"),
         (["--heap", "tcmalloc"], "--heap 'tcmalloc': must be one of glibc, fixed"),
+        (["--long-texts", "truncate"], "--long-texts must be one of windows, cut, got 'truncate'"),
     ],
 )
 def test_bad_settings_are_one_error_line(sieveqa, args: list[str], says: str) -> None:

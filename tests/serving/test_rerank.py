@@ -217,3 +217,21 @@ def test_one_setting_asked_at_once_from_two_threads_builds_one_ranker(tiny_casca
     with ThreadPoolExecutor(2) as pool:
         first, second = pool.map(ask, range(2))
     assert first is second
+
+
+@pytest.mark.parametrize("how", ["windows", "cut"])
+def test_a_long_text_is_read_as_serve_long_texts_says(saved_tiny, how: str) -> None:
+    """/rerank read only a passage's first max_length tokens; by default it now reads the whole in
+    windows (the best one's score), and ``--long-texts cut`` keeps the old reading."""
+    long = " ".join(["filler words"] * 40) + " the answer is here."
+    service = Service.load(str(saved_tiny), precision="fp32", warm_up=False, long_texts=how)
+    try:
+        with TestClient(create_app(service)) as http:
+            body = http.post("/rerank", json={"query": "q?", "texts": [long], "raw_scores": True}).json()
+        expected, _ = service.model.score_matrix(["q?"], [long], last_only=True, windows=how == "windows")
+        other, _ = service.model.score_matrix(["q?"], [long], last_only=True, windows=how != "windows")
+        assert abs(expected[0, 0].item() - other[0, 0].item()) > 5e-4  # the readings differ here
+        assert body[0]["score"] == pytest.approx(expected[0, 0].item(), abs=1e-5)
+        assert service.model.windows is (how == "windows")
+    finally:
+        service.thread.close()
