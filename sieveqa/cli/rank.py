@@ -14,6 +14,7 @@ from sieveqa.cli._app import (
     BackendOpt,
     BatchOpt,
     DeviceOpt,
+    FusionOpt,
     PolicyOpt,
     PrecisionOpt,
     WarmUpOpt,
@@ -108,6 +109,7 @@ def rank(
             "similarity, neither",
         ),
     ] = "logit",
+    fusion: FusionOpt = None,
 ) -> None:
     """Rank the candidates of each question in a JSONL file; print the top answers with scores.
 
@@ -117,8 +119,10 @@ def rank(
     """
     from sieveqa.data.jsonl import example_dict, read_jsonl, write_jsonl
     from sieveqa.io import check_output_file
+    from sieveqa.runtime.answer.fusion import Fusion, carries_scores, with_fusion
     from sieveqa.runtime.policy import load_ranker
 
+    Fusion.parse(fusion)  # a bad --fusion fails before anything loads
     if scores not in SCALES:
         raise ConfigError(f"--scores must be one of {', '.join(SCALES)}, got {scores!r}")
     check_device(device, precision, backend)  # the settings first: they are checked without a file
@@ -158,6 +162,10 @@ def rank(
     )
     if warm_up:
         warm_up_ranker(ranker)
+    fused = Fusion.parse(fusion if fusion is not None else "auto")
+    if fused.active and (not fused.given_only or any(carries_scores(ex) for ex in examples)):
+        ranker = with_fusion(ranker, fused)  # the order; each answer still shows the model's own score
+        console.print(f"[dim]ranked by the model's scores fused with the first stage's ({fused})[/dim]")
     # A bar only where scoring takes long enough to watch (a few seconds on this CPU).
     result = ranker.run(examples, progress=sum(len(e.candidates) for e in examples) > 500)
     scale, ranked = _on_scale(examples, result, scores)

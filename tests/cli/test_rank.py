@@ -216,3 +216,38 @@ def test_a_cascades_scores_are_its_exits_own_on_either_scale(
         assert [c["score"] for c in prob["candidates"]] == pytest.approx(
             [1 / (1 + math.exp(-h["score"])) for h in hits], abs=1e-5
         )
+
+
+def test_a_retrievers_scores_in_the_file_are_fused_by_default(
+    sieveqa, saved_tiny: Path, tmp_path: Path
+) -> None:
+    """A RAG user's candidates come with their retriever's score: rank fuses it (auto: interp:0.2);
+    each answer still shows the model's own score, and --fusion none ranks by the model alone."""
+    texts = ["alpha beta", "gamma delta", "epsilon zeta", "eta theta"]
+    given = [0.0, 0.0, 0.0, 50.0]  # the retriever is sure of the last one
+    row = {
+        "qid": "q",
+        "question": "what?",
+        "candidates": [
+            {"id": f"c{i}", "text": t, "retrieval_score": s}
+            for i, (t, s) in enumerate(zip(texts, given, strict=True))
+        ],
+    }
+    path = tmp_path / "in.jsonl"
+    path.write_text(json.dumps(row) + "\n")
+    out, alone = tmp_path / "fused.jsonl", tmp_path / "alone.jsonl"
+    result = sieveqa(
+        "rank", "--model", saved_tiny, "--input", path, "--output", out, "--fusion", "interp:0.9"
+    )
+    assert result.exit_code == 0, (
+        result.output and "fused with the first stage's (interp:0.9)" in result.output
+    )
+    assert json.loads(out.read_text())["candidates"][0]["id"] == "c3"
+    assert (
+        "fused with the first stage's (auto)"
+        in sieveqa("rank", "--model", saved_tiny, "--input", path).output
+    )
+    result = sieveqa("rank", "--model", saved_tiny, "--input", path, "--output", alone, "--fusion", "none")
+    assert "fused" not in result.output
+    model_scores = {c["id"]: c["score"] for c in json.loads(alone.read_text())["candidates"]}
+    assert {c["id"]: c["score"] for c in json.loads(out.read_text())["candidates"]} == model_scores
