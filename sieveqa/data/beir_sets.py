@@ -55,8 +55,9 @@ def write_beir(
 
 
 def _squad(folder: Path) -> Path:
-    from sieveqa.data.registry import load_dataset
+    from sieveqa.data.jsonl import read_jsonl
     from sieveqa.data.squad import default_squad_path, read_squad
+    from sieveqa.data.squad_as2 import ensure_squad_as2
 
     corpus = {
         p.pid: (article.title.replace("_", " "), p.context)
@@ -67,7 +68,7 @@ def _squad(folder: Path) -> Path:
     qrels: dict[str, dict[str, dict[str, int]]] = {}
     for split in SPLITS:
         qrels[split] = {}
-        for ex in load_dataset(f"squad-as2:{split}"):
+        for ex in read_jsonl(ensure_squad_as2() / f"{split}.jsonl.gz"):
             own = {c.passage_id or c.id.rsplit(":", 1)[0] for c in ex.candidates if c.label == 1}
             queries[ex.qid] = ex.question.text
             qrels[split][ex.qid] = dict.fromkeys(sorted(own), 1)
@@ -87,16 +88,20 @@ def _wikiqa_documents(examples: list[RankingExample], corpus: dict[str, tuple[st
 
 
 def _wikiqa(folder: Path) -> Path:
-    from sieveqa.data.registry import load_dataset
+    from sieveqa.data.readers import read_wikiqa
 
+    every = {
+        split: read_wikiqa(data_root() / "wikiqa" / f"WikiQA-{split}.tsv.gz")
+        for split in ("train", "dev", "test")
+    }
     corpus: dict[str, tuple[str, str]] = {}
-    for split in ("train", "dev", "test"):
-        _wikiqa_documents(load_dataset(f"wikiqa:{split}-raw"), corpus)
+    for examples in every.values():
+        _wikiqa_documents(examples, corpus)
     queries: dict[str, str] = {}
     qrels: dict[str, dict[str, dict[str, int]]] = {}
     for split in SPLITS:
         qrels[split] = {}
-        for ex in load_dataset(f"wikiqa:{split}"):
+        for ex in (ex for ex in every[split] if ex.has_positive()):  # wikiqa:SPLIT's questions
             queries[ex.qid] = ex.question.text
             qrels[split][ex.qid] = {c.passage_id or "": 1 for c in ex.candidates if c.label == 1}
     return write_beir(folder, corpus, queries, qrels, {"source": "WikiQA, every split's documents"})

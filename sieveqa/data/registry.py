@@ -48,8 +48,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
 
-from sieveqa.data.beir_sets import BUILDERS as BEIR_SETS
-from sieveqa.data.beir_sets import beir_set_loader
 from sieveqa.data.jsonl import read_jsonl, read_pairs
 from sieveqa.data.open_qa import OpenExample, read_open_jsonl
 from sieveqa.data.readers import read_trecqa, read_wikiqa
@@ -165,6 +163,15 @@ def _beir(spec: str) -> list[RankingExample]:
     return load_beir(spec)
 
 
+def _beir_set(name: str) -> Loader:
+    def load(split: str) -> list[RankingExample]:
+        from sieveqa.data.beir_sets import beir_set_loader
+
+        return beir_set_loader(name)(split)
+
+    return load
+
+
 def _jsonl(path: str) -> list[RankingExample]:
     if not Path(path).is_file():
         raise DatasetNotFoundError(f"jsonl:{path}: no such file")
@@ -190,7 +197,7 @@ LOADERS: dict[str, Loader] = {
     "jsonl": _jsonl,
     "pairs": _pairs,
     "beir": _beir,
-    **{name: beir_set_loader(name) for name in BEIR_SETS},
+    **{name: _beir_set(name) for name in ("squad-beir", "wikiqa-beir")},
 }
 
 

@@ -11,6 +11,9 @@ from typing import Any, TypeVar
 
 from fastapi import Request, Response
 
+from sieveqa.data.records import score_order
+from sieveqa.errors import ConfigError
+from sieveqa.runtime.answer.fusion import Fusion, lexical_scores
 from sieveqa.serving.batcher import Scored
 from sieveqa.serving.service import RequestError, Service
 from sieveqa.serving.wire import RerankRequest
@@ -59,10 +62,33 @@ async def ranked(
     service: Service, req: RerankRequest, request: Request, response: Response, probabilities: bool
 ) -> tuple[list[int], list[float], Scored]:
     """One rerank request run: the best ``top_n`` indices, every text's score (a probability where
-    asked and the model gives logits), and what it took (set as timing headers on ``response``)."""
+    asked and the model gives logits; the fused score where the request fuses the first stage's), and
+    what it took (set as timing headers on ``response``)."""
+    fusion = _fusion(req)
     done = await unless_gone(request, service.rerank(req))
     shown = [_sigmoid(s) for s in done.scores] if probabilities and done.logits else done.scores
+    order = done.order
+    if fusion.active and (req.retrieval_scores is not None or not fusion.given_only):
+        first = req.retrieval_scores or await asyncio.to_thread(
+            lexical_scores, req.query, req.candidate_texts()
+        )
+        shown = fusion.combine(done.scores, first)
+        order = score_order(shown)
     timing_headers(
         response, done.queue_seconds, done.cost.seconds, done.cost.sequences, done.cost.layer_units
     )
-    return done.order[: req.top_n], shown, done
+    return order[: req.top_n], shown, done
+
+
+def _fusion(req: RerankRequest) -> Fusion:
+    """The request's fusion, checked before any scoring (a bad one, or scores not one a text: 422)."""
+    try:
+        fusion = Fusion.parse(req.fusion if req.fusion is not None else "auto")
+    except ConfigError as err:
+        raise RequestError(422, "validation", f"fusion: {str(err).removeprefix('--fusion ')}") from None
+    given, texts = req.retrieval_scores, req.candidate_texts()
+    if given is not None and len(given) != len(texts):
+        raise RequestError(
+            422, "validation", f"retrieval_scores: {len(given)} scores for {len(texts)} texts (one a text)"
+        )
+    return fusion

@@ -89,6 +89,17 @@ class RerankRequest(_Request):
     model: str | None = Field(
         None, description="the served model's name or an alias given to serve (another name: 400)"
     )
+    retrieval_scores: list[Annotated[float, _NUMBER, Field(allow_inf_nan=False)]] | None = Field(
+        None,
+        description="the first stage's score of each text, in order (BM25, a vector store's similarity): "
+        "fused with the model's as fusion says",
+    )
+    fusion: str | None = Field(
+        None,
+        description="auto (the default: interp:0.2 with retrieval_scores where given, else the model "
+        "alone), none, interp:W or rrf:W (W: the first stage's share; BM25 of these texts without "
+        "retrieval_scores); a fused ranking's scores are the fused ones",
+    )
 
     def candidate_texts(self) -> list[str]:
         given = self.texts if self.texts is not None else self.documents or []

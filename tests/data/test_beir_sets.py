@@ -52,3 +52,10 @@ def test_squad_beir_judges_each_question_against_its_own_paragraph(cache: Path) 
     dev = read_beir(ensure_beir_set("squad-beir"), "dev")
     assert len(dev.corpus) == 2067 and len(dev.qrels) == 300
     assert all(len(judged) == 1 for judged in dev.qrels.values())
+
+
+def test_every_built_set_has_a_dataset_name() -> None:
+    from sieveqa.data.beir_sets import BUILDERS
+    from sieveqa.data.registry import LOADERS
+
+    assert set(BUILDERS) <= set(LOADERS)

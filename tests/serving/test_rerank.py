@@ -235,3 +235,27 @@ def test_a_long_text_is_read_as_serve_long_texts_says(saved_tiny, how: str) -> N
         assert service.model.windows is (how == "windows")
     finally:
         service.thread.close()
+
+
+def test_a_retrievers_scores_are_fused_by_default_and_checked_first(client: TestClient, tiny_model) -> None:
+    """A RAG client sends its retriever's scores: the ranking fuses them (auto: interp:0.2); with
+    fusion none, or without them, the model ranks alone; a wrong count or fusion is a 422."""
+    from sieveqa.runtime.answer.fusion import Fusion
+
+    logits, given = _offline(tiny_model), [0.0, 30.0, 1.0]
+    r = client.post("/rerank", json={"query": QUERY, "texts": TEXTS, "retrieval_scores": given})
+    assert r.status_code == 200, r.text
+    fused = Fusion.parse("auto").combine(logits, given)
+    assert [x["index"] for x in r.json()] == sorted(range(3), key=lambda i: -fused[i])
+    assert [x["score"] for x in r.json()] == pytest.approx(sorted(fused, reverse=True), abs=1e-5)
+    body = {"query": QUERY, "texts": TEXTS, "retrieval_scores": given, "fusion": "none", "raw_scores": True}
+    assert [x["score"] for x in client.post("/rerank", json=body).json()] == pytest.approx(
+        sorted(logits, reverse=True), abs=1e-5
+    )
+    bad = client.post("/rerank", json={"query": QUERY, "texts": TEXTS, "retrieval_scores": [1.0]})
+    assert bad.status_code == 422 and "retrieval_scores: 1 scores for 3 texts" in bad.json()["error"]
+    bad = client.post("/rerank", json={"query": QUERY, "texts": TEXTS, "fusion": "bm25"})
+    assert bad.status_code == 422 and bad.json()["error"].startswith("fusion: must be none, auto")
+    nan = '{"query": "q", "texts": ["a"], "retrieval_scores": [NaN]}'
+    r = client.post("/rerank", content=nan, headers={"content-type": "application/json"})
+    assert r.status_code == 422
