@@ -18,6 +18,7 @@ cross-encoder.
 
 from __future__ import annotations
 
+import math
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -71,10 +72,18 @@ MAX_DOCUMENTS = 1000
 
 
 def keep(
-    ranker: Ranker, query: str, texts: Sequence[str], top: int | None, limit: int | None = MAX_DOCUMENTS
+    ranker: Ranker,
+    query: str,
+    texts: Sequence[str],
+    top: int | None,
+    limit: int | None = MAX_DOCUMENTS,
+    retrieval_scores: Sequence[float | None] | None = None,
 ) -> list[tuple[int, float]]:
     """``(position, score)`` of the best ``top`` texts for ``query`` (all of them with None); a blank
-    query, or more than ``limit`` texts (None: no limit), is refused as ``/rerank`` refuses it."""
+    query, or more than ``limit`` texts (None: no limit), is refused as ``/rerank`` refuses it. Where
+    every text comes with the retriever's score (``retrieval_scores``: a LlamaIndex node's, a Haystack
+    document's), the ranking fuses it as ``/rerank`` does by default (``auto``), and the scores are the
+    fused ones."""
     if top is not None and top < 1:
         raise ConfigError(f"the number of documents to keep must be >= 1, got {top}")
     if not query.strip():
@@ -84,4 +93,16 @@ def keep(
             f"{len(texts)} documents, more than max_documents={limit} in one call (a cross-encoder "
             "reads every one: give fewer, or raise max_documents, None for no limit)"
         )
+    given = list(retrieval_scores or ())
+    usable = all(isinstance(g, int | float) and math.isfinite(g) for g in given) and len(set(given)) > 1
+    if usable and len(given) == len(texts):  # scores all alike (a default 0) say nothing
+        from sieveqa.data.records import Candidate, Question, RankingExample
+        from sieveqa.runtime.answer.fusion import with_fusion
+
+        candidates = [
+            Candidate(str(i), t, retrieval_score=float(g))
+            for i, (t, g) in enumerate(zip(texts, given, strict=True))
+        ]
+        result = with_fusion(ranker, "auto").run([RankingExample(Question("q", query), candidates)])
+        return [(i, float(result.scores[0][i])) for i in result.orders()[0][:top]]
     return [(row["corpus_id"], row["score"]) for row in ranker.rank(query, list(texts), top_k=top)]

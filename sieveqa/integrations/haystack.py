@@ -86,5 +86,5 @@ class SieveQARanker:
         assert self._ranker is not None
         texts = [d.content or "" for d in documents]
         top = top_k if top_k is not None else self.top_k
-        kept = keep(self._ranker, query, texts, top, self.max_documents)
+        kept = keep(self._ranker, query, texts, top, self.max_documents, [d.score for d in documents])
         return {"documents": [dataclasses.replace(documents[i], score=score) for i, score in kept]}

@@ -51,5 +51,12 @@ class SieveQARerank(BaseNodePostprocessor):
         texts = [n.node.get_content(metadata_mode=MetadataMode.EMBED) for n in nodes]
         return [
             NodeWithScore(node=nodes[i].node, score=score)
-            for i, score in keep(ranker, query_bundle.query_str, texts, self.top_n, self.max_documents)
+            for i, score in keep(
+                ranker,
+                query_bundle.query_str,
+                texts,
+                self.top_n,
+                self.max_documents,
+                [n.score for n in nodes],
+            )
         ]

@@ -190,3 +190,33 @@ def test_a_blank_query_and_too_many_documents_are_refused_as_the_service_refuses
         assert len(call(QUERY, TEXTS[:3])) == 3, name
     for _, call in _each_framework(max_documents=None):
         assert len(call(QUERY, TEXTS * 300)) == 1200  # no limit
+
+
+def test_a_retrievers_scores_on_nodes_and_documents_are_fused_as_serve_fuses_them() -> None:
+    """LlamaIndex nodes and Haystack documents come with their retriever's score: the ranking fuses it
+    (auto), the kept ones carrying the fused score; scores all alike (a default 0) are ignored."""
+    pytest.importorskip("llama_index.core")
+    pytest.importorskip("haystack")
+    from haystack import Document
+    from llama_index.core.schema import NodeWithScore, TextNode
+
+    from sieveqa.integrations.haystack import SieveQARanker
+    from sieveqa.integrations.llamaindex import SieveQARerank
+    from sieveqa.runtime.answer.fusion import Fusion
+
+    given = [9.0, 0.0, 0.0, 0.1]  # the retriever is sure of "no"; the model (by length) of the last
+    fused = Fusion.parse("auto").combine([float(len(t)) for t in TEXTS], given)
+    best = sorted(range(4), key=lambda i: -fused[i])
+    nodes = [
+        NodeWithScore(node=TextNode(text=t, id_=f"n{i}"), score=g)
+        for i, (t, g) in enumerate(zip(TEXTS, given, strict=True))
+    ]
+    kept = SieveQARerank(model=RecordingRanker(), top_n=4).postprocess_nodes(nodes, query_str=QUERY)
+    assert [n.node.node_id for n in kept] == [f"n{i}" for i in best] and best != [*BEST, 0]  # moved
+    assert [n.score for n in kept] == pytest.approx([fused[i] for i in best])
+    component = SieveQARanker(model="default", top_k=4)
+    component._ranker = RecordingRanker()
+    docs = [
+        Document(content=t, id=f"h{i}", score=g) for i, (t, g) in enumerate(zip(TEXTS, given, strict=True))
+    ]
+    assert [d.id for d in component.run(query=QUERY, documents=docs)["documents"]] == [f"h{i}" for i in best]
