@@ -9,8 +9,9 @@ before the linear classifier on the first token; sieveqa's own head is the linea
 ``dense`` to ``eps·I`` and the classifier to ``w/eps``: ``tanh(eps·h)/eps = h - eps²h³/3 + ...``, so
 the logit moves by about ``eps²·Σ|w·h³|/3`` (``EPS`` keeps that far under 1e-4 for these bodies;
 bench/hf_export.py measures it) while the fp32 rounding of ``tanh`` near zero stays relative to
-``eps·h`` and cancels in ``w/eps``. Pairs longer than the model's ``max_length`` are cut differently
-(Hugging Face cuts the longer side first, sieveqa the candidate): only those may score otherwise.
+``eps·h`` and cancels in ``w/eps``. Pairs longer than the model's ``max_length`` score otherwise:
+Hugging Face cuts them (the longer side first), where sieveqa reads the candidate in windows (or,
+with ``windows`` off, cuts the candidate).
 
 Nothing else has such an equivalent (a cascade's exits, HAS, readers, PEASI's selector, mean pooling):
 asking says so in one line.

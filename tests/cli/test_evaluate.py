@@ -312,7 +312,6 @@ def test_eval_on_a_beir_folder_reports_passage_metrics_beside_the_first_stage(
     out = tmp_path / "m.json"
     result = sieveqa("eval", "--model", saved_tiny, "--dataset", f"beir:{folder}", "--json", out)
     assert result.exit_code == 0, result.output
-    assert "first_stage_ndcg@10" in result.output and "recall@100" in result.output
     metrics = json.loads(out.read_text())
     examples = beir_examples(read_beir(folder))
     bm25 = evaluate_orders(examples, [range(len(ex.candidates)) for ex in examples]).as_dict()
