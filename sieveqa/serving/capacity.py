@@ -12,14 +12,16 @@ from __future__ import annotations
 import logging
 import math
 import time
+from collections.abc import Sequence
 from dataclasses import replace
 
 from sieveqa.data.records import Candidate, Question, RankingExample
 from sieveqa.models.base import Ranker
+from sieveqa.models.pair_model import PairModel
 from sieveqa.runtime.policy import pair_model
 from sieveqa.serving.settings import Limits
 
-__all__ = ["SHARE", "fit_to_deadline", "full_length_rate"]
+__all__ = ["SHARE", "fit_to_deadline", "full_length_rate", "over_capacity", "rows_of"]
 
 log = logging.getLogger("sieveqa.serving")
 
@@ -32,8 +34,9 @@ _PAIRS, _TIMES = 32, 3
 
 
 def full_length_rate(ranker: Ranker, pairs: int = _PAIRS) -> float | None:
-    """Pairs a second ``ranker`` scores when every pair fills its model's ``max_length`` (the best of
-    :data:`_TIMES` calls after an untimed one); None for a ranker without one pair model (an ensemble)."""
+    """Inputs a second ``ranker`` scores when every pair fills its model's ``max_length`` (the best of
+    :data:`_TIMES` calls after an untimed one; a model reading long texts in windows reads each of
+    these in two); None for a ranker without one pair model (an ensemble)."""
     model = pair_model(ranker)
     if model is None:
         return None
@@ -42,13 +45,45 @@ def full_length_rate(ranker: Ranker, pairs: int = _PAIRS) -> float | None:
         Question("rate", "how fast does this machine rank?"),
         [Candidate(str(i), f"{i} {words}") for i in range(pairs)],
     )
-    ranker.run([example])
+    rows = max(ranker.run([example]).cost.sequences, pairs)
     best = math.inf
     for _ in range(_TIMES):  # the best of a few: a busy moment at load must not cut the limit for good
         started = time.perf_counter()
         ranker.run([example])
         best = min(best, time.perf_counter() - started)
-    return pairs / max(best, 1e-9)
+    return rows / max(best, 1e-9)
+
+
+def rows_of(query: str, texts: Sequence[str], model: PairModel | None) -> int:
+    """The inputs ranking ``texts`` takes, estimated before tokenizing (four characters a token): one
+    a text, or where ``model`` reads long texts in windows, one a window."""
+    if model is None or not model.windows:
+        return len(texts)
+    size = model.config.max_length
+    room = max(size - len(query) // 4 - 4, 2)  # a window's share for the text, beside the question
+    step = max(room - size // 4, 1)  # windows overlap by a quarter of max_length
+    return sum(1 + max(0, math.ceil((len(t) // 4 + 1 - room) / step)) for t in texts)
+
+
+def over_capacity(
+    field_name: str, query: str, texts: Sequence[str], model: PairModel | None, max_inputs: int
+) -> str | None:
+    """Why a request of ``texts`` is refused (413), or None: more than ``max_inputs`` (``max_texts``,
+    fitted to the deadline) texts, or with long texts read in windows, more windows than that."""
+    rows = rows_of(query, texts, model)
+    if rows <= max_inputs:
+        return None
+    if rows == len(texts):
+        return (
+            f"{field_name}: {len(texts)} texts, more than the {max_inputs} allowed (what this server ranks "
+            "within its deadline; send them in several requests)"
+        )
+    size = model.config.max_length if model is not None else 0
+    return (
+        f"{field_name}: {len(texts)} texts read whole as about {rows} windows of {size} tokens, more than "
+        f"the {max_inputs} this server ranks within its deadline; send fewer or shorter texts, or start "
+        "serve with --long-texts cut to read only their first tokens"
+    )
 
 
 def fit_to_deadline(limits: Limits, rate: float | None) -> Limits:

@@ -30,7 +30,7 @@ from sieveqa.runtime.answer.budget import Choice
 from sieveqa.runtime.policy import load_ranker, pair_model, read_long_texts
 from sieveqa.runtime.policy import warm_up as warm_up_ranker
 from sieveqa.serving.batcher import MicroBatcher, Scored
-from sieveqa.serving.capacity import fit_to_deadline, full_length_rate
+from sieveqa.serving.capacity import fit_to_deadline, full_length_rate, over_capacity
 from sieveqa.serving.metrics import Metrics
 from sieveqa.serving.recent import RecentResults, request_key
 from sieveqa.serving.settings import Batching, Limits
@@ -267,18 +267,13 @@ class Service:
         texts = req.candidate_texts()
         if not texts:
             raise RequestError(400, "empty", f"{field_name} is empty: nothing to rank")
-        if len(texts) > self.limits.max_texts:
-            raise RequestError(
-                413,
-                "too_large",
-                f"{field_name}: {len(texts)} texts, more than the {self.limits.max_texts} allowed "
-                "(what this server ranks within its deadline; send them in several requests)",
-            )
         for where, text in [("query", req.query), *((f"{field_name}[{i}]", t) for i, t in enumerate(texts))]:
             if len(text) > self.limits.max_chars:
                 raise RequestError(
                     413, "too_large", f"{where}: {len(text)} characters, more than {self.limits.max_chars}"
                 )
+        if over := over_capacity(field_name, req.query, texts, self.model, self.limits.max_texts):
+            raise RequestError(413, "too_large", over)
         ranker = self._ranker_for(req)
         example = RankingExample(
             Question("q", req.query), [Candidate(str(i), t) for i, t in enumerate(texts)]
