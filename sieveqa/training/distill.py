@@ -1,10 +1,11 @@
 """Training a multi-head student (MHS) or a single-teacher distilled student: KD from cached scores.
 
 ``sieveqa train --arch mhs --teachers T1,T2,T3`` gives head ``i`` the teacher ``Ti``: a model (a
-shipped name or a folder), whose scores on the training pairs are computed once and cached under
-``cache_root()/teacher-scores``, or a file written by ``TeacherScores.save`` (scores brought from
-another machine). Either way the scores are checked against the pairs being trained on before any
-step runs. The loss is the paper's eq. 1 per head, summed (eq. 4).
+shipped name or a folder; or ``embedder:BACKBONE``, a bi-encoder's cosine: ``bi_teacher.py``), whose
+scores on the training pairs are computed once and cached under ``cache_root()/teacher-scores``, or
+a file written by ``TeacherScores.save`` (scores brought from another machine). Either way the
+scores are checked against the pairs being trained on before any step runs. The loss is the
+paper's eq. 1 per head, summed (eq. 4).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from sieveqa.models.pair_model import PairModel
 from sieveqa.models.zoo import load_model
 from sieveqa.paths import cache_root
 from sieveqa.training.batches import Objective, PairTensors, TrainData
+from sieveqa.training.bi_teacher import calibrated_logits, cosines, is_embedder_teacher, load_embedder_teacher
 from sieveqa.training.config import TrainConfig
 from sieveqa.training.objectives import Distillation
 from sieveqa.training.pairs import LabelledPairs, PointwiseRecipe
@@ -67,15 +69,26 @@ def teacher_scores(
         scores = TeacherScores.load(spec)
         scores.check(dataset, pairs.ids)
         return scores
-    teacher = load_model(spec, PairModel, option, "a model that scores pairs")
-    digest = weights_digest(teacher)
+    if is_embedder_teacher(spec):
+        embedder = load_embedder_teacher(spec)
+        digest = f"{spec}:{embedder.signature()['fingerprint']}"
+    else:
+        teacher = load_model(spec, PairModel, option, "a model that scores pairs")
+        teacher.windows = False  # the student reads each pair cut to its input: so does its teacher
+        digest = weights_digest(teacher)
     key = hashlib.sha256("\n".join([digest, dataset, *pairs.ids]).encode()).hexdigest()[:24]
     path = cache_root() / "teacher-scores" / f"{key}.json.gz"
     if path.is_file():
         scores = TeacherScores.load(path)
     else:
-        teacher.configure(**{"precision": "fp32", **settings})  # bf16 would round the soft targets
-        values = teacher.score_pairs(pairs.questions, pairs.texts, progress=progress)
+        model = embedder if is_embedder_teacher(spec) else teacher
+        model.configure(**{"precision": "fp32", **settings})  # bf16 would round the soft targets
+        if is_embedder_teacher(spec):  # a cosine, made a logit on the same pairs (bi_teacher.py)
+            values = calibrated_logits(
+                cosines(embedder, pairs.questions, pairs.texts, progress), pairs.labels
+            )
+        else:
+            values = teacher.score_pairs(pairs.questions, pairs.texts, progress=progress)
         scores = TeacherScores(spec, digest, dataset, list(pairs.ids), values)
         scores.save(path)
     scores.check(dataset, pairs.ids, digest)

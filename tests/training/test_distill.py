@@ -87,3 +87,41 @@ def test_scores_of_other_pairs_and_a_wrong_teacher_count_are_refused(data, tmp_p
             settings={"heads": 2}, options={"teachers": [str(teacher)]},
         )  # fmt: skip
     assert not (tmp_path / "o2" / "best").exists()
+
+
+def test_a_bi_encoder_teacher_gives_its_cosines_as_calibrated_logits(data, tmp_path: Path) -> None:
+    """embedder:BACKBONE scores a pair by the cosine of its two embeddings, made log-odds by a
+    logistic fit on the same pairs: the cosine's order kept, the mean probability the share of
+    right pairs (what the fit guarantees), cached as a model teacher's are."""
+    import numpy as np
+
+    from sieveqa.training.bi_teacher import cosines, load_embedder_teacher
+
+    dataset = data[0]
+    pairs = make_pairs(_toy_examples())
+    scores = teacher_scores("embedder:tiny", dataset, pairs, progress=False)
+    assert scores.teacher == "embedder:tiny" and len(scores.scores) == len(pairs)
+    raw = cosines(load_embedder_teacher("embedder:tiny"), pairs.questions, pairs.texts, progress=False)
+    logits = np.array(scores.scores)
+    assert np.all(np.diff(logits[np.argsort(raw)]) >= -1e-9)  # the cosine's order, kept
+    mean_probability = float(np.mean(1 / (1 + np.exp(-logits))))
+    assert mean_probability == pytest.approx(np.mean(pairs.labels), abs=1e-3)
+    assert teacher_scores("embedder:tiny", dataset, pairs, progress=False) == scores  # from the cache
+    with pytest.raises(ConfigError, match="name the embedder's backbone"):
+        teacher_scores("embedder:", dataset, pairs, progress=False)
+
+
+def test_the_calibration_keeps_a_cosines_order_and_no_reversed_one() -> None:
+    import numpy as np
+
+    from sieveqa.training.bi_teacher import calibrated_logits
+
+    values = np.array([0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8])
+    labels = [0, 0, 1, 0, 0, 1, 1, 1]
+    logits = np.array(calibrated_logits(values, labels))
+    assert np.all(np.diff(logits) > 0) and logits[-1] - logits[0] > 1  # ordered, with a real spread
+    assert float(np.mean(1 / (1 + np.exp(-logits)))) == pytest.approx(np.mean(labels), abs=1e-4)
+    reversed_ = np.array(calibrated_logits(values, labels[::-1]))
+    assert np.ptp(reversed_) < 1e-2  # a cosine that ranks right pairs last teaches nothing
+    with pytest.raises(ConfigError, match="right and wrong pairs"):
+        calibrated_logits(values, [1] * 8)
