@@ -24,7 +24,7 @@ import httpx
 from _common import finish, served
 from large_request import documents
 
-from sieveqa.serving.heap import HEAP_SETTINGS
+from sieveqa.serving.settings import HEAP_SETTINGS
 
 TICK = os.sysconf("SC_CLK_TCK")
 KEYS = ("cpu_ms_per_request", "wall_ms_per_request", "minor_faults_per_request", "rss_end_mib")

@@ -14,7 +14,7 @@ from sieveqa.cli._app import BackendOpt, BatchOpt, DeviceOpt, PrecisionOpt, app,
 from sieveqa.cli._options import Setting, given_settings, merge, settings_command, settings_of, was_given
 from sieveqa.cli.answer import BudgetMsOpt, ConfidenceOpt, MinConfidenceOpt, budget_line
 from sieveqa.errors import ConfigError, require_extra
-from sieveqa.serving.heap import DEFAULT_HEAP, check_heap, configure_heap
+from sieveqa.serving.settings import DEFAULT_HEAP, check_heap, configure_heap
 
 
 @functools.cache

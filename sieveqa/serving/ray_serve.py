@@ -31,9 +31,8 @@ from sieveqa.errors import ConfigError
 from sieveqa.models.base import Ranker
 from sieveqa.serving.app import create_app
 from sieveqa.serving.batcher import Scored, score_batch
-from sieveqa.serving.heap import DEFAULT_HEAP, check_heap, configure_heap
 from sieveqa.serving.service import RequestError, Service
-from sieveqa.serving.settings import Batching, Limits
+from sieveqa.serving.settings import DEFAULT_HEAP, Batching, Limits, check_heap, configure_heap
 
 _Job = tuple[RankingExample, Ranker, float]
 

@@ -1,9 +1,24 @@
 """The service's settings: request limits and micro-batching (the ``sieveqa serve`` options come
-from these fields; nothing heavy is imported here, so ``--help`` stays fast)."""
+from these fields; nothing heavy is imported here, so ``--help`` stays fast), and the heap's: the
+glibc settings a service starts with (``sieveqa serve --heap``).
+
+A service that answers RAG clients frees blocks of every size (activations of ever new shapes, large
+request bodies); glibc keeps freed memory for reuse, and the process's RSS can creep. ``malloc_trim``
+every few seconds (the model thread does) gives back what sits free at the heap's top; the settings
+here decide how much stays elsewhere. Their cost is CPU: a fixed low mmap threshold maps and zeroes
+every large block afresh (15x the page faults of a batch). docs/RESULTS.md (issue 64, "The heap
+settings, measured") has the soak and the CPU per request behind the default.
+
+Applied where a service starts (the ``serve`` command, a Ray Serve replica), before its models load;
+nothing else in a process changes its heap.
+"""
 
 from __future__ import annotations
 
+import ctypes
+import functools
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from sieveqa.errors import ConfigError
@@ -48,3 +63,46 @@ class Batching:
     def __post_init__(self) -> None:
         if self.max_tokens < 1 or self.max_wait_ms < 0:
             raise ConfigError(f"max_tokens must be >= 1 and max_wait_ms >= 0, got {self}")
+
+
+#: malloc.h's ``mallopt`` parameters.
+M_TRIM_THRESHOLD, M_MMAP_THRESHOLD, M_ARENA_MAX = -1, -3, -8
+
+#: The settings by name: ``glibc`` leaves glibc's own (a dynamic mmap threshold that rises to the
+#: largest block freed, up to 32 MB); ``fixed`` fixes the mmap threshold at 256 KiB (larger blocks are
+#: mapped afresh and given back whole), gives back free space past 1 MiB at the heap's top at once and
+#: lets the threads share two arenas: flatter memory for 1.85x the CPU a /rerank request.
+HEAP_SETTINGS: dict[str, dict[int, int]] = {
+    "glibc": {},
+    "fixed": {M_TRIM_THRESHOLD: 1 << 20, M_MMAP_THRESHOLD: 256 << 10, M_ARENA_MAX: 2},
+}
+#: What ``sieveqa serve`` starts with unless ``--heap`` says otherwise: the soak's memory stays within
+#: its bound with glibc's own settings and the model thread's trimming.
+DEFAULT_HEAP = "glibc"
+
+
+@functools.cache
+def _mallopt() -> Callable[[int, int], int] | None:
+    try:
+        return ctypes.CDLL("libc.so.6").mallopt
+    except (OSError, AttributeError):  # not glibc
+        return None
+
+
+def check_heap(name: str) -> str:
+    """``name`` if it is one of :data:`HEAP_SETTINGS`, else a :class:`ConfigError` naming them."""
+    if name not in HEAP_SETTINGS:
+        raise ConfigError(f"--heap {name!r}: must be one of {', '.join(HEAP_SETTINGS)}")
+    return name
+
+
+def configure_heap(name: str) -> bool:
+    """Make the process's heap settings ``name``; False where the C library is not glibc (nothing is
+    changed). Settings already made stay unless ``name`` sets them again: a process takes one."""
+    settings = HEAP_SETTINGS[check_heap(name)]
+    mallopt = _mallopt()
+    if mallopt is None:
+        return False
+    for parameter, value in settings.items():
+        mallopt(parameter, value)
+    return True

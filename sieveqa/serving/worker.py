@@ -165,7 +165,7 @@ class ModelThread:
                 with self.cond:
                     worker.busy = False
                     self.cond.notify_all()
-            if time.monotonic() - self._trimmed > TRIM_EVERY_S:  # the heap's settings: serving/heap.py
+            if time.monotonic() - self._trimmed > TRIM_EVERY_S:  # the heap's settings: serving/settings.py
                 trim_heap()
                 self._trimmed = time.monotonic()
 

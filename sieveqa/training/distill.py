@@ -1,7 +1,7 @@
 """Training a multi-head student (MHS) or a single-teacher distilled student: KD from cached scores.
 
 ``sieveqa train --arch mhs --teachers T1,T2,T3`` gives head ``i`` the teacher ``Ti``: a model (a
-shipped name or a folder; or ``embedder:BACKBONE``, a bi-encoder's cosine: ``bi_teacher.py``), whose
+shipped name or a folder; or ``embedder:BACKBONE``, a bi-encoder's cosine: ``teachers.py``), whose
 scores on the training pairs are computed once and cached under ``cache_root()/teacher-scores``, or
 a file written by ``TeacherScores.save`` (scores brought from another machine). Either way the
 scores are checked against the pairs being trained on before any step runs. The loss is the
@@ -27,11 +27,17 @@ from sieveqa.models.pair_model import PairModel
 from sieveqa.models.zoo import load_model
 from sieveqa.paths import cache_root
 from sieveqa.training.batches import Objective, PairTensors, TrainData
-from sieveqa.training.bi_teacher import calibrated_logits, cosines, is_embedder_teacher, load_embedder_teacher
 from sieveqa.training.config import TrainConfig
 from sieveqa.training.objectives import Distillation
 from sieveqa.training.pairs import LabelledPairs, PointwiseRecipe
-from sieveqa.training.teachers import TeacherScores, weights_digest
+from sieveqa.training.teachers import (
+    TeacherScores,
+    calibrated_logits,
+    cosines,
+    is_embedder_teacher,
+    load_embedder_teacher,
+    weights_digest,
+)
 
 
 @dataclass
@@ -83,7 +89,7 @@ def teacher_scores(
     else:
         model = embedder if is_embedder_teacher(spec) else teacher
         model.configure(**{"precision": "fp32", **settings})  # bf16 would round the soft targets
-        if is_embedder_teacher(spec):  # a cosine, made a logit on the same pairs (bi_teacher.py)
+        if is_embedder_teacher(spec):  # a cosine, made a logit on the same pairs (teachers.py)
             values = calibrated_logits(
                 cosines(embedder, pairs.questions, pairs.texts, progress), pairs.labels
             )

@@ -8,11 +8,11 @@ import sys
 import pytest
 
 from sieveqa.errors import ConfigError
-from sieveqa.serving.heap import HEAP_SETTINGS, check_heap
+from sieveqa.serving.settings import HEAP_SETTINGS, check_heap
 
 _PROBE = """
 import ctypes, sys
-from sieveqa.serving.heap import configure_heap
+from sieveqa.serving.settings import configure_heap
 from sieveqa.serving.worker import ModelThread
 
 class Info(ctypes.Structure):

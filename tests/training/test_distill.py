@@ -95,7 +95,7 @@ def test_a_bi_encoder_teacher_gives_its_cosines_as_calibrated_logits(data, tmp_p
     right pairs (what the fit guarantees), cached as a model teacher's are."""
     import numpy as np
 
-    from sieveqa.training.bi_teacher import cosines, load_embedder_teacher
+    from sieveqa.training.teachers import cosines, load_embedder_teacher
 
     dataset = data[0]
     pairs = make_pairs(_toy_examples())
@@ -114,7 +114,7 @@ def test_a_bi_encoder_teacher_gives_its_cosines_as_calibrated_logits(data, tmp_p
 def test_the_calibration_keeps_a_cosines_order_and_no_reversed_one() -> None:
     import numpy as np
 
-    from sieveqa.training.bi_teacher import calibrated_logits
+    from sieveqa.training.teachers import calibrated_logits
 
     values = np.array([0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8])
     labels = [0, 0, 1, 0, 0, 1, 1, 1]
