@@ -95,14 +95,6 @@ def keep(
         )
     given = list(retrieval_scores or ())
     usable = all(isinstance(g, int | float) and math.isfinite(g) for g in given) and len(set(given)) > 1
-    if usable and len(given) == len(texts):  # scores all alike (a default 0) say nothing
-        from sieveqa.data.records import Candidate, Question, RankingExample
-        from sieveqa.runtime.answer.fusion import with_fusion
-
-        candidates = [
-            Candidate(str(i), t, retrieval_score=float(g))
-            for i, (t, g) in enumerate(zip(texts, given, strict=True))
-        ]
-        result = with_fusion(ranker, "auto").run([RankingExample(Question("q", query), candidates)])
-        return [(i, float(result.scores[0][i])) for i in result.orders()[0][:top]]
-    return [(row["corpus_id"], row["score"]) for row in ranker.rank(query, list(texts), top_k=top)]
+    scores = given if usable and len(given) == len(texts) else None  # all alike (a default 0): nothing
+    ranked = ranker.rank(query, list(texts), top_k=top, retrieval_scores=scores)  # type: ignore[arg-type]
+    return [(row["corpus_id"], row["score"]) for row in ranked]

@@ -21,8 +21,9 @@ from typing import TYPE_CHECKING, Any
 import torch
 from torch import Tensor
 
-from sieveqa.data.records import Candidate, Question, RankingExample
+from sieveqa.data.records import Candidate, Question, RankingExample, score_order
 from sieveqa.errors import ConfigError
+from sieveqa.models.fusion import Fusion
 
 if TYPE_CHECKING:
     from sieveqa.models.base import RankResult
@@ -134,11 +135,15 @@ class CrossEncoderStyle:
         batch_size: int | None = None,
         show_progress_bar: bool = False,
         activation_fn: Activation | None = None,
+        retrieval_scores: Sequence[float] | None = None,
+        fusion: str = "auto",
     ) -> list[dict[str, Any]]:
         """``documents`` best first for ``query`` as sentence-transformers' ``CrossEncoder.rank``:
         ``[{"corpus_id", "score", "text" with return_documents}]``, the first ``top_k``. The order is
         the ranker's own (a cascade's survivors of a later exit first), scores as ``predict``'s.
-        ``batch_size`` is taken for compatibility: one query's documents are one call."""
+        ``batch_size`` is taken for compatibility: one query's documents are one call. With
+        ``retrieval_scores`` (what the first stage gave each document) the ranking fuses them as
+        ``fusion`` says (``auto``: interpolation, their share 0.2), and the scores are the fused ones."""
         if not isinstance(query, str):
             raise ConfigError(f"query must be a string, got {type(query).__name__}")
         if isinstance(documents, str):
@@ -159,8 +164,16 @@ class CrossEncoderStyle:
         candidates = [Candidate(str(i), d) for i, d in enumerate(documents)]
         result = self.run([RankingExample(Question("q", query), candidates)], progress=show_progress_bar)
         scores = _activate(result.own_scores()[0], result.own_logits, activation_fn).tolist()
+        order = result.orders()[0]
+        fused = Fusion.parse(fusion)
+        if retrieval_scores is not None and fused.active:
+            given = _listed(retrieval_scores, "retrieval_scores", "numbers")
+            if len(given) != len(documents):
+                raise ConfigError(f"retrieval_scores: {len(given)} scores for {len(documents)} documents")
+            scores = fused.combine(result.own_scores()[0], [float(g) for g in given])
+            order = score_order(scores)
         out = []
-        for i in result.orders()[0][:top_k]:
+        for i in order[:top_k]:
             row: dict[str, Any] = {"corpus_id": i, "score": scores[i]}
             if return_documents:
                 row["text"] = documents[i]

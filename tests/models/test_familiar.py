@@ -152,3 +152,21 @@ def test_predict_on_a_cascade_gives_probabilities_as_on_any_cross_encoder(tiny_c
     logits = ranker.predict(PAIRS, activation_fn=torch.nn.Identity())
     assert np.allclose(probabilities, 1 / (1 + np.exp(-np.asarray(logits))), atol=1e-6)
     assert all(0 <= p <= 1 for p in probabilities)
+
+
+def test_rank_fuses_a_retrievers_scores_where_given() -> None:
+    """Passages a retriever found come with its scores: rank fuses them (auto: interp:0.2), its
+    scores then the fused ones; fusion="none" ranks by the model; a wrong count is refused."""
+    from sieveqa.models.fusion import Fusion
+
+    docs = ["aaaaa", "bbbbbb", "c", "dd"]  # RecordingRanker scores a text by its length
+    given = [30.0, 0.0, 0.0, 0.0]
+    ranked = RecordingRanker().rank("q", docs, retrieval_scores=given)
+    fused = Fusion.parse("auto").combine([float(len(d)) for d in docs], given)
+    assert [r["corpus_id"] for r in ranked] == sorted(range(4), key=lambda i: -fused[i])
+    assert [r["score"] for r in ranked] == pytest.approx(sorted(fused, reverse=True))
+    assert [r["corpus_id"] for r in ranked] == [0, 1, 3, 2]  # the retriever's sure one moved up
+    alone = RecordingRanker().rank("q", docs, retrieval_scores=given, fusion="none")
+    assert [r["corpus_id"] for r in alone] == [1, 0, 3, 2]
+    with pytest.raises(ConfigError, match="retrieval_scores: 2 scores for 4 documents"):
+        RecordingRanker().rank("q", docs, retrieval_scores=[1.0, 2.0])
