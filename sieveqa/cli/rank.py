@@ -49,6 +49,9 @@ SCALES = {
 CASCADE_LINE = (
     "a cascade ranks the answers that reached a later exit first, each scored by the last exit it reached"
 )
+#: The scale of scores fused with the first stage's (``--fusion``), whatever ``--scores`` asked.
+FUSED = "fused"
+FUSED_LINE = "scores: the model's fused with the first stage's retrieval_score ({fusion}; higher is better)"
 #: The scale of a model whose scores are not logits (HAS: similarities of hashed answers to the question).
 SIMILARITY = "similarity"
 SIMILARITY_LINE = (
@@ -164,12 +167,12 @@ def rank(
         warm_up_ranker(ranker)
     fused = Fusion.parse(fusion if fusion is not None else "auto")
     if fused.active and (not fused.given_only or any(carries_scores(ex) for ex in examples)):
-        ranker = with_fusion(ranker, fused)  # the order; each answer still shows the model's own score
-        console.print(f"[dim]ranked by the model's scores fused with the first stage's ({fused})[/dim]")
+        ranker = with_fusion(ranker, fused)
     # A bar only where scoring takes long enough to watch (a few seconds on this CPU).
     result = ranker.run(examples, progress=sum(len(e.candidates) for e in examples) > 500)
     scale, ranked = _on_scale(examples, result, scores)
-    console.print(f"[dim]{SCALES.get(scale, SIMILARITY_LINE)}[/dim]")
+    line = FUSED_LINE.format(fusion=getattr(result, "fusion", "")) if scale == FUSED else SCALES.get(scale)
+    console.print(f"[dim]{line or SIMILARITY_LINE}[/dim]")
     if _cascade(result):
         console.print(f"[dim]{CASCADE_LINE}[/dim]")
     shown = "{:.3f}" if scale == "prob" else "{:+.3f}"
@@ -201,9 +204,15 @@ def _on_scale(
     examples: list[RankingExample], result: RankResult, wanted: str
 ) -> tuple[str, list[list[ScoredCandidate]]]:
     """The candidates of each question in the ranker's order, each with its own model's score (as
-    Python's ``rank`` gives them) on the ``wanted`` scale, and the scale they are on."""
+    Python's ``rank`` gives them) on the ``wanted`` scale, and the scale they are on; fused with the
+    first stage's, the fused score (as ``rank`` and ``/rerank`` give it then)."""
     from sieveqa.data.records import ScoredCandidate
 
+    if hasattr(result, "fusion"):  # a FusedResult: the order is the fused scores'
+        return FUSED, [
+            [ScoredCandidate(ex.candidates[i], float(fused[i]), r + 1) for r, i in enumerate(order)]
+            for ex, fused, order in zip(examples, result.scores, result.orders(), strict=True)
+        ]
     if not result.own_logits:
         wanted = SIMILARITY
     convert: Any = _sigmoid if wanted == "prob" else float

@@ -221,8 +221,9 @@ def test_a_cascades_scores_are_its_exits_own_on_either_scale(
 def test_a_retrievers_scores_in_the_file_are_fused_by_default(
     sieveqa, saved_tiny: Path, tmp_path: Path
 ) -> None:
-    """A RAG user's candidates come with their retriever's score: rank fuses it (auto: interp:0.2);
-    each answer still shows the model's own score, and --fusion none ranks by the model alone."""
+    """A RAG user's candidates come with their retriever's score: rank fuses it (auto: interp:0.2)
+    and shows the fused scores (score_scale "fused", as /rerank and Python's rank give them);
+    --fusion none ranks by the model alone, on its logits."""
     texts = ["alpha beta", "gamma delta", "epsilon zeta", "eta theta"]
     given = [0.0, 0.0, 0.0, 50.0]  # the retriever is sure of the last one
     row = {
@@ -239,15 +240,11 @@ def test_a_retrievers_scores_in_the_file_are_fused_by_default(
     result = sieveqa(
         "rank", "--model", saved_tiny, "--input", path, "--output", out, "--fusion", "interp:0.9"
     )
-    assert result.exit_code == 0, (
-        result.output and "fused with the first stage's (interp:0.9)" in result.output
-    )
-    assert json.loads(out.read_text())["candidates"][0]["id"] == "c3"
-    assert (
-        "fused with the first stage's (auto)"
-        in sieveqa("rank", "--model", saved_tiny, "--input", path).output
-    )
+    assert result.exit_code == 0, result.output
+    assert "fused with the first stage's retrieval_score (interp:0.9" in result.output
+    fused = json.loads(out.read_text())
+    assert fused["score_scale"] == "fused" and fused["candidates"][0]["id"] == "c3"
+    assert fused["candidates"][0]["score"] == pytest.approx(0.9, abs=0.1)  # interp: within [0, 1]
+    assert "retrieval_score (auto" in sieveqa("rank", "--model", saved_tiny, "--input", path).output
     result = sieveqa("rank", "--model", saved_tiny, "--input", path, "--output", alone, "--fusion", "none")
-    assert "fused" not in result.output
-    model_scores = {c["id"]: c["score"] for c in json.loads(alone.read_text())["candidates"]}
-    assert {c["id"]: c["score"] for c in json.loads(out.read_text())["candidates"]} == model_scores
+    assert "fused" not in result.output and json.loads(alone.read_text())["score_scale"] == "logit"
