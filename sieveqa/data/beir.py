@@ -113,14 +113,25 @@ def _first_stage_file(data: BeirSet, k: int) -> Path:
     return cache_root() / "beir-bm25" / f"{hashlib.sha256(key.encode()).hexdigest()[:20]}.json"
 
 
+def _read_cached(path: Path, data: BeirSet) -> dict[str, list[tuple[str, float]]] | None:
+    """A cached first stage that is whole and fits ``data`` (its queries, its documents), else None:
+    a damaged or foreign file is made anew, never read into an error."""
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+        runs = {str(q): [(str(d), float(s)) for d, s in hits] for q, hits in raw.items()}
+    except (OSError, ValueError, TypeError, AttributeError):
+        return None
+    fits = set(runs) == set(data.queries) and all(d in data.corpus for hits in runs.values() for d, _ in hits)
+    return runs if fits else None
+
+
 def first_stage(data: BeirSet, k: int = FIRST_STAGE_K) -> dict[str, list[tuple[str, float]]]:
     """BM25's ``k`` best ``(document id, score)`` for each query, best first (cached while the
     files stay as they were)."""
     cached = _first_stage_file(data, k)
-    if cached.is_file():
-        runs = {q: [(d, float(s)) for d, s in hits] for q, hits in json.loads(cached.read_text()).items()}
-        if set(runs) == set(data.queries):
-            return runs
+    runs = _read_cached(cached, data)
+    if runs is not None:
+        return runs
     from sieveqa.retrieval.bm25 import BM25Index
 
     ids = list(data.corpus)

@@ -75,6 +75,10 @@ def test_the_first_stage_is_cached_until_the_corpus_changes(beir: Path) -> None:
     with (beir / "corpus.jsonl").open("a") as f:
         f.write(json.dumps({"_id": "d5", "title": "Rainbow", "text": "Light refracts in raindrops."}) + "\n")
     assert first_stage(read_beir(beir))["q2"][0][0] == "d2"
+    for damage in ('{"q1": [["d1", 1.0]', '{"q1": [["d9", 1.0]], "q2": [["d9", 1.0]]}'):  # cut; foreign ids
+        for stale in (Path(data.folder).parent / "cache" / "beir-bm25").glob("*.json"):
+            stale.write_text(damage)
+        assert first_stage(read_beir(beir))["q2"][0][0] == "d2"  # made anew, not an error
 
 
 @pytest.mark.parametrize(
