@@ -318,3 +318,24 @@ def test_eval_on_a_beir_folder_reports_passage_metrics_beside_the_first_stage(
     assert metrics["first_stage"] == bm25 and metrics["first_stage_ndcg@10"] == bm25["ndcg@10"]
     assert metrics["n_questions"] == 2 and metrics["recall@100"] == 1.0
     assert metrics["fusion"] == "auto"  # the set carries BM25's scores: fused with them by default
+
+
+@pytest.mark.parametrize(
+    ("spec", "says"),
+    [
+        ("nowhere", "beir:{tmp}/nowhere: no such folder"),
+        ("set:train", "qrels/train.tsv: no such file; its splits: test"),
+        ("broken", "corpus.jsonl, line 1: invalid JSON"),
+    ],
+)
+def test_a_bad_beir_folder_is_one_error_line(
+    sieveqa, saved_tiny: Path, tmp_path: Path, monkeypatch, spec, says
+) -> None:
+    from tests.data.test_beir import write_beir
+
+    monkeypatch.setenv("SIEVEQA_CACHE", str(tmp_path / "cache"))
+    write_beir(tmp_path / "set", {"test": [("q1", "d1", 1)]})
+    write_beir(tmp_path / "broken", {"test": [("q1", "d1", 1)]})
+    (tmp_path / "broken" / "corpus.jsonl").write_text("{oops\n")
+    line = one_error_line(sieveqa("eval", "--model", saved_tiny, "--dataset", f"beir:{tmp_path / spec}"))
+    assert says.format(tmp=tmp_path) in line

@@ -248,3 +248,17 @@ def test_a_retrievers_scores_in_the_file_are_fused_by_default(
     assert "retrieval_score (auto" in sieveqa("rank", "--model", saved_tiny, "--input", path).output
     result = sieveqa("rank", "--model", saved_tiny, "--input", path, "--output", alone, "--fusion", "none")
     assert "fused" not in result.output and json.loads(alone.read_text())["score_scale"] == "logit"
+
+
+def test_a_bad_fusion_or_retrieval_score_is_one_error_line(
+    sieveqa, saved_tiny: Path, example_jsonl: Path, tmp_path: Path
+) -> None:
+    line = one_error_line(
+        sieveqa("rank", "--model", saved_tiny, "--input", example_jsonl, "--fusion", "bm25")
+    )
+    assert "--fusion must be none, auto, interp:W or rrf:W" in line
+    bad = tmp_path / "bad.jsonl"
+    row = {"qid": "q", "question": "?", "candidates": [{"id": "a", "text": "t", "retrieval_score": "high"}]}
+    bad.write_text(json.dumps(row) + "\n")
+    line = one_error_line(sieveqa("rank", "--model", saved_tiny, "--input", bad))
+    assert "bad.jsonl:1: candidates[0]: field 'retrieval_score' must be a finite number" in line
