@@ -120,7 +120,7 @@ def evaluate(
     if warm_up:
         warm_up_ranker(ranker)
     used = getattr(ranker, "model", ranker)
-    if fused.given_only and not any(carries_scores(ex) for ex in examples):
+    if not any(fused.applies(carries_scores(ex)) for ex in examples):
         fused = Fusion()  # auto, and no first stage's scores in the data: the model alone
     ranker = with_fusion(ranker, fused)
     report, metrics = evaluate_ranker(ranker, examples, dataset, progress=True)

@@ -166,7 +166,7 @@ def rank(
     if warm_up:
         warm_up_ranker(ranker)
     fused = Fusion.parse(fusion if fusion is not None else "auto")
-    if fused.active and (not fused.given_only or any(carries_scores(ex) for ex in examples)):
+    if any(fused.applies(carries_scores(ex)) for ex in examples):
         ranker = with_fusion(ranker, fused)
     # A bar only where scoring takes long enough to watch (a few seconds on this CPU).
     result = ranker.run(examples, progress=sum(len(e.candidates) for e in examples) > 500)

@@ -80,6 +80,11 @@ class Fusion:
     def active(self) -> bool:
         return self.method != "none" and self.weight > 0.0
 
+    def applies(self, given: bool) -> bool:
+        """Whether to fuse a list whose first stage's scores are ``given`` or not (``auto`` only fuses
+        given ones; an explicit fusion falls back on BM25 over the list)."""
+        return self.active and (given or not self.given_only)
+
     def __str__(self) -> str:
         if self.given_only:
             return "auto"

@@ -78,11 +78,12 @@ def over_capacity(
             f"{field_name}: {len(texts)} texts, more than the {max_inputs} allowed (what this server ranks "
             "within its deadline; send them in several requests)"
         )
-    size = model.config.max_length if model is not None else 0
+    assert model is not None  # only a model reading windows counts more inputs than texts
     return (
-        f"{field_name}: {len(texts)} texts read whole as about {rows} windows of {size} tokens, more than "
-        f"the {max_inputs} this server ranks within its deadline; send fewer or shorter texts, or start "
-        "serve with --long-texts cut to read only their first tokens"
+        f"{field_name}: {len(texts)} texts read whole as about {rows} windows of "
+        f"{model.config.max_length} tokens, more than the {max_inputs} this server ranks within its "
+        "deadline; send fewer or shorter texts, or start serve with --long-texts cut to read only their "
+        "first tokens"
     )
 
 

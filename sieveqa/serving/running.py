@@ -68,7 +68,7 @@ async def ranked(
     done = await unless_gone(request, service.rerank(req))
     shown = [_sigmoid(s) for s in done.scores] if probabilities and done.logits else done.scores
     order = done.order
-    if fusion.active and (req.retrieval_scores is not None or not fusion.given_only):
+    if fusion.applies(req.retrieval_scores is not None):
         first = req.retrieval_scores or await asyncio.to_thread(
             lexical_scores, req.query, req.candidate_texts()
         )

@@ -71,12 +71,12 @@ class FusedRanker(Ranker):
 
     def run(self, examples: Sequence[RankingExample], progress: bool = False) -> RankResult:
         result = self.ranker.run(examples, progress)
-        if self.fusion.given_only and not any(carries_scores(ex) for ex in examples):
+        if not any(self.fusion.applies(carries_scores(ex)) for ex in examples):
             return result  # auto, and no first stage's scores to fuse: the model's own ranking
         started = time.perf_counter()
         fused = [
             self.fusion.combine(scores, first_stage_scores(ex))
-            if carries_scores(ex) or not self.fusion.given_only
+            if self.fusion.applies(carries_scores(ex))
             else list(scores)
             for ex, scores in zip(examples, result.scores, strict=True)
         ]
