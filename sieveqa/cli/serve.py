@@ -102,7 +102,7 @@ def serve(
     uvicorn = require_extra("uvicorn", "serve", "sieveqa serve")
     require_extra("fastapi", "serve", "sieveqa serve")
     from sieveqa.cli.answer import method_settings
-    from sieveqa.runtime.policy import LONG_TEXTS
+    from sieveqa.runtime.policy import check_long_texts
     from sieveqa.serving.app import create_app, local_hosts
     from sieveqa.serving.service import Service
     from sieveqa.serving.settings import Batching, Limits
@@ -118,8 +118,7 @@ def serve(
     levers: dict[str, Any] = {"retrieve": retrieve, "backend": backend}
     if budget_ms is not None:  # the budget chooses the levers not typed, among settings with those typed
         levers = {n: (v if was_given(ctx, n) else None) for n, v in levers.items()}
-    if long_texts not in LONG_TEXTS:
-        raise ConfigError(f"--long-texts must be one of {', '.join(LONG_TEXTS)}, got {long_texts!r}")
+    check_long_texts(long_texts)  # before any model loads
     check_port(host, port)
     configure_heap(check_heap(heap))  # before the models load, for the whole process
     service = Service.load(

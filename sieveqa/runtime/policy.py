@@ -144,19 +144,25 @@ def pair_model(ranker: Ranker) -> PairModel | None:
     return None
 
 
+#: How a ranker may read a text longer than its model's input (``read_long_texts``).
+LONG_TEXTS = ("windows", "cut")
+
+
+def check_long_texts(how: str) -> str:
+    """``how`` if it is one of :data:`LONG_TEXTS`, else a ConfigError naming them."""
+    if how not in LONG_TEXTS:
+        raise ConfigError(f"--long-texts must be one of {', '.join(LONG_TEXTS)}, got {how!r}")
+    return how
+
+
 def read_long_texts(ranker: Ranker, how: str) -> Ranker:
     """``ranker`` reading a text longer than its model's input in ``windows`` (the best one's score)
     or ``cut`` to its first tokens, every member of an ensemble alike; returned for chaining."""
-    if how not in LONG_TEXTS:
-        raise ConfigError(f"--long-texts must be one of {', '.join(LONG_TEXTS)}, got {how!r}")
+    check_long_texts(how)
     for candidate in (ranker, getattr(ranker, "model", None), *getattr(ranker, "members", ())):
         if isinstance(candidate, PairModel):
             candidate.windows = how == "windows"
     return ranker
-
-
-#: How a ranker may read a text longer than its model's input (``read_long_texts``).
-LONG_TEXTS = ("windows", "cut")
 
 
 def warm_up(ranker: Ranker) -> tuple[int, float]:
