@@ -51,8 +51,14 @@ def _lines(path: Path) -> Iterator[tuple[int, dict]]:
         raise DatasetNotFoundError(
             f"{path}: no such file (a BEIR folder holds corpus.jsonl, queries.jsonl, qrels/)"
         )
-    with path.open(encoding="utf-8") as f:
-        for number, line in enumerate(f, 1):
+    with path.open("rb") as f:
+        for number, raw in enumerate(f, 1):
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as err:
+                raise DataFormatError(
+                    f"{path}, line {number}: not UTF-8 text (byte {err.start + 1})"
+                ) from None
             if not line.strip():
                 continue
             try:
@@ -69,15 +75,16 @@ def _qrels(path: Path) -> dict[str, dict[str, int]]:
         there = sorted(p.stem for p in path.parent.glob("*.tsv"))
         raise DatasetNotFoundError(f"{path}: no such file; its splits: {', '.join(there) or 'none'}")
     qrels: dict[str, dict[str, int]] = {}
-    with path.open(encoding="utf-8", newline="") as f:
-        for number, row in enumerate(csv.reader(f, delimiter="\t"), 1):
-            if number == 1 and row and not row[-1].lstrip("-").isdigit():
-                continue  # the header
-            if len(row) < 3 or not row[-1].lstrip("-").isdigit():
-                raise DataFormatError(
-                    f"{path}, line {number}: needs query-id, corpus-id and an integer score"
-                )
-            qrels.setdefault(row[0], {})[row[-2]] = int(row[-1])
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as err:
+        raise DataFormatError(f"{path}: not UTF-8 text (byte {err.start + 1})") from None
+    for number, row in enumerate(csv.reader(text.splitlines(), delimiter="\t"), 1):
+        if number == 1 and row and not row[-1].lstrip("-").isdigit():
+            continue  # the header
+        if len(row) < 3 or not row[-1].lstrip("-").isdigit():
+            raise DataFormatError(f"{path}, line {number}: needs query-id, corpus-id and an integer score")
+        qrels.setdefault(row[0], {})[row[-2]] = int(row[-1])
     return qrels
 
 

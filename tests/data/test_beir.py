@@ -94,6 +94,11 @@ def test_the_first_stage_is_cached_until_the_corpus_changes(beir: Path) -> None:
             "queries.jsonl, line 1: needs an '_id'",
         ),
         (
+            lambda f: (f / "corpus.jsonl").write_bytes(b'{"_id": "d\xff"}\n'),
+            "corpus.jsonl, line 1: not UTF-8",
+        ),
+        (lambda f: (f / "qrels" / "test.tsv").write_bytes(b"q1\td\xff\t1\n"), "test.tsv: not UTF-8"),
+        (
             lambda f: (f / "qrels" / "test.tsv").write_text("q1\td9\t1\n"),
             "judges document 'd9', not in corpus",
         ),
