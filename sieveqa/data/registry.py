@@ -157,17 +157,13 @@ def _passages(family: str) -> Loader:
     return load
 
 
-def _beir(spec: str) -> list[RankingExample]:
-    from sieveqa.data.beir import load_beir
+def _beir(family: str) -> Loader:
+    """``beir:PATH[:SPLIT]`` (any folder: ``sieveqa.data.beir``) or a built set's ``NAME:SPLIT``."""
 
-    return load_beir(spec)
+    def load(spec: str) -> list[RankingExample]:
+        from sieveqa.data import beir, beir_sets
 
-
-def _beir_set(name: str) -> Loader:
-    def load(split: str) -> list[RankingExample]:
-        from sieveqa.data.beir_sets import beir_set_loader
-
-        return beir_set_loader(name)(split)
+        return beir.load_beir(spec) if family == "beir" else beir_sets.beir_set_loader(family)(spec)
 
     return load
 
@@ -196,8 +192,7 @@ LOADERS: dict[str, Loader] = {
     "wikiqa-passages": _passages("wikiqa-passages"),
     "jsonl": _jsonl,
     "pairs": _pairs,
-    "beir": _beir,
-    **{name: _beir_set(name) for name in ("squad-beir", "wikiqa-beir")},
+    **{name: _beir(name) for name in ("beir", "squad-beir", "wikiqa-beir")},
 }
 
 
