@@ -101,7 +101,7 @@ def cache(args: argparse.Namespace) -> None:
     rows = []
     for question, passages, gold in tqdm(_questions(args.dataset, args.limit), desc=args.dataset, unit="q"):
         found, scores, _ = method.candidates(question, passages, args.read)
-        found = judged(method.judge, question, AnswerRun(found, None, None), "judge").answers
+        found = judged(method.judge, question, AnswerRun(found, None, None), "judge", every=True).answers
         looked, _ = rank_found(look, question, found)
         pointwise = {(f.passage.id, f.sentence): f.score for f in looked}
         lexical = lexical_scores(question, [p.text for p in passages])

@@ -161,6 +161,13 @@ def answer(
     ] = Path("index"),
     method: MethodOpt = "peasi",
     top: Annotated[int, typer.Option(min=1, help="answers to show (peasi: from the N best passages)")] = 1,
+    confidences: Annotated[
+        str,
+        typer.Option(
+            help="which answers show a calibrated confidence: best (what abstention reads; one judge "
+            "pass a question) or all (one judge pass per answer passage)"
+        ),
+    ] = "best",
     retrieve: Annotated[int, typer.Option(min=1, help="passages retrieved per question")] = 20,
     retriever: Annotated[
         str, typer.Option(help="bm25, dense or hybrid (the last two need a dense index)")
@@ -214,7 +221,7 @@ def answer(
     answerer = load_answerer(
         method, str(index), retriever=retriever, top=top, device=device, batch_size=batch_size,
         confidence=confidence, min_confidence=min_confidence, budget_ms=budget_ms,
-        **levers, **given_settings(ctx),
+        confidences=confidences, **levers, **given_settings(ctx),
     )  # fmt: skip
     if answerer.budget is not None and not as_json:  # stderr: --questions writes JSON lines to stdout
         typer.echo(budget_line(answerer.budget), err=True)

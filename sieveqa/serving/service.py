@@ -60,6 +60,7 @@ class _Question(Job):
     top: int
     settings: dict[str, Any]
     budget: Choice | None = None
+    confidences: str = "best"
 
 
 class AnswerQueue(Worker[_Question]):
@@ -76,11 +77,12 @@ class AnswerQueue(Worker[_Question]):
         top: int,
         settings: dict[str, Any] | None = None,
         budget: Choice | None = None,
+        confidences: str = "best",
     ) -> Future[Answer]:
-        """Queue a question for its ``top`` answers, with the method's per-request ``settings`` and
-        the setting its budget chose (``Answerer.budget_choice``, resolved once, before queueing);
-        cancelling the future while it waits drops it."""
-        return self._enqueue(_Question(1, answerer, question, top, settings or {}, budget))
+        """Queue a question for its ``top`` answers (``confidences``: which carry one), with the
+        method's per-request ``settings`` and the setting its budget chose (``Answerer.budget_choice``,
+        resolved once, before queueing); cancelling the future while it waits drops it."""
+        return self._enqueue(_Question(1, answerer, question, top, settings or {}, budget, confidences))
 
     def _take(self) -> list[_Question]:
         return [self._pending.popleft()]
@@ -96,7 +98,7 @@ class AnswerQueue(Worker[_Question]):
             answerer = answerer.at(job.budget, method)
         elif method is not None:
             answerer = answerer.with_method(method)
-        job.future.set_result(answerer.answer(job.question, job.top))
+        job.future.set_result(answerer.answer(job.question, job.top, job.confidences))
 
 
 class Service:
@@ -388,7 +390,7 @@ class Service:
             except ConfigError as err:
                 raise RequestError(400, "validation", f"budget_ms: {err}") from None
         found: Answer = await self._await(
-            self.answers.submit, self.answerer, req.question, req.top, settings, budget
+            self.answers.submit, self.answerer, req.question, req.top, settings, budget, req.confidences
         )
         self.metrics.layer_units.labels("answer").inc(found.cost.layer_units)
         self.metrics.inferences.labels("answer").inc(found.inferences)

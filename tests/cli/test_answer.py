@@ -170,6 +170,9 @@ def test_bad_answer_requests_are_one_line(sieveqa, demo_index, saved_tiny, tmp_p
         "error: --retriever must be one of bm25, dense, hybrid, got 'foo'"
     )
     assert "give one question, or --questions" in one_error_line(sieveqa("answer", "--index", demo_index))
+    assert one_error_line(sieveqa("answer", "q?", "--index", demo_index, "--confidences", "most")) == (
+        "error: --confidences must be one of best, all, got 'most'"
+    )
     line = one_error_line(
         sieveqa("answer", "q?", "--index", demo_index, "--reranker", saved_tiny, "--selector", saved_tiny)
     )

@@ -11,7 +11,7 @@ from sieveqa.data.corpus import CorpusIndex
 from sieveqa.data.documents import Document
 from sieveqa.runtime.answer.answerer import Answerer
 from sieveqa.serving import Service, create_app
-from tests.fakes import KeywordRanker
+from tests.fakes import KeywordRanker, LengthJudge
 
 QUESTION = "the answer about cats, dogs, rain and snow?"
 
@@ -255,6 +255,26 @@ def test_answer_says_when_it_found_nothing_with_confidence(keyword_answerer: Ans
         assert body["answers"][0]["answer"] == "The answer is forty two."  # the best guess, shown as such
         assert body["answers"][0]["confidence"] == 0.5
         assert c.post("/answer", json={"question": QUESTION, "min_confidence": 0.4}).json()["answered"]
+
+
+def test_the_judge_reads_one_passage_unless_every_confidence_is_asked(keyword_answerer: Answerer) -> None:
+    """The best answer carries a confidence (one judge pass); confidences: all gives each its own."""
+    from sieveqa.runtime.answer.confidence import Confidence
+
+    judge = LengthJudge()
+    keyword_answerer.method.judge = judge  # type: ignore[attr-defined]
+    keyword_answerer.confidence = Confidence(0.0, 0.0, signals={"judge": 0.01})
+    with TestClient(create_app(Service(KeywordRanker(), keyword_answerer))) as c:
+        asked = {"question": "answer rain snow cats", "top": 3}
+        body = c.post("/answer", json=asked).json()
+        assert len(judge.read) == 1 and body["confidence"] is not None
+        assert [a["confidence"] is not None for a in body["answers"]] == [True, False, False]
+        judge.read.clear()
+        every = c.post("/answer", json={**asked, "confidences": "all"}).json()
+        assert len(judge.read) == 3 and all(a["confidence"] is not None for a in every["answers"])
+        assert every["cost"]["inferences"] == body["cost"]["inferences"] + 2
+        bad = c.post("/answer", json={**asked, "confidences": "some"})
+        assert bad.status_code == 422 and "confidences" in bad.text
 
 
 def test_min_confidence_is_refused_where_nothing_is_calibrated(answering: TestClient) -> None:

@@ -23,16 +23,23 @@ from typing import Any
 from sieveqa import registry
 from sieveqa.data.corpus import RETRIEVERS, CorpusIndex, Embedder, IndexedPassage
 from sieveqa.encoder import Cost
-from sieveqa.errors import ConfigError, DeviceError, MissingExtraError, ModelFormatError
-from sieveqa.runtime.answer.budget import Choice, choose, load_settings
+from sieveqa.errors import ConfigError
+from sieveqa.runtime.answer.budget import Choice, choose, load_settings, load_within
 from sieveqa.runtime.answer.confidence import LOCAL_CONFIDENCE, Confidence, load_confidence
 from sieveqa.runtime.answer.fusion import Fusion
-from sieveqa.runtime.answer.judge import attach_judge
+from sieveqa.runtime.answer.judge import attach_judge, judged
 from sieveqa.runtime.answer.method import AnswerMethod, AnswerRun, Found, ModelSettings, method_options
 
 log = logging.getLogger(__name__)
 
-__all__ = ["Answer", "AnswerRun", "Answerer", "Found", "default_fusion", "load_answerer", "method_names"]
+__all__ = [
+    "CONFIDENCES", "Answer", "AnswerRun", "Answerer", "Found",
+    "default_fusion", "load_answerer", "method_names",
+]  # fmt: skip
+
+#: Which answers carry a confidence: the best (what abstention reads: one judge pass a question) or
+#: all (one judge pass per distinct answer passage).
+CONFIDENCES = ("best", "all")
 
 
 def method_names() -> list[str]:
@@ -67,9 +74,13 @@ class Answerer:
         top: int = 1,
         confidence: Confidence | None = None,
         min_confidence: float | None = None,
+        confidences: str = "best",
     ) -> None:
         if retrieve < 1 or top < 1:
             raise ConfigError(f"--retrieve and --top must be >= 1, got {retrieve} and {top}")
+        _check_confidences(confidences)
+        #: Which answers carry a confidence (``CONFIDENCES``); a call may ask otherwise.
+        self.confidences = confidences
         self.method, self.index = method, index
         self.retrieve, self.retriever, self.embedder, self.top = retrieve, retriever, embedder, top
         self.confidence = confidence
@@ -91,7 +102,7 @@ class Answerer:
         retrieve, all else shared."""
         out = Answerer(
             method, self.index, retrieve or self.retrieve, self.retriever, self.embedder, self.top,
-            self.confidence, self.min_confidence if self.confidence is not None else None,
+            self.confidence, self.min_confidence if self.confidence is not None else None, self.confidences,
         )  # fmt: skip
         out.budget = self.budget
         return out
@@ -141,12 +152,14 @@ class Answerer:
             index.sweep()
         return index
 
-    def answer(self, question: str, top: int | None = None) -> Answer:
-        return self.answer_many([question], top)[0]
+    def answer(self, question: str, top: int | None = None, confidences: str | None = None) -> Answer:
+        return self.answer_many([question], top, confidences)[0]
 
-    def answer_many(self, questions: Sequence[str], top: int | None = None) -> list[Answer]:
-        """Retrieve, then ``run``, for each question (retrieval is batched); ``top`` answers each
-        (default: this Answerer's)."""
+    def answer_many(
+        self, questions: Sequence[str], top: int | None = None, confidences: str | None = None
+    ) -> list[Answer]:
+        """Retrieve, then ``run``, for each question (retrieval is batched); ``top`` answers each and
+        ``confidences`` (``CONFIDENCES``) which carry a confidence (defaults: this Answerer's)."""
         for i, question in enumerate(questions):  # the CLI and HTTP refuse these too
             if not isinstance(question, str) or not question.strip():
                 which = "the question" if len(questions) == 1 else f"question {i + 1}"
@@ -155,6 +168,8 @@ class Answerer:
                 )
         if top is not None and (not isinstance(top, int) or isinstance(top, bool) or top < 1):
             raise ConfigError(f"top must be an integer >= 1, got {top!r}")
+        if confidences is not None:
+            _check_confidences(confidences)
         started = time.perf_counter()
         index = self.refresh()
         hits = index.search_many(questions, self.retrieve, self.retriever, self.embedder)
@@ -163,7 +178,7 @@ class Answerer:
         for question, found in zip(questions, hits, strict=True):
             t0 = time.perf_counter()
             passages = index.passages([pid for pid, _ in found])
-            run = self.run(question, passages, top)
+            run = self.run(question, passages, top, confidences)
             fields_ = {f.name: getattr(run, f.name) for f in dataclasses.fields(run)}
             fields_["retrieval_seconds"] = retrieval + time.perf_counter() - t0 - run.cost.seconds
             out.append(Answer(**fields_, question=question, passages=passages, budget=self.budget))
@@ -171,8 +186,15 @@ class Answerer:
 
     # -- over given passages ---------------------------------------------------------------------
 
-    def run(self, question: str, passages: Sequence[IndexedPassage], top: int | None = None) -> AnswerRun:
-        """Choose the answer among ``passages`` (retrieval order) with this Answerer's method."""
+    def run(
+        self,
+        question: str,
+        passages: Sequence[IndexedPassage],
+        top: int | None = None,
+        confidences: str | None = None,
+    ) -> AnswerRun:
+        """Choose the answer among ``passages`` (retrieval order) with this Answerer's method; the
+        best answer carries a confidence, and with ``confidences="all"`` every one does."""
         started = time.perf_counter()
         if not passages:
             return AnswerRun([], None, None, Cost(seconds=time.perf_counter() - started))
@@ -180,9 +202,15 @@ class Answerer:
         if wanted < 1:
             raise ConfigError(f"top must be >= 1, got {wanted}")
         run = self.method.run(question, list(passages), wanted)
+        if self.confidence is not None and (confidences or self.confidences) == "all":
+            judge, signal = getattr(self.method, "judge", None), self.method.judge_signal
+            run = judged(judge, question, run, signal, every=True) if signal is not None else run
         run.cost.seconds = time.perf_counter() - started
-        if self.confidence is not None:
-            run.answers = [replace(f, confidence=self.confidence(f.score, f.signals)) for f in run.answers]
+        if (calibrated := self.confidence) is not None:
+            run.answers = [
+                replace(f, confidence=calibrated(f.score, f.signals) if calibrated.reads(f.signals) else None)
+                for f in run.answers
+            ]
         run.answered = self.answers(run)
         return run
 
@@ -208,6 +236,7 @@ def load_answerer(
     budget_ms: float | None = None,
     fitting: bool = False,
     local_confidence: bool = True,
+    confidences: str = "best",
     **options: Any,
 ) -> Answerer:
     """An Answerer with the registered ``method``, its ``options`` (its options dataclass's fields:
@@ -219,17 +248,22 @@ def load_answerer(
     settings measured on dev (``runtime.answer.budget``), among those with the ones given here. The
     default judge loads only where the calibration was fitted with it, or with ``fitting`` (one is fitted).
     Without ``confidence``, a calibration fitted for the index (its ``confidence.json``, written by
-    ``calibrate-confidence --index``) is read before the shipped one, unless ``local_confidence`` is off."""
+    ``calibrate-confidence --index``) is read before the shipped one, unless ``local_confidence`` is off.
+    ``confidences``: which answers carry a confidence (``CONFIDENCES``)."""
+    _check_confidences(confidences)
     if budget_ms is not None:
         given = {
             "retrieve": retrieve,
             "backend": backend,
             "precision": None if precision == "auto" else precision,
         }
-        return _within_budget(
-            budget_ms, method, index, retriever, top, device, batch_size, confidence, min_confidence, options,
+        within = load_within(
+            load_answerer, budget_ms, method, index, retriever, top, device, batch_size, confidence,
+            min_confidence, options,
             {name: value for name, value in given.items() if value is not None}, fitting,
         )  # fmt: skip
+        within.confidences = confidences
+        return within
     retrieve, backend = retrieve or 20, backend or "torch"
     if retriever not in RETRIEVERS:
         raise ConfigError(f"--retriever must be one of {', '.join(RETRIEVERS)}, got {retriever!r}")
@@ -252,7 +286,7 @@ def load_answerer(
             "(build it with --retriever hybrid for dense vectors)"
         )
     settings = ModelSettings(device, precision, batch_size, backend)
-    # The default judge costs a pass per answer that only a confidence reads: it loads where the
+    # The default judge costs a pass a question that only a confidence reads: it loads where the
     # calibration was fitted with it, or while one is fitted (fitting); a judge the user names always.
     deferred = cls.judge_signal is not None and options.get("judge") is None and not fitting
     chosen = cls.load(replace(checked, judge="none") if deferred else checked, settings)
@@ -280,66 +314,14 @@ def load_answerer(
                 "which these settings do not give"
             )
         calibration = None  # the shipped calibration is for the shipped models only
-    return Answerer(chosen, corpus, retrieve, retriever, embedder, top, calibration, min_confidence)
+    return Answerer(
+        chosen, corpus, retrieve, retriever, embedder, top, calibration, min_confidence, confidences
+    )
 
 
-def _within_budget(
-    budget_ms: float,
-    method: str,
-    index: str | None,
-    retriever: str,
-    top: int,
-    device: str,
-    batch_size: int | None,
-    confidence: str | None,
-    min_confidence: float | None,
-    options: dict[str, Any],
-    given: dict[str, Any],
-    fitting: bool,
-) -> Answerer:
-    """``load_answerer`` at the best measured setting within ``budget_ms`` among those with the
-    ``given`` retrieve, backend or precision; one whose export is not made here (int8) or whose
-    library is missing gives way to the next."""
-    method_options(method, options)  # a bad option fails before the table is read
-    chosen = sorted(k for k, v in options.items() if v is not None)
-    if chosen:  # the table's numbers are for the method's measured models and settings only
-        flags = ", ".join("--" + k.replace("_", "-") for k in chosen)
-        raise ConfigError(
-            "--budget-ms chooses the method's settings itself (timed for its shipped models only); "
-            f"drop {flags}"
-        )
-    settings, note = load_settings()
-    if given:  # the user's own flags stand: the budget chooses among the settings that have them
-        settings = [s for s in settings if all(getattr(s, k) == v for k, v in given.items())]
-        if not any(s.method == method for s in settings):
-            flags = " ".join(f"--{k} {v}" for k, v in given.items())
-            raise ConfigError(
-                f"--budget-ms: no setting of --method {method} was measured with {flags}; drop it"
-            )
-    calibration = load_confidence(confidence).get(method)
-    if min_confidence is not None or confidence is not None:  # abstention asked: calibrated models only
-        settings = [s for s in settings if calibration is None or calibration.models == dict(s.models)]
-    skipped = []
-    for choice in choose(budget_ms, method, settings, note=note):
-        try:
-            answerer = load_answerer(
-                method, index, retriever=retriever, top=top, device=device, batch_size=batch_size,
-                confidence=confidence, min_confidence=min_confidence, fitting=fitting,
-                **options, **choice.setting.load_options(),
-            )  # fmt: skip
-        except (ModelFormatError, MissingExtraError, DeviceError) as err:
-            skipped.append(f"{choice.setting.system}: {err}")
-            continue
-        if answerer.confidence is None and calibration is not None:
-            unsure = "no confidence is calibrated for these models: it never abstains"
-            choice = replace(choice, note=f"{choice.note}; {unsure}" if choice.note else unsure)
-        answerer.budget = choice
-        if skipped:
-            log.warning("--budget-ms skipped %s", "; ".join(skipped))
-        if choice.note:
-            log.warning("--budget-ms %g: %s", budget_ms, choice.note)
-        return answerer
-    raise ConfigError(f"--budget-ms: no measured setting could load ({'; '.join(skipped)})")
+def _check_confidences(confidences: object) -> None:
+    if confidences not in CONFIDENCES:
+        raise ConfigError(f"--confidences must be one of {', '.join(CONFIDENCES)}, got {confidences!r}")
 
 
 def _check_probability(min_confidence: float | None) -> None:

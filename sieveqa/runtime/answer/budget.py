@@ -23,13 +23,16 @@ import functools
 import json
 import logging
 import math
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from sieveqa.errors import ConfigError, ModelFormatError
+from sieveqa.errors import ConfigError, DeviceError, MissingExtraError, ModelFormatError
+from sieveqa.runtime.answer.confidence import load_confidence
+from sieveqa.runtime.answer.method import method_options
 
-__all__ = ["BUDGETS", "Choice", "Setting", "choose", "load_settings"]
+__all__ = ["BUDGETS", "Choice", "Setting", "choose", "load_settings", "load_within"]
 
 BUDGETS = Path(__file__).resolve().parent.parent.parent / "resources" / "budgets.json"
 log = logging.getLogger(__name__)
@@ -186,6 +189,66 @@ def choose(
         miss = f"no measured setting answers within {budget_ms:g} ms; this one took {s.p50_ms:g} ms at p50"
         out.append(Choice(s, budget_ms, _join(note, miss, s.estimated)))
     return out
+
+
+def load_within(
+    load: Callable[..., Any],
+    budget_ms: float,
+    method: str,
+    index: str | None,
+    retriever: str,
+    top: int,
+    device: str,
+    batch_size: int | None,
+    confidence: str | None,
+    min_confidence: float | None,
+    options: dict[str, Any],
+    given: dict[str, Any],
+    fitting: bool,
+) -> Any:
+    """``load`` (``load_answerer``) at the best measured setting within ``budget_ms`` among those with the
+    ``given`` retrieve, backend or precision; one whose export is not made here (int8) or whose
+    library is missing gives way to the next."""
+    method_options(method, options)  # a bad option fails before the table is read
+    chosen = sorted(k for k, v in options.items() if v is not None)
+    if chosen:  # the table's numbers are for the method's measured models and settings only
+        flags = ", ".join("--" + k.replace("_", "-") for k in chosen)
+        raise ConfigError(
+            "--budget-ms chooses the method's settings itself (timed for its shipped models only); "
+            f"drop {flags}"
+        )
+    settings, note = load_settings()
+    if given:  # the user's own flags stand: the budget chooses among the settings that have them
+        settings = [s for s in settings if all(getattr(s, k) == v for k, v in given.items())]
+        if not any(s.method == method for s in settings):
+            flags = " ".join(f"--{k} {v}" for k, v in given.items())
+            raise ConfigError(
+                f"--budget-ms: no setting of --method {method} was measured with {flags}; drop it"
+            )
+    calibration = load_confidence(confidence).get(method)
+    if min_confidence is not None or confidence is not None:  # abstention asked: calibrated models only
+        settings = [s for s in settings if calibration is None or calibration.models == dict(s.models)]
+    skipped = []
+    for choice in choose(budget_ms, method, settings, note=note):
+        try:
+            answerer = load(
+                method, index, retriever=retriever, top=top, device=device, batch_size=batch_size,
+                confidence=confidence, min_confidence=min_confidence, fitting=fitting,
+                **options, **choice.setting.load_options(),
+            )  # fmt: skip
+        except (ModelFormatError, MissingExtraError, DeviceError) as err:
+            skipped.append(f"{choice.setting.system}: {err}")
+            continue
+        if answerer.confidence is None and calibration is not None:
+            unsure = "no confidence is calibrated for these models: it never abstains"
+            choice = replace(choice, note=f"{choice.note}; {unsure}" if choice.note else unsure)
+        answerer.budget = choice
+        if skipped:
+            log.warning("--budget-ms skipped %s", "; ".join(skipped))
+        if choice.note:
+            log.warning("--budget-ms %g: %s", budget_ms, choice.note)
+        return answerer
+    raise ConfigError(f"--budget-ms: no measured setting could load ({'; '.join(skipped)})")
 
 
 def _join(*notes: str) -> str:

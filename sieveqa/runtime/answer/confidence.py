@@ -76,6 +76,10 @@ class Confidence:
             return 0.0 if z < 0 or math.isnan(z) else 1.0
         return 1.0 / (1.0 + math.exp(-z)) if z >= 0 else math.exp(z) / (1.0 + math.exp(z))
 
+    def reads(self, signals: Mapping[str, float] | None) -> bool:
+        """Whether an answer with ``signals`` carries every signal this calibration reads."""
+        return set(self.signals) <= set(signals or {})
+
     def applies_to(self, models: Mapping[str, str], signals: Sequence[str] = ()) -> bool:
         """Whether it was fitted for these models (names or folders by role), on signals among
         ``signals`` (those the method's answers carry)."""

@@ -4,7 +4,9 @@ An answer's own score (a sentence ranker's logit, a reader's span probability) s
 answers if anything does; on a question the documents are about but do not answer, it is often as high
 as on one they do. A judge (``peasi-judge`` by default: PEASI's passage reranker taught on on-topic
 unanswerable questions) scores (question, passage) pairs, and its logit of an answer's passage is a
-signal the calibrated confidence reads (one more inference per window of each distinct answer passage). Every
+signal the calibrated confidence reads. Abstention reads the best answer's only, so a method judges that
+passage (one more inference per window); the others' passages are judged where the caller asks for every
+answer's confidence (``Answerer(confidences="all")``, ``answer --confidences all``). Every
 answering method that takes a ``judge`` option loads and applies it through here. Only a confidence
 reads the signal, so the *default* judge loads where the calibration was fitted with it, or while one
 is fitted (``load_answerer``); one the user names always loads.
@@ -56,15 +58,25 @@ def judge_name(name: str, judge: PairModel | None) -> dict[str, str]:
     return {"judge": name} if judge is not None else {}
 
 
-def judged(judge: PairModel | None, question: str, run: AnswerRun, signal: str) -> AnswerRun:
-    """``run`` with each answer's ``signal``: the judge's logit of its passage."""
+def judged(
+    judge: PairModel | None, question: str, run: AnswerRun, signal: str, every: bool = False
+) -> AnswerRun:
+    """``run`` with the judge's logit of the best answer's passage as that answer's ``signal`` (what
+    abstention reads: one judge pass a question), and as that of every answer from the same passage;
+    with ``every``, each answer's (one pass per distinct answer passage not judged yet)."""
     if judge is None or not run.answers:
         return run
-    texts = list(dict.fromkeys(f.passage.text for f in run.answers))
-    matrix, cost = judge.score_matrix([question] * len(texts), texts, windows=True)
-    logit = dict(zip(texts, matrix[:, -1].tolist(), strict=True))
+    known = {f.passage.text: f.signals[signal] for f in run.answers if f.signals and signal in f.signals}
+    wanted = [f.passage.text for f in (run.answers if every else run.answers[:1])]
+    texts = [t for t in dict.fromkeys(wanted) if t not in known]
+    if texts:
+        matrix, cost = judge.score_matrix([question] * len(texts), texts, windows=True)
+        known |= dict(zip(texts, matrix[:, -1].tolist(), strict=True))
+        run.cost.add(cost)
     run.answers = [
-        replace(f, signals={**(f.signals or {}), signal: logit[f.passage.text]}) for f in run.answers
+        replace(f, signals={**(f.signals or {}), signal: known[f.passage.text]})
+        if f.passage.text in known
+        else f
+        for f in run.answers
     ]
-    run.cost.add(cost)
     return run

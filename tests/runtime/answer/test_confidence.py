@@ -20,7 +20,7 @@ from sieveqa.runtime.answer.confidence import (
     save_confidence,
 )
 from sieveqa.runtime.answer.sentence import Pointwise
-from tests.fakes import DOCS, KeywordRanker
+from tests.fakes import DOCS, KeywordRanker, LengthJudge
 
 
 @pytest.fixture
@@ -146,3 +146,31 @@ def test_the_default_judge_loads_only_where_a_confidence_reads_it(
         == "peasi-judge"
     )
     assert load_answerer("pointwise", where, ranker=tiny, judge=tiny).method.model_names["judge"] == tiny
+
+
+def test_the_judge_reads_the_best_answers_passage_unless_every_confidence_is_asked(index) -> None:
+    judge = LengthJudge()
+    method = Pointwise(KeywordRanker(), judge=judge)  # type: ignore[arg-type]
+    reads_judge = Confidence(1.0, 0.0, signals={"passage": 0.01})
+    answerer = Answerer(method, index, top=3, confidence=reads_judge)
+    question = "the answer about cats, dogs, rain and snow?"
+    found = answerer.answer(question)
+    passages = {a.passage.text for a in found.answers}
+    assert len(passages) > 1 and judge.read == [found.best.passage.text]  # one pass a question
+    assert found.confidence is not None and found.answered
+    assert [a.confidence is not None for a in found.answers] == [
+        a.passage.text == found.best.passage.text for a in found.answers
+    ]
+    judge.read.clear()
+    every = answerer.answer(question, confidences="all")
+    assert sorted(judge.read) == sorted(passages)  # each answer's passage once
+    assert all(a.confidence is not None for a in every.answers)
+    assert every.inferences == found.inferences + len(passages) - 1
+    assert (
+        Answerer(method, index, top=3, confidence=reads_judge, confidences="all").answer(question).answers
+        == every.answers
+    )
+    with pytest.raises(ConfigError, match=r"--confidences must be one of best, all, got .some."):
+        answerer.answer(question, confidences="some")
+    with pytest.raises(ConfigError, match="--confidences must be one of best, all"):
+        load_answerer("pointwise", str(index.path), confidences="every")

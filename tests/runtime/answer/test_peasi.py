@@ -117,13 +117,21 @@ def test_options_are_checked() -> None:
         Peasi(RERANKER, SELECTOR, options=PeasiOptions(second_look=2))  # type: ignore[arg-type]
 
 
-def test_the_judge_gives_each_answer_its_passages_logit() -> None:
+def test_the_judge_reads_the_best_answers_passage_once_and_the_others_when_asked() -> None:
     judge = TableReranker({P1.text: -3.0, P2.text: 4.0})
     run = Pointwise(KeywordRanker(), judge=judge).run("q", [P1, P2], 4)  # type: ignore[arg-type]
-    assert [a.signals["passage"] for a in run.answers] == [
-        {P1.text: -3.0, P2.text: 4.0}[a.passage.text] for a in run.answers
+    best = run.answers[0].passage.text
+    # Abstention reads the best answer's: one judge pass, shared by the answers from that passage.
+    assert run.inferences == 4 + 1
+    assert [a.signals.get("passage") if a.signals else None for a in run.answers] == [
+        judge.logits[best] if a.passage.text == best else None for a in run.answers
     ]
-    assert run.inferences == 4 + 2  # every sentence, then each answer's passage once
+    # Every answer's, on asking: only the passage not judged yet costs a pass.
+    every = judged(judge, "q", run, "passage", every=True)
+    logits = [judge.logits[a.passage.text] for a in run.answers]
+    assert [a.signals["passage"] for a in every.answers] == logits
+    assert every.inferences == 4 + 2
+    assert judged(judge, "q", every, "passage", every=True).inferences == 4 + 2  # nothing left to judge
     plain = Pointwise(KeywordRanker()).run("q", [P1, P2], 1)
     assert plain.answers[0].signals is None and judged(None, "q", plain, "judge") is plain
 
@@ -145,10 +153,10 @@ def test_peasis_judge_adds_its_own_signal_beside_the_rerankers() -> None:
     method = Peasi(RERANKER, SELECTOR, options=replace(TOP_PASSAGE, read=2), judge=judge)  # type: ignore[arg-type]
     run = method.run("q", [P1, P2], 2)
     assert "judge" in method.signals
-    by_id = {a.passage.id: a.signals for a in run.answers}
-    assert by_id["1"]["judge"] == -3.0 and by_id["1"]["passage"] == 2.0  # the reranker's stays
-    assert by_id["2"]["judge"] == 4.0
-    assert run.inferences == 2 + 2 + 2  # passages, EASI on two, the judge on the two answers' passages
+    best, other = run.answers
+    assert best.passage.id == "2" and best.signals["judge"] == 4.0 and best.signals["passage"] == 1.5
+    assert "judge" not in other.signals and other.signals["passage"] == 2.0  # the reranker's stays
+    assert run.inferences == 2 + 2 + 1  # passages, EASI on two, the judge on the best answer's passage
 
 
 def test_a_judge_whose_backbone_is_not_installed_says_how_to_go_on(judge_over_missing_mpnet) -> None:
