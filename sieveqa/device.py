@@ -11,11 +11,16 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import functools
+import logging
+import os
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from sieveqa.errors import DeviceError
+
+log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     import torch
@@ -122,3 +127,15 @@ def thread_env(threads: int) -> dict[str, str]:
     rayon's (nanotoken's, built when it is imported, so a running process cannot resize it). A Ray
     actor or replica gets it as its ``runtime_env``; without it each one tokenized on every core."""
     return {"OMP_NUM_THREADS": str(threads), "RAYON_NUM_THREADS": str(threads)}
+
+
+def use_threads(threads: int) -> None:
+    """Size this process's thread pools to ``threads`` (``sieveqa --threads N``): torch's (and with it
+    the ONNX Runtime and OpenVINO runners', which take torch's count) and nanotoken's. Called before
+    either loads, as the command line does, it sizes both; after, torch is resized, and nanotoken's
+    pool, built as it loaded, keeps its size (said in a warning)."""
+    os.environ.update(thread_env(threads))
+    if "torch" in sys.modules:
+        sys.modules["torch"].set_num_threads(threads)
+    if "nanotoken" in sys.modules:
+        log.warning("threads: the tokenizer's pool was sized as it loaded; set %d before it loads", threads)

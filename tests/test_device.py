@@ -75,25 +75,44 @@ def test_trim_heap_gives_back_glibcs_free_pages_and_is_quiet_elsewhere(monkeypat
     assert calls == [0]
 
 
-def test_thread_env_sizes_nanotokens_pool_in_a_new_process() -> None:
-    """nanotoken's rayon pool took every core in each Ray actor and replica, whatever ``threads`` said."""
+def test_the_threads_option_sizes_torch_and_the_tokenizer_of_a_command(saved_tiny, example_jsonl) -> None:
+    """`sieveqa --threads N` (through ``thread_env``, which Ray actors and replicas get too) sizes torch's
+    pool and nanotoken's rayon pool: it took every core, whatever was asked."""
     import os
     import subprocess
     import sys
 
     pytest.importorskip("nanotoken")
-    from sieveqa.device import thread_env
-
     script = (
-        "import os\n"
-        "from sieveqa.models.cross_encoder import CrossEncoder, CrossEncoderConfig\n"
-        "fast = CrossEncoder(CrossEncoderConfig(backbone='tiny', max_length=64)).featurizer._fast\n"
-        "fast.encode_batch_list([f'hello world {i}' for i in range(5000)], add_special_tokens=False)\n"
-        "print(len(os.listdir('/proc/self/task')))\n"
+        "import os, sys, torch\n"
+        "from sieveqa.cli import app\n"
+        "try:\n"
+        "    app(sys.argv[1:], standalone_mode=False)\n"
+        "finally:\n"
+        "    print('THREADS', torch.get_num_threads(), len(os.listdir('/proc/self/task')))\n"
     )
-    threads = {}
-    for n in (1, 3):  # torch's OpenMP team alike in both: only rayon's differs
-        env = {**os.environ, **thread_env(n), "OMP_NUM_THREADS": "1"}
-        out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True)
-        threads[n] = int(out.stdout.split()[-1])
-    assert threads[3] - threads[1] == 2
+    env = {k: v for k, v in os.environ.items() if k not in ("OMP_NUM_THREADS", "RAYON_NUM_THREADS")}
+    found = {}
+    for n in (1, 3):
+        args = ["--threads", str(n), "rank", "--model", str(saved_tiny), "--input", str(example_jsonl)]
+        out = subprocess.run([sys.executable, "-c", script, *args], env=env, capture_output=True, text=True)
+        line = [x for x in out.stdout.splitlines() if x.startswith("THREADS")]
+        assert line, out.stderr[-2000:]
+        found[n] = tuple(map(int, line[-1].split()[1:]))
+    assert found[1][0] == 1 and found[3][0] == 3  # torch's intra-op pool
+    assert found[3][1] - found[1][1] >= 2  # rayon's pool (and OpenMP's team) grew with it
+
+
+def test_use_threads_resizes_torch_in_a_running_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    import os
+
+    from sieveqa.device import use_threads
+
+    for name in ("OMP_NUM_THREADS", "RAYON_NUM_THREADS"):
+        monkeypatch.delenv(name, raising=False)  # put back as they were after the test
+    before = torch.get_num_threads()
+    try:
+        use_threads(1)
+        assert torch.get_num_threads() == 1 and os.environ["RAYON_NUM_THREADS"] == "1"
+    finally:
+        torch.set_num_threads(before)

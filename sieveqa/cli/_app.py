@@ -80,8 +80,22 @@ console = Console(soft_wrap=True)
 
 
 @app.callback()
-def _root() -> None:
+def _root(
+    threads: Annotated[
+        int | None,
+        typer.Option(
+            min=1,
+            envvar="SIEVEQA_THREADS",
+            help="CPU threads every pool uses (torch, the tokenizer, ONNX Runtime, OpenVINO); "
+            "default: one per core. Before the command: sieveqa --threads 2 answer ...",
+        ),
+    ] = None,
+) -> None:
     """sieveqa: answer sentence selection with as little transformer compute as the answer needs."""
+    if threads is not None:
+        from sieveqa.device import use_threads
+
+        use_threads(threads)
 
 
 DatasetOpt = Annotated[
