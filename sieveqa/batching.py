@@ -41,6 +41,7 @@ from tqdm.auto import tqdm
 
 from sieveqa.errors import ConfigError
 from sieveqa.features import Features
+from sieveqa.profiling import stage, timed
 
 if TYPE_CHECKING:
     from sieveqa.encoder import Cost
@@ -106,6 +107,7 @@ class Shapes:
 EXACT = Shapes()
 
 
+@timed("collate")
 def collate(
     features: Features,
     rows: Sequence[int],
@@ -260,7 +262,8 @@ def on_device(
     with tqdm(total=total, desc=desc, unit="pair", disable=not progress, leave=False) as bar:
         for rows, batch in made:
             before = None if cost is None else cost.snapshot()
-            yield rows, to_device(batch, device)
+            with stage("model", cost):  # the consumer's forward pass, between two batches
+                yield rows, to_device(batch, device)
             if cost is not None and before is not None:
                 cost.count_rows(before, len(rows), len(batch["input_ids"]))
             bar.update(len(rows))

@@ -23,6 +23,7 @@ from tokenizers import Encoding, Tokenizer
 from transformers import PreTrainedTokenizerBase
 
 from sieveqa.errors import BackboneError, ConfigError
+from sieveqa.profiling import timed
 from sieveqa.tokenizing import TokenCache, encodable, fast_backend, private_backend
 
 Span = tuple[int, int]
@@ -204,6 +205,7 @@ class Featurizer:
         found |= dict(zip(missing, encoded, strict=True))
         return [found[t] for t in texts]
 
+    @timed("tokenize")
     def texts(self, texts: Sequence[str], max_length: int) -> Features:
         """One row per text: ``[CLS] text [SEP]``, truncated to ``max_length`` tokens."""
         single = self._single
@@ -220,6 +222,7 @@ class Featurizer:
         out.source = list(range(len(out)))
         return out
 
+    @timed("tokenize")
     def pairs(
         self,
         questions: Sequence[str],
@@ -233,6 +236,7 @@ class Featurizer:
             raise ValueError(f"{len(questions)} questions but {len(texts)} candidate texts")
         return self._rows(questions, [[t] for t in texts], max_length, stride, offsets, segments=offsets)
 
+    @timed("tokenize")
     def segments(
         self,
         questions: Sequence[str],

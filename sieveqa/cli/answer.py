@@ -3,6 +3,7 @@ labelled passage benchmark)."""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import json
@@ -20,6 +21,7 @@ from sieveqa.cli._options import Setting, given_settings, merge, settings_comman
 from sieveqa.errors import ConfigError
 
 if TYPE_CHECKING:
+    from sieveqa.profiling import Profile
     from sieveqa.runtime.answer.answerer import Answer
 
 
@@ -152,6 +154,24 @@ def _show(answer: Answer, method: str) -> None:
     )
 
 
+def _show_profile(spent: Profile) -> None:
+    """The profile as a table on stderr: ms and GFLOPs a question by stage."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from sieveqa.profiling import LEAVES
+
+    table = Table(title=f"where a question's time went (mean of {spent.calls}, ms)", title_justify="left")
+    for name in ("stage", "ms", "GFLOPs", *LEAVES, "other"):
+        table.add_column(name, justify="left" if name == "stage" else "right")
+    for row in spent.stages():
+        cells = [f"{row[k]:.1f}" if k in row else "" for k in (*LEAVES, "other")]
+        gflops = f"{row['gflops']:.1f}" if row["gflops"] else ""
+        table.add_row(row["stage"], f"{row['ms']:.1f}", gflops, *cells)
+    table.add_row("[bold]total[/bold]", f"[bold]{spent.total / max(spent.calls, 1) * 1000:.1f}[/bold]", "")
+    Console(stderr=True, soft_wrap=True).print(table)
+
+
 @app.command("answer", cls=settings_command(method_settings))
 def answer(
     ctx: typer.Context,
@@ -183,6 +203,14 @@ def answer(
         Path | None, typer.Option(help="--questions: write one JSON answer per line here")
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="print JSON instead of text")] = False,
+    profile: Annotated[
+        bool,
+        typer.Option(
+            "--profile",
+            help="say where each question's time went: retrieval, passage rerank, sentence selection, "
+            "second look, judge, and inside each tokenizing, collating and the model (ms, GFLOPs)",
+        ),
+    ] = False,
     min_confidence: MinConfidenceOpt = None,
     confidence: ConfidenceOpt = None,
     device: DeviceOpt = "auto",
@@ -198,6 +226,7 @@ def answer(
     inferences it took and how long.
     """
     from sieveqa.io import atomic_open, check_output_file
+    from sieveqa.profiling import Profile, profiled
     from sieveqa.runtime.answer.answerer import load_answerer
 
     if (question is None) == (questions is None):
@@ -225,23 +254,33 @@ def answer(
     )  # fmt: skip
     if answerer.budget is not None and not as_json:  # stderr: --questions writes JSON lines to stdout
         typer.echo(budget_line(answerer.budget), err=True)
+    spent = Profile() if profile else None
+    timing = functools.partial(profiled, spent) if spent is not None else contextlib.nullcontext
     if questions is None:
-        result = answerer.answer(asked[0][1])
+        with timing():
+            result = answerer.answer(asked[0][1])
         if as_json:
             row = _answer_dict(None, result, method)
             if answerer.budget is not None:
                 row["budget"] = answerer.budget.as_dict()
+            if spent is not None:
+                row["profile"] = spent.as_dict()
             typer.echo(json.dumps(row, ensure_ascii=False, indent=2))
         else:
             _show(result, method)
+            if spent is not None:
+                _show_profile(spent)
         return
     from tqdm.auto import tqdm
 
     rows = []
     for qid, text in tqdm(asked, desc=f"answering ({method})", unit="q"):
-        rows.append(_answer_dict(qid, answerer.answer(text), method))
+        with timing():
+            rows.append(_answer_dict(qid, answerer.answer(text), method))
         if answerer.budget is not None:
             rows[-1]["budget"] = answerer.budget.as_dict()
+    if spent is not None:  # on stderr: the answers may be JSON lines on stdout
+        _show_profile(spent)
     lines = [json.dumps(r, ensure_ascii=False) for r in rows]
     if output is None:
         typer.echo("\n".join(lines))

@@ -36,6 +36,7 @@ from sieveqa.models.easi import (
 )
 from sieveqa.models.encoder_model import WORD_EMBEDDINGS, EncoderModel, ModelConfig
 from sieveqa.models.heads import ClassifierHead
+from sieveqa.profiling import stage
 
 __all__ = ["SHARING", "PeasiConfig", "PeasiModel"]
 
@@ -185,7 +186,8 @@ class PeasiModel(EncoderModel, SentenceReader):
                     seg = to_device(collate(segs, rows, self.pad_id, True, (shape[0], width)), self.device)
                     batch |= {_SEG + k: v for k, v in seg.items() if k != "segment_ids"}
                     batch["segment_ids"] = seg["segment_ids"]
-                out[rows] = model(**batch, cost=cost)[0][: len(rows)].float().cpu()
+                with stage("model", cost):
+                    out[rows] = model(**batch, cost=cost)[0][: len(rows)].float().cpu()
                 cost.count_rows(before, len(rows), shape[0])
         cost.seconds = time.perf_counter() - started
         return out.tolist(), cost

@@ -35,6 +35,18 @@ def test_answer_prints_the_sentence_in_its_passage(sieveqa, demo_index, saved_ti
     first = answer["answers"][0]
     a, b = first["answer_span"]
     assert first["passage"][a:b] == first["answer"]
+    # --profile: where the time went, stage by stage, with the work inside each.
+    result = sieveqa("answer", "Who invented the Fresnel lens?", *args, "--json", "--profile")
+    stages = {row["stage"]: row for row in json.loads(result.output)["profile"]["stages"]}
+    assert {"retrieval", "passage rerank", "sentence selection", "second look", "unstaged"} <= set(stages)
+    for name in ("passage rerank", "sentence selection", "second look"):
+        row = stages[name]
+        assert row["model"] > 0 and row["tokenize"] > 0 and row["collate"] > 0 and row["gflops"] > 0
+        assert row["ms"] == pytest.approx(
+            row["tokenize"] + row["collate"] + row["model"] + row["other"], abs=0.01
+        )
+    shown = sieveqa("answer", "Who invented the Fresnel lens?", *args, "--profile")
+    assert "where a question's time went" in shown.output and "sentence selection" in shown.output
 
 
 def test_a_long_question_is_answered(sieveqa, demo_index, saved_tiny, saved_easi) -> None:

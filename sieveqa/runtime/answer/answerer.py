@@ -24,6 +24,7 @@ from sieveqa import registry
 from sieveqa.data.corpus import RETRIEVERS, CorpusIndex, Embedder, IndexedPassage
 from sieveqa.encoder import Cost
 from sieveqa.errors import ConfigError
+from sieveqa.profiling import stage
 from sieveqa.runtime.answer.budget import Choice, choose, load_settings, load_within
 from sieveqa.runtime.answer.confidence import LOCAL_CONFIDENCE, Confidence, load_confidence
 from sieveqa.runtime.answer.fusion import Fusion
@@ -172,12 +173,14 @@ class Answerer:
             _check_confidences(confidences)
         started = time.perf_counter()
         index = self.refresh()
-        hits = index.search_many(questions, self.retrieve, self.retriever, self.embedder)
+        with stage("retrieval"):
+            hits = index.search_many(questions, self.retrieve, self.retriever, self.embedder)
         retrieval = (time.perf_counter() - started) / max(len(questions), 1)
         out = []
         for question, found in zip(questions, hits, strict=True):
             t0 = time.perf_counter()
-            passages = index.passages([pid for pid, _ in found])
+            with stage("retrieval"):
+                passages = index.passages([pid for pid, _ in found])
             run = self.run(question, passages, top, confidences)
             fields_ = {f.name: getattr(run, f.name) for f in dataclasses.fields(run)}
             fields_["retrieval_seconds"] = retrieval + time.perf_counter() - t0 - run.cost.seconds

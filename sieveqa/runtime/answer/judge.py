@@ -19,6 +19,7 @@ from typing import Any
 
 from sieveqa.errors import BackboneError
 from sieveqa.models.pair_model import PairModel
+from sieveqa.profiling import stage
 from sieveqa.runtime.answer.method import AnswerRun, ModelSettings
 
 __all__ = ["attach_judge", "judge_name", "judge_option", "judged", "load_judge"]
@@ -70,7 +71,8 @@ def judged(
     wanted = [f.passage.text for f in (run.answers if every else run.answers[:1])]
     texts = [t for t in dict.fromkeys(wanted) if t not in known]
     if texts:
-        matrix, cost = judge.score_matrix([question] * len(texts), texts, windows=True)
+        with stage("judge"):
+            matrix, cost = judge.score_matrix([question] * len(texts), texts, windows=True)
         known |= dict(zip(texts, matrix[:, -1].tolist(), strict=True))
         run.cost.add(cost)
     run.answers = [

@@ -38,6 +38,7 @@ from sieveqa.models.base import Ranker
 from sieveqa.models.easi import EasiModel
 from sieveqa.models.pair_model import PairModel
 from sieveqa.models.peasi import PeasiModel
+from sieveqa.profiling import stage
 from sieveqa.runtime.answer.fusion import Fusion, lexical_scores
 from sieveqa.runtime.answer.judge import judge_name, judge_option, judged, load_judge
 from sieveqa.runtime.answer.method import AnswerMethod, AnswerRun, Found, MethodOptions, ModelSettings
@@ -187,7 +188,8 @@ class Peasi(AnswerMethod):
         """Every sentence of the ``read`` best passages, best first by the joint score, with its
         signals; the passages' scores (what orders them); the cost."""
         cost = Cost()
-        logits, sorting, pr_cost = self._passage_scores(question, passages)
+        with stage("passage rerank"):
+            logits, sorting, pr_cost = self._passage_scores(question, passages)
         cost.add(pr_cost)
         wants = self.fusion.active or self.options.bm25_weight > 0
         lexical = lexical_scores(question, self._texts(passages)) if wants else []
@@ -195,7 +197,8 @@ class Peasi(AnswerMethod):
         bm25 = _minmax(lexical) if lexical else [0.0] * len(passages)
         order = sorted(range(len(passages)), key=lambda i: (-scores[i], i))[: read or self.options.read]
         chosen = [passages[i] for i in order]
-        reading = self.selector.read([question] * len(chosen), [p.sentences for p in chosen])
+        with stage("sentence selection"):
+            reading = self.selector.read([question] * len(chosen), [p.sentences for p in chosen])
         cost.add(reading.cost)
         nulls = reading.nulls
         found = []
@@ -217,7 +220,8 @@ class Peasi(AnswerMethod):
             found = [replace(f, score=f.score + w * b) for f, b in zip(found, words, strict=True)]
         found.sort(key=lambda f: -f.score)  # stable: ties keep passage, then sentence order
         if self.look is not None and found:
-            found, look_cost = self._second_look(question, found)
+            with stage("second look"):
+                found, look_cost = self._second_look(question, found)
             cost.add(look_cost)
         return found, scores, cost
 

@@ -24,6 +24,7 @@ from sieveqa.data.corpus import IndexedPassage
 from sieveqa.models.pair_model import PairModel
 from sieveqa.models.reader import ReaderModel
 from sieveqa.models.skyline_policy import SkylinePolicy, load_scheduler
+from sieveqa.profiling import stage
 from sieveqa.runtime.answer.judge import judge_name, judge_option, judged, load_judge
 from sieveqa.runtime.answer.method import AnswerMethod, AnswerRun, Found, MethodOptions, ModelSettings
 from sieveqa.runtime.answer.reader_policy import OWN_SCHEDULER, ReaderPolicy
@@ -145,7 +146,7 @@ class Reader(AnswerMethod):
         return {**super().describe(), "schedule": self.schedule.method, "budget": self.schedule.budget}
 
     def run(self, question: str, passages: Sequence[IndexedPassage], top: int) -> AnswerRun:
-        with self.reader.inference() as reader:
+        with stage("reader"), self.reader.inference() as reader:
             towers = LiveTowers(reader, question, [p.text for p in passages])
             outcome = run_schedule(towers, self.schedule, self.policy)
         if outcome.tower < 0:

@@ -28,6 +28,7 @@ from sieveqa.models.base import Ranker
 from sieveqa.models.easi import EasiModel
 from sieveqa.models.pair_model import PairModel
 from sieveqa.models.peasi import PeasiModel
+from sieveqa.profiling import stage
 from sieveqa.runtime.answer.fusion import Fusion, with_fusion
 from sieveqa.runtime.answer.judge import judge_name, judge_option, judged, load_judge
 from sieveqa.runtime.answer.method import AnswerMethod, AnswerRun, Found, MethodOptions, ModelSettings
@@ -145,7 +146,8 @@ class Pointwise(AnswerMethod):
 
     def run(self, question: str, passages: Sequence[IndexedPassage], top: int) -> AnswerRun:
         every = [Found(p, s, 0.0) for p in passages for s in range(len(p.spans))]
-        ranking, cost = rank_found(self.ranker, question, every)
+        with stage("sentence ranking"):
+            ranking, cost = rank_found(self.ranker, question, every)
         return judged(self.judge, question, AnswerRun(ranking[:top], None, ranking, cost), self.judge_signal)
 
 
