@@ -265,7 +265,13 @@ def retrofit(
 
 @app.command("teacher-scores")
 def teacher_scores_command(
-    teacher: Annotated[str, typer.Option(help="the teacher: a shipped model name or a model folder")],
+    teacher: Annotated[
+        str,
+        typer.Option(
+            help="the teacher: a shipped model name or a model folder; embedder:BACKBONE (a bi-encoder's "
+            "cosine), bm25, reader:NAME (a span reader's has-answer logit)"
+        ),
+    ],
     train_sets: Annotated[str, typer.Option("--train", help="the student's --train datasets")],
     out: Annotated[Path, typer.Option("--out", "-o", help="the scores file to write (.json.gz)")],
     max_negatives: Annotated[int | None, typer.Option(help="as the student's --max-negatives")] = None,

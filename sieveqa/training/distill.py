@@ -32,10 +32,9 @@ from sieveqa.training.objectives import Distillation
 from sieveqa.training.pairs import LabelledPairs, PointwiseRecipe
 from sieveqa.training.teachers import (
     TeacherScores,
-    calibrated_logits,
-    cosines,
-    is_embedder_teacher,
-    load_embedder_teacher,
+    is_model_free_teacher,
+    model_free_scores,
+    teacher_digest,
     weights_digest,
 )
 
@@ -46,7 +45,10 @@ class DistillOptions:
 
     teachers: list[str] = field(
         default_factory=list,
-        metadata={"help": "one per head: a teacher model (name or folder) or a teacher-scores .json.gz"},
+        metadata={
+            "help": "one per head: a teacher model (name or folder), embedder:BACKBONE, bm25, reader:NAME, "
+            "or a teacher-scores .json.gz"
+        },
     )
     alpha: float = field(default=0.5, metadata={"help": "KD: weight of the hard loss (1 - alpha: the soft)"})
     tau: float = field(default=3.0, metadata={"help": "KD: temperature of the softened distributions"})
@@ -75,9 +77,8 @@ def teacher_scores(
         scores = TeacherScores.load(spec)
         scores.check(dataset, pairs.ids)
         return scores
-    if is_embedder_teacher(spec):
-        embedder = load_embedder_teacher(spec)
-        digest = f"{spec}:{embedder.signature()['fingerprint']}"
+    if is_model_free_teacher(spec):
+        digest = teacher_digest(spec)
     else:
         teacher = load_model(spec, PairModel, option, "a model that scores pairs")
         teacher.windows = False  # the student reads each pair cut to its input: so does its teacher
@@ -87,13 +88,10 @@ def teacher_scores(
     if path.is_file():
         scores = TeacherScores.load(path)
     else:
-        model = embedder if is_embedder_teacher(spec) else teacher
-        model.configure(**{"precision": "fp32", **settings})  # bf16 would round the soft targets
-        if is_embedder_teacher(spec):  # a cosine, made a logit on the same pairs (teachers.py)
-            values = calibrated_logits(
-                cosines(embedder, pairs.questions, pairs.texts, progress), pairs.labels
-            )
+        if is_model_free_teacher(spec):  # made logits (teachers.py)
+            values = model_free_scores(spec, pairs, progress, **settings)
         else:
+            teacher.configure(**{"precision": "fp32", **settings})  # bf16 would round the soft targets
             values = teacher.score_pairs(pairs.questions, pairs.texts, progress=progress)
         scores = TeacherScores(spec, digest, dataset, list(pairs.ids), values)
         scores.save(path)

@@ -15,6 +15,12 @@ cosine's range (about 0 to 1) would make every soft target flat. So the cosines 
 log-odds by a logistic regression fitted on the same labelled pairs (two numbers: ``a·cos + b``),
 which keeps the teacher's order and gives its scores the scale a cross-encoder teacher's have: at the
 fit, the mean probability equals the share of right pairs.
+
+Two more kinds, made logits the same way: ``bm25`` (BM25 of each candidate for its question, the
+question's candidates being the corpus: the first stage's view, no model at all) and
+``reader:NAME`` (a span reader's has-answer logit of the pair at its last exit, ``reader:reader`` for
+the shipped one: whether the text holds an answer span, a reader's view rather than a ranker's; already
+a logit, kept as it is).
 """
 
 from __future__ import annotations
@@ -34,6 +40,7 @@ from torch import nn
 from sieveqa.errors import ConfigError, DataFormatError
 from sieveqa.io import atomic_open
 from sieveqa.models.embedder import EmbedderConfig, SentenceEmbedder
+from sieveqa.training.pairs import LabelledPairs
 
 FORMAT = "sieveqa-teacher-scores/1"
 
@@ -111,10 +118,66 @@ class TeacherScores:
 
 
 PREFIX = "embedder:"
+READER_PREFIX = "reader:"
+BM25 = "bm25"
 
 
 def is_embedder_teacher(spec: str) -> bool:
     return spec.startswith(PREFIX)
+
+
+def is_model_free_teacher(spec: str) -> bool:
+    """A teacher whose scores come from elsewhere than a pair model's logit (``teacher_scores``)."""
+    return spec == BM25 or spec.startswith((PREFIX, READER_PREFIX))
+
+
+def teacher_digest(spec: str) -> str:
+    """What identifies the scores of a teacher that is not a pair model (its cache key)."""
+    if spec == BM25:
+        return "bm25:lucene"
+    if spec.startswith(READER_PREFIX):
+        from sieveqa.models.reader import ReaderModel
+        from sieveqa.models.zoo import load_model
+
+        name = spec.removeprefix(READER_PREFIX)
+        if not name:
+            raise ConfigError(f"{spec!r}: name the reader, e.g. reader:reader")
+        return f"{spec}:{weights_digest(load_model(name, ReaderModel, '--teachers', 'a span reader'))}"
+    return f"{spec}:{load_embedder_teacher(spec).signature()['fingerprint']}"
+
+
+def model_free_scores(spec: str, pairs: LabelledPairs, progress: bool, **settings: Any) -> list[float]:
+    """The logits of an ``embedder:``, ``bm25`` or ``reader:`` teacher for ``pairs`` (module docstring)."""
+    if spec == BM25:
+        return calibrated_logits(bm25_by_question(pairs), pairs.labels)
+    if spec.startswith(READER_PREFIX):
+        return has_answer_logits(spec.removeprefix(READER_PREFIX), pairs, progress, **settings)
+    embedder = load_embedder_teacher(spec).configure(**{"precision": "fp32", **settings})
+    return calibrated_logits(cosines(embedder, pairs.questions, pairs.texts, progress), pairs.labels)
+
+
+def bm25_by_question(pairs: LabelledPairs) -> np.ndarray:
+    """BM25 of each pair's text for its question, over the texts of the pairs of that question."""
+    from sieveqa.models.fusion import lexical_scores
+
+    groups: dict[str, list[int]] = {}
+    for i, question in enumerate(pairs.questions):
+        groups.setdefault(question, []).append(i)
+    out = np.zeros(len(pairs), dtype=np.float64)
+    for rows in groups.values():
+        out[rows] = lexical_scores(pairs.questions[rows[0]], [pairs.texts[i] for i in rows])
+    return out
+
+
+def has_answer_logits(name: str, pairs: LabelledPairs, progress: bool, **settings: Any) -> list[float]:
+    """The reader ``name``'s has-answer logit of each pair, at its last exit (uncalibrated)."""
+    from sieveqa.models.reader import ReaderModel
+    from sieveqa.models.zoo import load_model
+
+    reader = load_model(name, ReaderModel, "--teachers", "a span reader")
+    reader.configure(**{"precision": "fp32", **settings})
+    read, _ = reader.read(pairs.questions, [[t] for t in pairs.texts], progress, calibrated=False)
+    return [float(guesses[0][-1].has_logit) for guesses in read]
 
 
 def load_embedder_teacher(spec: str) -> SentenceEmbedder:

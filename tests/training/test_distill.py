@@ -125,3 +125,33 @@ def test_the_calibration_keeps_a_cosines_order_and_no_reversed_one() -> None:
     assert np.ptp(reversed_) < 1e-2  # a cosine that ranks right pairs last teaches nothing
     with pytest.raises(ConfigError, match="right and wrong pairs"):
         calibrated_logits(values, [1] * 8)
+
+
+def test_bm25_and_a_readers_has_answer_teach_as_logits(data, tmp_path: Path) -> None:
+    """bm25: each candidate's BM25 for its question (over that question's candidates), made log-odds
+    in BM25's order; reader:NAME: a span reader's has-answer logit of the pair, as the reader gives it."""
+    import numpy as np
+
+    from sieveqa.models.fusion import lexical_scores
+    from sieveqa.models.reader import ReaderConfig, ReaderModel
+    from sieveqa.models.zoo import load_model
+
+    saved_reader = ReaderModel(ReaderConfig(backbone="tiny", max_length=48)).save_pretrained(tmp_path / "r")
+    dataset = data[0]
+    pairs = make_pairs(_toy_examples())
+    bm25 = teacher_scores("bm25", dataset, pairs, progress=False)
+    first = [i for i, q in enumerate(pairs.questions) if q == pairs.questions[0]]
+    raw = lexical_scores(pairs.questions[0], [pairs.texts[i] for i in first])
+    logits = np.array(bm25.scores)[first]
+    assert np.all(np.diff(logits[np.argsort(raw, kind="stable")]) >= -1e-9)  # BM25's order, kept
+    assert float(np.mean(1 / (1 + np.exp(-np.array(bm25.scores))))) == pytest.approx(
+        np.mean(pairs.labels), abs=1e-3
+    )
+    spec = f"reader:{saved_reader}"
+    has = teacher_scores(spec, dataset, pairs, progress=False)
+    reader = load_model(str(saved_reader), ReaderModel).configure(precision="fp32")
+    read, _ = reader.read(pairs.questions[:2], [[t] for t in pairs.texts[:2]], calibrated=False)
+    assert has.scores[:2] == pytest.approx([g[0][-1].has_logit for g in read], abs=1e-5)
+    assert teacher_scores(spec, dataset, pairs, progress=False) == has  # from the cache
+    with pytest.raises(ConfigError, match="name the reader"):
+        teacher_scores("reader:", dataset, pairs, progress=False)
