@@ -278,6 +278,8 @@ def teacher_scores_command(
     max_pairs: Annotated[int | None, typer.Option(help="as the student's --max-pairs")] = None,
     seed: Annotated[int | None, typer.Option(help="as the student's --seed (default: train's)")] = None,
     name: Annotated[str | None, typer.Option(help="the teacher's name recorded in the file")] = None,
+    pool: Annotated[str, typer.Option(help="as the student's --pool (unlabelled pairs)")] = "",
+    pool_pairs: Annotated[int | None, typer.Option(help="as the student's --pool-pairs")] = None,
     device: DeviceOpt = "auto",
     batch_size: Annotated[int, typer.Option(help="pairs per forward pass")] = 128,
 ) -> None:
@@ -289,7 +291,7 @@ def teacher_scores_command(
     """
     from sieveqa.io import check_output_file
     from sieveqa.training.config import TrainConfig
-    from sieveqa.training.distill import teacher_scores
+    from sieveqa.training.distill import DistillOptions, pooled, teacher_scores
     from sieveqa.training.pairs import PointwiseRecipe
 
     check_device(device, "fp32")
@@ -298,11 +300,11 @@ def teacher_scores_command(
     check_output_file(out, "--out")
     seed = TrainConfig().seed if seed is None else seed
     config = TrainConfig(max_negatives=max_negatives, max_pairs=max_pairs, seed=seed)
+    options = DistillOptions(teachers=[teacher], pool=pool, pool_pairs=pool_pairs)
     recipe = PointwiseRecipe()
     pairs = recipe.sample(recipe.load(train_sets), config, train_sets)
-    scores = teacher_scores(
-        teacher, train_sets, pairs, option="--teacher", device=device, batch_size=batch_size
-    )
+    pairs, source = pooled(pairs, train_sets, config, options, recipe.load)
+    scores = teacher_scores(teacher, source, pairs, option="--teacher", device=device, batch_size=batch_size)
     scores.teacher = name or scores.teacher
     scores.save(out)
     typer.echo(f"{len(scores.scores)} pairs scored by {scores.teacher}: {out}")

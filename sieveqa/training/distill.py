@@ -6,12 +6,19 @@ scores on the training pairs are computed once and cached under ``cache_root()/t
 a file written by ``TeacherScores.save`` (scores brought from another machine). Either way the
 scores are checked against the pairs being trained on before any step runs. The loss is the
 paper's eq. 1 per head, summed (eq. 4).
+
+``--pool NAMES`` adds pairs whose labels are not read (datasets, or ``pairs:FILE``: your own traffic
+as ``{"query", "text"}`` lines): up to ``--max-negatives + 1`` candidates of each question, at most
+``--pool-pairs`` in all (default: as many as the labelled pairs). Their label is unknown (NaN), so they
+teach through the teachers' soft targets only (the hard term of eq. 1 is left out for them), and a
+teacher whose scores are made logits (``bm25``, ``embedder:``) is calibrated on the labelled pairs.
 """
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -20,7 +27,7 @@ import torch
 from torch import Tensor
 
 from sieveqa.data.records import RankingExample
-from sieveqa.errors import ConfigError
+from sieveqa.errors import ConfigError, DataFormatError
 from sieveqa.models.encoder_model import EncoderModel
 from sieveqa.models.multihead import MultiHeadStudent
 from sieveqa.models.pair_model import PairModel
@@ -29,7 +36,7 @@ from sieveqa.paths import cache_root
 from sieveqa.training.batches import Objective, PairTensors, TrainData
 from sieveqa.training.config import TrainConfig
 from sieveqa.training.objectives import Distillation
-from sieveqa.training.pairs import LabelledPairs, PointwiseRecipe
+from sieveqa.training.pairs import LabelledPairs, PointwiseRecipe, every_pair
 from sieveqa.training.teachers import (
     TeacherScores,
     is_model_free_teacher,
@@ -52,10 +59,22 @@ class DistillOptions:
     )
     alpha: float = field(default=0.5, metadata={"help": "KD: weight of the hard loss (1 - alpha: the soft)"})
     tau: float = field(default=3.0, metadata={"help": "KD: temperature of the softened distributions"})
+    pool: str = field(
+        default="",
+        metadata={
+            "help": "unlabelled pairs the heads also learn from, by the teachers' soft targets only: "
+            "datasets (their labels unread) or pairs:FILE of {query, text} lines"
+        },
+    )
+    pool_pairs: int | None = field(
+        default=None, metadata={"help": "--pool: at most this many pairs (default: as many as labelled)"}
+    )
 
     def __post_init__(self) -> None:
         if not 0 <= self.alpha <= 1 or not self.tau > 0:
             raise ConfigError(f"--alpha must be in [0, 1] and --tau above 0, got {self.alpha}, {self.tau}")
+        if self.pool_pairs is not None and self.pool_pairs < 1:
+            raise ConfigError(f"--pool-pairs must be >= 1, got {self.pool_pairs}")
 
 
 def _is_scores_file(spec: str) -> bool:
@@ -99,6 +118,36 @@ def teacher_scores(
     return scores
 
 
+def pooled(
+    pairs: LabelledPairs,
+    source: str,
+    config: TrainConfig,
+    options: DistillOptions,
+    load: Callable[[str], Sequence[RankingExample]],
+) -> tuple[LabelledPairs, str]:
+    """``pairs`` with ``options.pool``'s (``with_pool``) and the name their scores are kept under."""
+    if not options.pool:
+        return pairs, source
+    return with_pool(pairs, load(options.pool), config, options), f"{source}+pool:{options.pool}"
+
+
+def with_pool(
+    pairs: LabelledPairs, pool: Sequence[RankingExample], config: TrainConfig, options: DistillOptions
+) -> LabelledPairs:
+    """``pairs`` followed by the pool's (labels unknown: NaN; ids ``pool:QID/CID``), sampled as the
+    module docstring says."""
+    per_question = (config.max_negatives or 20) + 1
+    extra = every_pair(pool, options.pool_pairs or len(pairs), seed=config.seed, per_question=per_question)
+    if not len(extra):
+        raise DataFormatError(f"--pool {options.pool}: no candidates to learn from")
+    return LabelledPairs(
+        pairs.questions + extra.questions,
+        pairs.texts + extra.texts,
+        pairs.labels + [math.nan] * len(extra),
+        pairs.ids + [f"pool:{i}" for i in extra.ids],
+    )
+
+
 @dataclass
 class DistillTensors(PairTensors):
     """Pairs with their labels and one teacher logit per head."""
@@ -127,6 +176,7 @@ class DistillRecipe(PointwiseRecipe):
 
     def sample(self, examples: Sequence[RankingExample], config: TrainConfig, source: str) -> LabelledPairs:
         pairs = super().sample(examples, config, source)
+        pairs, source = pooled(pairs, source, config, self.options, self.load)
         self.scores = [teacher_scores(t, source, pairs, config.progress) for t in self.options.teachers]
         return pairs
 

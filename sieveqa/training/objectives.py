@@ -66,12 +66,14 @@ class ExitDistillation:
 
 
 def kd_loss(student: Tensor, teacher: Tensor, labels: Tensor, alpha: float, tau: float) -> Tensor:
-    """Eq. 1 of the MHS paper, per pair: α·CE(student, label) + (1−α)·τ²·KL(teacher ‖ student).
+    """Eq. 1 of the MHS paper, per pair: α·CE(student, label) + (1−α)·τ²·KL(teacher ‖ student); a
+    NaN label (unknown) drops the first term.
 
     A pair's logit ``z`` is the two-class distribution softmax([0, z]), so softened by ``tau`` it is
     Bernoulli(σ(z/τ)); the KL of two Bernoullis is the cross-entropy minus the teacher's entropy.
     """
-    hard = F.binary_cross_entropy_with_logits(student, labels, reduction="none")
+    known = ~torch.isnan(labels)  # a pool pair's label is unknown: it learns from the teacher only
+    hard = F.binary_cross_entropy_with_logits(student, labels.nan_to_num(0.0), reduction="none") * known
     target = torch.sigmoid(teacher / tau)
     cross = F.binary_cross_entropy_with_logits(student / tau, target, reduction="none")
     entropy = F.binary_cross_entropy_with_logits(teacher / tau, target, reduction="none")

@@ -205,12 +205,13 @@ def calibrated_logits(values: np.ndarray, labels: Sequence[float], steps: int = 
     (maximum likelihood, LBFGS; a tiny ridge on ``a`` keeps a separable set finite). ``a`` is kept
     from going negative: the teacher's order is its knowledge, and a cosine that ranks right pairs
     lower than wrong ones teaches nothing (its logits are then all ``b``)."""
-    if not 0 < sum(labels) < len(labels):
-        raise ConfigError(
-            "a bi-encoder teacher is calibrated on right and wrong pairs: these have one kind only"
-        )
     x = torch.tensor(values, dtype=torch.float64)
     y = torch.tensor(list(labels), dtype=torch.float64).clamp(0, 1)
+    known = ~torch.isnan(y)  # pool pairs (unknown labels) take the fit made on the labelled ones
+    if not 0 < float(y[known].sum()) < int(known.sum()):
+        raise ConfigError(
+            "a cosine or BM25 teacher is calibrated on right and wrong pairs: these have one kind only"
+        )
     mean, spread = x.mean(), x.std().clamp_min(1e-12)
     z = (x - mean) / spread
     params = torch.zeros(2, dtype=torch.float64, requires_grad=True)
@@ -222,7 +223,8 @@ def calibrated_logits(values: np.ndarray, labels: Sequence[float], steps: int = 
     def loss() -> torch.Tensor:
         optimizer.zero_grad()
         slope = torch.nn.functional.softplus(params[0])
-        value = torch.nn.functional.binary_cross_entropy_with_logits(logits(), y) + 1e-6 * slope**2
+        fitted = torch.nn.functional.binary_cross_entropy_with_logits(logits()[known], y[known])
+        value = fitted + 1e-6 * slope**2
         value.backward()
         return value
 

@@ -290,3 +290,28 @@ def test_retrofit_takes_pairs_from_a_path_with_a_comma_and_refuses_pairs_beside_
     assert result.exit_code == 0, result.output
     line = one_error_line(sieveqa(*base, "--train", "squad-as2:train", "--out", tmp_path / "s"))
     assert line == "error: give --pairs or --train, not both (--pairs trains on your pairs alone)"
+
+
+def test_a_pool_of_your_own_pairs_is_scored_and_taught(
+    sieveqa, example_jsonl: Path, tmp_path: Path, monkeypatch
+) -> None:
+    """teacher-scores --pool scores the pool's pairs after the labelled ones, as train --pool samples
+    them; the student takes the file; a bad --pool-pairs is one line."""
+    from sieveqa.training.teachers import TeacherScores
+
+    monkeypatch.setenv("SIEVEQA_CACHE", str(tmp_path / "cache"))
+    pool = tmp_path / "traffic.jsonl"
+    pool.write_text('{"query": "How tall is it?", "text": "It is 300 m tall."}\n'
+                    '{"query": "How tall is it?", "text": "Paris is in France."}\n')  # fmt: skip
+    data, out = f"jsonl:{example_jsonl}", tmp_path / "t.json.gz"
+    both = ["--train", data, "--max-negatives", 2, "--seed", 5, "--pool", f"pairs:{pool}"]
+    result = sieveqa("teacher-scores", "--teacher", "bm25", *both, "-o", out)
+    assert result.exit_code == 0, result.output
+    scores = TeacherScores.load(out)
+    assert scores.pair_ids[-2:] == ["pool:pairs-0/0", "pool:pairs-0/1"]
+    train = ["train", "--arch", "mhs", "--heads", 1, "--init", "tiny", "--max-length", 64, "--no-progress"]
+    train += [*both, "--dev", "", "--batch-size", 8, "--epochs", 1]
+    result = sieveqa(*train, "--teachers", out, "-o", tmp_path / "kd")
+    assert result.exit_code == 0, result.output
+    line = one_error_line(sieveqa(*train, "--teachers", out, "--pool-pairs", 0, "-o", tmp_path / "kd2"))
+    assert line == "error: --pool-pairs must be >= 1, got 0"

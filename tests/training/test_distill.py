@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -155,3 +156,46 @@ def test_bm25_and_a_readers_has_answer_teach_as_logits(data, tmp_path: Path) -> 
     assert teacher_scores(spec, dataset, pairs, progress=False) == has  # from the cache
     with pytest.raises(ConfigError, match="name the reader"):
         teacher_scores("reader:", dataset, pairs, progress=False)
+
+
+def test_an_unknown_label_teaches_by_the_teacher_alone() -> None:
+    from sieveqa.training.objectives import kd_loss
+
+    student, teacher = torch.tensor([[0.5], [0.5]]), torch.tensor([[2.0], [2.0]])
+    both = kd_loss(student, teacher, torch.tensor([[1.0], [float("nan")]]), alpha=0.5, tau=2.0)
+    soft = kd_loss(student, teacher, torch.tensor([[1.0], [1.0]]), alpha=0.0, tau=2.0)
+    assert torch.isfinite(both).all() and both[1] == pytest.approx(0.5 * soft[1].item())
+    assert both[0] > both[1]  # the labelled pair has its hard term too
+
+
+def test_a_pool_of_unlabelled_pairs_is_scored_by_the_teachers_and_learned_softly(
+    data, tmp_path: Path
+) -> None:
+    """--pool adds pairs whose labels are never read (pairs:FILE): the teachers score them (a made-logit
+    teacher calibrated on the labelled pairs only), and the student trains on both."""
+    import json
+
+    from sieveqa.training.distill import DistillOptions, DistillRecipe
+
+    dataset = data[0]
+    pool = tmp_path / "traffic.jsonl"
+    rows = [{"query": ex.question.text, "text": c.text} for ex in _toy_examples(6) for c in ex.candidates]
+    pool.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    recipe = DistillRecipe(DistillOptions(teachers=["bm25"], pool=f"pairs:{pool}", pool_pairs=10))
+    labelled = make_pairs(_toy_examples())
+    pairs = recipe.sample(_toy_examples(), CONFIG, dataset)
+    pooled = [i for i, pid in enumerate(pairs.ids) if pid.startswith("pool:")]
+    assert len(pooled) == 10 and len(pairs) == len(labelled) + 10
+    assert all(pairs.labels[i] != pairs.labels[i] for i in pooled)  # NaN: unknown
+    assert pairs.labels[: len(labelled)] == labelled.labels
+    assert len(recipe.scores[0].scores) == len(pairs) and recipe.scores[0].dataset.endswith(
+        f"+pool:pairs:{pool}"
+    )
+    train_model(
+        "mhs", dataset, tmp_path / "out", init="tiny", dev=None, config=replace(CONFIG, epochs=1),
+        settings={"heads": 1, "max_length": 64},
+        options={"teachers": ["bm25"], "pool": f"pairs:{pool}", "pool_pairs": 10},
+    )  # fmt: skip
+    assert (tmp_path / "out" / "best").is_dir()
+    with pytest.raises(ConfigError, match="--pool-pairs must be >= 1"):
+        DistillOptions(teachers=["bm25"], pool="x", pool_pairs=0)
