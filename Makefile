@@ -7,7 +7,7 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export NO_MKDOCS_2_WARNING := 1
 
-.PHONY: race-env install demo test test-all test-slow test-shutdown test-docs test-wheel docs wheel test-fast lint default-model default-v1-model cascade-models retrofit-model mono-models default-cascade peasi-cascade foreign-retrofit has-models has-sensitivity peasi-models peasi-v2-models peasi-v2-ship peasi-v3-models judge-mpnet judge-mpnet-top judge-mpnet-made judge-mpnet-contrast judge-reader easi-null peasi-ship peasi-wikiqa reader-models reader-v2-model reader-v3-model reader-v4-model reader-v3-answerability reader-ship reader-v3-ship reader-v3-report reader-v3-sched-answer confidence-ship own-files-index own-files-bench faq-rerankers mpnet-passage-ranker large-model mhs-teachers mhs-teacher-scores mhs-kd-search mhs-students mhs-tables default-kd has-store-model has-store-v2-model store-bench fusion-bench
+.PHONY: race-env install demo test test-all test-slow test-shutdown test-docs test-wheel docs wheel test-fast lint default-model default-v1-model cascade-models retrofit-model mono-models default-cascade peasi-cascade foreign-retrofit has-models has-sensitivity peasi-models peasi-v2-models peasi-v2-ship peasi-v3-models judge-mpnet judge-mpnet-top judge-mpnet-made judge-mpnet-contrast judge-reader easi-null peasi-ship peasi-wikiqa reader-models reader-v2-model reader-v3-model reader-v4-model reader-v3-answerability reader-ship reader-v3-ship reader-v3-report reader-v3-sched-answer confidence-ship own-files-index own-files-bench faq-rerankers mpnet-passage-ranker large-model mhs-teachers mhs-teacher-scores mhs-kd-search mhs-students mhs-tables mhs2-teacher-scores mhs2-students default-kd has-store-model has-store-v2-model store-bench fusion-bench
 
 $(VENV)/.installed: pyproject.toml packages/sieveqa-models/pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -657,6 +657,30 @@ mhs-tables: install
 	$(BIN)/python bench/mhs_tables.py $(MHS_TESTS) --out bench/results/mhs/table4.json \
 		--row "B5 2H1=$(MHS)/b5-2h1/best" --row "B5 3H1=$(MHS)/b5-3h1/best" \
 		--row "B4 3H2=$(MHS)/b4-3h2/best" --row "B3 3H3=$(MHS)/b3-3h3/best"
+
+# Issue 65's students. Teachers of different kinds score the students' pairs once: the large ranker,
+# the default, all-mpnet-base-v2's cosine, BM25 and the reader's has-answer; over the KD pairs and a
+# pool whose labels are not read (TrecQA train-all: automatic, noisy judgements). Students from the
+# default at <= 1.15x its layer-units (6 layers: B4 2H1 and B3 3H1 cost 6, one head per teacher cost 6)
+# against the best single-teacher student, chosen on dev.
+MHS2 ?= runs/mhs2
+SCORES2 := bench/results/mhs/teachers-v2
+POOL := --pool trecqa:train-all --pool-pairs 20000
+KD_TEACHERS2 := large=$(LARGE)/adapt/best default=default bi=embedder:mpnet-12 bm25=bm25 reader=reader:reader
+mhs2-teacher-scores: install
+	mkdir -p $(SCORES2)
+	for t in $(KD_TEACHERS2); do $(SIEVEQA) teacher-scores --teacher $${t#*=} $(KD_PAIRS) $(POOL) \
+		--name $${t%%=*} -o $(SCORES2)/$${t%%=*}.json.gz || exit 1; done
+
+STUDENT2 := --arch mhs --init default $(KD_SET) $(POOL) --lr 2e-5 --epochs 1 --eval-every 200 \
+	--checkpoint-every 100 --alpha $(ALPHA) --tau $(TAU)
+mhs2-students: install
+	for t in large default bi; do $(SIEVEQA) train $(STUDENT2) --heads 1 \
+		--teachers $(SCORES2)/$$t.json.gz --out $(MHS2)/kd-$$t || exit 1; done
+	$(SIEVEQA) train $(STUDENT2) --body-depth 4 --heads 2 --head-depth 1 --out $(MHS2)/b4-2h1 \
+		--teachers $(SCORES2)/large.json.gz,$(SCORES2)/bi.json.gz
+	$(SIEVEQA) train $(STUDENT2) --body-depth 3 --heads 3 --head-depth 1 --out $(MHS2)/b3-3h1 \
+		--teachers $(SCORES2)/large.json.gz,$(SCORES2)/bi.json.gz,$(SCORES2)/default.json.gz
 
 # BM25 fusion for the answer methods (docs/RESULTS.md, "Never worse than BM25"): the whole grid on dev
 # chooses each method's default (sieveqa/runtime/answer/answerer.py DEFAULT_FUSION); test reports those.
