@@ -102,6 +102,7 @@ def stage(name: str, cost: Cost | None = None) -> Iterator[None]:
     if profile is None:
         yield
         return
+    depth = len(profile._open)
     profile._open.append(name)
     path = tuple(profile._open)
     flops = cost.flops if cost is not None else 0
@@ -111,7 +112,9 @@ def stage(name: str, cost: Cost | None = None) -> Iterator[None]:
     finally:
         spent = cost.flops - flops if cost is not None else 0
         profile.add(path, time.perf_counter() - started, spent)
-        profile._open.pop()
+        # Back to the depth it opened at: a stage left open inside (a generator abandoned while
+        # suspended in one) is closed with it, not mistaken for the next stage up.
+        del profile._open[depth:]
 
 
 def timed(name: str) -> Callable[[Callable[P, R]], Callable[P, R]]:

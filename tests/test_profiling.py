@@ -47,3 +47,19 @@ def test_calls_are_averaged_and_nothing_is_kept_without_a_profile() -> None:
     with stage("retrieval"):  # no profile active: nothing is recorded anywhere
         pass
     assert spent.calls == 2 and list(spent.seconds) == [("retrieval",)]
+
+
+def test_a_generator_abandoned_inside_a_stage_leaves_the_next_stages_right() -> None:
+    def batches():
+        for i in range(3):
+            with stage("model"):
+                yield i
+
+    with profiled() as spent:
+        with stage("passage rerank"):
+            left = batches()
+            next(left)  # suspended inside its "model" stage, and kept so
+        with stage("judge"):
+            pass
+        left.close()
+    assert [r["stage"] for r in spent.stages()] == ["passage rerank", "judge", "unstaged"]
