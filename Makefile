@@ -7,7 +7,7 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export NO_MKDOCS_2_WARNING := 1
 
-.PHONY: race-env install demo test test-all test-slow test-shutdown test-docs test-wheel docs wheel test-fast lint default-model default-v1-model cascade-models retrofit-model mono-models default-cascade peasi-cascade foreign-retrofit has-models has-sensitivity peasi-models peasi-v2-models peasi-v2-ship peasi-v3-models judge-mpnet judge-mpnet-top judge-mpnet-made judge-mpnet-contrast judge-reader easi-null peasi-ship peasi-wikiqa reader-models reader-v2-model reader-v3-model reader-v4-model reader-v3-answerability reader-ship reader-v3-ship reader-v3-report reader-v3-sched-answer confidence-ship own-files-index own-files-bench faq-rerankers mpnet-passage-ranker large-model mhs-teachers mhs-teacher-scores mhs-kd-search mhs-students mhs-tables mhs2-teacher-scores mhs2-students default-kd has-store-model has-store-v2-model store-bench fusion-bench
+.PHONY: race-env install demo test test-all test-slow test-shutdown test-docs test-wheel docs wheel test-fast lint default-model default-v1-model cascade-models retrofit-model mono-models default-cascade peasi-cascade foreign-retrofit has-models has-sensitivity peasi-models peasi-v2-models peasi-v2-ship peasi-v3-models judge-mpnet judge-mpnet-top judge-mpnet-made judge-mpnet-contrast judge-minilm-kd judge-reader easi-null peasi-ship peasi-wikiqa reader-models reader-v2-model reader-v3-model reader-v4-model reader-v3-answerability reader-ship reader-v3-ship reader-v3-report reader-v3-sched-answer confidence-ship own-files-index own-files-bench faq-rerankers mpnet-passage-ranker large-model mhs-teachers mhs-teacher-scores mhs-kd-search mhs-students mhs-tables mhs2-teacher-scores mhs2-students default-kd has-store-model has-store-v2-model store-bench fusion-bench
 
 $(VENV)/.installed: pyproject.toml packages/sieveqa-models/pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -316,6 +316,20 @@ define read-judge
 	$(BIN)/python bench/peasi_choice.py sweep --caches runs/$(1)/cache-dev.cache.json \
 		--out bench/results/abstention/$(1)-sweep.json
 endef
+
+# A judge at MiniLM's cost (issue 66): the shipped MPNet judge's logits taught to MiniLM-L6 started from
+# PEASI's passage reranker (which already reads passages), over the human unanswerable questions (with
+# their labels) and made ones as a pool whose labels are not read (the MPNet judge's view of them
+# teaches); one head, saved as a plain cross-encoder; then read as every judge is (read-judge).
+JUDGE_KD ?= runs/judge-minilm-kd
+JUDGE_POOL := --pool "squad-unanswerable:contrast[:10000]" --pool-pairs 10000
+judge-minilm-kd: install
+	$(SIEVEQA) teacher-scores --teacher peasi-judge --train squad2-passages:own $(JUDGE_POOL) --precision bf16 \
+		--name peasi-judge -o $(JUDGE_KD)/teacher.json.gz
+	$(SIEVEQA) train --arch mhs --heads 1 --init peasi-pr --train squad2-passages:own $(JUDGE_POOL) --dev "" \
+		--teachers $(JUDGE_KD)/teacher.json.gz --alpha 0.1 --tau 1 --max-length 256 --epochs 2 --lr 3e-5 \
+		--batch-size 16 --seed 66 --checkpoint-every 100 --out $(JUDGE_KD)
+	$(call read-judge,judge-minilm-kd)
 
 # The shipped judge continued one epoch on the human questions with 8,000 made ones beside their
 # sources (issue 41; 1,136 steps, 60 min here): top-passage AUROC 0.686 against 0.675, but the full

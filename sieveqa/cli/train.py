@@ -281,20 +281,27 @@ def teacher_scores_command(
     pool: Annotated[str, typer.Option(help="as the student's --pool (unlabelled pairs)")] = "",
     pool_pairs: Annotated[int | None, typer.Option(help="as the student's --pool-pairs")] = None,
     device: DeviceOpt = "auto",
+    precision: Annotated[
+        str,
+        typer.Option(
+            help="fp32 (exact soft targets), or bf16 where the CPU has it natively: ~3x faster, the "
+            "logits rounded to about 3 significant digits"
+        ),
+    ] = "fp32",
     batch_size: Annotated[int, typer.Option(help="pairs per forward pass")] = 128,
 ) -> None:
     """Score a student's training pairs with a teacher once, into a file `train --teachers` reads.
 
     Give the sampling options the student will be trained with: the file is refused unless its pairs
     are the student's, in order. Scores computed on another machine (a GPU) travel as such a file.
-    They are computed in fp32 (bf16 or fp16 would round the soft targets).
+    They are computed in fp32 unless --precision says otherwise (bf16 rounds the soft targets).
     """
     from sieveqa.io import check_output_file
     from sieveqa.training.config import TrainConfig
     from sieveqa.training.distill import DistillOptions, pooled, teacher_scores
     from sieveqa.training.pairs import PointwiseRecipe
 
-    check_device(device, "fp32")
+    check_device(device, precision)
     if not out.name.endswith(".json.gz"):
         raise ConfigError(f"--out {out}: a teacher-scores file ends in .json.gz")
     check_output_file(out, "--out")
@@ -304,7 +311,9 @@ def teacher_scores_command(
     recipe = PointwiseRecipe()
     pairs = recipe.sample(recipe.load(train_sets), config, train_sets)
     pairs, source = pooled(pairs, train_sets, config, options, recipe.load)
-    scores = teacher_scores(teacher, source, pairs, option="--teacher", device=device, batch_size=batch_size)
+    scores = teacher_scores(
+        teacher, source, pairs, option="--teacher", device=device, batch_size=batch_size, precision=precision
+    )
     scores.teacher = name or scores.teacher
     scores.save(out)
     typer.echo(f"{len(scores.scores)} pairs scored by {scores.teacher}: {out}")

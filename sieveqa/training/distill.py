@@ -102,7 +102,9 @@ def teacher_scores(
         teacher = load_model(spec, PairModel, option, "a model that scores pairs")
         teacher.windows = False  # the student reads each pair cut to its input: so does its teacher
         digest = weights_digest(teacher)
-    key = hashlib.sha256("\n".join([digest, dataset, *pairs.ids]).encode()).hexdigest()[:24]
+    precision = settings.get("precision", "fp32")  # scores of another precision are other scores
+    parts = [digest, dataset, *pairs.ids] + ([f"precision:{precision}"] if precision != "fp32" else [])
+    key = hashlib.sha256("\n".join(parts).encode()).hexdigest()[:24]
     path = cache_root() / "teacher-scores" / f"{key}.json.gz"
     if path.is_file():
         scores = TeacherScores.load(path)

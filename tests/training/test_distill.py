@@ -69,6 +69,9 @@ def test_a_teacher_model_scores_the_pairs_once(data, tmp_path: Path) -> None:
     cached = list((tmp_path / "cache" / "teacher-scores").iterdir())
     assert len(cached) == 1 and len(first.scores) == len(pairs)
     assert teacher_scores(str(folder), dataset, pairs, progress=False) == first
+    rounded = teacher_scores(str(folder), dataset, pairs, progress=False, precision="bf16")
+    assert len(list((tmp_path / "cache" / "teacher-scores").iterdir())) == 2  # kept apart from fp32's
+    assert rounded.scores == pytest.approx(first.scores, abs=0.05) and rounded.scores != first.scores
     with pytest.raises(DataFormatError, match="are for dataset"):
         TeacherScores.load(cached[0]).check("jsonl:other.jsonl", pairs.ids)
 
