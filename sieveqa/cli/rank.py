@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import functools
-import math
+from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -215,10 +215,10 @@ def _on_scale(
         ]
     if not result.own_logits:
         wanted = SIMILARITY
-    convert: Any = _sigmoid if wanted == "prob" else float
+    shown = [_probabilities(own) if wanted == "prob" else own for own in result.own_scores()]
     return wanted, [
-        [ScoredCandidate(ex.candidates[i], convert(own[i]), r + 1) for r, i in enumerate(order)]
-        for ex, own, order in zip(examples, result.own_scores(), result.orders(), strict=True)
+        [ScoredCandidate(ex.candidates[i], float(own[i]), r + 1) for r, i in enumerate(order)]
+        for ex, own, order in zip(examples, shown, result.orders(), strict=True)
     ]
 
 
@@ -230,9 +230,11 @@ def _cascade(result: RankResult) -> bool:
     return isinstance(result, CascadeResult)
 
 
-def _sigmoid(x: float) -> float:
-    """1 / (1 + e^-x), without overflow for any logit."""
-    return 1.0 / (1.0 + math.exp(-x)) if x >= 0 else math.exp(x) / (1.0 + math.exp(x))
+def _probabilities(logits: Sequence[float]) -> list[float]:
+    """The sigmoid of each logit (torch's: no overflow for any value)."""
+    import torch
+
+    return torch.tensor(logits, dtype=torch.float64).sigmoid().tolist()
 
 
 def _rank_with_store(

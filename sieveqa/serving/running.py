@@ -5,10 +5,10 @@ text-embeddings-inference sends them)."""
 from __future__ import annotations
 
 import asyncio
-import math
 from collections.abc import Coroutine
 from typing import Any, TypeVar
 
+import torch
 from fastapi import Request, Response
 
 from sieveqa.data.records import score_order
@@ -43,14 +43,6 @@ async def unless_gone(request: Request, work: Coroutine[Any, Any, T]) -> T:
             task.cancel()
 
 
-def _sigmoid(x: float) -> float:
-    """1 / (1 + e^-x) without overflow for any float (a logit of -1000 is a probability of 0)."""
-    if x >= 0:
-        return 1.0 / (1.0 + math.exp(-x))
-    z = math.exp(x)
-    return z / (1.0 + z)
-
-
 def timing_headers(response: Response, queue: float, compute: float, inferences: int, units: int) -> None:
     response.headers["x-queue-time"] = f"{queue * 1000:.1f}"
     response.headers["x-compute-time"] = f"{compute * 1000:.1f}"
@@ -66,7 +58,9 @@ async def ranked(
     what it took (set as timing headers on ``response``)."""
     fusion = _fusion(req)
     done = await unless_gone(request, service.rerank(req))
-    shown = [_sigmoid(s) for s in done.scores] if probabilities and done.logits else done.scores
+    shown = done.scores
+    if probabilities and done.logits:
+        shown = torch.tensor(shown, dtype=torch.float64).sigmoid().tolist()
     order = done.order
     if fusion.applies(req.retrieval_scores is not None):
         first = req.retrieval_scores or await asyncio.to_thread(
