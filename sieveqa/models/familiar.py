@@ -23,7 +23,7 @@ from torch import Tensor
 
 from sieveqa.data.records import Candidate, Question, RankingExample, score_order
 from sieveqa.errors import ConfigError
-from sieveqa.models.fusion import Fusion
+from sieveqa.models.fusion import Fusion, lexical_scores
 
 if TYPE_CHECKING:
     from sieveqa.models.base import RankResult
@@ -143,7 +143,8 @@ class CrossEncoderStyle:
         the ranker's own (a cascade's survivors of a later exit first), scores as ``predict``'s.
         ``batch_size`` is taken for compatibility: one query's documents are one call. With
         ``retrieval_scores`` (what the first stage gave each document) the ranking fuses them as
-        ``fusion`` says (``auto``: interpolation, their share 0.2), and the scores are the fused ones."""
+        ``fusion`` says (``auto``: interpolation, their share 0.2), and the scores are the fused ones;
+        a fusion named without them fuses BM25 over ``documents``, as ``rank`` and ``/rerank`` do."""
         if not isinstance(query, str):
             raise ConfigError(f"query must be a string, got {type(query).__name__}")
         if isinstance(documents, str):
@@ -159,18 +160,19 @@ class CrossEncoderStyle:
             raise ConfigError(f"top_k must be an integer >= 1, got {top_k!r}")
         if batch_size is not None and batch_size < 1:
             raise ConfigError(f"batch_size must be >= 1, got {batch_size}")
+        fused = Fusion.parse(fusion)  # checked, as the scores are, before any scoring
+        given = None if retrieval_scores is None else _listed(retrieval_scores, "retrieval_scores", "numbers")
+        if given is not None and len(given) != len(documents):
+            raise ConfigError(f"retrieval_scores: {len(given)} scores for {len(documents)} documents")
         if not documents:
             return []
         candidates = [Candidate(str(i), d) for i, d in enumerate(documents)]
         result = self.run([RankingExample(Question("q", query), candidates)], progress=show_progress_bar)
         scores = _activate(result.own_scores()[0], result.own_logits, activation_fn).tolist()
         order = result.orders()[0]
-        fused = Fusion.parse(fusion)
-        if retrieval_scores is not None and fused.active:
-            given = _listed(retrieval_scores, "retrieval_scores", "numbers")
-            if len(given) != len(documents):
-                raise ConfigError(f"retrieval_scores: {len(given)} scores for {len(documents)} documents")
-            scores = fused.combine(result.own_scores()[0], [float(g) for g in given])
+        if fused.applies(given is not None):  # an explicit fusion without scores: BM25 over the list
+            first = [float(g) for g in given] if given is not None else lexical_scores(query, documents)
+            scores = fused.combine(result.own_scores()[0], first)
             order = score_order(scores)
         out = []
         for i in order[:top_k]:

@@ -169,4 +169,20 @@ def test_rank_fuses_a_retrievers_scores_where_given() -> None:
     alone = RecordingRanker().rank("q", docs, retrieval_scores=given, fusion="none")
     assert [r["corpus_id"] for r in alone] == [1, 0, 3, 2]
     with pytest.raises(ConfigError, match="retrieval_scores: 2 scores for 4 documents"):
-        RecordingRanker().rank("q", docs, retrieval_scores=[1.0, 2.0])
+        RecordingRanker().rank("q", docs, retrieval_scores=[1.0, 2.0], fusion="none")
+    assert RecordingRanker().rank("q", docs)[0]["corpus_id"] == 1  # auto without scores: the model alone
+
+
+def test_a_fusion_named_without_scores_fuses_bm25_over_the_documents() -> None:
+    """As `rank --fusion` and /rerank's fusion do (it ranked by the model alone here before)."""
+    from sieveqa.models.fusion import Fusion, lexical_scores
+
+    docs = ["a long text of nothing", "cats purr", "dogs bark at the postman"]  # lengths: 22, 9, 24
+    ranked = RecordingRanker().rank("why do cats purr", docs, fusion="interp:0.9")
+    fused = Fusion.parse("interp:0.9").combine(
+        [float(len(d)) for d in docs], lexical_scores("why do cats purr", docs)
+    )
+    assert [r["score"] for r in ranked] == pytest.approx(sorted(fused, reverse=True))
+    assert ranked[0]["corpus_id"] == 1  # BM25's one match, at nine tenths of the weight
+    with pytest.raises(ConfigError, match="fusion"):
+        RecordingRanker().rank("q", docs, fusion="magic:2")
