@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -28,7 +27,6 @@ from sieveqa.cli._options import Setting, given_settings, merge, settings_comman
 from sieveqa.errors import ConfigError, DataFormatError, shorten
 
 if TYPE_CHECKING:
-    from sieveqa.data.records import RankingExample, ScoredCandidate
     from sieveqa.models.base import RankResult
     from sieveqa.runtime.store.ranker import SearchSettings
 
@@ -50,10 +48,8 @@ CASCADE_LINE = (
     "a cascade ranks the answers that reached a later exit first, each scored by the last exit it reached"
 )
 #: The scale of scores fused with the first stage's (``--fusion``), whatever ``--scores`` asked.
-FUSED = "fused"
 FUSED_LINE = "scores: the model's fused with the first stage's retrieval_score ({fusion}; higher is better)"
 #: The scale of a model whose scores are not logits (HAS: similarities of hashed answers to the question).
-SIMILARITY = "similarity"
 SIMILARITY_LINE = (
     "scores: similarities, the model's own scale (it gives no logits to turn into probabilities)"
 )
@@ -122,6 +118,7 @@ def rank(
     """
     from sieveqa.data.jsonl import example_dict, read_jsonl, write_jsonl
     from sieveqa.io import check_output_file
+    from sieveqa.models.base import FUSED, on_scale
     from sieveqa.runtime.answer.fusion import Fusion, carries_scores, with_fusion
     from sieveqa.runtime.policy import load_ranker
 
@@ -170,7 +167,7 @@ def rank(
         ranker = with_fusion(ranker, fused)
     # A bar only where scoring takes long enough to watch (a few seconds on this CPU).
     result = ranker.run(examples, progress=sum(len(e.candidates) for e in examples) > 500)
-    scale, ranked = _on_scale(examples, result, scores)
+    scale, ranked = on_scale(examples, result, scores)
     line = FUSED_LINE.format(fusion=getattr(result, "fusion", "")) if scale == FUSED else SCALES.get(scale)
     console.print(f"[dim]{line or SIMILARITY_LINE}[/dim]")
     if _cascade(result):
@@ -200,41 +197,12 @@ def _check_input(path: Path, store: bool) -> None:
         raise DataFormatError(f"--input {path}: no such file; {INPUT_IS}")
 
 
-def _on_scale(
-    examples: list[RankingExample], result: RankResult, wanted: str
-) -> tuple[str, list[list[ScoredCandidate]]]:
-    """The candidates of each question in the ranker's order, each with its own model's score (as
-    Python's ``rank`` gives them) on the ``wanted`` scale, and the scale they are on; fused with the
-    first stage's, the fused score (as ``rank`` and ``/rerank`` give it then)."""
-    from sieveqa.data.records import ScoredCandidate
-
-    if hasattr(result, "fusion"):  # a FusedResult: the order is the fused scores'
-        return FUSED, [
-            [ScoredCandidate(ex.candidates[i], float(fused[i]), r + 1) for r, i in enumerate(order)]
-            for ex, fused, order in zip(examples, result.scores, result.orders(), strict=True)
-        ]
-    if not result.own_logits:
-        wanted = SIMILARITY
-    shown = [_probabilities(own) if wanted == "prob" else own for own in result.own_scores()]
-    return wanted, [
-        [ScoredCandidate(ex.candidates[i], float(own[i]), r + 1) for r, i in enumerate(order)]
-        for ex, own, order in zip(examples, shown, result.orders(), strict=True)
-    ]
-
-
 def _cascade(result: RankResult) -> bool:
     """Whether ``result`` is a cascade's: its ``scores`` only sort (the exit reached plus a
     probability), its own scores are the logits of the last exit each candidate reached."""
     from sieveqa.runtime.cascade import CascadeResult
 
     return isinstance(result, CascadeResult)
-
-
-def _probabilities(logits: Sequence[float]) -> list[float]:
-    """The sigmoid of each logit (torch's: no overflow for any value)."""
-    import torch
-
-    return torch.tensor(logits, dtype=torch.float64).sigmoid().tolist()
 
 
 def _rank_with_store(

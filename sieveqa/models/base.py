@@ -119,3 +119,29 @@ def ranked(examples: Sequence[RankingExample], result: RankResult) -> list[list[
         [ScoredCandidate(ex.candidates[i], float(scores[i]), r + 1) for r, i in enumerate(order)]
         for ex, scores, order in zip(examples, result.scores, result.orders(), strict=True)
     ]
+
+
+#: The scale of a ranking's scores where it is neither the model's logit nor its probability.
+FUSED, SIMILARITY = "fused", "similarity"
+
+
+def on_scale(
+    examples: Sequence[RankingExample], result: RankResult, wanted: str = "logit"
+) -> tuple[str, list[list[ScoredCandidate]]]:
+    """The candidates of each question in ``result``'s order, each with its own model's score (as
+    Python's ``rank`` gives them) on the ``wanted`` scale (``logit`` or ``prob``), and the scale they
+    are on: ``fused`` where the first stage's scores were fused in (the fused score), ``similarity``
+    for a ranker without logits (an answer store)."""
+    if hasattr(result, "fusion"):  # a FusedResult: the order is the fused scores'
+        return FUSED, ranked(examples, result)
+    if not result.own_logits:
+        wanted = SIMILARITY
+    own = result.own_scores()
+    if wanted == "prob":
+        import torch
+
+        own = [torch.tensor(s, dtype=torch.float64).sigmoid().tolist() for s in own]
+    return wanted, [
+        [ScoredCandidate(ex.candidates[i], float(scores[i]), r + 1) for r, i in enumerate(order)]
+        for ex, scores, order in zip(examples, own, result.orders(), strict=True)
+    ]

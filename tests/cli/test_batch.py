@@ -121,3 +121,26 @@ def test_backend_auto_is_recorded_as_what_it_chose(
     identity = json.loads((out / "run.json").read_text())["identity"]
     assert identity["backend"] in ("torch", "onnx", "openvino")
     assert identity["precision"] in ("fp32", "bf16", "int8")
+
+
+def test_batch_writes_what_rank_output_writes(
+    sieveqa, tiny_cascade, example_jsonl: Path, tmp_path: Path
+) -> None:
+    """The same rows, scores and scale as `rank --output`: a cascade's shards held its sort keys (the
+    exit reached plus a probability) and no score_scale."""
+    cascade, ranked = tiny_cascade.save_pretrained(tmp_path / "cascade"), tmp_path / "ranked.jsonl"
+    result = sieveqa("rank", "-i", example_jsonl, "-m", cascade, "-o", ranked)
+    assert result.exit_code == 0, result.output
+    out = tmp_path / "out"
+    result = sieveqa("batch", "-i", example_jsonl, "-o", out, "-m", cascade, "--shard-size", 2)
+    assert result.exit_code == 0, result.output
+    rows = [
+        json.loads(line) for p in sorted(out.glob("shard-*.jsonl")) for line in p.read_text().splitlines()
+    ]
+    expected = [json.loads(line) for line in ranked.read_text().splitlines()]
+    assert [r["score_scale"] for r in rows] == ["logit"] * 3
+    for row, want in zip(rows, expected, strict=True):
+        assert [c["id"] for c in row["candidates"]] == [c["id"] for c in want["candidates"]]
+        assert [c["score"] for c in row["candidates"]] == pytest.approx(
+            [c["score"] for c in want["candidates"]]
+        )

@@ -30,7 +30,7 @@ from typing import Any
 from sieveqa.data.jsonl import decode_line, example_dict, parse_example, write_jsonl
 from sieveqa.errors import ConfigError, DataFormatError
 from sieveqa.io import atomic_write_json, exclusive, file_sha256, read_json_object
-from sieveqa.models.base import Ranker
+from sieveqa.models.base import Ranker, on_scale
 
 _PARQUET_COLUMNS = ("qid", "question", "candidates")
 
@@ -247,8 +247,9 @@ def rank_shard(ranker: Ranker, source: str | Path, kind: str, shard: Shard, out:
     """Rank one shard and write it, whole or not at all."""
     started = time.perf_counter()
     examples = read_shard(source, kind, shard)
-    ranked = ranker.rank_examples(examples)
-    write_jsonl(Path(out) / shard.name, (example_dict(e, r) for e, r in zip(examples, ranked, strict=True)))
+    scale, ranked = on_scale(examples, ranker.run(examples))  # the logits, as rank --output writes them
+    rows = ({**example_dict(e, r), "score_scale": scale} for e, r in zip(examples, ranked, strict=True))
+    write_jsonl(Path(out) / shard.name, rows)
     pairs = sum(len(e.candidates) for e in examples)
     return ShardDone(shard.index, len(examples), pairs, time.perf_counter() - started)
 
