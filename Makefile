@@ -324,7 +324,7 @@ endef
 JUDGE_KD ?= runs/judge-minilm-kd
 JUDGE_POOL := --pool "squad-unanswerable:contrast[:10000]" --pool-pairs 10000
 judge-minilm-kd: install
-	$(SIEVEQA) teacher-scores --teacher peasi-judge --train squad2-passages:own $(JUDGE_POOL) --precision bf16 \
+	$(SIEVEQA) teacher-scores --teacher peasi-judge --train squad2-passages:own $(JUDGE_POOL) --precision bf16 --seed 66 \
 		--name peasi-judge -o $(JUDGE_KD)/teacher.json.gz
 	$(SIEVEQA) train --arch mhs --heads 1 --init peasi-pr --train squad2-passages:own $(JUDGE_POOL) --dev "" \
 		--teachers $(JUDGE_KD)/teacher.json.gz --alpha 0.1 --tau 1 --max-length 256 --epochs 2 --lr 3e-5 \
@@ -689,12 +689,14 @@ mhs2-teacher-scores: install
 STUDENT2 := --arch mhs --init default $(KD_SET) $(POOL) --lr 2e-5 --epochs 1 --eval-every 200 \
 	--checkpoint-every 100 --alpha $(ALPHA) --tau $(TAU)
 mhs2-students: install
-	for t in large default bi; do $(SIEVEQA) train $(STUDENT2) --heads 1 \
+	for t in large default bi bm25 reader; do $(SIEVEQA) train $(STUDENT2) --heads 1 \
 		--teachers $(SCORES2)/$$t.json.gz --out $(MHS2)/kd-$$t || exit 1; done
 	$(SIEVEQA) train $(STUDENT2) --body-depth 4 --heads 2 --head-depth 1 --out $(MHS2)/b4-2h1 \
 		--teachers $(SCORES2)/large.json.gz,$(SCORES2)/bi.json.gz
 	$(SIEVEQA) train $(STUDENT2) --body-depth 3 --heads 3 --head-depth 1 --out $(MHS2)/b3-3h1 \
 		--teachers $(SCORES2)/large.json.gz,$(SCORES2)/bi.json.gz,$(SCORES2)/default.json.gz
+	$(SIEVEQA) train $(STUDENT2) --body-depth 3 --heads 3 --head-depth 1 --out $(MHS2)/b3-3h1-kinds \
+		--teachers $(SCORES2)/large.json.gz,$(SCORES2)/bi.json.gz,$(SCORES2)/reader.json.gz
 
 # BM25 fusion for the answer methods (docs/RESULTS.md, "Never worse than BM25"): the whole grid on dev
 # chooses each method's default (sieveqa/runtime/answer/answerer.py DEFAULT_FUSION); test reports those.

@@ -6,7 +6,9 @@ every model shares (``tokenize``: text to token ids and rows; ``collate``: rows 
 ``model``: the forward passes, with the FLOPs they ran, padding included) each open a ``stage``. A
 stage inside another counts in both; what a stage spent outside its inner ones is its own Python
 work (``other``). Without an active profile a stage costs one context-variable read, so the hooks
-stay in the code paths that production runs.
+stay in the code paths that production runs. A profile belongs to one thread of work at a time, as a
+``Cost`` belongs to one call; work a model hands to another thread (batches made ahead on CUDA) is
+counted in the stage that waits for it.
 """
 
 from __future__ import annotations

@@ -109,7 +109,8 @@ def test_use_threads_resizes_torch_in_a_running_process(monkeypatch: pytest.Monk
     from sieveqa.device import use_threads
 
     for name in ("OMP_NUM_THREADS", "RAYON_NUM_THREADS"):
-        monkeypatch.delenv(name, raising=False)  # put back as they were after the test
+        monkeypatch.setenv(name, "0")  # recorded, so put back as they were (or unset) after the test
+        monkeypatch.delenv(name)
     before = torch.get_num_threads()
     try:
         use_threads(1)

@@ -301,6 +301,8 @@ def teacher_scores_command(
     from sieveqa.training.distill import DistillOptions, pooled, teacher_scores
     from sieveqa.training.pairs import PointwiseRecipe
 
+    if precision not in ("fp32", "bf16"):
+        raise ConfigError(f"--precision: fp32 or bf16 (scores rounded no further), got {precision!r}")
     check_device(device, precision)
     if not out.name.endswith(".json.gz"):
         raise ConfigError(f"--out {out}: a teacher-scores file ends in .json.gz")

@@ -60,7 +60,7 @@ class _Question(Job):
     top: int
     settings: dict[str, Any]
     budget: Choice | None = None
-    confidences: str = "best"
+    confidences: str | None = None
 
 
 class AnswerQueue(Worker[_Question]):
@@ -77,7 +77,7 @@ class AnswerQueue(Worker[_Question]):
         top: int,
         settings: dict[str, Any] | None = None,
         budget: Choice | None = None,
-        confidences: str = "best",
+        confidences: str | None = None,
     ) -> Future[Answer]:
         """Queue a question for its ``top`` answers (``confidences``: which carry one), with the
         method's per-request ``settings`` and the setting its budget chose (``Answerer.budget_choice``,

@@ -149,10 +149,10 @@ class RerankDocuments(_Wire):
 class AnswerRequest(_Request):
     question: Text = Field(description="the question, asked of the server's corpus index")
     top: Int = Field(1, ge=1, le=20, description="answers to return")
-    confidences: Literal["best", "all"] = Field(
-        "best",
+    confidences: Literal["best", "all"] | None = Field(
+        None,
         description="which answers carry a calibrated confidence: the best (what 'answered' reads; one "
-        "judge pass a question) or all (one judge pass per distinct answer passage)",
+        "judge pass a question) or all (one judge pass per distinct answer passage); default: the server's",
     )
     passages: Int = Field(5, ge=0, le=50, description="retrieved passages to list with their scores")
     budget: Annotated[float, Field(gt=0, le=100), _NUMBER] | None = Field(

@@ -38,10 +38,12 @@ from sieveqa.training.config import TrainConfig
 from sieveqa.training.objectives import Distillation
 from sieveqa.training.pairs import LabelledPairs, PointwiseRecipe, every_pair
 from sieveqa.training.teachers import (
+    POOL_PREFIX,
     TeacherScores,
     is_model_free_teacher,
     model_free_scores,
     teacher_digest,
+    texts_digest,
     weights_digest,
 )
 
@@ -67,7 +69,11 @@ class DistillOptions:
         },
     )
     pool_pairs: int | None = field(
-        default=None, metadata={"help": "--pool: at most this many pairs (default: as many as labelled)"}
+        default=None,
+        metadata={
+            "help": "--pool: at most this many pairs, up to --max-negatives + 1 (default 21) of each "
+            "question (default: as many as the labelled pairs)"
+        },
     )
 
     def __post_init__(self) -> None:
@@ -90,11 +96,13 @@ def teacher_scores(
     **settings: Any,
 ) -> TeacherScores:
     """Teacher ``spec``'s scores of ``pairs``: read from a scores file, or computed once by the model
-    in fp32 (``settings``: other ``configure`` options, e.g. ``device``) and cached; refused unless they were
-    computed on exactly these pairs. ``option`` names the flag that gave ``spec`` in errors."""
+    (in fp32 unless ``settings`` say another ``precision``; other ``configure`` options too, e.g.
+    ``device``) and cached; refused unless they were computed on exactly these pairs and texts.
+    ``option`` names the flag that gave ``spec`` in errors."""
+    texts = texts_digest(pairs)
     if _is_scores_file(spec):
         scores = TeacherScores.load(spec)
-        scores.check(dataset, pairs.ids)
+        scores.check(dataset, pairs.ids, texts=texts)
         return scores
     if is_model_free_teacher(spec):
         digest = teacher_digest(spec)
@@ -103,7 +111,7 @@ def teacher_scores(
         teacher.windows = False  # the student reads each pair cut to its input: so does its teacher
         digest = weights_digest(teacher)
     precision = settings.get("precision", "fp32")  # scores of another precision are other scores
-    parts = [digest, dataset, *pairs.ids] + ([f"precision:{precision}"] if precision != "fp32" else [])
+    parts = [digest, dataset, *pairs.ids, texts] + ([f"precision:{precision}"] if precision != "fp32" else [])
     key = hashlib.sha256("\n".join(parts).encode()).hexdigest()[:24]
     path = cache_root() / "teacher-scores" / f"{key}.json.gz"
     if path.is_file():
@@ -114,9 +122,9 @@ def teacher_scores(
         else:
             teacher.configure(**{"precision": "fp32", **settings})  # bf16 would round the soft targets
             values = teacher.score_pairs(pairs.questions, pairs.texts, progress=progress)
-        scores = TeacherScores(spec, digest, dataset, list(pairs.ids), values)
+        scores = TeacherScores(spec, digest, dataset, list(pairs.ids), values, texts)
         scores.save(path)
-    scores.check(dataset, pairs.ids, digest)
+    scores.check(dataset, pairs.ids, digest, texts)
     return scores
 
 
@@ -146,7 +154,7 @@ def with_pool(
         pairs.questions + extra.questions,
         pairs.texts + extra.texts,
         pairs.labels + [math.nan] * len(extra),
-        pairs.ids + [f"pool:{i}" for i in extra.ids],
+        pairs.ids + [f"{POOL_PREFIX}{i}" for i in extra.ids],
     )
 
 

@@ -63,6 +63,8 @@ class TeacherScores:
     dataset: str  # the training set's name
     pair_ids: list[str]  # "qid/candidate id" of each pair, in training order
     scores: list[float]
+    #: ``texts_digest`` of the pairs (None in files written before it was kept).
+    texts: str | None = None
 
     def __post_init__(self) -> None:
         if len(self.pair_ids) != len(self.scores):
@@ -94,9 +96,16 @@ class TeacherScores:
         except TypeError as err:
             raise DataFormatError(f"{path}: {err}") from None
 
-    def check(self, dataset: str, pair_ids: Sequence[str], teacher_digest: str | None = None) -> None:
+    def check(
+        self,
+        dataset: str,
+        pair_ids: Sequence[str],
+        teacher_digest: str | None = None,
+        texts: str | None = None,
+    ) -> None:
         """Refuse these scores unless they were computed on exactly ``pair_ids`` of ``dataset`` (and,
-        given, by the teacher with ``teacher_digest``); the error names the first difference."""
+        given, by the teacher with ``teacher_digest``, on pairs whose ``texts_digest`` is ``texts``);
+        the error names the first difference."""
         where = f"teacher scores of {self.teacher}"
         if dataset != self.dataset:
             raise DataFormatError(f"{where} are for dataset {self.dataset!r}, not {dataset!r}")
@@ -115,10 +124,26 @@ class TeacherScores:
             raise DataFormatError(
                 f"{where} cover {len(self.pair_ids)} pairs; the training pairs are {len(pair_ids)}"
             )
+        if texts is not None and self.texts is not None and texts != self.texts:
+            raise DataFormatError(
+                f"{where}: the same pairs by id, but their questions or texts have changed since the "
+                "scores were computed (a file edited in place?)"
+            )
+
+
+def texts_digest(pairs: LabelledPairs) -> str:
+    """sha256 of every pair's question and text, in order: what ids alone do not pin (``pairs:FILE``
+    numbers its lines, so a file edited in place keeps its ids)."""
+    digest = hashlib.sha256()
+    for question, text in zip(pairs.questions, pairs.texts, strict=True):
+        digest.update(f"{len(question)}:{question}{len(text)}:{text}".encode())
+    return digest.hexdigest()
 
 
 PREFIX = "embedder:"
 READER_PREFIX = "reader:"
+#: What a pool pair's id starts with (``distill.with_pool``).
+POOL_PREFIX = "pool:"
 BM25 = "bm25"
 
 
@@ -157,12 +182,14 @@ def model_free_scores(spec: str, pairs: LabelledPairs, progress: bool, **setting
 
 
 def bm25_by_question(pairs: LabelledPairs) -> np.ndarray:
-    """BM25 of each pair's text for its question, over the texts of the pairs of that question."""
+    """BM25 of each pair's text for its question, over the texts of the pairs of that question (a
+    pool's pairs apart from the labelled ones: adding a pool leaves the labelled pairs' BM25 as it was)."""
     from sieveqa.models.fusion import lexical_scores
 
-    groups: dict[str, list[int]] = {}
-    for i, question in enumerate(pairs.questions):
-        groups.setdefault(question, []).append(i)
+    groups: dict[tuple[bool, str], list[int]] = {}
+    ids = pairs.ids or [""] * len(pairs)
+    for i, (question, pair_id) in enumerate(zip(pairs.questions, ids, strict=True)):
+        groups.setdefault((pair_id.startswith(POOL_PREFIX), question), []).append(i)
     out = np.zeros(len(pairs), dtype=np.float64)
     for rows in groups.values():
         out[rows] = lexical_scores(pairs.questions[rows[0]], [pairs.texts[i] for i in rows])
@@ -212,7 +239,7 @@ def calibrated_logits(values: np.ndarray, labels: Sequence[float], steps: int = 
         raise ConfigError(
             "a cosine or BM25 teacher is calibrated on right and wrong pairs: these have one kind only"
         )
-    mean, spread = x.mean(), x.std().clamp_min(1e-12)
+    mean, spread = x[known].mean(), x[known].std().clamp_min(1e-12)  # as without a pool
     z = (x - mean) / spread
     params = torch.zeros(2, dtype=torch.float64, requires_grad=True)
     optimizer = torch.optim.LBFGS([params], max_iter=steps, line_search_fn="strong_wolfe")

@@ -240,6 +240,8 @@ def test_teacher_scores_names_its_own_options(
     base = ["teacher-scores", "--train", f"jsonl:{example_jsonl}", "--out", tmp_path / "t.json.gz"]
     line = one_error_line(sieveqa(*base, "--teacher", saved_tiny, "--max-pairs", "0"))
     assert line.startswith("error: invalid --max-pairs 0") and "TrainConfig" not in line
+    line = one_error_line(sieveqa(*base, "--teacher", saved_tiny, "--precision", "auto"))
+    assert line == "error: --precision: fp32 or bf16 (scores rounded no further), got 'auto'"
     line = one_error_line(sieveqa(*base, "--teacher", tmp_path / "nothing"))
     assert "nothing' is neither a shipped model" in line and "--teachers" not in line
 

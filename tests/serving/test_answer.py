@@ -275,6 +275,10 @@ def test_the_judge_reads_one_passage_unless_every_confidence_is_asked(keyword_an
         assert every["cost"]["inferences"] == body["cost"]["inferences"] + 2
         bad = c.post("/answer", json={**asked, "confidences": "some"})
         assert bad.status_code == 422 and "confidences" in bad.text
+    keyword_answerer.confidences = "all"  # the server's own default, when a request says nothing
+    with TestClient(create_app(Service(KeywordRanker(), keyword_answerer))) as c:
+        body = c.post("/answer", json=asked).json()
+        assert all(a["confidence"] is not None for a in body["answers"])
 
 
 def test_min_confidence_is_refused_where_nothing_is_calibrated(answering: TestClient) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 from pathlib import Path
 
@@ -194,6 +195,18 @@ def test_a_pool_of_unlabelled_pairs_is_scored_by_the_teachers_and_learned_softly
     assert len(recipe.scores[0].scores) == len(pairs) and recipe.scores[0].dataset.endswith(
         f"+pool:pairs:{pool}"
     )
+    scores = recipe.scores[0]
+    assert all(math.isfinite(x) for x in scores.scores)
+    alone = teacher_scores("bm25", dataset, labelled, progress=False).scores  # as if there were no pool
+    assert scores.scores[: len(labelled)] == pytest.approx(alone, abs=1e-6)
+    # Edited in place (the same lines, other texts): other scores, never the cached ones.
+    pool.write_text(pool.read_text().replace("a", "e"))
+    edited = DistillRecipe(DistillOptions(teachers=["bm25"], pool=f"pairs:{pool}", pool_pairs=10))
+    edited.sample(_toy_examples(), CONFIG, dataset)
+    changed = edited.scores[0]
+    assert changed.pair_ids == scores.pair_ids and changed.texts != scores.texts
+    with pytest.raises(DataFormatError, match="questions or texts have changed"):
+        scores.check(changed.dataset, changed.pair_ids, texts=changed.texts)
     train_model(
         "mhs", dataset, tmp_path / "out", init="tiny", dev=None, config=replace(CONFIG, epochs=1),
         settings={"heads": 1, "max_length": 64},

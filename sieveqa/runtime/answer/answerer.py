@@ -209,10 +209,12 @@ class Answerer:
             judge, signal = getattr(self.method, "judge", None), self.method.judge_signal
             run = judged(judge, question, run, signal, every=True) if signal is not None else run
         run.cost.seconds = time.perf_counter() - started
-        if (calibrated := self.confidence) is not None:
+        if (calibrated := self.confidence) is not None:  # the best answer's always: it abstains
             run.answers = [
-                replace(f, confidence=calibrated(f.score, f.signals) if calibrated.reads(f.signals) else None)
-                for f in run.answers
+                replace(f, confidence=calibrated(f.score, f.signals))
+                if i == 0 or calibrated.reads(f.signals)
+                else f
+                for i, f in enumerate(run.answers)
             ]
         run.answered = self.answers(run)
         return run

@@ -170,6 +170,9 @@ def test_the_judge_reads_the_best_answers_passage_unless_every_confidence_is_ask
         Answerer(method, index, top=3, confidence=reads_judge, confidences="all").answer(question).answers
         == every.answers
     )
+    blind = Answerer(Pointwise(KeywordRanker()), index, top=3, confidence=reads_judge)  # no judge at all
+    with pytest.raises(ConfigError, match="the answer carries no passage signal"):
+        blind.answer(question)  # the best answer's confidence is what abstains: never silently none
     with pytest.raises(ConfigError, match=r"--confidences must be one of best, all, got .some."):
         answerer.answer(question, confidences="some")
     with pytest.raises(ConfigError, match="--confidences must be one of best, all"):
