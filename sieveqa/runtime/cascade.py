@@ -17,12 +17,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, Self
 
+import torch
 from torch import Tensor
 from tqdm.auto import tqdm
 
 from sieveqa.data.records import RankingExample
 from sieveqa.encoder import Cost
 from sieveqa.errors import ConfigError, shorten
+from sieveqa.features import Features
 from sieveqa.models.base import Ranker, RankResult, flatten_pairs, regroup
 from sieveqa.models.cascade import CascadeTransformer
 from sieveqa.models.cross_encoder import CrossEncoder
@@ -31,6 +33,7 @@ from sieveqa.runtime.policy import Policy
 from sieveqa.runtime.pruning import check_drop_ratios, ratio_for_budget
 from sieveqa.runtime.trace import (
     CascadeTrace,
+    best_windows,
     empty_trace,
     groups_of,
     merge_traces,
@@ -239,7 +242,20 @@ class CascadeRanker(_PrunedRanker):
     def _run_chunk(
         self, questions: list[str], texts: list[str], groups: Tensor, n_groups: int, cost: Cost
     ) -> CascadeTrace:
-        features = self.model.featurize(questions, texts)
+        # A text longer than the model's input is read in windows (each a candidate at the exits, so
+        # a ratio counts windows), and keeps its best window, as a ranker's does (PairModel.windows).
+        windows = self.model.windows
+        size = self.model.config.max_length
+        if windows:
+            features = self.model.featurizer.pairs(questions, texts, size, stride=size // 4)
+        else:
+            features = self.model.featurize(questions, texts)
+        trace = self._prune_features(
+            features, groups[torch.as_tensor(features.source, dtype=torch.long)], n_groups, cost
+        )
+        return best_windows(trace, features.source, groups) if windows else trace
+
+    def _prune_features(self, features: Features, groups: Tensor, n_groups: int, cost: Cost) -> CascadeTrace:
         exits = self.stages
         with self.model.inference() as model:
             state = PackedState.start(

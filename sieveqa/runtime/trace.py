@@ -66,6 +66,21 @@ class CascadeTrace:
         return out
 
 
+def best_windows(trace: CascadeTrace, source: Sequence[int], groups: Tensor) -> CascadeTrace:
+    """The trace of texts read in windows (``trace``'s rows; ``source[w]`` is window w's text, every text
+    has one or more): each text's row is its window the cascade ranks best (the last exit reached,
+    then that exit's score), and ``groups`` are the texts' questions."""
+    key = trace.cascade_scores().tolist()
+    best: dict[int, int] = {}
+    for w, text in enumerate(source):
+        if text not in best or key[w] > key[best[text]]:
+            best[text] = w
+    picked = torch.tensor([best[t] for t in range(len(groups))], dtype=torch.long)
+    last = trace.last_exit[picked]
+    survivors = [int((last >= i).sum()) for i in range(trace.scores.shape[1])]
+    return CascadeTrace(trace.scores[picked], last, groups, trace.n_groups, survivors)
+
+
 def prune_loop(
     groups: Tensor,
     n_stages: int,

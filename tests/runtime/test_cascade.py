@@ -198,3 +198,22 @@ def test_own_scores_are_each_candidates_last_exit_logit(tiny_cascade) -> None:
     last = result.trace.last_exit.tolist()
     assert own == pytest.approx([full[r, e].item() for r, e in enumerate(last)], abs=1e-5)
     assert [len(g) for g in result.own_scores()] == [7, 12]
+
+
+def test_a_cascade_reads_a_long_text_in_windows_and_keeps_its_best(tiny_cascade) -> None:
+    """The cascade's runtime read only a passage's first max_length tokens; like a ranker it now reads
+    a long text in windows (each a candidate at the exits) and keeps the one it ranks best."""
+    long = " ".join(["filler words"] * 60) + " the answer is here."
+    texts = [long, "short one", "another short one"]
+    example = RankingExample(Question("q", "q?"), [Candidate(str(i), t) for i, t in enumerate(texts)])
+    full = CascadeRanker(tiny_cascade, 0.0).run([example])  # nothing pruned: every window's last exit
+    windowed, _ = tiny_cascade.score_matrix(["q?"] * 3, texts, windows=True)
+    assert full.own_scores()[0] == pytest.approx(windowed[:, -1].tolist(), abs=1e-4)
+    assert full.cost.sequences > 3 and full.trace.survivors[0] == 3  # windows read, texts counted
+    pruned = CascadeRanker(tiny_cascade, 0.5).run([example])
+    assert sorted(pruned.orders()[0]) == [0, 1, 2] and len(pruned.own_scores()[0]) == 3
+    tiny_cascade.windows = False
+    cut, _ = tiny_cascade.score_matrix(["q?"] * 3, texts)
+    assert CascadeRanker(tiny_cascade, 0.0).run([example]).own_scores()[0] == pytest.approx(
+        cut[:, -1].tolist(), abs=1e-4
+    )

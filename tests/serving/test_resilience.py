@@ -90,7 +90,7 @@ class SlowAnswerer(Answerer):
         self.__dict__.update(base.__dict__)
         self.gate, self.entered, self.asked = threading.Event(), threading.Event(), []
 
-    def answer(self, question: str, top: int | None = None):
+    def answer(self, question: str, top: int | None = None, confidences: str | None = None):
         self.entered.set()
         self.gate.wait(10)
         self.asked.append(question)

@@ -133,7 +133,7 @@ class _ThreadAnswerer:
 
     index = None
 
-    def answer(self, question: str, top: int) -> str:
+    def answer(self, question: str, top: int, confidences: str | None = None) -> str:
         return threading.current_thread().name
 
 
