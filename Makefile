@@ -7,7 +7,7 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export NO_MKDOCS_2_WARNING := 1
 
-.PHONY: race-env install demo test test-all test-slow test-shutdown test-docs test-wheel docs wheel test-fast lint default-model default-v1-model cascade-models retrofit-model mono-models default-cascade peasi-cascade foreign-retrofit has-models has-sensitivity peasi-models peasi-v2-models peasi-v2-ship peasi-v3-models judge-mpnet judge-mpnet-top judge-mpnet-made judge-mpnet-contrast judge-minilm-kd judge-reader easi-null peasi-ship peasi-wikiqa reader-models reader-v2-model reader-v3-model reader-v4-model reader-v3-answerability reader-ship reader-v3-ship reader-v3-report reader-v3-sched-answer confidence-ship own-files-index own-files-bench faq-rerankers mpnet-passage-ranker large-model mhs-teachers mhs-teacher-scores mhs-kd-search mhs-students mhs-tables mhs2-teacher-scores mhs2-students default-kd has-store-model has-store-v2-model store-bench fusion-bench
+.PHONY: race-env install demo test test-all test-slow test-shutdown test-docs test-wheel docs wheel test-fast lint default-model default-v1-model cascade-models retrofit-model mono-models default-cascade peasi-cascade foreign-retrofit has-models has-sensitivity peasi-models peasi-v2-models peasi-v2-ship peasi-v3-models judge-mpnet judge-mpnet-top judge-mpnet-made judge-mpnet-contrast judge-minilm-kd judge-reader easi-null peasi-ship peasi-wikiqa reader-models reader-v2-model reader-v3-model reader-v4-model reader-v3-answerability reader-ship reader-v3-ship reader-v3-report reader-v3-sched-answer confidence-ship own-files-index own-files-bench faq-rerankers mpnet-passage-ranker large-model large-ship large-cascade mhs-teachers mhs-teacher-scores mhs-kd-search mhs-students mhs-tables mhs2-teacher-scores mhs2-students default-kd has-store-model has-store-v2-model store-bench fusion-bench
 
 $(VENV)/.installed: pyproject.toml packages/sieveqa-models/pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -588,6 +588,18 @@ large-model: install
 		--checkpoint-every 50 --seed 65 --out $(LARGE)/transfer
 	$(SIEVEQA) train --init $(LARGE)/transfer/best $(ADAPT) --batch-size 32 --eval-every 250 \
 		--checkpoint-every 50 --seed 65 --out $(LARGE)/adapt
+
+# The large ranker shipped (its changes over the pip-installed MPNet at rank 16, as peasi-judge), then the
+# Cascade Transformer paper's own setting over it: exits retrofitted on the 12-layer body (only the heads
+# stored; the body read from "large"), drop ratios tuned on SQuAD-AS2 dev.
+large-ship: install
+	rm -rf sieveqa/resources/large
+	$(SIEVEQA) export $(LARGE)/adapt/best sieveqa/resources/large --format low-rank --rank 16
+large-cascade: install
+	$(SIEVEQA) retrofit --model large --train squad-as2:train --out $(LARGE)/retrofit --eval-every 100 \
+		--checkpoint-every 50
+	$(SIEVEQA) tune-cascade --model $(LARGE)/retrofit/best --dataset squad-as2:dev --out $(LARGE)/retrofit/tuning
+	rm -rf sieveqa/resources/large-cascade && cp -r $(LARGE)/retrofit/best sieveqa/resources/large-cascade
 
 # Multiple Heads Student (docs/RESULTS.md). Teachers, each with the TANDA recipe: MPNet-12 (on this CPU a
 # reduced transfer of 6,000 pairs, one adapt epoch; checkpoints every 50 steps, ~2.5 h), MiniLM-L3 (the
