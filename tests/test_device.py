@@ -75,7 +75,8 @@ def test_trim_heap_gives_back_glibcs_free_pages_and_is_quiet_elsewhere(monkeypat
     assert calls == [0]
 
 
-def test_the_threads_option_sizes_torch_and_the_tokenizer_of_a_command(saved_tiny, example_jsonl) -> None:
+@pytest.mark.slow  # two fresh processes (~10 s each on 2 busy cores); the mechanism is tested below too
+def test_the_threads_option_sizes_torch_and_the_tokenizer_of_a_command() -> None:
     """`sieveqa --threads N` (through ``thread_env``, which Ray actors and replicas get too) sizes torch's
     pool and nanotoken's rayon pool: it took every core, whatever was asked."""
     import os
@@ -86,16 +87,19 @@ def test_the_threads_option_sizes_torch_and_the_tokenizer_of_a_command(saved_tin
     script = (
         "import os, sys, torch\n"
         "from sieveqa.cli import app\n"
-        "try:\n"
-        "    app(sys.argv[1:], standalone_mode=False)\n"
-        "finally:\n"
-        "    print('THREADS', torch.get_num_threads(), len(os.listdir('/proc/self/task')))\n"
+        "try:  # a command refused at once: the option acts before the command runs\n"
+        "    app(['--threads', sys.argv[1], 'rank', '--input', '/nonexistent'], standalone_mode=False)\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "from sieveqa.models.cross_encoder import CrossEncoder, CrossEncoderConfig\n"
+        "fast = CrossEncoder(CrossEncoderConfig(backbone='tiny', max_length=64)).featurizer._fast\n"
+        "fast.encode_batch_list([f'hello world {i}' for i in range(5000)], add_special_tokens=False)\n"
+        "print('THREADS', torch.get_num_threads(), len(os.listdir('/proc/self/task')))\n"
     )
     env = {k: v for k, v in os.environ.items() if k not in ("OMP_NUM_THREADS", "RAYON_NUM_THREADS")}
     found = {}
     for n in (1, 3):
-        args = ["--threads", str(n), "rank", "--model", str(saved_tiny), "--input", str(example_jsonl)]
-        out = subprocess.run([sys.executable, "-c", script, *args], env=env, capture_output=True, text=True)
+        out = subprocess.run([sys.executable, "-c", script, str(n)], env=env, capture_output=True, text=True)
         line = [x for x in out.stdout.splitlines() if x.startswith("THREADS")]
         assert line, out.stderr[-2000:]
         found[n] = tuple(map(int, line[-1].split()[1:]))
@@ -115,5 +119,6 @@ def test_use_threads_resizes_torch_in_a_running_process(monkeypatch: pytest.Monk
     try:
         use_threads(1)
         assert torch.get_num_threads() == 1 and os.environ["RAYON_NUM_THREADS"] == "1"
+        assert os.environ["OMP_NUM_THREADS"] == "1"  # what a process started from here (Ray's) reads
     finally:
         torch.set_num_threads(before)

@@ -215,3 +215,23 @@ def test_a_damaged_hugging_face_folder_and_a_nan_confidence_are_one_line(
         line
         == "error: Invalid value for '--min-confidence': nan is not a number; give a probability in [0, 1]"
     )
+
+
+def test_the_threads_option_is_applied_before_the_command(sieveqa, monkeypatch) -> None:
+    """`sieveqa --threads N COMMAND` sizes the pools before COMMAND runs; 0 is one line, exit 2."""
+    import os
+
+    import torch
+
+    for name in ("OMP_NUM_THREADS", "RAYON_NUM_THREADS"):
+        monkeypatch.setenv(name, "0")
+        monkeypatch.delenv(name)
+    before = torch.get_num_threads()
+    try:
+        result = sieveqa("--threads", "1", "rank", "--input", "/nonexistent")
+        assert result.exit_code == 2 and torch.get_num_threads() == 1
+        assert os.environ["RAYON_NUM_THREADS"] == "1"
+    finally:
+        torch.set_num_threads(before)
+    line = one_error_line(sieveqa("--threads", "0", "rank", "--input", "x"))
+    assert "--threads" in line and "greater than or equal to 1" in line
