@@ -28,7 +28,7 @@ from sieveqa.errors import ConfigError, DataFormatError, shorten
 
 if TYPE_CHECKING:
     from sieveqa.models.base import RankResult
-    from sieveqa.runtime.store.ranker import SearchSettings
+    from sieveqa.runtime.store.settings import SearchSettings
 
 #: Characters of a question or answer shown on screen (files always get the whole text).
 SHOWN = 300
@@ -58,7 +58,7 @@ SIMILARITY_LINE = (
 @functools.cache
 def search_settings() -> dict[str, Setting]:
     """The store search's settings (``SearchSettings``' fields) as ``rank`` flags."""
-    from sieveqa.runtime.store.ranker import SearchSettings
+    from sieveqa.runtime.store.settings import SearchSettings
 
     return merge(settings_of(SearchSettings, "rank", panel="Store search (with --store, no candidates)"))
 
@@ -118,7 +118,6 @@ def rank(
     """
     from sieveqa.data.jsonl import example_dict, read_jsonl, write_jsonl
     from sieveqa.io import check_output_file
-    from sieveqa.models.base import FUSED, on_scale
     from sieveqa.runtime.answer.fusion import Fusion, carries_scores, with_fusion
     from sieveqa.runtime.policy import load_ranker
 
@@ -142,7 +141,7 @@ def rank(
             raise ConfigError(
                 "--scores: an answer store's model scores by similarity, not logits or probabilities"
             )
-        from sieveqa.runtime.store.ranker import SearchSettings
+        from sieveqa.runtime.store.settings import SearchSettings
 
         settings = SearchSettings(**searching)
         return _rank_with_store(
@@ -167,6 +166,8 @@ def rank(
         ranker = with_fusion(ranker, fused)
     # A bar only where scoring takes long enough to watch (a few seconds on this CPU).
     result = ranker.run(examples, progress=sum(len(e.candidates) for e in examples) > 500)
+    from sieveqa.models.base import FUSED, on_scale
+
     scale, ranked = on_scale(examples, result, scores)
     line = FUSED_LINE.format(fusion=getattr(result, "fusion", "")) if scale == FUSED else SCALES.get(scale)
     console.print(f"[dim]{line or SIMILARITY_LINE}[/dim]")

@@ -1,35 +1,34 @@
 """What runs at question time: rankers that apply a policy over the steppable encoder, answer stores,
-and the answer pipeline over a corpus index."""
+and the answer pipeline over a corpus index. Names are imported on first use, so a command that only
+reads a settings dataclass (``rank``'s store-search flags) loads neither torch nor the models."""
 
-from sieveqa.runtime.answer.answerer import Answer, Answerer, load_answerer
-from sieveqa.runtime.cascade import CascadePolicy, CascadeRanker, CascadeResult, SequentialRanker
-from sieveqa.runtime.ensemble import EnsembleRanker, EnsembleSpec
-from sieveqa.runtime.policy import Policy, load_ranker
-from sieveqa.runtime.pruning import cascade_order, check_drop_ratios, drop_count, keep_top
-from sieveqa.runtime.store.answer_store import AnswerStore
-from sieveqa.runtime.store.ranker import SearchSettings, StoreHit, StoreRanker
-from sieveqa.runtime.trace import CascadeTrace, simulate
+from __future__ import annotations
 
-__all__ = [
-    "Answer",
-    "AnswerStore",
-    "Answerer",
-    "CascadePolicy",
-    "CascadeRanker",
-    "CascadeResult",
-    "CascadeTrace",
-    "EnsembleRanker",
-    "EnsembleSpec",
-    "Policy",
-    "SearchSettings",
-    "SequentialRanker",
-    "StoreHit",
-    "StoreRanker",
-    "cascade_order",
-    "check_drop_ratios",
-    "drop_count",
-    "keep_top",
-    "load_answerer",
-    "load_ranker",
-    "simulate",
-]
+from sieveqa.lazy import lazy_getattr
+
+_EXPORTS = {
+    "Answer": "sieveqa.runtime.answer.answerer",
+    "Answerer": "sieveqa.runtime.answer.answerer",
+    "load_answerer": "sieveqa.runtime.answer.answerer",
+    "CascadePolicy": "sieveqa.runtime.cascade",
+    "CascadeRanker": "sieveqa.runtime.cascade",
+    "CascadeResult": "sieveqa.runtime.cascade",
+    "SequentialRanker": "sieveqa.runtime.cascade",
+    "EnsembleRanker": "sieveqa.runtime.ensemble",
+    "EnsembleSpec": "sieveqa.runtime.ensemble",
+    "Policy": "sieveqa.runtime.policy",
+    "load_ranker": "sieveqa.runtime.policy",
+    "cascade_order": "sieveqa.runtime.pruning",
+    "check_drop_ratios": "sieveqa.runtime.pruning",
+    "drop_count": "sieveqa.runtime.pruning",
+    "keep_top": "sieveqa.runtime.pruning",
+    "AnswerStore": "sieveqa.runtime.store.answer_store",
+    "SearchSettings": "sieveqa.runtime.store.settings",
+    "StoreHit": "sieveqa.runtime.store.ranker",
+    "StoreRanker": "sieveqa.runtime.store.ranker",
+    "CascadeTrace": "sieveqa.runtime.trace",
+    "simulate": "sieveqa.runtime.trace",
+}
+__all__ = sorted(_EXPORTS)
+
+__getattr__ = lazy_getattr("sieveqa.runtime", _EXPORTS)

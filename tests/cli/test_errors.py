@@ -235,3 +235,22 @@ def test_the_threads_option_is_applied_before_the_command(sieveqa, monkeypatch) 
         torch.set_num_threads(before)
     line = one_error_line(sieveqa("--threads", "0", "rank", "--input", "x"))
     assert "--threads" in line and "greater than or equal to 1" in line
+
+
+def test_rank_help_loads_no_model_library() -> None:
+    """`sieveqa rank --help` took ~11 s on a busy 2-core machine: building its store-search flags
+    imported the whole runtime, torch and transformers with it."""
+    import subprocess
+    import sys
+
+    script = (
+        "import sys\n"
+        "from sieveqa.cli import app\n"
+        "try:\n"
+        "    app(['rank', '--help'], standalone_mode=False)\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "print('LOADED', sorted(m for m in ('torch', 'transformers') if m in sys.modules))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert "--first-stage" in out.stdout and "LOADED []" in out.stdout, out.stderr[-2000:]

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple, Self
 
@@ -29,10 +29,9 @@ from sieveqa.models.hashing import HashingModel
 from sieveqa.runtime.store.answer_store import AnswerStore
 from sieveqa.runtime.store.first_stage import fuse
 from sieveqa.runtime.store.format import find_model, store_model
+from sieveqa.runtime.store.settings import SIGNALS, SearchSettings
 
 #: The first stages, and the signals of the store each one searches.
-SIGNALS = {"vector": ("vector",), "bm25": ("bm25",), "rrf": ("vector", "bm25"), "mix": ("vector", "bm25")}
-FIRST_STAGES = (*SIGNALS, "none")
 #: Answers unpacked and scored at once for a list of candidates (bounds the floats held).
 ROWS_AT_ONCE = 1024
 
@@ -48,34 +47,6 @@ class StoreHit(NamedTuple):
     id: str
     score: float
     text: str
-
-
-@dataclass(frozen=True)
-class SearchSettings:
-    """How a whole-store search finds its answers (defaults chosen on dev: docs/RESULTS.md)."""
-
-    first_stage: str = field(
-        default="vector",
-        metadata={"help": "vector (pooled bits in FAISS), bm25, rrf or mix (both fused), none (full scan)"},
-    )
-    k: int = field(default=50, metadata={"help": "answers the first stage passes to HAS"})
-    mix_weight: float = field(
-        default=0.7, metadata={"help": "mix: weight of the vector scores (BM25: 1 − it; 0.7 best on dev)"}
-    )
-    nprobe: int | None = field(
-        default=None, metadata={"help": "IVF stores: inverted lists searched (default: a quarter of them)"}
-    )
-
-    def __post_init__(self) -> None:
-        if self.first_stage not in FIRST_STAGES:
-            raise ConfigError(
-                f"--first-stage must be one of {', '.join(FIRST_STAGES)}, got {self.first_stage!r}"
-            )
-        if self.k < 1 or (self.nprobe is not None and self.nprobe < 1) or not 0 <= self.mix_weight <= 1:
-            raise ConfigError(
-                f"need --k >= 1, --nprobe >= 1 and 0 <= --mix-weight <= 1; got {self.k}, {self.nprobe}, "
-                f"{self.mix_weight}"
-            )
 
 
 class StoreRanker(Ranker):
