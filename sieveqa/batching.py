@@ -29,7 +29,7 @@ import math
 import queue
 import random
 import threading
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from itertools import chain
 from typing import TYPE_CHECKING, TypeVar
@@ -248,19 +248,24 @@ def to_device(batch: dict[str, Tensor], device: torch.device) -> dict[str, Tenso
 def on_device(
     made: Iterator[tuple[list[int], dict[str, Tensor]]],
     device: torch.device,
-    total: int | None,
+    total: int | Callable[[], int] | None,
     progress: bool = False,
     desc: str = "scoring",
     cost: Cost | None = None,
     overlap: bool | None = None,
 ) -> Iterator[tuple[list[int], dict[str, Tensor]]]:
-    """Host batches ``(rows, tensors)`` (``total`` rows in all, if known) moved to ``device`` one by one, made
-    ahead by a thread with ``overlap`` (default: on CUDA). What the consumer meters into ``cost``
-    for a batch counts its first ``len(rows)`` rows only (the rest pad a bucketed shape)."""
+    """Host batches ``(rows, tensors)`` (``total`` rows in all, if known; a callable: the rows known so
+    far, for inputs whose rows are counted as they are made, a long text's windows) moved to ``device``
+    one by one, made ahead by a thread with ``overlap`` (default: on CUDA). What the consumer meters
+    into ``cost`` for a batch counts its first ``len(rows)`` rows only (the rest pad a bucketed shape)."""
     if device.type == "cuda" if overlap is None else overlap:
         made = prefetched(made)
-    with tqdm(total=total, desc=desc, unit="pair", disable=not progress, leave=False) as bar:
+    known = total if not callable(total) else None
+    with tqdm(total=known, desc=desc, unit="pair", disable=not progress, leave=False) as bar:
         for rows, batch in made:
+            if callable(total) and bar.total != total():
+                bar.total = total()
+                bar.refresh()
             before = None if cost is None else cost.snapshot()
             with stage("model", cost):  # the consumer's forward pass, between two batches
                 yield rows, to_device(batch, device)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 from abc import abstractmethod
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 import torch
 from torch import Tensor
@@ -66,17 +66,20 @@ class PairModel(EncoderModel, Ranker):
         cost = Cost()
         size = self.config.max_length
 
+        rows_made = [0]  # windows are counted as each chunk is read (the progress bar's total)
+
         def made() -> Iterator[tuple[list[int], dict[str, Tensor]]]:
             for lo in range(0, len(questions), CHUNK):
                 q, t = questions[lo : lo + CHUNK], texts[lo : lo + CHUNK]
                 features = (
                     self.featurizer.pairs(q, t, size, stride=size // 4) if windows else self.featurize(q, t)
                 )
+                rows_made[0] += len(features)
                 for rows, batch in self.host_batches(features):
                     yield [lo + features.source[r] for r in rows], batch
 
         out = torch.full((len(questions), 1 if last_only else self.n_scores), float("-inf"))
-        total = None if windows else len(questions)
+        total: int | Callable[[], int] = (lambda: rows_made[0]) if windows else len(questions)
         with self.inference() as model:
             for pairs, batch in on_device(
                 made(), self.device, total, progress, cost=cost, overlap=self.overlap

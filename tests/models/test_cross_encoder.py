@@ -135,3 +135,33 @@ def test_a_ranker_reads_a_long_text_in_windows_unless_told_to_cut_it(tiny_model)
     assert tiny_model.score_pairs(["q?"], [long]) == pytest.approx([windowed[0, 0].item()], abs=1e-5)
     tiny_model.windows = False
     assert tiny_model.run([example]).scores[0] == pytest.approx(cut[:, 0].tolist(), abs=1e-5)
+
+
+def test_the_progress_bar_knows_its_total_when_reading_windows(tiny_model, monkeypatch) -> None:
+    """Reading windows, the bar had no total (the windows are counted only as texts are read)."""
+    import sieveqa.batching as batching
+
+    bars = []
+
+    class Bar:
+        def __init__(self, total=None, **_: object) -> None:
+            self.total, self.done = total, 0
+            bars.append(self)
+
+        def __enter__(self) -> "Bar":
+            return self
+
+        def __exit__(self, *_: object) -> None:
+            return None
+
+        def update(self, n: int) -> None:
+            self.done += n
+
+        def refresh(self) -> None:
+            return None
+
+    monkeypatch.setattr(batching, "tqdm", Bar)
+    long = " ".join(["filler words"] * 60) + " the answer is here."
+    _, cost = tiny_model.score_matrix(["q?", "q?"], [long, "short"], progress=True, windows=True)
+    (bar,) = bars
+    assert bar.total == bar.done == cost.sequences > 2
