@@ -7,7 +7,7 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export NO_MKDOCS_2_WARNING := 1
 
-.PHONY: race-env install demo test test-all test-slow test-shutdown test-docs test-wheel docs wheel test-fast lint default-model default-v1-model cascade-models retrofit-model mono-models default-cascade peasi-cascade foreign-retrofit has-models has-sensitivity peasi-models peasi-v2-models peasi-v2-ship peasi-v3-models judge-mpnet judge-mpnet-top judge-mpnet-made judge-mpnet-contrast judge-minilm-kd judge-reader easi-null peasi-ship peasi-wikiqa reader-models reader-v2-model reader-v3-model reader-v4-model reader-v3-answerability reader-ship reader-v3-ship reader-v3-report reader-v3-sched-answer confidence-ship own-files-index own-files-bench faq-rerankers mpnet-passage-ranker large-model large-ship large-cascade mhs-teachers mhs-teacher-scores mhs-kd-search mhs-students mhs-tables mhs2-teacher-scores mhs2-students default-kd has-store-model has-store-v2-model store-bench fusion-bench
+.PHONY: race-env install demo test test-all test-slow test-shutdown test-docs test-wheel docs wheel test-fast lint default-model default-v1-model cascade-models retrofit-model mono-models default-cascade peasi-cascade foreign-retrofit has-models has-sensitivity peasi-models peasi-v2-models peasi-v2-ship peasi-v3-models judge-mpnet judge-mpnet-top judge-mpnet-made judge-mpnet-contrast judge-minilm-kd judge-reader easi-null peasi-ship peasi-wikiqa reader-models reader-v2-model reader-v3-model reader-v4-model reader-v3-answerability reader-ship reader-v3-ship reader-v3-report reader-v3-sched-answer confidence-ship own-files-index own-files-bench faq-rerankers mpnet-passage-ranker large-model large-report large-ship large-cascade mhs-teachers mhs-teacher-scores mhs-kd-search mhs-students mhs-tables mhs2-teacher-scores mhs2-students default-kd has-store-model has-store-v2-model store-bench fusion-bench
 
 $(VENV)/.installed: pyproject.toml packages/sieveqa-models/pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -592,6 +592,14 @@ large-model: install
 # The large ranker shipped (its changes over the pip-installed MPNet at rank 16, as peasi-judge), then the
 # Cascade Transformer paper's own setting over it: exits at layers 4, 6, 8, 10, 12 of the 12-layer body (only the heads
 # stored; the body read from "large"), drop ratios tuned on SQuAD-AS2 dev.
+# What the large ranker scores: dev first (what chooses), then test; answer sentences and passages.
+LARGE_RESULTS ?= bench/results/large
+large-report: install
+	mkdir -p $(LARGE_RESULTS)
+	for d in wikiqa:dev trecqa:dev-clean wikiqa:test trecqa:test-clean; do f=$$(echo $$d | tr ':' '_'); \
+		$(SIEVEQA) eval --model $(LARGE)/adapt/best --dataset $$d --json $(LARGE_RESULTS)/adapt.$$f.json || exit 1; done
+	$(BIN)/python bench/passage_rerank.py --model $(LARGE)/adapt/best --dataset wikiqa-beir:dev \
+		--dataset beir:runs/beir/own-files:dev --reading win:256 --out $(LARGE_RESULTS)/passages-dev.json
 large-ship: install
 	rm -rf sieveqa/resources/large
 	$(SIEVEQA) export $(LARGE)/adapt/best sieveqa/resources/large --format low-rank --rank 16
