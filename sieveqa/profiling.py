@@ -23,7 +23,7 @@ from typing import Any, ParamSpec, TypeVar
 
 from sieveqa.cost import Cost
 
-__all__ = ["LEAVES", "Profile", "profiled", "stage", "timed"]
+__all__ = ["LEAVES", "Profile", "profiled", "render", "stage", "timed"]
 
 #: The stages every model shares, reported inside the answering stage that ran them.
 LEAVES = ("tokenize", "collate", "model")
@@ -133,3 +133,19 @@ def timed(name: str) -> Callable[[Callable[P, R]], Callable[P, R]]:
         return inner
 
     return wrap
+
+
+def render(profile: Profile, what: str = "a question") -> Any:
+    """The profile as a rich table: ms and GFLOPs per call (``what`` one call is) by stage."""
+    from rich.table import Table
+
+    table = Table(title=f"where {what}'s time went (mean of {profile.calls}, ms)", title_justify="left")
+    for name in ("stage", "ms", "GFLOPs", *LEAVES, "other"):
+        table.add_column(name, justify="left" if name == "stage" else "right")
+    for row in profile.stages():
+        cells = [f"{row[k]:.1f}" if k in row else "" for k in (*LEAVES, "other")]
+        gflops = f"{row['gflops']:.1f}" if row["gflops"] else ""
+        table.add_row(row["stage"], f"{row['ms']:.1f}", gflops, *cells)
+    total = profile.total / max(profile.calls, 1) * 1000
+    table.add_row("[bold]total[/bold]", f"[bold]{total:.1f}[/bold]", "")
+    return table

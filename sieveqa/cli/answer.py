@@ -155,21 +155,12 @@ def _show(answer: Answer, method: str) -> None:
 
 
 def _show_profile(spent: Profile) -> None:
-    """The profile as a table on stderr: ms and GFLOPs a question by stage."""
+    """The profile on stderr (stdout may hold JSON lines)."""
     from rich.console import Console
-    from rich.table import Table
 
-    from sieveqa.profiling import LEAVES
+    from sieveqa.profiling import render
 
-    table = Table(title=f"where a question's time went (mean of {spent.calls}, ms)", title_justify="left")
-    for name in ("stage", "ms", "GFLOPs", *LEAVES, "other"):
-        table.add_column(name, justify="left" if name == "stage" else "right")
-    for row in spent.stages():
-        cells = [f"{row[k]:.1f}" if k in row else "" for k in (*LEAVES, "other")]
-        gflops = f"{row['gflops']:.1f}" if row["gflops"] else ""
-        table.add_row(row["stage"], f"{row['ms']:.1f}", gflops, *cells)
-    table.add_row("[bold]total[/bold]", f"[bold]{spent.total / max(spent.calls, 1) * 1000:.1f}[/bold]", "")
-    Console(stderr=True, soft_wrap=True).print(table)
+    Console(stderr=True, soft_wrap=True).print(render(spent))
 
 
 @app.command("answer", cls=settings_command(method_settings))

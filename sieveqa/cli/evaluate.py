@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from pathlib import Path
 from typing import Annotated, Any
@@ -71,6 +72,13 @@ def evaluate(
     ] = None,
     fusion: FusionOpt = None,
     warm_up: WarmUpOpt = False,
+    profile: Annotated[
+        bool,
+        typer.Option(
+            "--profile",
+            help="say where the time went: tokenizing, collating, the model (with GFLOPs), the rest",
+        ),
+    ] = False,
 ) -> None:
     """Score every candidate of a labelled dataset and report MAP, MRR, P@1, nDCG@10 and throughput.
 
@@ -123,7 +131,11 @@ def evaluate(
     if not any(fused.applies(carries_scores(ex)) for ex in examples):
         fused = Fusion()  # auto, and no first stage's scores in the data: the model alone
     ranker = with_fusion(ranker, fused)
-    report, metrics = evaluate_ranker(ranker, examples, dataset, progress=True)
+    from sieveqa.profiling import Profile, profiled, render
+
+    spent = Profile()
+    with profiled(spent) if profile else contextlib.nullcontext():
+        report, metrics = evaluate_ranker(ranker, examples, dataset, progress=True)
     result: dict[str, Any] = {
         "model": model,
         "dataset": dataset,
@@ -146,6 +158,9 @@ def evaluate(
         table.add_column(key)
     table.add_row(*(str(result[k]) for k in columns))
     console.print(table)
+    if profile:
+        result["profile"] = spent.as_dict()
+        console.print(render(spent, "the dataset"))
     if json_out is not None:
         atomic_write_json(json_out, result)
 

@@ -339,3 +339,15 @@ def test_a_bad_beir_folder_is_one_error_line(
     (tmp_path / "broken" / "corpus.jsonl").write_text("{oops\n")
     line = one_error_line(sieveqa("eval", "--model", saved_tiny, "--dataset", f"beir:{tmp_path / spec}"))
     assert says.format(tmp=tmp_path) in line
+
+
+def test_eval_profile_says_where_the_time_went(sieveqa, saved_tiny, example_jsonl, tmp_path) -> None:
+    out = tmp_path / "report.json"
+    result = sieveqa(
+        "eval", "--model", saved_tiny, "--dataset", f"jsonl:{example_jsonl}", "--profile", "--json", out
+    )
+    assert result.exit_code == 0, result.output
+    assert "where the dataset's time went" in result.output
+    stages = {row["stage"]: row for row in json.loads(out.read_text())["profile"]["stages"]}
+    assert {"tokenize", "collate", "model", "unstaged"} <= set(stages)
+    assert stages["model"]["ms"] > 0 and stages["model"]["gflops"] > 0 and stages["tokenize"]["ms"] > 0
