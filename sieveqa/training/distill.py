@@ -41,8 +41,7 @@ from sieveqa.training.teachers import (
     POOL_PREFIX,
     TeacherScores,
     is_model_free_teacher,
-    model_free_scores,
-    teacher_digest,
+    model_free_teacher,
     texts_digest,
     weights_digest,
 )
@@ -105,7 +104,7 @@ def teacher_scores(
         scores.check(dataset, pairs.ids, texts=texts)
         return scores
     if is_model_free_teacher(spec):
-        digest = teacher_digest(spec)
+        digest, score = model_free_teacher(spec, option)
     else:
         teacher = load_model(spec, PairModel, option, "a model that scores pairs")
         teacher.windows = False  # the student reads each pair cut to its input: so does its teacher
@@ -118,7 +117,7 @@ def teacher_scores(
         scores = TeacherScores.load(path)
     else:
         if is_model_free_teacher(spec):  # made logits (teachers.py)
-            values = model_free_scores(spec, pairs, progress, **settings)
+            values = score(pairs, progress, **settings)
         else:
             teacher.configure(**{"precision": "fp32", **settings})  # bf16 would round the soft targets
             values = teacher.score_pairs(pairs.questions, pairs.texts, progress=progress)

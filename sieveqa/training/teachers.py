@@ -25,10 +25,11 @@ a logit, kept as it is).
 
 from __future__ import annotations
 
+import functools
 import gzip
 import hashlib
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -144,6 +145,8 @@ PREFIX = "embedder:"
 READER_PREFIX = "reader:"
 #: What a pool pair's id starts with (``distill.with_pool``).
 POOL_PREFIX = "pool:"
+#: A made-logit teacher's scores of some pairs: ``scorer(pairs, progress, **configure_settings)``.
+Scorer = Callable[..., list[float]]
 BM25 = "bm25"
 
 
@@ -156,10 +159,14 @@ def is_model_free_teacher(spec: str) -> bool:
     return spec == BM25 or spec.startswith((PREFIX, READER_PREFIX))
 
 
-def teacher_digest(spec: str) -> str:
-    """What identifies the scores of a teacher that is not a pair model (its cache key)."""
+def model_free_teacher(spec: str, option: str = "--teachers") -> tuple[str, Scorer]:
+    """An ``embedder:``, ``bm25`` or ``reader:`` teacher (module docstring): what identifies its scores
+    (the cache key), and what computes them for some pairs (its model loaded once, here); ``option``
+    names the flag that gave it in errors."""
     if spec == BM25:
-        return "bm25:lucene"
+        return "bm25:lucene", lambda pairs, progress, **_: calibrated_logits(
+            bm25_by_question(pairs), pairs.labels
+        )
     if spec.startswith(READER_PREFIX):
         from sieveqa.models.reader import ReaderModel
         from sieveqa.models.zoo import load_model
@@ -167,18 +174,15 @@ def teacher_digest(spec: str) -> str:
         name = spec.removeprefix(READER_PREFIX)
         if not name:
             raise ConfigError(f"{spec!r}: name the reader, e.g. reader:reader")
-        return f"{spec}:{weights_digest(load_model(name, ReaderModel, '--teachers', 'a span reader'))}"
-    return f"{spec}:{load_embedder_teacher(spec).signature()['fingerprint']}"
+        reader = load_model(name, ReaderModel, option, "a span reader")
+        return f"{spec}:{weights_digest(reader)}", functools.partial(has_answer_logits, reader)
+    embedder = load_embedder_teacher(spec)
 
+    def cosine_logits(pairs: LabelledPairs, progress: bool, **settings: Any) -> list[float]:
+        embedder.configure(**{"precision": "fp32", **settings})
+        return calibrated_logits(cosines(embedder, pairs.questions, pairs.texts, progress), pairs.labels)
 
-def model_free_scores(spec: str, pairs: LabelledPairs, progress: bool, **settings: Any) -> list[float]:
-    """The logits of an ``embedder:``, ``bm25`` or ``reader:`` teacher for ``pairs`` (module docstring)."""
-    if spec == BM25:
-        return calibrated_logits(bm25_by_question(pairs), pairs.labels)
-    if spec.startswith(READER_PREFIX):
-        return has_answer_logits(spec.removeprefix(READER_PREFIX), pairs, progress, **settings)
-    embedder = load_embedder_teacher(spec).configure(**{"precision": "fp32", **settings})
-    return calibrated_logits(cosines(embedder, pairs.questions, pairs.texts, progress), pairs.labels)
+    return f"{spec}:{embedder.signature()['fingerprint']}", cosine_logits
 
 
 def bm25_by_question(pairs: LabelledPairs) -> np.ndarray:
@@ -196,12 +200,8 @@ def bm25_by_question(pairs: LabelledPairs) -> np.ndarray:
     return out
 
 
-def has_answer_logits(name: str, pairs: LabelledPairs, progress: bool, **settings: Any) -> list[float]:
-    """The reader ``name``'s has-answer logit of each pair, at its last exit (uncalibrated)."""
-    from sieveqa.models.reader import ReaderModel
-    from sieveqa.models.zoo import load_model
-
-    reader = load_model(name, ReaderModel, "--teachers", "a span reader")
+def has_answer_logits(reader: Any, pairs: LabelledPairs, progress: bool, **settings: Any) -> list[float]:
+    """A span reader's has-answer logit of each pair, at its last exit (uncalibrated)."""
     reader.configure(**{"precision": "fp32", **settings})
     read, _ = reader.read(pairs.questions, [[t] for t in pairs.texts], progress, calibrated=False)
     return [float(guesses[0][-1].has_logit) for guesses in read]
