@@ -7,7 +7,7 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export NO_MKDOCS_2_WARNING := 1
 
-.PHONY: race-env install demo test test-all test-slow test-shutdown test-docs test-wheel docs wheel test-fast lint default-model default-v1-model cascade-models retrofit-model mono-models default-cascade peasi-cascade foreign-retrofit has-models has-sensitivity peasi-models peasi-v2-models peasi-v2-ship peasi-v3-models judge-mpnet judge-mpnet-top judge-mpnet-made judge-mpnet-contrast judge-minilm-kd judge-reader easi-null peasi-ship peasi-wikiqa reader-models reader-v2-model reader-v3-model reader-v4-model reader-v3-answerability reader-ship reader-v3-ship reader-v3-report reader-v3-sched-answer confidence-ship own-files-index own-files-bench faq-rerankers mpnet-passage-ranker large-model large-report large-ship large-cascade mhs-teachers mhs-teacher-scores mhs-kd-search mhs-students mhs-tables mhs2-teacher-scores mhs2-students default-kd has-store-model has-store-v2-model store-bench fusion-bench
+.PHONY: race-env install demo test test-all test-slow test-shutdown test-docs test-wheel docs wheel test-fast lint default-model default-v1-model cascade-models retrofit-model mono-models default-cascade peasi-cascade foreign-retrofit has-models has-sensitivity peasi-models peasi-v2-models peasi-v2-ship peasi-v3-models judge-mpnet judge-mpnet-top judge-mpnet-made judge-mpnet-contrast judge-minilm-kd judge-reader easi-null peasi-ship peasi-wikiqa reader-models reader-v2-model reader-v3-model reader-v4-model reader-v3-answerability reader-ship reader-v3-ship reader-v3-report reader-v3-sched-answer confidence-ship own-files-index own-files-bench faq-rerankers mpnet-passage-ranker large-model large-adapt-last large-report large-ship large-cascade mhs-teachers mhs-teacher-scores mhs-kd-search mhs-students mhs-tables mhs2-teacher-scores mhs2-students default-kd has-store-model has-store-v2-model store-bench fusion-bench
 
 $(VENV)/.installed: pyproject.toml packages/sieveqa-models/pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -588,6 +588,11 @@ large-model: install
 		--checkpoint-every 50 --seed 65 --out $(LARGE)/transfer
 	$(SIEVEQA) train --init $(LARGE)/transfer/best $(ADAPT) --batch-size 32 --eval-every 250 \
 		--checkpoint-every 50 --seed 65 --out $(LARGE)/adapt
+# How many transfer pairs pay, read after the adapt step (where TANDA's transfer shows): the transfer's
+# end (last/, kept when its dev preferred an earlier step) adapted the same way, the better on dev kept.
+large-adapt-last: install
+	$(SIEVEQA) train --init $(LARGE)/transfer/last $(ADAPT) --batch-size 32 --eval-every 250 \
+		--checkpoint-every 50 --seed 65 --out $(LARGE)/adapt-last
 
 # The large ranker shipped (its changes over the pip-installed MPNet at rank 16, as peasi-judge), then the
 # Cascade Transformer paper's own setting over it: exits at layers 4, 6, 8, 10, 12 of the 12-layer body (only the heads

@@ -251,9 +251,12 @@ class Trainer:
         )
 
     def _save_best(self) -> None:
+        self._save("best")
+
+    def _save(self, folder: str) -> None:
         if hasattr(self.model, "save_pretrained"):
             extra = {"training": {**self.meta, "step": self.state.step, "config": self.config.to_dict()}}
-            self.model.save_pretrained(self.out_dir / "best", extra=extra)
+            self.model.save_pretrained(self.out_dir / folder, extra=extra)
 
     def train(self, resume: bool = True) -> TrainState:
         """Run (or continue) training; returns the final state with the history. The model ends in
@@ -320,6 +323,8 @@ class Trainer:
         bar.close()
         if not self.state.history or self.state.history[-1]["step"] != self.state.step:
             self._run_eval("end")
+        if self.state.best_step not in (-1, self.state.step):  # dev chose an earlier step: keep the
+            self._save("last")  # last one too, for a next step that starts from the end (TANDA's transfer)
         self.save_checkpoint()
         tqdm.write(
             f"trained {self.state.step} steps in {time.perf_counter() - started:.0f}s; "

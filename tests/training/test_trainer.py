@@ -1,6 +1,7 @@
 """The training loop learns, keeps the best model, and resumes exactly after a kill."""
 
 import copy
+import json
 import random
 from pathlib import Path
 
@@ -311,3 +312,24 @@ def test_a_loaded_step_count_is_hosted_as_the_kernel_wants(fused) -> None:
     assert loading.param_groups[0]["fused"] is fused
     loading.step()  # and the kernel runs on it
     assert loading.state[params[0]]["step"].item() == 2
+
+
+def test_the_last_step_is_kept_where_dev_chose_an_earlier_one(tiny_model, tmp_path: Path) -> None:
+    """TANDA's adapt step may start from the transfer's end whatever the target's dev preferred: the
+    run keeps ``last/`` beside ``best/`` when they differ (and not when they are the same step)."""
+    from safetensors.torch import load_file
+
+    trainer = _trainer(tiny_model, tmp_path / "a", epochs=1, eval_every=2, metric="map")
+    falling = iter([0.9, 0.5, 0.4, 0.3, 0.2, 0.1, 0.05, 0.01])
+    trainer.evaluate = lambda model: {"map": next(falling)}
+    state = trainer.train()
+    assert state.best_step == 2 and state.step > 2
+    best, last = (load_file(tmp_path / "a" / d / "model.safetensors") for d in ("best", "last"))
+    assert any(not torch.equal(best[k], last[k]) for k in best)  # trained on past the best
+    saved = json.loads((tmp_path / "a" / "last" / "config.json").read_text())
+    assert saved["training"]["step"] == state.step
+    rising = iter([0.1 * i for i in range(1, 20)])
+    again = _trainer(tiny_model, tmp_path / "b", epochs=1, eval_every=2, metric="map")
+    again.evaluate = lambda model: {"map": next(rising)}
+    again.train()
+    assert (tmp_path / "b" / "best").is_dir() and not (tmp_path / "b" / "last").exists()
