@@ -317,3 +317,11 @@ def test_a_pool_of_your_own_pairs_is_scored_and_taught(
     assert result.exit_code == 0, result.output
     line = one_error_line(sieveqa(*train, "--teachers", out, "--pool-pairs", 0, "-o", tmp_path / "kd2"))
     assert line == "error: --pool-pairs must be >= 1, got 0"
+    line = one_error_line(
+        sieveqa("teacher-scores", "--teacher", "bm25", "--train", data, "--pool", "nosuch:x", "-o", out)
+    )
+    assert line.startswith("error: unknown dataset family 'nosuch' in 'nosuch:x'")
+    gone = one_error_line(
+        sieveqa(*train, "--teachers", "bm25", "--pool", "pairs:/nonexistent.jsonl", "-o", tmp_path / "k3")
+    )
+    assert gone == "error: pairs:/nonexistent.jsonl: no such file"
