@@ -39,6 +39,15 @@ class PairModel(EncoderModel, Ranker):
         """Pair rows ``[CLS] question [SEP] candidate [SEP]``, candidates truncated to ``max_length``."""
         return self.featurizer.pairs(questions, texts, self.config.max_length)
 
+    def pair_rows(self, questions: Sequence[str], texts: Sequence[str], windows: bool) -> Features:
+        """The rows the model reads: each pair cut to ``max_length`` (``featurize``), or with ``windows``
+        a longer text in overlapping windows of ``max_length`` (a quarter shared), each a row whose
+        ``source`` is its pair."""
+        if not windows:
+            return self.featurize(questions, texts)
+        size = self.config.max_length
+        return self.featurizer.pairs(questions, texts, size, stride=size // 4)
+
     @property
     def n_scores(self) -> int:
         """How many scores each pair gets (1, or one per exit)."""
@@ -64,16 +73,12 @@ class PairModel(EncoderModel, Ranker):
         of ``max_length`` shared) and keeps its best score, instead of being truncated."""
         started = time.perf_counter()
         cost = Cost()
-        size = self.config.max_length
-
         rows_made = [0]  # windows are counted as each chunk is read (the progress bar's total)
 
         def made() -> Iterator[tuple[list[int], dict[str, Tensor]]]:
             for lo in range(0, len(questions), CHUNK):
                 q, t = questions[lo : lo + CHUNK], texts[lo : lo + CHUNK]
-                features = (
-                    self.featurizer.pairs(q, t, size, stride=size // 4) if windows else self.featurize(q, t)
-                )
+                features = self.pair_rows(q, t, windows)
                 rows_made[0] += len(features)
                 for rows, batch in self.host_batches(features):
                     yield [lo + features.source[r] for r in rows], batch

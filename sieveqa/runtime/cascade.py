@@ -245,11 +245,7 @@ class CascadeRanker(_PrunedRanker):
         # A text longer than the model's input is read in windows (each a candidate at the exits, so
         # a ratio counts windows), and keeps its best window, as a ranker's does (PairModel.windows).
         windows = self.model.windows
-        size = self.model.config.max_length
-        if windows:
-            features = self.model.featurizer.pairs(questions, texts, size, stride=size // 4)
-        else:
-            features = self.model.featurize(questions, texts)
+        features = self.model.pair_rows(questions, texts, windows)
         trace = self._prune_features(
             features, groups[torch.as_tensor(features.source, dtype=torch.long)], n_groups, cost
         )
