@@ -150,10 +150,6 @@ Scorer = Callable[..., list[float]]
 BM25 = "bm25"
 
 
-def is_embedder_teacher(spec: str) -> bool:
-    return spec.startswith(PREFIX)
-
-
 def is_model_free_teacher(spec: str) -> bool:
     """A teacher whose scores come from elsewhere than a pair model's logit (``teacher_scores``)."""
     return spec == BM25 or spec.startswith((PREFIX, READER_PREFIX))
