@@ -45,12 +45,22 @@ class Arm:
     """One loaded configuration: a method with its model options on a system; alphas to sweep."""
 
     method: str
-    options: tuple[tuple[str, str], ...]
+    options: tuple[tuple[str, Any], ...]
     alphas: tuple[float | None, ...]
 
 
+#: PEASI's stages a budget may shorten or drop on the loaded default (its judge, second look, and
+#: passages EASI reads): each measured apart, so a budget knows what each costs and gives.
+LIGHTER = [
+    (("second_look", 0),),
+    (("read", 1), ("second_look", 0)),
+    (("judge", "none"),),
+    (("judge", "none"), ("read", 1), ("second_look", 0)),
+]
+
 ARMS = [
     Arm("peasi", (), (None,)),
+    *(Arm("peasi", options, (None,)) for options in LIGHTER),
     Arm("peasi", (("reranker", "peasi-cascade"),), (None, 0.3, 0.5)),  # None: its tuned ratios
     Arm("cascade", (), (None, 0.0, 0.3, 0.5)),
     Arm("pointwise", (), (None,)),
@@ -141,18 +151,30 @@ def sweep(args: argparse.Namespace) -> list[dict[str, Any]]:
 
 
 def record(rows: list[dict[str, Any]], payload: dict[str, Any]) -> None:
+    """Write ``rows`` as this CPU kind's settings, in place of those of the same methods and systems
+    (the others stay, with the provenance they were measured under)."""
     table = json.loads(BUDGETS.read_text()) if BUDGETS.is_file() else {}
     keys = ("method", "retrieve", "system", "drop_ratios", "options", "models", "p50_ms", "p_at_1")
-    table[cpu_kind()] = {
+    measured = {(r["method"], r["system"]) for r in rows}
+    old = table.get(cpu_kind(), {})
+    kept = [r for r in old.get("settings", []) if (r["method"], r["system"]) not in measured]
+    run = {
         "measured_on": payload["dataset"],
         "questions": payload["questions"],
         "cpu": payload["cpu"],
         "date": time.strftime("%Y-%m-%d"),
         "command": payload["command"],
-        "settings": [{k: r[k] for k in keys} for r in rows],
+        "covers": sorted(f"{m} on {s}" for m, s in measured),
     }
+    runs = [r for r in old.get("runs", [_provenance(old)] if old else []) if r.get("covers") != run["covers"]]
+    table[cpu_kind()] = {"runs": [*runs, run], "settings": kept + [{k: r[k] for k in keys} for r in rows]}
     atomic_write_json(BUDGETS, table)
-    print(f"recorded {len(rows)} settings for {cpu_kind()} in {BUDGETS}")
+    print(f"recorded {len(rows)} settings for {cpu_kind()} in {BUDGETS} ({len(kept)} kept from earlier runs)")
+
+
+def _provenance(entry: dict[str, Any]) -> dict[str, Any]:
+    """The provenance of a table written before runs were kept apart (it covered every setting)."""
+    return {k: v for k, v in entry.items() if k not in ("settings", "runs")} | {"covers": "the rest"}
 
 
 def plot(path: Path, png: Path) -> None:

@@ -25,9 +25,16 @@ from sieveqa.data.corpus import RETRIEVERS, CorpusIndex, Embedder, IndexedPassag
 from sieveqa.encoder import Cost
 from sieveqa.errors import ConfigError
 from sieveqa.profiling import stage
-from sieveqa.runtime.answer.budget import Choice, choose, load_settings, load_within
+from sieveqa.runtime.answer.budget import (
+    Choice,
+    Setting,
+    choose,
+    join_notes,
+    load_settings,
+    load_within,
+    unconfident,
+)
 from sieveqa.runtime.answer.confidence import LOCAL_CONFIDENCE, Confidence, load_confidence
-from sieveqa.runtime.answer.fusion import Fusion
 from sieveqa.runtime.answer.judge import attach_judge, judged
 from sieveqa.runtime.answer.method import AnswerMethod, AnswerRun, Found, ModelSettings, method_options
 
@@ -35,7 +42,7 @@ log = logging.getLogger(__name__)
 
 __all__ = [
     "CONFIDENCES", "Answer", "AnswerRun", "Answerer", "Found",
-    "default_fusion", "load_answerer", "method_names",
+    "load_answerer", "method_names",
 ]  # fmt: skip
 
 #: Which answers carry a confidence: the best (what abstention reads: one judge pass a question) or
@@ -110,35 +117,48 @@ class Answerer:
 
     def within(self, budget_ms: float) -> Answerer:
         """This answerer at the measured setting of its method and backend that answers best within
-        ``budget_ms`` at p50: passages retrieved and drop ratio move, the models stay as loaded."""
+        ``budget_ms`` at p50: passages retrieved, drop ratios and the method's ``budget_levers`` move,
+        the judge or second look may be dropped; the models stay as loaded."""
         return self.at(self.budget_choice(budget_ms))
 
     def at(self, choice: Choice, method: AnswerMethod | None = None) -> Answerer:
         """This answerer (with ``method``: a request's own settings) at a setting ``budget_choice``
-        chose; one new Answerer, nothing measured or read."""
+        chose; one new Answerer, nothing measured or read. A setting that drops a stage or moves the
+        choice drops the calibrated confidence too (fitted for the method as loaded), and says so."""
         method = method or self.method
         if choice.setting.drop_ratios is not None:
             method = method.with_settings(alpha=list(choice.setting.drop_ratios))
-        out = self.with_method(method, choice.setting.retrieve)
+        lighter = method.lightened(**choice.setting.levers(method))
+        out = self.with_method(lighter, choice.setting.retrieve)
+        if lighter is not method and out.confidence is not None:
+            out.confidence, out.min_confidence = None, 0.0
+            choice = replace(choice, note=join_notes(choice.note, unconfident(method, lighter)))
         out.budget = choice
         return out
 
     def budget_choice(self, budget_ms: float) -> Choice:
         """The measured setting of this answerer's method, models and backend that answers best within
-        ``budget_ms`` at p50 (ConfigError when none was measured for them)."""
+        ``budget_ms`` at p50, one that keeps its confidence first (ConfigError when none was measured
+        for its models, or for them less a stage a budget drops)."""
         settings, note = load_settings()
         system = self.method.system
-        named = tuple(sorted(getattr(self.method, "model_names", {}).items()))
-        usable = [s for s in settings if s.models == named]
+        named = dict(getattr(self.method, "model_names", {}))
+        usable = [s for s in settings if s.runs_on(named)]
         measured = {s.models for s in settings if s.method == self.method.name}
         if measured and not usable:  # e.g. PEASI's defaults changed since its grid was measured
             raise ConfigError(
                 f"--budget-ms: the settings of --method {self.method.name} were measured with "
-                f"{' or '.join(_models(dict(m)) for m in sorted(measured))}, not {_models(dict(named))}; "
+                f"{' or '.join(_models(dict(m)) for m in sorted(measured))}, not {_models(named)}; "
                 "load it with the budget instead (load_answerer(..., budget_ms=N) or answer --budget-ms), "
                 "or measure the grid again (bench/budget.py)"
             )
-        return choose(budget_ms, self.method.name, usable, system, note)[0]
+
+        def confident(setting: Setting) -> bool:
+            if self.confidence is None:
+                return False
+            return self.method.lightened(**setting.levers(self.method)) is self.method
+
+        return choose(budget_ms, self.method.name, usable, system, note, confident)[0]
 
     # -- over an index ---------------------------------------------------------------------------
 
@@ -339,14 +359,6 @@ def _check_probability(min_confidence: float | None) -> None:
 def _models(models: dict[str, str] | AnswerMethod) -> str:
     names = getattr(models, "model_names", {}) if isinstance(models, AnswerMethod) else models
     return ", ".join(f"{role} {name}" for role, name in names.items()) or "no models"
-
-
-def default_fusion(method: str) -> Fusion:
-    """The fusion ``method`` uses unless told otherwise: its options' default (none where it has no
-    ``fusion`` option, as the reader methods)."""
-    options = registry.answer_method(method).method_class().options_class
-    default = {f.name: f.default for f in dataclasses.fields(options)}.get("fusion", "none")
-    return Fusion.parse(default)
 
 
 #: ``load_answerer``'s own arguments (the rest are the method's options).

@@ -12,9 +12,17 @@ kind: a budget is a target for p50, not a limit on any one question. Where the t
 pairs/s ratio measured on that CPU kind (``resources/backends.json``), said as such; on a CPU without
 native bf16 (emulated, 40x slower per matmul) the bf16 settings are not offered at all.
 
+The judge and PEASI's second look are stages a budget accounts for too: a setting measured without
+one (or with EASI reading fewer passages) runs on a method loaded with it, which drops or shortens the
+stage (``AnswerMethod.lightened``). The calibrated confidence was fitted for the method as loaded, so
+such a setting answers without it (and never abstains): where the answerer has a confidence, the
+settings that keep it come first among those within the budget, and one that drops it says so in the
+answer's budget note.
+
 ``load_answerer(..., budget_ms=N)`` chooses every lever before the models load; an Answerer already
 loaded (the service's) can still move the cheap ones per request (``Answerer.within``): among the
-settings measured for its method and backend, the number of passages and the drop ratio.
+settings measured for its method and backend, the number of passages, the drop ratio, and the stages
+above.
 """
 
 from __future__ import annotations
@@ -32,9 +40,21 @@ from sieveqa.errors import ConfigError, DeviceError, MissingExtraError, ModelFor
 from sieveqa.runtime.answer.confidence import load_confidence
 from sieveqa.runtime.answer.method import method_options
 
-__all__ = ["BUDGETS", "Choice", "Setting", "choose", "load_settings", "load_within"]
+__all__ = [
+    "BUDGETS",
+    "DROPPABLE",
+    "Choice",
+    "Setting",
+    "choose",
+    "join_notes",
+    "load_settings",
+    "load_within",
+    "unconfident",
+]
 
 BUDGETS = Path(__file__).resolve().parent.parent.parent / "resources" / "budgets.json"
+#: The stages a budget may drop from a loaded method (by the role of their model).
+DROPPABLE = frozenset({"judge", "second_look"})
 log = logging.getLogger(__name__)
 
 
@@ -88,6 +108,24 @@ class Setting:
     @property
     def precision(self) -> str:
         return self.system.partition(":")[2]
+
+    def runs_on(self, models: dict[str, str]) -> bool:
+        """Whether a method loaded with ``models`` (names by role) runs this setting: the same models,
+        but for stages the setting drops (``DROPPABLE``)."""
+        mine = dict(self.models)
+        same = all(models.get(role) == name for role, name in mine.items())
+        return same and set(models) - set(mine) <= DROPPABLE
+
+    def levers(self, method: Any) -> dict[str, Any]:
+        """What ``method`` (loaded) moves to run this setting (``AnswerMethod.lightened``): its options
+        among the method's ``budget_levers``, and the stages it drops."""
+        out = {k: v for k, v in self.options if k in method.budget_levers or k == "judge"}
+        names, mine = dict(getattr(method, "model_names", {})), dict(self.models)
+        if "judge" in names and "judge" not in mine:
+            out["judge"] = "none"
+        if "second_look" in names and "second_look" not in mine:
+            out["second_look"] = 0
+        return out
 
     def load_options(self) -> dict[str, Any]:
         """What ``load_answerer`` takes to run this setting."""
@@ -170,10 +208,12 @@ def choose(
     settings: list[Setting],
     system: str | None = None,
     note: str = "",
+    confident: Callable[[Setting], bool] | None = None,
 ) -> list[Choice]:
     """The settings of ``method`` (on ``system`` only, when given) best first for ``budget_ms``: those
     within it by dev P@1 (then speed), then the rest fastest first, each with a note saying it is
-    over the budget."""
+    over the budget. With ``confident`` (whether a setting keeps the answerer's calibrated confidence)
+    those within the budget that keep it come first: a budget drops the confidence only to fit."""
     if isinstance(budget_ms, float) and math.isnan(budget_ms):
         raise ConfigError("--budget-ms: nan is not a number; give a positive number of milliseconds")
     if not isinstance(budget_ms, int | float) or isinstance(budget_ms, bool) or not 0 < budget_ms < math.inf:
@@ -182,12 +222,15 @@ def choose(
     if not mine:
         where = f" on {system}" if system else ""
         raise ConfigError(f"--budget-ms: no settings measured for --method {method}{where}")
-    within = sorted((s for s in mine if s.p50_ms <= budget_ms), key=lambda s: (-s.p_at_1, s.p50_ms))
+    keeps = confident or (lambda s: True)
+    within = sorted(
+        (s for s in mine if s.p50_ms <= budget_ms), key=lambda s: (not keeps(s), -s.p_at_1, s.p50_ms)
+    )
     over = sorted((s for s in mine if s.p50_ms > budget_ms), key=lambda s: s.p50_ms)
-    out = [Choice(s, budget_ms, _join(note, s.estimated)) for s in within]
+    out = [Choice(s, budget_ms, join_notes(note, s.estimated)) for s in within]
     for s in over:
         miss = f"no measured setting answers within {budget_ms:g} ms; this one took {s.p50_ms:g} ms at p50"
-        out.append(Choice(s, budget_ms, _join(note, miss, s.estimated)))
+        out.append(Choice(s, budget_ms, join_notes(note, miss, s.estimated)))
     return out
 
 
@@ -209,7 +252,7 @@ def load_within(
     """``load`` (``load_answerer``) at the best measured setting within ``budget_ms`` among those with the
     ``given`` retrieve, backend or precision; one whose export is not made here (int8) or whose
     library is missing gives way to the next."""
-    method_options(method, options)  # a bad option fails before the table is read
+    cls, defaults = method_options(method, options)  # a bad option fails before the table is read
     chosen = sorted(k for k, v in options.items() if v is not None)
     if chosen:  # the table's numbers are for the method's measured models and settings only
         flags = ", ".join("--" + k.replace("_", "-") for k in chosen)
@@ -228,8 +271,13 @@ def load_within(
     calibration = load_confidence(confidence).get(method)
     if min_confidence is not None or confidence is not None:  # abstention asked: calibrated models only
         settings = [s for s in settings if calibration is None or calibration.models == dict(s.models)]
+
+    def confident(setting: Setting) -> bool:  # fitted for these models at the method's default choice
+        at_defaults = all(getattr(defaults, k) == v for k, v in setting.options if k in cls.budget_levers)
+        return calibration is not None and calibration.models == dict(setting.models) and at_defaults
+
     skipped = []
-    for choice in choose(budget_ms, method, settings, note=note):
+    for choice in choose(budget_ms, method, settings, note=note, confident=confident):
         try:
             answerer = load(
                 method, index, retriever=retriever, top=top, device=device, batch_size=batch_size,
@@ -241,7 +289,7 @@ def load_within(
             continue
         if answerer.confidence is None and calibration is not None:
             unsure = "no confidence is calibrated for these models: it never abstains"
-            choice = replace(choice, note=f"{choice.note}; {unsure}" if choice.note else unsure)
+            choice = replace(choice, note=join_notes(choice.note, unsure))
         answerer.budget = choice
         if skipped:
             log.warning("--budget-ms skipped %s", "; ".join(skipped))
@@ -251,5 +299,14 @@ def load_within(
     raise ConfigError(f"--budget-ms: no measured setting could load ({'; '.join(skipped)})")
 
 
-def _join(*notes: str) -> str:
+def join_notes(*notes: str) -> str:
+    """The non-empty ``notes``, joined."""
     return "; ".join(n for n in notes if n)
+
+
+def unconfident(method: Any, lighter: Any) -> str:
+    """What a budget's setting dropped or moved, and that the answers lose their confidence."""
+    before, after = getattr(method, "model_names", {}), getattr(lighter, "model_names", {})
+    dropped = [role.replace("_", " ") for role in before if role not in after]
+    what = f"drops the {' and the '.join(dropped)}" if dropped else "moves the answer's choice"
+    return f"this setting {what}: no calibrated confidence, the answer never abstains"

@@ -3,6 +3,7 @@ what it fuses with, are :mod:`sieveqa.models.fusion`'s."""
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Sequence
 from typing import Any, ClassVar
@@ -24,6 +25,7 @@ __all__ = [
     "FusedRanker",
     "Fusion",
     "carries_scores",
+    "default_fusion",
     "first_stage_scores",
     "lexical_scores",
     "with_fusion",
@@ -88,3 +90,13 @@ def with_fusion(ranker: Ranker, fusion: Fusion | str | None) -> Ranker:
     """``ranker`` fused with BM25 as ``fusion`` says; itself when the fusion is inactive."""
     fusion = Fusion.parse(fusion)
     return FusedRanker(ranker, fusion) if fusion.active else ranker
+
+
+def default_fusion(method: str) -> Fusion:
+    """The fusion ``method`` uses unless told otherwise: its options' default (none where it has no
+    ``fusion`` option, as the reader methods)."""
+    from sieveqa import registry  # the registry loads the methods, which import this module
+
+    options = registry.answer_method(method).method_class().options_class
+    default = {f.name: f.default for f in dataclasses.fields(options)}.get("fusion", "none")
+    return Fusion.parse(default)

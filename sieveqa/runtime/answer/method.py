@@ -11,6 +11,7 @@ registration.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
@@ -134,6 +135,8 @@ class AnswerMethod(ABC):
     request_settings: ClassVar[tuple[str, ...]] = ()
     #: The signal a judge's logit gives its answers (None: it takes no ``judge`` option).
     judge_signal: ClassVar[str | None] = None
+    #: Its options a budget may move on the loaded method (they load no model; see ``lightened``).
+    budget_levers: ClassVar[tuple[str, ...]] = ()
 
     #: The models' names or folders by role, where ``load`` loaded them (for reports).
     model_names: dict[str, str]
@@ -159,6 +162,24 @@ class AnswerMethod(ABC):
         if given:
             raise ConfigError(f"{', '.join(given)}: --method {self.name} takes no per-request settings")
         return self
+
+    def lightened(self, judge: str | None = None, **levers: Any) -> AnswerMethod:
+        """This method with stages a budget shortens or drops (options named in ``budget_levers``;
+        None leaves one as it is): ``judge="none"`` drops the judge of a method that has one. The
+        loaded method is unchanged; a lever needing a model it did not load is refused."""
+        given = sorted(k for k, v in levers.items() if v is not None and k not in self.budget_levers)
+        if given:
+            raise ConfigError(f"{', '.join(given)}: a budget cannot move these on --method {self.name}")
+        names = dict(getattr(self, "model_names", {}))
+        dropped = judge is not None and judge.lower() == "none"
+        if judge is None or judge == names.get("judge") or (dropped and getattr(self, "judge", None) is None):
+            return self
+        if not dropped:
+            raise ConfigError(f"--judge {judge}: a budget only drops the loaded judge (none), it loads none")
+        method = copy.copy(self)
+        method.judge = None  # type: ignore[attr-defined]  # every method with a judge_signal has one
+        method.model_names = {role: name for role, name in names.items() if role != "judge"}
+        return method
 
     @property
     def system(self) -> str:

@@ -107,6 +107,7 @@ class Peasi(AnswerMethod):
     name = "peasi"
     options_class = PeasiOptions
     judge_signal = "judge"
+    budget_levers = ("read", "second_look", "bm25_weight", "sentence_bm25_weight")
 
     def __init__(
         self,
@@ -173,6 +174,22 @@ class Peasi(AnswerMethod):
         method = type(self)(reranker, self.selector, self.fusion, self.options, self.look, self.judge)
         method.model_names = getattr(self, "model_names", {})
         return method
+
+    def lightened(self, judge: str | None = None, **levers: Any) -> Peasi:
+        """This method with EASI reading fewer passages, the second look shortened or dropped, the
+        choice's BM25 weights moved, or the judge dropped (a budget's levers; the models stay)."""
+        method = super().lightened(judge, **levers)
+        moved = {k: v for k, v in levers.items() if v is not None and v != getattr(self.options, k)}
+        if not moved:
+            return method  # type: ignore[return-value]  # super() returns a copy of this class
+        options = replace(self.options, **moved)
+        look = self.look if options.second_look else None
+        if options.second_look and look is None:
+            raise ConfigError("--second-look: the point-wise ranker of the second look was not loaded")
+        out = type(self)(self.reranker, self.selector, self.fusion, options, look, method.judge)  # type: ignore[attr-defined]
+        names = dict(getattr(method, "model_names", {}))
+        out.model_names = {k: v for k, v in names.items() if k != "second_look" or look is not None}
+        return out
 
     def run(self, question: str, passages: Sequence[IndexedPassage], top: int) -> AnswerRun:
         candidates, scores, cost = self.candidates(question, passages, max(self.options.read, top))

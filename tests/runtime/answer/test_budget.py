@@ -161,16 +161,49 @@ def test_an_answerer_whose_models_were_never_measured_is_told_so(tmp_path, monke
 
     index = CorpusIndex.build(DOCS, tmp_path / "idx", CorpusOptions(passage_tokens=8))
     method = Cascade(CascadeRanker(tiny_cascade, drop_ratios=0.0))
-    method.model_names = {"ranker": "default-cascade", "judge": "peasi-judge"}
+    method.model_names = {"ranker": "my-cascade", "judge": "peasi-judge"}
     measured = _setting(40, 0.5, models=(("ranker", "default-cascade"),))
     _table(tmp_path, monkeypatch, [measured.as_dict()])
     with pytest.raises(
-        ConfigError,
-        match=r"measured with ranker default-cascade, not judge peasi-judge, ranker default-cascade;",
+        ConfigError, match=r"measured with ranker default-cascade, not ranker my-cascade, judge peasi-judge;"
     ):
         Answerer(method, index).within(100)
     method.model_names = {"ranker": "default-cascade"}
     assert Answerer(method, index).within(100).budget.setting == measured
+
+
+def test_a_budget_keeps_the_confidence_first_and_says_when_it_drops_the_judge(
+    tmp_path, monkeypatch, tiny_cascade
+) -> None:
+    """The judge and the second look are stages a budget accounts for: a setting measured without
+    the judge runs on an answerer loaded with one, only when no setting that keeps its calibrated
+    confidence fits, and the answer says what was dropped."""
+    from sieveqa.runtime.answer.confidence import Confidence
+    from sieveqa.runtime.cascade import CascadeRanker
+    from tests.fakes import LengthJudge
+
+    index = CorpusIndex.build(DOCS, tmp_path / "idx", CorpusOptions(passage_tokens=8))
+    judge = LengthJudge()
+    method = Cascade(CascadeRanker(tiny_cascade, drop_ratios=0.0), judge=judge)  # type: ignore[arg-type]
+    method.model_names = {"ranker": "default-cascade", "judge": "peasi-judge"}
+    calibrated = Confidence(0.0, -1.0, 0.2, dict(method.model_names), signals={"passage": 0.01})
+    answerer = Answerer(method, index, retrieve=20, confidence=calibrated)
+    judged = _setting(200, 0.80, models=(("judge", "peasi-judge"), ("ranker", "default-cascade")))
+    quick = _setting(50, 0.85, retrieve=2, models=(("ranker", "default-cascade"),))  # better, no judge
+    _table(tmp_path, monkeypatch, [judged.as_dict(), quick.as_dict()])
+    roomy = answerer.within(300)
+    assert roomy.budget.setting == judged and roomy.confidence is calibrated and roomy.budget.note == ""
+    assert roomy.answer("the answer about rain?").confidence is not None and len(judge.read) == 1
+    tight = answerer.within(100)
+    assert tight.budget.setting == quick and tight.confidence is None and tight.min_confidence == 0.0
+    assert (
+        tight.budget.note
+        == "this setting drops the judge: no calibrated confidence, the answer never abstains"
+    )
+    got = tight.answer("the answer about rain?")
+    assert got.confidence is None and got.answered and len(judge.read) == 1  # no judge pass
+    assert got.budget.note == tight.budget.note and "judge" not in tight.method.model_names
+    assert answerer.confidence is calibrated and answerer.method.judge is judge  # the loaded one unchanged
 
 
 def test_a_settings_options_keep_their_json_types() -> None:
@@ -184,3 +217,30 @@ def test_a_settings_options_keep_their_json_types() -> None:
     assert (options["read"], options["bm25_weight"], options["judge"]) == (1, 0.0, "none")
     assert type(options["read"]) is int and type(options["bm25_weight"]) is float
     assert setting.models == (("reranker", "peasi-pr"),)
+
+
+def test_load_answerer_prefers_a_setting_its_confidence_was_fitted_for(
+    tmp_path, monkeypatch, tiny_cascade
+) -> None:
+    from sieveqa.runtime.answer.confidence import Confidence, save_confidence
+
+    fitted, other = (tiny_cascade.save_pretrained(tmp_path / name) for name in ("fitted", "other"))
+    monkeypatch.setenv("SIEVEQA_CACHE", str(tmp_path / "cache"))
+    index = CorpusIndex.build(DOCS, tmp_path / "idx", CorpusOptions(passage_tokens=8))
+    calibration = tmp_path / "confidence.json"
+    save_confidence(calibration, "cascade", Confidence(1.0, 0.0, 0.1, {"ranker": str(fitted)}))
+    rows = [
+        _setting(
+            80, 0.80, options=(("judge", "none"), ("ranker", str(fitted))), models=(("ranker", str(fitted)),)
+        ),
+        _setting(
+            60, 0.90, options=(("judge", "none"), ("ranker", str(other))), models=(("ranker", str(other)),)
+        ),
+    ]
+    _table(tmp_path, monkeypatch, [r.as_dict() for r in rows])
+    from sieveqa.runtime.answer import confidence
+
+    monkeypatch.setattr(confidence, "SHIPPED_CONFIDENCE", calibration)  # abstention is not asked for
+    answerer = load_answerer("cascade", str(index.path), budget_ms=100)
+    assert answerer.budget.setting == rows[0] and answerer.confidence is not None  # was: the better P@1
+    assert load_answerer("cascade", str(index.path), budget_ms=70).budget.setting == rows[1]  # only it fits

@@ -5,8 +5,15 @@ import pytest
 from sieveqa.data.corpus import CorpusIndex, CorpusOptions
 from sieveqa.data.records import Candidate, Question, RankingExample
 from sieveqa.errors import ConfigError
-from sieveqa.runtime.answer.answerer import Answerer, default_fusion
-from sieveqa.runtime.answer.fusion import FusedRanker, Fusion, first_stage_scores, lexical_scores, with_fusion
+from sieveqa.runtime.answer.answerer import Answerer
+from sieveqa.runtime.answer.fusion import (
+    FusedRanker,
+    Fusion,
+    default_fusion,
+    first_stage_scores,
+    lexical_scores,
+    with_fusion,
+)
 from sieveqa.runtime.answer.peasi import Peasi
 from sieveqa.runtime.answer.sentence import Pointwise
 from tests.fakes import DOCS, TOP_PASSAGE, KeywordRanker, KeywordSelector

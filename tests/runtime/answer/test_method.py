@@ -13,7 +13,8 @@ import pytest
 from sieveqa import registry
 from sieveqa.data.corpus import CorpusIndex, CorpusOptions
 from sieveqa.errors import ConfigError
-from sieveqa.runtime.answer.answerer import default_fusion, load_answerer, method_names
+from sieveqa.runtime.answer.answerer import load_answerer, method_names
+from sieveqa.runtime.answer.fusion import default_fusion
 from tests.cli.conftest import Runner, one_error_line
 from tests.fakes import DOCS
 

@@ -198,3 +198,27 @@ def test_the_heading_is_read_above_the_passage_by_the_reranker_only() -> None:
     seen = Peasi(TableReranker({}), SELECTOR, options=replace(TOP_PASSAGE, heading=True))  # type: ignore[arg-type]
     assert seen._texts([p]) == ["ls › OPTIONS\n-a, --all: do not ignore entries"]
     assert _peasi()._texts([p]) == [p.text]
+
+
+def test_a_budget_lightens_a_loaded_peasi_without_touching_it() -> None:
+    judge = TableReranker({P1.text: -3.0, P2.text: 4.0})
+    opts = replace(TOP_PASSAGE, read=2, second_look=2)
+    full = Peasi(RERANKER, SELECTOR, options=opts, look=KeywordRanker(), judge=judge)  # type: ignore[arg-type]
+    full.model_names = {"reranker": "r", "selector": "s", "second_look": "k", "judge": "j"}
+    assert full.lightened() is full and full.lightened(read=2, judge="j") is full  # nothing moves
+    light = full.lightened(read=1, second_look=0, judge="none")
+    assert (light.options.read, light.options.second_look, light.look, light.judge) == (1, 0, None, None)
+    assert light.model_names == {"reranker": "r", "selector": "s"} and "judge" not in light.signals
+    run = light.run("q", [P1, P2], 1)
+    assert run.inferences == 2 + 1 and "judge" not in run.answers[0].signals  # no look, no judge pass
+    assert (full.options.read, full.look is not None, full.judge is judge) == (2, True, True)  # unchanged
+    assert full.model_names["judge"] == "j"
+    with pytest.raises(ConfigError, match=r"^--judge other: a budget only drops the loaded judge"):
+        full.lightened(judge="other")
+    with pytest.raises(ConfigError, match=r"^--second-look: the point-wise ranker .* was not loaded$"):
+        light.lightened(second_look=3)
+    with pytest.raises(ConfigError, match=r"^look_ranker: a budget cannot move these on --method peasi$"):
+        full.lightened(look_ranker="other")
+    plain = Pointwise(KeywordRanker(), judge=judge)  # type: ignore[arg-type]
+    assert plain.lightened(judge="none").judge is None and plain.judge is judge
+    assert Pointwise(KeywordRanker()).lightened(judge="none").judge is None  # nothing to drop
