@@ -42,30 +42,43 @@ from sieveqa.runtime.answer.budget import BUDGETS
 
 @dataclass(frozen=True)
 class Arm:
-    """One loaded configuration: a method with its model options on a system; alphas to sweep."""
+    """One loaded configuration: a method with its model options on a system; alphas to sweep; the
+    lighter ways a budget runs it once loaded (``AnswerMethod.lightened``), each measured too."""
 
     method: str
     options: tuple[tuple[str, Any], ...]
     alphas: tuple[float | None, ...]
+    lighter: tuple[tuple[tuple[str, Any], ...], ...] = ()
 
 
-#: PEASI's stages a budget may shorten or drop on the loaded default (its judge, second look, and
-#: passages EASI reads): each measured apart, so a budget knows what each costs and gives.
-LIGHTER = [
+#: PEASI's stages a budget may shorten or drop on the loaded default (the second look, passages EASI
+#: reads, the judge): each measured apart, so a budget knows what each costs and gives.
+LIGHTER = (
     (("second_look", 0),),
     (("read", 1), ("second_look", 0)),
     (("judge", "none"),),
     (("judge", "none"), ("read", 1), ("second_look", 0)),
-]
+)
 
 ARMS = [
-    Arm("peasi", (), (None,)),
-    *(Arm("peasi", options, (None,)) for options in LIGHTER),
+    Arm("peasi", (), (None,), LIGHTER),
     Arm("peasi", (("reranker", "peasi-cascade"),), (None, 0.3, 0.5)),  # None: its tuned ratios
     Arm("cascade", (), (None, 0.0, 0.3, 0.5)),
     Arm("pointwise", (), (None,)),
     Arm("peasi-all", (), (None,)),
 ]
+
+
+def ways(arm: Arm, answerer: Answerer) -> list[tuple[dict[str, Any], Answerer]]:
+    """The arm's answerer as loaded, then each lighter way of running it, with the options that load
+    it so (the judge named where it stays: a default judge loads only where the calibration says)."""
+    out = [(dict(arm.options), answerer)]
+    for levers in arm.lighter:
+        lighter = answerer.method.lightened(**dict(levers))
+        judge = lighter.model_names.get("judge")
+        options = dict(arm.options) | dict(levers) | ({"judge": judge} if judge else {})
+        out.append((options, answerer.with_method(lighter)))
+    return out
 
 
 def first_passages(example: RankingExample, n: int) -> RankingExample:
@@ -136,17 +149,18 @@ def sweep(args: argparse.Namespace) -> list[dict[str, Any]]:
                 print(f"skipped {arm.method} {dict(arm.options)} on {system}: {err}")
                 continue
             concrete = answerer.method.system
-            for n in depths:
-                cut = [first_passages(ex, n) for ex in examples]
-                for alpha in arm.alphas[:1] if args.tuned_only else arm.alphas:
-                    row = {
-                        "method": arm.method, "retrieve": n, "system": concrete,
-                        "drop_ratios": ratios_of(answerer, alpha),
-                        "options": dict(arm.options), "models": answerer.method.model_names,
-                        **measure(answerer, cut, alpha, retrieval[n]),
-                    }  # fmt: skip
-                    print(json.dumps(row), flush=True)
-                    rows.append(row)
+            for options, way in ways(arm, answerer):
+                for n in depths:
+                    cut = [first_passages(ex, n) for ex in examples]
+                    for alpha in arm.alphas[:1] if args.tuned_only else arm.alphas:
+                        row = {
+                            "method": arm.method, "retrieve": n, "system": concrete,
+                            "drop_ratios": ratios_of(way, alpha),
+                            "options": options, "models": way.method.model_names,
+                            **measure(way, cut, alpha, retrieval[n]),
+                        }  # fmt: skip
+                        print(json.dumps(row), flush=True)
+                        rows.append(row)
     return rows
 
 

@@ -107,10 +107,16 @@ class Answerer:
 
     def with_method(self, method: AnswerMethod, retrieve: int | None = None) -> Answerer:
         """This answerer with another method (a request's settings) or number of passages to
-        retrieve, all else shared."""
+        retrieve, all else shared; its confidence too, where the method's answers carry the signals
+        it reads (a method without its judge: none)."""
+        calibrated = (
+            self.confidence
+            if self.confidence and self.confidence.reads(dict.fromkeys(method.signals))
+            else None
+        )
         out = Answerer(
             method, self.index, retrieve or self.retrieve, self.retriever, self.embedder, self.top,
-            self.confidence, self.min_confidence if self.confidence is not None else None, self.confidences,
+            calibrated, self.min_confidence if calibrated is not None else None, self.confidences,
         )  # fmt: skip
         out.budget = self.budget
         return out
@@ -130,7 +136,7 @@ class Answerer:
             method = method.with_settings(alpha=list(choice.setting.drop_ratios))
         lighter = method.lightened(**choice.setting.levers(method))
         out = self.with_method(lighter, choice.setting.retrieve)
-        if lighter is not method and out.confidence is not None:
+        if lighter is not method and self.confidence is not None:
             out.confidence, out.min_confidence = None, 0.0
             choice = replace(choice, note=join_notes(choice.note, unconfident(method, lighter)))
         out.budget = choice

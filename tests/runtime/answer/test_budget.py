@@ -204,6 +204,9 @@ def test_a_budget_keeps_the_confidence_first_and_says_when_it_drops_the_judge(
     assert got.confidence is None and got.answered and len(judge.read) == 1  # no judge pass
     assert got.budget.note == tight.budget.note and "judge" not in tight.method.model_names
     assert answerer.confidence is calibrated and answerer.method.judge is judge  # the loaded one unchanged
+    # A method without the judge given by hand: its answers carry no judge signal, so no confidence.
+    by_hand = answerer.with_method(method.lightened(judge="none"))
+    assert by_hand.confidence is None and by_hand.answer("the answer about rain?").answered  # was: an error
 
 
 def test_a_settings_options_keep_their_json_types() -> None:
