@@ -151,14 +151,20 @@ register(
 @dataclass(frozen=True)
 class MethodSpec:
     """One answering method: its ``--method`` name, its class (``module:Name``, an
-    ``AnswerMethod``), and a line for the help."""
+    ``AnswerMethod``), a line for the help, and its options dataclass (``module:Name``; kept apart
+    from the class, which loads models, so that flags are built without torch)."""
 
     name: str
     path: str
     summary: str = ""
+    options: str = ""
 
     def method_class(self) -> Any:
         return _resolve(self.path)
+
+    def options_class(self) -> Any:
+        """The method's options dataclass (its class's ``options_class`` where none is named)."""
+        return _resolve(self.options) if self.options else self.method_class().options_class
 
 
 _METHODS: dict[str, MethodSpec] = {}
@@ -183,14 +189,25 @@ def answer_method(name: str) -> MethodSpec:
     return _METHODS[name]
 
 
+_PEASI = "sieveqa.runtime.answer.peasi"
 _SENTENCE = "sieveqa.runtime.answer.sentence"
 _READING = "sieveqa.runtime.answer.reading"
-register_method(
-    MethodSpec("peasi", "sieveqa.runtime.answer.peasi:Peasi", "rerank passages, pick the sentence in place")
+_OPTIONS = "sieveqa.runtime.answer.options"
+
+
+def _method(name: str, path: str, summary: str, options: str) -> None:
+    register_method(MethodSpec(name, path, summary, f"{_OPTIONS}:{options}"))
+
+
+_method(
+    "peasi",
+    "sieveqa.runtime.answer.peasi:Peasi",
+    "rerank passages, pick the sentence in place",
+    "PeasiOptions",
 )
-register_method(MethodSpec("peasi-all", f"{_SENTENCE}:PeasiAll", "EASI in every passage, then the ranker"))
-register_method(MethodSpec("pointwise", f"{_SENTENCE}:Pointwise", "the default ranker on every sentence"))
-register_method(MethodSpec("cascade", f"{_SENTENCE}:Cascade", "the cascade on every sentence"))
-register_method(MethodSpec("reader", f"{_READING}:Reader", "an extractive reader's span, every layer read"))
-register_method(MethodSpec("tower", f"{_READING}:Tower", "the reader, each passage until it says no answer"))
-register_method(MethodSpec("skyline", f"{_READING}:Skyline", "the reader under --budget layers per passage"))
+_method("peasi-all", f"{_SENTENCE}:PeasiAll", "EASI in every passage, then the ranker", "PeasiAllOptions")
+_method("pointwise", f"{_SENTENCE}:Pointwise", "the default ranker on every sentence", "PointwiseOptions")
+_method("cascade", f"{_SENTENCE}:Cascade", "the cascade on every sentence", "CascadeOptions")
+_method("reader", f"{_READING}:Reader", "an extractive reader's span, every layer read", "ReaderOptions")
+_method("tower", f"{_READING}:Tower", "the reader, each passage until it says no answer", "TowerOptions")
+_method("skyline", f"{_READING}:Skyline", "the reader under --budget layers per passage", "SkylineOptions")

@@ -20,6 +20,8 @@ def test_every_registered_part_resolves_and_kinds_match() -> None:
             model.config_class.for_arch(arch)
     assert registry.technique("cascade").ranker_class().__name__ == "CascadeRanker"
     assert registry.technique("cross-encoder").ranker_class() is None
+    for method in registry.answer_methods():  # the options named apart are the ones the method reads
+        assert method.options_class() is method.method_class().options_class, method.name
 
 
 def test_unknown_names_and_second_registrations_are_refused() -> None:

@@ -82,11 +82,11 @@ def method_settings() -> dict[str, Setting]:
     merged = merge(
         s
         for spec in registry.answer_methods()
-        for s in settings_of(spec.method_class().options_class, spec.name, panel="Method options")
+        for s in settings_of(spec.options_class(), spec.name, panel="Method options")
     )
     order = [spec.name for spec in registry.answer_methods()]
     defaults = {
-        spec.name: {f.name: f.default for f in dataclasses.fields(spec.method_class().options_class)}
+        spec.name: {f.name: f.default for f in dataclasses.fields(spec.options_class())}
         for spec in registry.answer_methods()
     }
     out = {}

@@ -237,7 +237,16 @@ def test_the_threads_option_is_applied_before_the_command(sieveqa, monkeypatch) 
     assert "--threads" in line and "greater than or equal to 1" in line
 
 
-def test_rank_help_loads_no_model_library() -> None:
+@pytest.mark.parametrize(
+    ("command", "flag"),
+    [
+        ("rank", "--first-stage"),
+        ("answer", "--second-look"),  # took ~9 s: the methods' options lived beside their models
+        ("serve", "--second-look"),
+        ("eval-answers", "--drop-ratios"),
+    ],
+)
+def test_help_loads_no_model_library(command: str, flag: str) -> None:
     """`sieveqa rank --help` took ~11 s on a busy 2-core machine: building its store-search flags
     imported the whole runtime, torch and transformers with it."""
     import subprocess
@@ -247,10 +256,10 @@ def test_rank_help_loads_no_model_library() -> None:
         "import sys\n"
         "from sieveqa.cli import app\n"
         "try:\n"
-        "    app(['rank', '--help'], standalone_mode=False)\n"
+        f"    app([{command!r}, '--help'], standalone_mode=False)\n"
         "except SystemExit:\n"
         "    pass\n"
         "print('LOADED', sorted(m for m in ('torch', 'transformers') if m in sys.modules))\n"
     )
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
-    assert "--first-stage" in out.stdout and "LOADED []" in out.stdout, out.stderr[-2000:]
+    assert flag in out.stdout and "LOADED []" in out.stdout, out.stderr[-2000:]

@@ -97,6 +97,6 @@ def default_fusion(method: str) -> Fusion:
     ``fusion`` option, as the reader methods)."""
     from sieveqa import registry  # the registry loads the methods, which import this module
 
-    options = registry.answer_method(method).method_class().options_class
+    options = registry.answer_method(method).options_class()
     default = {f.name: f.default for f in dataclasses.fields(options)}.get("fusion", "none")
     return Fusion.parse(default)

@@ -14,7 +14,7 @@ is fitted (``load_answerer``); one the user names always loads.
 
 from __future__ import annotations
 
-from dataclasses import field, replace
+from dataclasses import replace
 from typing import Any
 
 from sieveqa.errors import BackboneError
@@ -22,18 +22,7 @@ from sieveqa.models.pair_model import PairModel
 from sieveqa.profiling import stage
 from sieveqa.runtime.answer.method import AnswerRun, ModelSettings
 
-__all__ = ["attach_judge", "judge_name", "judge_option", "judged", "load_judge"]
-
-
-def judge_option() -> Any:
-    """A method's ``judge`` field."""
-    return field(
-        default="peasi-judge",
-        metadata={
-            "help": "the passage reranker whose logit of each answer's passage says whether the documents "
-            "answer (a signal the confidence reads; none: no such signal)"
-        },
-    )
+__all__ = ["attach_judge", "judge_name", "judged", "load_judge"]
 
 
 def load_judge(name: str, settings: ModelSettings) -> PairModel | None:

@@ -23,6 +23,7 @@ from sieveqa.data.corpus import IndexedPassage
 from sieveqa.encoder import Cost
 from sieveqa.errors import ConfigError
 from sieveqa.fields import typed
+from sieveqa.runtime.answer.options import MethodOptions
 
 __all__ = ["AnswerMethod", "AnswerRun", "Found", "MethodOptions", "ModelSettings", "method_options"]
 
@@ -94,12 +95,6 @@ class AnswerRun:
     def inferences(self) -> int:
         """Transformer input sequences run (a passage window or a sentence pair each)."""
         return self.cost.sequences
-
-
-@dataclass(frozen=True)
-class MethodOptions:
-    """The base of every method's options: fields with a ``help`` become its settings; a field's
-    ``parse`` (metadata) checks a given value before any model loads."""
 
 
 @dataclass(frozen=True)
@@ -209,7 +204,7 @@ def method_options(name: str, given: Mapping[str, Any]) -> tuple[type[AnswerMeth
             takers = [
                 spec.name
                 for spec in registry.answer_methods()
-                if key in {f.name for f in dataclasses.fields(spec.method_class().options_class)}
+                if key in {f.name for f in dataclasses.fields(spec.options_class())}
             ]
             flag = "--" + key.replace("_", "-")
             where = f"it is for {', '.join(takers)}" if takers else "no method takes it"

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import Any, Self
 
 from sieveqa.data.corpus import IndexedPassage
@@ -40,67 +40,16 @@ from sieveqa.models.pair_model import PairModel
 from sieveqa.models.peasi import PeasiModel
 from sieveqa.profiling import stage
 from sieveqa.runtime.answer.fusion import Fusion, lexical_scores
-from sieveqa.runtime.answer.judge import judge_name, judge_option, judged, load_judge
-from sieveqa.runtime.answer.method import AnswerMethod, AnswerRun, Found, MethodOptions, ModelSettings
-from sieveqa.runtime.answer.sentence import (
-    RATIOS,
-    fusion_option,
-    parse_ratios,
-    rank_found,
-    selector_option,
-    with_alpha,
-)
+from sieveqa.runtime.answer.judge import judge_name, judged, load_judge
+from sieveqa.runtime.answer.method import AnswerMethod, AnswerRun, Found, ModelSettings
+from sieveqa.runtime.answer.options import PeasiOptions, parse_ratios
+from sieveqa.runtime.answer.sentence import rank_found, with_alpha
 from sieveqa.runtime.policy import ranker_of
 
 __all__ = ["Peasi", "PeasiOptions"]
 
 #: The signals every PEASI answer carries (``pointwise`` too when the second look is on).
 SIGNALS = ("passage", "sentence", "in_passage", "margin")
-
-
-@dataclass(frozen=True)
-class PeasiOptions(MethodOptions):
-    reranker: str = field(
-        default="peasi-pr", metadata={"help": "the passage reranker (shipped name or folder)"}
-    )
-    selector: str | None = selector_option()
-    fusion: str = fusion_option("none")
-    drop_ratios: list[float] | None = field(default=None, metadata=RATIOS)
-    read: int = field(default=3, metadata={"help": "passages EASI reads (the reranker's best)"})
-    sentence_weight: float = field(
-        default=1.0,
-        metadata={"help": "weight of log P(sentence | passage) beside the passage's logit"},
-    )
-    second_look: int = field(
-        default=3, metadata={"help": "best sentences the point-wise ranker re-reads alone (0: none)"}
-    )
-    look_ranker: str = field(default="default", metadata={"help": "the ranker of the second look"})
-    look_weight: float = field(default=1.0, metadata={"help": "weight of the second look's logit"})
-    bm25_weight: float = field(
-        default=1.0,
-        metadata={"help": "weight of the passage's BM25 (min-max over the retrieved) in the choice"},
-    )
-    sentence_bm25_weight: float = field(
-        default=0.0,
-        metadata={
-            "help": "weight of the sentence's own BM25 (min-max over the sentences read) in the choice"
-        },
-    )
-    heading: bool = field(
-        default=False,
-        metadata={"help": "the passage reranker reads each passage's title and section above it"},
-    )
-    judge: str = judge_option()
-
-    def __post_init__(self) -> None:
-        if self.read < 1 or self.second_look < 0:
-            raise ConfigError(
-                f"--read must be >= 1 and --second-look >= 0, got {self.read}, {self.second_look}"
-            )
-        if min(self.sentence_weight, self.look_weight, self.bm25_weight, self.sentence_bm25_weight) < 0:
-            raise ConfigError(
-                "--sentence-weight, --look-weight, --bm25-weight and --sentence-bm25-weight must be >= 0"
-            )
 
 
 class Peasi(AnswerMethod):

@@ -16,7 +16,7 @@ cost its own, without a shipped confidence (docs/RESULTS.md, issue 43).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, ClassVar, Self, TypeVar
 
@@ -25,74 +25,20 @@ from sieveqa.models.pair_model import PairModel
 from sieveqa.models.reader import ReaderModel
 from sieveqa.models.skyline_policy import SkylinePolicy, load_scheduler
 from sieveqa.profiling import stage
-from sieveqa.runtime.answer.judge import judge_name, judge_option, judged, load_judge
-from sieveqa.runtime.answer.method import AnswerMethod, AnswerRun, Found, MethodOptions, ModelSettings
+from sieveqa.runtime.answer.judge import judge_name, judged, load_judge
+from sieveqa.runtime.answer.method import AnswerMethod, AnswerRun, Found, ModelSettings
+from sieveqa.runtime.answer.options import (
+    MethodOptions,
+    ReaderOptions,
+    SkylineOptions,
+    TowerOptions,
+    given_or,
+)
 from sieveqa.runtime.answer.reader_policy import OWN_SCHEDULER, ReaderPolicy
 from sieveqa.runtime.answer.schedulers import Schedule, run_schedule
 from sieveqa.runtime.answer.towers import LiveTowers
 
 T = TypeVar("T")
-
-
-def _given(flag: T | None, saved: T) -> T:
-    """A flag's value where given, else the reader's saved choice."""
-    return saved if flag is None else flag
-
-
-@dataclass(frozen=True)
-class ReaderOptions(MethodOptions):
-    reader: str = field(
-        default="reader",
-        metadata={"help": "the reader model: the shipped 'reader' or a folder (sieveqa train --arch reader)"},
-    )
-    has_weight: float | None = field(
-        default=None,
-        metadata={
-            "help": "weight of log P(has answer) beside the span's log-probability when choosing among "
-            "passages (default: the reader's dev-chosen one, else 1)"
-        },
-    )
-    judge: str = judge_option()
-
-    def __post_init__(self) -> None:
-        # Values given are checked as the schedule checks them, before any model loads.
-        Schedule(
-            "skyline",
-            budget=_given(getattr(self, "budget", None), 1.0),
-            threshold=_given(getattr(self, "threshold", None), 0.9),
-            m=getattr(self, "m", None),
-            has_weight=_given(self.has_weight, 1.0),
-        )
-
-
-@dataclass(frozen=True)
-class AdaptiveOptions(ReaderOptions):
-    m: int | None = field(
-        default=None,
-        metadata={"help": "passages kept for the answer (default: the reader's dev-chosen number)"},
-    )
-
-
-@dataclass(frozen=True)
-class TowerOptions(AdaptiveOptions):
-    threshold: float | None = field(
-        default=None,
-        metadata={"help": "stop reading a passage at this P(no answer) (default: the reader's, else 0.9)"},
-    )
-
-
-@dataclass(frozen=True)
-class SkylineOptions(AdaptiveOptions):
-    budget: float | None = field(
-        default=None, metadata={"help": "layers per passage to spend (default: the reader's, else 2)"}
-    )
-    scheduler: str | None = field(
-        default=None,
-        metadata={
-            "help": "a learned policy folder (sieveqa train-scheduler), 'learned' for the reader's own, "
-            "'none' for calibrated probabilities (default: the reader's own where dev preferred it)"
-        },
-    )
 
 
 class Reader(AnswerMethod):
@@ -113,7 +59,7 @@ class Reader(AnswerMethod):
     def schedule_of(cls, options: Any, saved: ReaderPolicy, scheduler: str | None) -> Schedule:
         """The schedule ``options`` ask for over the reader's ``saved`` settings (``scheduler``: the
         learned scheduler ``policy_of`` resolved, if any)."""
-        return Schedule("standard", has_weight=_given(options.has_weight, saved.has_weight))
+        return Schedule("standard", has_weight=given_or(options.has_weight, saved.has_weight))
 
     @classmethod
     def policy_of(cls, options: Any, saved: ReaderPolicy, folder: Path | None) -> str | None:
@@ -163,9 +109,9 @@ class Tower(Reader):
     def schedule_of(cls, options: TowerOptions, saved: ReaderPolicy, scheduler: str | None) -> Schedule:
         return Schedule(
             "tower",
-            threshold=_given(options.threshold, saved.threshold),
-            m=_given(options.m, saved.tower_m),
-            has_weight=_given(options.has_weight, saved.has_weight),
+            threshold=given_or(options.threshold, saved.threshold),
+            m=given_or(options.m, saved.tower_m),
+            has_weight=given_or(options.has_weight, saved.has_weight),
         )
 
 
@@ -179,9 +125,9 @@ class Skyline(Reader):
         kind = "learned" if scheduler is not None else "skyline"
         return Schedule(
             kind,
-            budget=_given(options.budget, saved.budget),
-            m=_given(options.m, saved.keep(kind)),
-            has_weight=_given(options.has_weight, saved.has_weight),
+            budget=given_or(options.budget, saved.budget),
+            m=given_or(options.m, saved.keep(kind)),
+            has_weight=given_or(options.has_weight, saved.has_weight),
         )
 
     @classmethod

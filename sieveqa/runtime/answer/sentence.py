@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from typing import Any, ClassVar, Self
 
 from sieveqa.data.corpus import IndexedPassage
@@ -30,67 +29,15 @@ from sieveqa.models.pair_model import PairModel
 from sieveqa.models.peasi import PeasiModel
 from sieveqa.profiling import stage
 from sieveqa.runtime.answer.fusion import Fusion, with_fusion
-from sieveqa.runtime.answer.judge import judge_name, judge_option, judged, load_judge
-from sieveqa.runtime.answer.method import AnswerMethod, AnswerRun, Found, MethodOptions, ModelSettings
-
-_FUSION_HELP = "BM25 fused into the scores: none, interp:W or rrf:W"
-
-
-def fusion_option(default: str) -> Any:
-    return field(default=default, metadata={"help": _FUSION_HELP, "parse": Fusion.parse})
-
-
-def _ranker(default: str) -> Any:
-    return field(default=default, metadata={"help": "the sentence ranker (shipped name or folder)"})
-
-
-#: ``drop_ratios``' field metadata (the field is ``field(default=None, metadata=RATIOS)``).
-RATIOS = {
-    "help": "when the ranker is a cascade: the share of candidates its exits drop, one α or one "
-    "per exit but the last, e.g. 0.3 or 0.5,0.3,0,0 (default: its tuned ones)"
-}
-
-
-def parse_ratios(text: str | float | Sequence[float] | None) -> tuple[float, ...] | None:
-    """``--drop-ratios``: ``0.3`` or ``0.5,0.3,0,0`` (numbers pass through; None: the saved ones)."""
-    if text is None:
-        return None
-    if isinstance(text, int | float):
-        return (float(text),)
-    if not isinstance(text, str):
-        return tuple(float(x) for x in text)
-    try:
-        return tuple(float(x) for x in text.split(","))
-    except ValueError:
-        raise ConfigError(f"--drop-ratios must be numbers separated by commas, got {text!r}") from None
-
-
-def selector_option() -> Any:
-    return field(
-        default=None, metadata={"help": "the EASI selector (default: the reranker's own, else peasi-easi)"}
-    )
-
-
-@dataclass(frozen=True)
-class PeasiAllOptions(MethodOptions):
-    selector: str | None = selector_option()
-    ranker: str = _ranker("default")
-    fusion: str = fusion_option("none")
-    judge: str = judge_option()
-
-
-@dataclass(frozen=True)
-class PointwiseOptions(MethodOptions):
-    ranker: str = _ranker("default")
-    fusion: str = fusion_option("interp:0.1")
-    judge: str = judge_option()
-
-
-@dataclass(frozen=True)
-class CascadeOptions(PointwiseOptions):
-    ranker: str = _ranker("default-cascade")
-    fusion: str = fusion_option("rrf:0.05")
-    drop_ratios: list[float] | None = field(default=None, metadata=RATIOS)
+from sieveqa.runtime.answer.judge import judge_name, judged, load_judge
+from sieveqa.runtime.answer.method import AnswerMethod, AnswerRun, Found, ModelSettings
+from sieveqa.runtime.answer.options import (
+    CascadeOptions,
+    MethodOptions,
+    PeasiAllOptions,
+    PointwiseOptions,
+    parse_ratios,
+)
 
 
 def with_alpha(ranker: Any, alpha: float, role: str = "ranker") -> Ranker:
