@@ -165,30 +165,38 @@ def sweep(args: argparse.Namespace) -> list[dict[str, Any]]:
 
 
 def record(rows: list[dict[str, Any]], payload: dict[str, Any]) -> None:
-    """Write ``rows`` as this CPU kind's settings, in place of those of the same methods and systems
-    (the others stay, with the provenance they were measured under)."""
+    """Write ``rows`` as this CPU kind's settings, in place of those measured before for the same
+    method, system and models; the others stay, each row naming the run (``runs``: dataset, date,
+    command) it was measured in."""
     table = json.loads(BUDGETS.read_text()) if BUDGETS.is_file() else {}
     keys = ("method", "retrieve", "system", "drop_ratios", "options", "models", "p50_ms", "p_at_1")
-    measured = {(r["method"], r["system"]) for r in rows}
     old = table.get(cpu_kind(), {})
-    kept = [r for r in old.get("settings", []) if (r["method"], r["system"]) not in measured]
-    run = {
-        "measured_on": payload["dataset"],
-        "questions": payload["questions"],
-        "cpu": payload["cpu"],
-        "date": time.strftime("%Y-%m-%d"),
-        "command": payload["command"],
-        "covers": sorted(f"{m} on {s}" for m, s in measured),
+    runs = old.get("runs") or ([_provenance(old)] if old.get("settings") else [])
+    measured = {_key(r) for r in rows}
+    kept = [{**r, "run": r.get("run", 0)} for r in old.get("settings", []) if _key(r) not in measured]
+    runs.append({
+        "measured_on": payload["dataset"], "questions": payload["questions"], "cpu": payload["cpu"],
+        "date": time.strftime("%Y-%m-%d"), "command": payload["command"],
+    })  # fmt: skip
+    settings = kept + [{**{k: r[k] for k in keys}, "run": len(runs) - 1} for r in rows]
+    used = sorted({r["run"] for r in settings})  # a run none of whose rows is left goes
+    renumbered = {before: after for after, before in enumerate(used)}
+    table[cpu_kind()] = {
+        "runs": [runs[i] for i in used],
+        "settings": [{**r, "run": renumbered[r["run"]]} for r in settings],
     }
-    runs = [r for r in old.get("runs", [_provenance(old)] if old else []) if r.get("covers") != run["covers"]]
-    table[cpu_kind()] = {"runs": [*runs, run], "settings": kept + [{k: r[k] for k in keys} for r in rows]}
     atomic_write_json(BUDGETS, table)
     print(f"recorded {len(rows)} settings for {cpu_kind()} in {BUDGETS} ({len(kept)} kept from earlier runs)")
 
 
+def _key(row: dict[str, Any]) -> tuple[str, str, str]:
+    """What a row measured: its method and system, on which models."""
+    return row["method"], row["system"], json.dumps(row["models"], sort_keys=True)
+
+
 def _provenance(entry: dict[str, Any]) -> dict[str, Any]:
-    """The provenance of a table written before runs were kept apart (it covered every setting)."""
-    return {k: v for k, v in entry.items() if k not in ("settings", "runs")} | {"covers": "the rest"}
+    """The provenance of a table written before each row named its run (one run made every row)."""
+    return {k: v for k, v in entry.items() if k not in ("settings", "runs")}
 
 
 def plot(path: Path, png: Path) -> None:

@@ -386,7 +386,8 @@ class Service:
         budget = None
         if req.budget_ms is not None:  # resolved here, once: a measured setting for the models as loaded
             try:
-                budget = self.answerer.budget_choice(req.budget_ms)
+                asked = True if req.min_confidence is not None else None  # else: the server's flag
+                budget = self.answerer.budget_choice(req.budget_ms, keep_confidence=asked)
             except ConfigError as err:
                 raise RequestError(400, "validation", f"budget_ms: {err}") from None
         found: Answer = await self._await(

@@ -165,8 +165,11 @@ class AnswerRequest(_Request):
     )
     budget_ms: Annotated[float, Field(gt=0, le=600_000, allow_inf_nan=False), _NUMBER] | None = Field(
         None,
-        description="answer within about this many ms at p50: the passages retrieved and the drop ratio "
-        "that gave the best dev P@1 within it on this kind of CPU, on the server's models and backend",
+        description="answer within about this many ms at p50: the setting of the server's models and "
+        "backend with the best dev P@1 within it on this kind of CPU (passages retrieved, drop ratios, "
+        "and stages: the judge or a second look dropped); one that keeps the calibrated confidence first, "
+        "only such where min_confidence is given (the server's --min-confidence too); one that drops it "
+        "says so in the answer's budget note",
     )
 
 

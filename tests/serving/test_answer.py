@@ -311,12 +311,8 @@ def test_budget_ms_moves_a_served_cascades_passages_and_drop_ratio(
     with TestClient(create_app(Service(KeywordRanker(), answerer))) as c:
         plain = c.post("/answer", json={"question": QUESTION}).json()
         assert plain["budget"] is None and len(plain["passages"]) == 2
-        from sieveqa.runtime.answer import answerer as answering_module
-
-        chosen = []
-        monkeypatch.setattr(
-            answering_module, "choose", lambda *a, **k: chosen.append(a) or budget.choose(*a, **k)
-        )
+        chosen, original = [], budget.choose
+        monkeypatch.setattr(budget, "choose", lambda *a, **k: chosen.append(a) or original(*a, **k))
         got = c.post("/answer", json={"question": QUESTION, "budget_ms": 50}).json()
         assert len(chosen) == 1  # the budget is resolved once a request (it was twice: loop, then thread)
         assert (
@@ -337,6 +333,45 @@ def test_budget_ms_moves_a_served_cascades_passages_and_drop_ratio(
         r = c.post("/answer", json={"question": QUESTION, "budget_ms": 50})
         assert r.status_code == 400 and r.json()["error"].startswith(
             "budget_ms: --budget-ms: no settings measured"
+        )
+
+
+def test_a_served_budget_drops_the_judge_only_where_abstention_is_not_asked(
+    tmp_path, monkeypatch, tiny_cascade
+) -> None:
+    """A budget may drop the judge (and with it the confidence) of a served answerer, saying so; a
+    request that asks for abstention (min_confidence) gets a setting that keeps it, or a 400 (it got
+    an answer that never abstained)."""
+    import json
+
+    from sieveqa.exported.choice import cpu_kind
+    from sieveqa.runtime.answer import budget
+    from sieveqa.runtime.answer.budget import Setting
+    from sieveqa.runtime.answer.confidence import Confidence
+    from sieveqa.runtime.answer.sentence import Cascade
+    from sieveqa.runtime.cascade import CascadeRanker
+
+    index = CorpusIndex.build([Document("a", "The answer is forty two. Cats purr.")], tmp_path / "idx")
+    method = Cascade(CascadeRanker(tiny_cascade, drop_ratios=0.0), judge=LengthJudge())  # type: ignore[arg-type]
+    method.model_names = {"ranker": "c", "judge": "j"}
+    calibrated = Confidence(0.0, -1.0, 0.2, dict(method.model_names), signals={"passage": 0.01})
+    answerer = Answerer(method, index, retrieve=10, confidence=calibrated)
+    quick = Setting("cascade", 1, "torch:fp32", (0.5,), 30.0, 0.6, models=(("ranker", "c"),))
+    path = tmp_path / "budgets.json"
+    path.write_text(json.dumps({cpu_kind(): {"settings": [quick.as_dict()]}}))
+    monkeypatch.setattr(budget, "BUDGETS", path)
+    with TestClient(create_app(Service(KeywordRanker(), answerer))) as c:
+        assert c.post("/answer", json={"question": QUESTION}).json()["confidence"] is not None
+        got = c.post("/answer", json={"question": QUESTION, "budget_ms": 50}).json()
+        assert got["confidence"] is None and got["answered"]
+        assert (
+            got["budget"]["note"]
+            == "this setting drops the judge: no calibrated confidence, the answer never abstains"
+        )
+        r = c.post("/answer", json={"question": QUESTION, "budget_ms": 50, "min_confidence": 0.5})
+        assert (
+            r.status_code == 400
+            and "keeps the calibrated confidence that min_confidence asks for" in r.json()["error"]
         )
 
 

@@ -27,12 +27,10 @@ from sieveqa.errors import ConfigError
 from sieveqa.profiling import stage
 from sieveqa.runtime.answer.budget import (
     Choice,
-    Setting,
-    choose,
-    join_notes,
-    load_settings,
+    choose_for,
     load_within,
-    unconfident,
+    models_text,
+    run_at,
 )
 from sieveqa.runtime.answer.confidence import LOCAL_CONFIDENCE, Confidence, load_confidence
 from sieveqa.runtime.answer.judge import attach_judge, judged
@@ -104,67 +102,44 @@ class Answerer:
         )
         #: The setting ``--budget-ms`` chose (None: the settings were given).
         self.budget: Choice | None = None
+        #: Whether ``min_confidence`` was given (a budget then keeps the confidence, or refuses).
+        self.abstention_asked = min_confidence is not None
 
     def with_method(self, method: AnswerMethod, retrieve: int | None = None) -> Answerer:
         """This answerer with another method (a request's settings) or number of passages to
-        retrieve, all else shared; its confidence too, where the method's answers carry the signals
-        it reads (a method without its judge: none)."""
-        calibrated = (
-            self.confidence
-            if self.confidence and self.confidence.reads(dict.fromkeys(method.signals))
-            else None
-        )
+        retrieve, all else shared; its confidence too, where it applies to the method's models and
+        signals (a method without its judge: none)."""
+        calibrated = self.confidence if _applies(self.confidence, method) else None
         out = Answerer(
             method, self.index, retrieve or self.retrieve, self.retriever, self.embedder, self.top,
             calibrated, self.min_confidence if calibrated is not None else None, self.confidences,
         )  # fmt: skip
-        out.budget = self.budget
+        out.budget, out.abstention_asked = self.budget, self.abstention_asked
         return out
 
-    def within(self, budget_ms: float) -> Answerer:
+    def within(self, budget_ms: float, keep_confidence: bool | None = None) -> Answerer:
         """This answerer at the measured setting of its method and backend that answers best within
-        ``budget_ms`` at p50: passages retrieved, drop ratios and the method's ``budget_levers`` move,
-        the judge or second look may be dropped; the models stay as loaded."""
-        return self.at(self.budget_choice(budget_ms))
+        ``budget_ms`` at p50 (``budget_choice``): passages retrieved, drop ratios and the method's
+        ``budget_levers`` move, the judge or second look may be dropped; the models stay as loaded."""
+        return self.at(self.budget_choice(budget_ms, keep_confidence))
 
     def at(self, choice: Choice, method: AnswerMethod | None = None) -> Answerer:
         """This answerer (with ``method``: a request's own settings) at a setting ``budget_choice``
-        chose; one new Answerer, nothing measured or read. A setting that drops a stage or moves the
-        choice drops the calibrated confidence too (fitted for the method as loaded), and says so."""
-        method = method or self.method
-        if choice.setting.drop_ratios is not None:
-            method = method.with_settings(alpha=list(choice.setting.drop_ratios))
-        lighter = method.lightened(**choice.setting.levers(method))
+        chose; one new Answerer, nothing measured or read. A setting the calibrated confidence was not
+        fitted for (a stage dropped, the choice moved) answers without it, and says so."""
+        lighter, choice, keeps = run_at(method or self.method, self.confidence, choice)
         out = self.with_method(lighter, choice.setting.retrieve)
-        if lighter is not method and self.confidence is not None:
+        if not keeps:
             out.confidence, out.min_confidence = None, 0.0
-            choice = replace(choice, note=join_notes(choice.note, unconfident(method, lighter)))
         out.budget = choice
         return out
 
-    def budget_choice(self, budget_ms: float) -> Choice:
+    def budget_choice(self, budget_ms: float, keep_confidence: bool | None = None) -> Choice:
         """The measured setting of this answerer's method, models and backend that answers best within
-        ``budget_ms`` at p50, one that keeps its confidence first (ConfigError when none was measured
-        for its models, or for them less a stage a budget drops)."""
-        settings, note = load_settings()
-        system = self.method.system
-        named = dict(getattr(self.method, "model_names", {}))
-        usable = [s for s in settings if s.runs_on(named)]
-        measured = {s.models for s in settings if s.method == self.method.name}
-        if measured and not usable:  # e.g. PEASI's defaults changed since its grid was measured
-            raise ConfigError(
-                f"--budget-ms: the settings of --method {self.method.name} were measured with "
-                f"{' or '.join(_models(dict(m)) for m in sorted(measured))}, not {_models(named)}; "
-                "load it with the budget instead (load_answerer(..., budget_ms=N) or answer --budget-ms), "
-                "or measure the grid again (bench/budget.py)"
-            )
-
-        def confident(setting: Setting) -> bool:
-            if self.confidence is None:
-                return False
-            return self.method.lightened(**setting.levers(self.method)) is self.method
-
-        return choose(budget_ms, self.method.name, usable, system, note, confident)[0]
+        ``budget_ms`` at p50, one that keeps its confidence first; with ``keep_confidence`` (default:
+        where a ``min_confidence`` was given) only those (``budget.choose_for``)."""
+        keep = self.abstention_asked if keep_confidence is None else keep_confidence
+        return choose_for(self.method, self.confidence, budget_ms, keep)
 
     # -- over an index ---------------------------------------------------------------------------
 
@@ -350,6 +325,15 @@ def load_answerer(
     )
 
 
+def _applies(confidence: Confidence | None, method: AnswerMethod) -> bool:
+    """Whether ``confidence`` applies to ``method``'s answers: its signals (and its models, where the
+    method names them)."""
+    if confidence is None or not confidence.reads(dict.fromkeys(method.signals)):
+        return False
+    names = getattr(method, "model_names", None)
+    return names is None or confidence.models == dict(names)
+
+
 def _check_confidences(confidences: object) -> None:
     if confidences not in CONFIDENCES:
         raise ConfigError(f"--confidences must be one of {', '.join(CONFIDENCES)}, got {confidences!r}")
@@ -363,8 +347,7 @@ def _check_probability(min_confidence: float | None) -> None:
 
 
 def _models(models: dict[str, str] | AnswerMethod) -> str:
-    names = getattr(models, "model_names", {}) if isinstance(models, AnswerMethod) else models
-    return ", ".join(f"{role} {name}" for role, name in names.items()) or "no models"
+    return models_text(getattr(models, "model_names", {}) if isinstance(models, AnswerMethod) else models)
 
 
 #: ``load_answerer``'s own arguments (the rest are the method's options).

@@ -1,23 +1,23 @@
 """One compute budget for an answer: ``--budget-ms N`` picks how an answering method runs.
 
-An answer's time is spent in three places the project can trade against accuracy: how many passages
-BM25 retrieves, how many of them (or of their sentences) a cascade's exits drop, and where the layers
-run (torch, or an int8 OpenVINO export). ``bench/budget.py`` measures a grid of these settings for each
-sentence method on SQuAD passages dev (P@1, and p50 milliseconds per question, retrieval included) and
-records it per CPU kind in ``resources/budgets.json``. A budget then takes, among the settings of the
-method whose p50 is within N ms, the one with the best dev P@1 (the faster one on a tie); when none is,
-the fastest, and says so. The times are this project's 2-thread measurements on one machine of the
-kind: a budget is a target for p50, not a limit on any one question. Where the table has no
-``torch:fp32`` setting, each ``torch:bf16`` one has an fp32 twin whose p50 is estimated from the
-pairs/s ratio measured on that CPU kind (``resources/backends.json``), said as such; on a CPU without
-native bf16 (emulated, 40x slower per matmul) the bf16 settings are not offered at all.
+An answer's time is spent in places the project can trade against accuracy: how many passages BM25
+retrieves, how many of them (or of their sentences) a cascade's exits drop, where the layers run (torch,
+or an int8 OpenVINO export), and the stages a method may drop (below). ``bench/budget.py`` measures a
+grid of these settings for each sentence method on SQuAD passages dev (P@1, and p50 milliseconds per
+question, retrieval included) and records it per CPU kind in ``resources/budgets.json``. A budget then
+takes, among the settings of the method whose p50 is within N ms, the one with the best dev P@1 (the
+faster one on a tie); when none is, the fastest, and says so. The times are this project's 2-thread
+measurements on one machine of the kind: a budget is a target for p50, not a limit on any one question.
+Where the table has no ``torch:fp32`` setting, each ``torch:bf16`` one has an fp32 twin whose p50 is
+estimated from the pairs/s ratio measured on that CPU kind (``resources/backends.json``), said as such;
+on a CPU without native bf16 (emulated, 40x slower per matmul) the bf16 settings are not offered at all.
 
-The judge and PEASI's second look are stages a budget accounts for too: a setting measured without
-one (or with EASI reading fewer passages) runs on a method loaded with it, which drops or shortens the
-stage (``AnswerMethod.lightened``). The calibrated confidence was fitted for the method as loaded, so
-such a setting answers without it (and never abstains): where the answerer has a confidence, the
-settings that keep it come first among those within the budget, and one that drops it says so in the
-answer's budget note.
+The judge and PEASI's second look are stages a budget accounts for too: a setting measured without one
+(or with EASI reading fewer passages) runs on a method loaded with it, which drops or shortens the stage
+(``AnswerMethod.lightened``). The calibrated confidence was fitted for the method as loaded, so such a
+setting answers without it (and never abstains): where the answerer has a confidence, the settings that
+keep it come first among those within the budget (only those where abstention is asked for:
+``min_confidence``), and one that drops it says so in the answer's budget note.
 
 ``load_answerer(..., budget_ms=N)`` chooses every lever before the models load; an Answerer already
 loaded (the service's) can still move the cheap ones per request (``Answerer.within``): among the
@@ -32,7 +32,7 @@ import json
 import logging
 import math
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -46,15 +46,19 @@ __all__ = [
     "Choice",
     "Setting",
     "choose",
+    "choose_for",
     "join_notes",
     "load_settings",
     "load_within",
+    "models_text",
+    "run_at",
     "unconfident",
 ]
 
 BUDGETS = Path(__file__).resolve().parent.parent.parent / "resources" / "budgets.json"
-#: The stages a budget may drop from a loaded method (by the role of their model).
-DROPPABLE = frozenset({"judge", "second_look"})
+#: The stages a budget may drop from a loaded method: the role of their model, and the lever (with
+#: its value) that drops it (``AnswerMethod.lightened``).
+DROPPABLE = {"judge": ("judge", "none"), "second_look": ("second_look", 0)}
 log = logging.getLogger(__name__)
 
 
@@ -109,29 +113,57 @@ class Setting:
     def precision(self) -> str:
         return self.system.partition(":")[2]
 
-    def runs_on(self, models: dict[str, str]) -> bool:
-        """Whether a method loaded with ``models`` (names by role) runs this setting: the same models,
-        but for stages the setting drops (``DROPPABLE``)."""
-        mine = dict(self.models)
-        same = all(models.get(role) == name for role, name in mine.items())
-        return same and set(models) - set(mine) <= DROPPABLE
+    def runs_on(self, method: Any) -> bool:
+        """Whether ``method`` (loaded) runs this setting: the same models, but for stages the setting
+        drops (``DROPPABLE``), and levers it can move (``blocked``)."""
+        names, mine = dict(getattr(method, "model_names", {})), dict(self.models)
+        same = all(names.get(role) == name for role, name in mine.items())
+        return same and set(names) - set(mine) <= set(DROPPABLE) and not self.blocked(method)
+
+    def blocked(self, method: Any) -> str:
+        """Why ``method`` (loaded) cannot move its levers to this setting (a stage it did not load
+        cannot come back), or "" when it can."""
+        try:
+            method.lightened(**self.levers(method))
+        except ConfigError as err:
+            return str(err)
+        return ""
 
     def levers(self, method: Any) -> dict[str, Any]:
-        """What ``method`` (loaded) moves to run this setting (``AnswerMethod.lightened``): its options
-        among the method's ``budget_levers``, and the stages it drops."""
-        out = {k: v for k, v in self.options if k in method.budget_levers or k == "judge"}
-        names, mine = dict(getattr(method, "model_names", {})), dict(self.models)
-        if "judge" in names and "judge" not in mine:
-            out["judge"] = "none"
-        if "second_look" in names and "second_look" not in mine:
-            out["second_look"] = 0
+        """What ``method`` (loaded) moves to run this setting (``AnswerMethod.lightened``): each of its
+        ``budget_levers`` at this setting's value, or at the method's default where the setting names
+        none (a setting's options are relative to the defaults); the judge where it names one; the
+        stages it drops."""
+        defaults, mine = _defaults(type(method)), dict(self.options)
+        out = {k: mine.get(k, defaults[k]) for k in method.budget_levers if k in defaults}
+        if "judge" in mine:
+            out["judge"] = mine["judge"]
+        names, models = dict(getattr(method, "model_names", {})), dict(self.models)
+        for role, (lever, value) in DROPPABLE.items():
+            if role in names and role not in models:
+                out[lever] = value
         return out
+
+    def keeps_confidence(self, calibration: Any, method_class: type) -> bool:
+        """Whether answers at this setting may carry ``calibration``'s confidence: it was fitted for
+        this setting's models, at the method's default choice (its ``budget_levers`` at their
+        defaults)."""
+        if calibration is None or calibration.models != dict(self.models):
+            return False
+        defaults, mine = _defaults(method_class), dict(self.options)
+        return all(mine.get(k, defaults.get(k)) == defaults.get(k) for k in method_class.budget_levers)
 
     def load_options(self) -> dict[str, Any]:
         """What ``load_answerer`` takes to run this setting."""
         ratios = None if self.drop_ratios is None else ",".join(f"{r:g}" for r in self.drop_ratios)
         return {"retrieve": self.retrieve, "backend": self.backend, "precision": self.precision,
                 "drop_ratios": ratios, **dict(self.options)}  # fmt: skip
+
+
+def _defaults(method_class: type) -> dict[str, Any]:
+    """A method class's options at their defaults, by name."""
+    options = getattr(method_class, "options_class", None)
+    return {f.name: f.default for f in fields(options)} if options is not None else {}
 
 
 def _ratios(value: Any) -> tuple[float, ...] | None:
@@ -252,7 +284,7 @@ def load_within(
     """``load`` (``load_answerer``) at the best measured setting within ``budget_ms`` among those with the
     ``given`` retrieve, backend or precision; one whose export is not made here (int8) or whose
     library is missing gives way to the next."""
-    cls, defaults = method_options(method, options)  # a bad option fails before the table is read
+    cls, _ = method_options(method, options)  # a bad option fails before the table is read
     chosen = sorted(k for k, v in options.items() if v is not None)
     if chosen:  # the table's numbers are for the method's measured models and settings only
         flags = ", ".join("--" + k.replace("_", "-") for k in chosen)
@@ -269,12 +301,11 @@ def load_within(
                 f"--budget-ms: no setting of --method {method} was measured with {flags}; drop it"
             )
     calibration = load_confidence(confidence).get(method)
-    if min_confidence is not None or confidence is not None:  # abstention asked: calibrated models only
-        settings = [s for s in settings if calibration is None or calibration.models == dict(s.models)]
+    if min_confidence is not None or confidence is not None:  # abstention asked: settings that keep it
+        settings = [s for s in settings if calibration is None or s.keeps_confidence(calibration, cls)]
 
-    def confident(setting: Setting) -> bool:  # fitted for these models at the method's default choice
-        at_defaults = all(getattr(defaults, k) == v for k, v in setting.options if k in cls.budget_levers)
-        return calibration is not None and calibration.models == dict(setting.models) and at_defaults
+    def confident(setting: Setting) -> bool:
+        return setting.keeps_confidence(calibration, cls)
 
     skipped = []
     for choice in choose(budget_ms, method, settings, note=note, confident=confident):
@@ -287,7 +318,11 @@ def load_within(
         except (ModelFormatError, MissingExtraError, DeviceError) as err:
             skipped.append(f"{choice.setting.system}: {err}")
             continue
-        if answerer.confidence is None and calibration is not None:
+        if answerer.confidence is not None and not confident(choice.setting):
+            answerer.confidence, answerer.min_confidence = None, 0.0  # fitted at the default choice
+            unsure = "this setting moves the answer's choice: no calibrated confidence, it never abstains"
+            choice = replace(choice, note=join_notes(choice.note, unsure))
+        elif answerer.confidence is None and calibration is not None:
             unsure = "no confidence is calibrated for these models: it never abstains"
             choice = replace(choice, note=join_notes(choice.note, unsure))
         answerer.budget = choice
@@ -306,7 +341,65 @@ def join_notes(*notes: str) -> str:
 
 def unconfident(method: Any, lighter: Any) -> str:
     """What a budget's setting dropped or moved, and that the answers lose their confidence."""
-    before, after = getattr(method, "model_names", {}), getattr(lighter, "model_names", {})
-    dropped = [role.replace("_", " ") for role in before if role not in after]
+    stages = (("judge", "judge"), ("look", "second look"))
+    had = [
+        (name, getattr(lighter, attr, None))
+        for attr, name in stages
+        if getattr(method, attr, None) is not None
+    ]
+    dropped = [name for name, now in had if now is None]
     what = f"drops the {' and the '.join(dropped)}" if dropped else "moves the answer's choice"
     return f"this setting {what}: no calibrated confidence, the answer never abstains"
+
+
+def choose_for(method: Any, confidence: Any, budget_ms: float, keep_confidence: bool = False) -> Choice:
+    """The measured setting of loaded ``method``'s models and backend that answers best within
+    ``budget_ms`` at p50, one that keeps its ``confidence`` first; with ``keep_confidence`` only those
+    (ConfigError when none was measured for its models, or for them less a stage a budget drops)."""
+    settings, note = load_settings()
+    cls, named = type(method), dict(getattr(method, "model_names", {}))
+    usable = [s for s in settings if s.method == method.name and s.runs_on(method)]
+    measured = {s.models for s in settings if s.method == method.name}
+    blocked = [
+        s.blocked(method)
+        for s in settings
+        if s.method == method.name and s.models == tuple(sorted(named.items()))
+    ]
+    if measured and not usable and any(blocked):  # measured for its models, with a stage it did not load
+        raise ConfigError(
+            "--budget-ms: no setting measured for these models runs on this answerer "
+            f"({next(filter(None, blocked))})"
+        )
+    if measured and not usable:  # e.g. PEASI's defaults changed since its grid was measured
+        raise ConfigError(
+            f"--budget-ms: the settings of --method {method.name} were measured with "
+            f"{' or '.join(models_text(dict(m)) for m in sorted(measured))}, not {models_text(named)}; "
+            "load it with the budget instead (load_answerer(..., budget_ms=N) or answer --budget-ms), "
+            "or measure the grid again (bench/budget.py)"
+        )
+    if keep_confidence:
+        usable = [s for s in usable if s.keeps_confidence(confidence, cls)]
+        if not usable:
+            raise ConfigError(
+                "--budget-ms: no setting measured for these models keeps the calibrated confidence that "
+                "min_confidence asks for; drop min_confidence (or the budget)"
+            )
+    keeps = functools.partial(Setting.keeps_confidence, calibration=confidence, method_class=cls)
+    return choose(budget_ms, method.name, usable, method.system, note, keeps)[0]
+
+
+def run_at(method: Any, confidence: Any, choice: Choice) -> tuple[Any, Choice, bool]:
+    """Loaded ``method`` as ``choice``'s setting runs it (drop ratios, levers, stages dropped), the
+    choice with a note where the setting loses ``confidence``, and whether it keeps it."""
+    if choice.setting.drop_ratios is not None:
+        method = method.with_settings(alpha=list(choice.setting.drop_ratios))
+    lighter = method.lightened(**choice.setting.levers(method))
+    keeps = confidence is not None and choice.setting.keeps_confidence(confidence, type(method))
+    if confidence is not None and not keeps:
+        choice = replace(choice, note=join_notes(choice.note, unconfident(method, lighter)))
+    return lighter, choice, keeps
+
+
+def models_text(models: dict[str, str]) -> str:
+    """Models by role, as an error names them."""
+    return ", ".join(f"{role} {name}" for role, name in models.items()) or "no models"

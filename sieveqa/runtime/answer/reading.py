@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, ClassVar, Self, TypeVar
+from typing import Any, ClassVar, Self
 
 from sieveqa.data.corpus import IndexedPassage
 from sieveqa.models.pair_model import PairModel
@@ -37,8 +37,6 @@ from sieveqa.runtime.answer.options import (
 from sieveqa.runtime.answer.reader_policy import OWN_SCHEDULER, ReaderPolicy
 from sieveqa.runtime.answer.schedulers import Schedule, run_schedule
 from sieveqa.runtime.answer.towers import LiveTowers
-
-T = TypeVar("T")
 
 
 class Reader(AnswerMethod):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -139,11 +140,16 @@ def test_a_hand_built_peasi_moves_its_drop_ratios(tmp_path, monkeypatch, tiny_ca
     answerer = Answerer(
         Peasi(CascadeRanker(tiny_cascade, drop_ratios=0.0), KeywordSelector(), options=TOP_PASSAGE), index
     )
-    _table(
-        tmp_path, monkeypatch, [_setting(40, 0.5, method="peasi", retrieve=3, drop_ratios=(0.5,)).as_dict()]
-    )
+    looked = _setting(30, 0.9, method="peasi", retrieve=3, drop_ratios=(0.5,))  # defaults: a second look
+    _table(tmp_path, monkeypatch, [looked.as_dict()])
+    with pytest.raises(ConfigError, match=r"runs on this answerer \(--second-look: the point-wise ranker"):
+        answerer.within(100)  # it was measured with PEASI's second look, which this one did not load
+    top = (("bm25_weight", 0.0), ("read", 1), ("second_look", 0))  # the hand-built one's choice
+    row = _setting(40, 0.5, method="peasi", retrieve=3, drop_ratios=(0.5,), options=top)
+    _table(tmp_path, monkeypatch, [looked.as_dict(), row.as_dict()])
     quick = answerer.within(100)  # a method without model names (built by hand) raised AttributeError
     assert quick.method.reranker.drop_ratios == [0.5, 0.5, 0.5] and quick.retrieve == 3
+    assert quick.budget.setting == row and quick.method.options == TOP_PASSAGE
 
 
 def test_a_methods_system_is_found_through_its_fusion(tiny_model, tiny_cascade) -> None:
@@ -247,3 +253,47 @@ def test_load_answerer_prefers_a_setting_its_confidence_was_fitted_for(
     answerer = load_answerer("cascade", str(index.path), budget_ms=100)
     assert answerer.budget.setting == rows[0] and answerer.confidence is not None  # was: the better P@1
     assert load_answerer("cascade", str(index.path), budget_ms=70).budget.setting == rows[1]  # only it fits
+
+
+def test_a_settings_levers_are_relative_to_the_defaults_and_say_when_the_confidence_holds() -> None:
+    """A row names only what it moves from the method's defaults: an answerer loaded with read 1 runs
+    the default row at read 3 (it used to keep read 1 and claim the row's numbers), and a calibration
+    (fitted at the defaults) holds at a row only for its own models with every lever at its default."""
+    from sieveqa.runtime.answer.confidence import Confidence
+    from sieveqa.runtime.answer.peasi import Peasi
+    from tests.fakes import KeywordRanker, KeywordSelector
+
+    method = Peasi(KeywordRanker(), KeywordSelector(), options=replace(TOP_PASSAGE, second_look=2),
+                   look=KeywordRanker(), judge=KeywordRanker())  # type: ignore[arg-type]  # fmt: skip
+    method.model_names = {"reranker": "r", "selector": "s", "second_look": "k", "judge": "j"}
+    models = tuple(sorted(method.model_names.items()))
+    default_row = _setting(100, 0.9, method="peasi", drop_ratios=None, models=models)
+    assert default_row.levers(method) == {
+        "read": 3,
+        "second_look": 3,
+        "bm25_weight": 1.0,
+        "sentence_bm25_weight": 0.0,
+    }
+    unlooked = tuple(sorted((k, v) for k, v in method.model_names.items() if k != "second_look"))
+    named = _setting(
+        50, 0.8, method="peasi", drop_ratios=None, models=unlooked,
+        options=(("judge", "j"), ("read", 1), ("second_look", 0)),
+    )  # fmt: skip
+    assert named.runs_on(method) and named.levers(method)["judge"] == "j"
+    light = method.lightened(**named.levers(method))
+    assert light.judge is method.judge and light.look is None and light.options.read == 1
+    fitted = Confidence(1.0, 0.0, 0.5, dict(method.model_names), signals={"judge": 1.0})
+    assert default_row.keeps_confidence(fitted, Peasi)
+    assert not named.keeps_confidence(fitted, Peasi)  # another choice, and no second look
+    moved = _setting(60, 0.8, method="peasi", drop_ratios=None, options=(("read", 1),), models=models)
+    assert not moved.keeps_confidence(fitted, Peasi) and not default_row.keeps_confidence(None, Peasi)
+    from sieveqa.runtime.answer.budget import Choice, run_at
+
+    _, choice, keeps = run_at(method, fitted, Choice(moved, 100))
+    assert (
+        not keeps
+        and choice.note
+        == "this setting moves the answer's choice: no calibrated confidence, the answer never abstains"
+    )
+    _, choice, keeps = run_at(method, fitted, Choice(default_row, 100))
+    assert keeps and choice.note == ""

@@ -221,4 +221,5 @@ def test_a_budget_lightens_a_loaded_peasi_without_touching_it() -> None:
         full.lightened(look_ranker="other")
     plain = Pointwise(KeywordRanker(), judge=judge)  # type: ignore[arg-type]
     assert plain.lightened(judge="none").judge is None and plain.judge is judge
-    assert Pointwise(KeywordRanker()).lightened(judge="none").judge is None  # nothing to drop
+    bare = Pointwise(KeywordRanker())
+    assert bare.lightened(judge="none") is bare  # nothing to drop
