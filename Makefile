@@ -7,7 +7,7 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export NO_MKDOCS_2_WARNING := 1
 
-.PHONY: race-env install demo test test-all test-slow test-shutdown test-docs test-wheel docs wheel test-fast lint default-model default-v1-model cascade-models retrofit-model mono-models default-cascade peasi-cascade foreign-retrofit has-models has-sensitivity peasi-models peasi-v2-models peasi-v2-ship peasi-v3-models judge-mpnet judge-mpnet-top judge-mpnet-made judge-mpnet-contrast judge-minilm-kd judge-reader easi-null peasi-ship peasi-wikiqa reader-models reader-v2-model reader-v3-model reader-v4-model reader-v3-answerability reader-ship reader-v3-ship reader-v3-report reader-v3-sched-answer confidence-ship own-files-index own-files-bench faq-rerankers mpnet-passage-ranker large-model large-adapt-last large-report large-ship large-cascade mhs-teachers mhs-teacher-scores mhs-kd-search mhs-students mhs-tables mhs2-teacher-scores mhs2-students default-kd has-store-model has-store-v2-model store-bench fusion-bench
+.PHONY: race-env install demo test test-all test-slow test-shutdown test-docs test-wheel docs wheel test-fast lint default-model default-v1-model cascade-models retrofit-model mono-models default-cascade peasi-cascade foreign-retrofit has-models has-sensitivity peasi-models peasi-v2-models peasi-v2-ship peasi-v3-models judge-mpnet judge-mpnet-top judge-mpnet-made judge-mpnet-contrast judge-minilm-kd judge-reader easi-null peasi-ship peasi-wikiqa reader-models reader-v2-model reader-v3-model reader-v4-model reader-v3-answerability reader-ship reader-v3-ship reader-v3-report reader-v3-sched-answer confidence-ship own-files-index own-files-bench faq-rerankers mpnet-passage-ranker large-model large-adapt-last large-dev large-test large-ship large-cascade mhs-teachers mhs-teacher-scores mhs-kd-search mhs-students mhs-tables mhs2-teacher-scores mhs2-students default-kd has-store-model has-store-v2-model store-bench fusion-bench
 
 $(VENV)/.installed: pyproject.toml packages/sieveqa-models/pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -599,15 +599,27 @@ large-adapt-last: install
 # stored; the body read from "large"), drop ratios tuned on SQuAD-AS2 dev.
 # What the large ranker scores: dev first (what chooses), then test; answer sentences and passages.
 LARGE_RESULTS ?= bench/results/large
-large-report: install
+OWN_BEIR := runs/beir/own-files
+$(OWN_BEIR)/manifest.json:
+	$(BIN)/python bench/own_files_beir.py --out $(OWN_BEIR)
+# large-dev reads each candidate (the adapt step from the transfer's best, and from its end where
+# large-adapt-last ran) on dev; large-test reads the one dev chose (LARGE_CHOSEN) on test, once.
+LARGE_CHOSEN ?= $(LARGE)/adapt/best
+large-dev: install $(OWN_BEIR)/manifest.json
 	mkdir -p $(LARGE_RESULTS)
-	for d in wikiqa:dev trecqa:dev-clean wikiqa:test trecqa:test-clean; do f=$$(echo $$d | tr ':' '_'); \
-		$(SIEVEQA) eval --model $(LARGE)/adapt/best --dataset $$d --json $(LARGE_RESULTS)/adapt.$$f.json || exit 1; done
-	$(BIN)/python bench/passage_rerank.py --model $(LARGE)/adapt/best --dataset wikiqa-beir:dev \
-		--dataset beir:runs/beir/own-files:dev --reading win:256 --out $(LARGE_RESULTS)/passages-dev.json
+	for m in adapt adapt-last; do [ -d $(LARGE)/$$m/best ] || continue; \
+		for d in wikiqa:dev trecqa:dev-clean; do f=$$(echo $$d | tr ':' '_'); \
+			$(SIEVEQA) eval --model $(LARGE)/$$m/best --dataset $$d --json $(LARGE_RESULTS)/$$m.$$f.json || exit 1; done; \
+		$(BIN)/python bench/passage_rerank.py --model $(LARGE)/$$m/best --dataset wikiqa-beir:dev \
+			--dataset beir:$(OWN_BEIR):dev --reading win:256 --out $(LARGE_RESULTS)/$$m.passages-dev.json || exit 1; done
+large-test: install $(OWN_BEIR)/manifest.json
+	for d in wikiqa:test trecqa:test-clean; do f=$$(echo $$d | tr ':' '_'); \
+		$(SIEVEQA) eval --model $(LARGE_CHOSEN) --dataset $$d --json $(LARGE_RESULTS)/chosen.$$f.json || exit 1; done
+	$(BIN)/python bench/passage_rerank.py --model $(LARGE_CHOSEN) --dataset wikiqa-beir:test \
+		--dataset beir:$(OWN_BEIR):test --reading win:256 --out $(LARGE_RESULTS)/chosen.passages-test.json
 large-ship: install
 	rm -rf sieveqa/resources/large
-	$(SIEVEQA) export $(LARGE)/adapt/best sieveqa/resources/large --format low-rank --rank 16
+	$(SIEVEQA) export $(LARGE_CHOSEN) sieveqa/resources/large --format low-rank --rank 16
 large-cascade: install
 	$(SIEVEQA) retrofit --model large --exits 4,6,8,10,12 --train squad-as2:train --out $(LARGE)/retrofit --eval-every 100 \
 		--checkpoint-every 50
@@ -705,7 +717,7 @@ mhs-tables: install
 MHS2 ?= runs/mhs2
 SCORES2 := bench/results/mhs/teachers-v2
 POOL := --pool trecqa:train-all --pool-pairs 20000
-KD_TEACHERS2 := large=$(LARGE)/adapt/best default=default bi=embedder:mpnet-12 bm25=bm25 reader=reader:reader
+KD_TEACHERS2 := large=$(LARGE_CHOSEN) default=default bi=embedder:mpnet-12 bm25=bm25 reader=reader:reader
 mhs2-teacher-scores: install
 	mkdir -p $(SCORES2)
 	for t in $(KD_TEACHERS2); do $(SIEVEQA) teacher-scores --teacher $${t#*=} $(KD_PAIRS) $(POOL) \
