@@ -16,7 +16,9 @@ teacher whose scores are made logits (``bm25``, ``embedder:``) is calibrated on 
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import json
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -25,9 +27,11 @@ from typing import Any
 
 import torch
 from torch import Tensor
+from tqdm.auto import tqdm
 
 from sieveqa.data.records import RankingExample
 from sieveqa.errors import ConfigError, DataFormatError
+from sieveqa.io import atomic_write_json
 from sieveqa.models.encoder_model import EncoderModel
 from sieveqa.models.multihead import MultiHeadStudent
 from sieveqa.models.pair_model import PairModel
@@ -120,11 +124,35 @@ def teacher_scores(
             values = score(pairs, progress, **settings)
         else:
             teacher.configure(**{"precision": "fp32", **settings})  # bf16 would round the soft targets
-            values = teacher.score_pairs(pairs.questions, pairs.texts, progress=progress)
+            score = functools.partial(teacher.score_pairs, progress=False)
+            values = scored_in_parts(score, pairs, path.with_name(f"{key}.partial.json"), progress)
         scores = TeacherScores(spec, digest, dataset, list(pairs.ids), values, texts)
         scores.save(path)
+        path.with_name(f"{key}.partial.json").unlink(missing_ok=True)
     scores.check(dataset, pairs.ids, digest, texts)
     return scores
+
+
+#: Pairs a model teacher scores between two saves of its scores so far (a killed run resumes there).
+PART = 2048
+
+
+def scored_in_parts(
+    score: Callable[[list[str], list[str]], list[float]], pairs: LabelledPairs, partial: Path, progress: bool
+) -> list[float]:
+    """``score`` of every pair, in parts of ``PART`` pairs, the scores so far written to ``partial``
+    (atomically) after each part: a run killed midway resumes after the last part it finished (an
+    hour of MPNet scoring is not lost to a stopped session)."""
+    done = json.loads(partial.read_text()) if partial.is_file() else []
+    values = [float(v) for v in done] if isinstance(done, list) and len(done) <= len(pairs) else []
+    bar = tqdm(total=len(pairs), initial=len(values), desc="scoring", unit="pair", disable=not progress)
+    for lo in range(len(values), len(pairs), PART):
+        hi = min(lo + PART, len(pairs))
+        values += score(list(pairs.questions[lo:hi]), list(pairs.texts[lo:hi]))
+        atomic_write_json(partial, values)
+        bar.update(hi - lo)
+    bar.close()
+    return values
 
 
 def pooled(

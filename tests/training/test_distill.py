@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import replace
 from pathlib import Path
@@ -215,3 +216,29 @@ def test_a_pool_of_unlabelled_pairs_is_scored_by_the_teachers_and_learned_softly
     assert (tmp_path / "out" / "best").is_dir()
     with pytest.raises(ConfigError, match="--pool-pairs must be >= 1"):
         DistillOptions(teachers=["bm25"], pool="x", pool_pairs=0)
+
+
+def test_a_killed_scoring_resumes_after_its_last_part(tmp_path: Path, monkeypatch) -> None:
+    """A teacher's scoring saved nothing until its end: a session stopped at 90% of an hour of MPNet
+    scoring started again from the first pair."""
+    from sieveqa.training import distill
+
+    monkeypatch.setattr(distill, "PART", 2)
+    pairs = make_pairs(_toy_examples())
+    calls: list[list[str]] = []
+
+    def score(questions: list[str], texts: list[str]) -> list[float]:
+        calls.append(texts)
+        if len(calls) == 2 and stop:
+            raise KeyboardInterrupt  # the session ends in the second part
+        return [float(len(t)) for t in texts]
+
+    partial, stop = tmp_path / "k.partial.json", True
+    with pytest.raises(KeyboardInterrupt):
+        distill.scored_in_parts(score, pairs, partial, progress=False)
+    assert json.loads(partial.read_text()) == [float(len(t)) for t in pairs.texts[:2]]
+    calls.clear()
+    stop = False
+    values = distill.scored_in_parts(score, pairs, partial, progress=False)
+    assert values == [float(len(t)) for t in pairs.texts] and calls[0] == list(pairs.texts[2:4])
+    assert sum(len(c) for c in calls) == len(pairs) - 2  # the first part was not scored again
