@@ -7,7 +7,7 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export NO_MKDOCS_2_WARNING := 1
 
-.PHONY: race-env install demo test test-all test-slow test-shutdown test-docs test-wheel docs wheel test-fast lint default-model default-v1-model cascade-models retrofit-model mono-models default-cascade peasi-cascade foreign-retrofit has-models has-sensitivity peasi-models peasi-v2-models peasi-v2-ship peasi-v3-models judge-mpnet judge-mpnet-top judge-mpnet-made judge-mpnet-contrast judge-minilm-kd judge-reader easi-null peasi-ship peasi-wikiqa reader-models reader-v2-model reader-v3-model reader-v4-model reader-v3-answerability reader-ship reader-v3-ship reader-v3-report reader-v3-sched-answer confidence-ship own-files-index own-files-bench faq-rerankers mpnet-passage-ranker large-model large-adapt-last large-dev large-test large-ship large-cascade mhs-teachers mhs-teacher-scores mhs-kd-search mhs-students mhs-tables mhs2-teacher-scores mhs2-students default-kd has-store-model has-store-v2-model store-bench fusion-bench
+.PHONY: race-env install demo test test-all test-slow test-shutdown test-docs test-wheel docs wheel test-fast lint default-model default-v1-model cascade-models retrofit-model mono-models default-cascade peasi-cascade foreign-retrofit has-models has-sensitivity peasi-models peasi-v2-models peasi-v2-ship peasi-v3-models judge-mpnet judge-mpnet-top judge-mpnet-made judge-mpnet-contrast judge-minilm-kd judge-reader easi-null peasi-ship peasi-wikiqa reader-models reader-v2-model reader-v3-model reader-v4-model reader-v3-answerability reader-ship reader-v3-ship reader-v3-report reader-v3-sched-answer confidence-ship own-files-index own-files-bench faq-rerankers mpnet-passage-ranker large-model large-adapt-last large-dev large-test large-ship large-cascade mhs-teachers mhs-teacher-scores mhs-kd-search mhs-students mhs-tables mhs2-teacher-scores mhs2-students mhs2-dev mhs2-test default-kd has-store-model has-store-v2-model store-bench fusion-bench
 
 $(VENV)/.installed: pyproject.toml packages/sieveqa-models/pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -734,6 +734,22 @@ mhs2-students: install
 		--teachers $(SCORES2)/large.json.gz,$(SCORES2)/bi.json.gz,$(SCORES2)/default.json.gz
 	$(SIEVEQA) train $(STUDENT2) --body-depth 3 --heads 3 --head-depth 1 --out $(MHS2)/b3-3h1-kinds \
 		--teachers $(SCORES2)/large.json.gz,$(SCORES2)/bi.json.gz,$(SCORES2)/reader.json.gz
+
+# Choosing among the students (and reading the teachers beside them) on dev: answer sentences, then
+# passages; test reads the same rows once the choice is made (docs/RESULTS.md, issue 65).
+STUDENTS2 := kd-large kd-default kd-bi kd-bm25 kd-reader b4-2h1 b3-3h1 b3-3h1-kinds
+MHS2_ROWS := --row "Large teacher (MPNet-12)=$(LARGE_CHOSEN)" --row "Default teacher (MiniLM-L6)=default" \
+	--row "all-mpnet-base-v2 cosine teacher=embedder:mpnet-12" --row "BM25 teacher=bm25" \
+	--row "Reader has-answer teacher=reader:reader" $(foreach m,$(STUDENTS2),--row "$(m)=$(MHS2)/$(m)/best")
+mhs2-dev: install $(OWN_BEIR)/manifest.json
+	$(BIN)/python bench/mhs_tables.py $(MHS2_ROWS) --dataset wikiqa:dev --dataset trecqa:dev-clean \
+		--out bench/results/mhs/v2-dev.json
+	for m in $(STUDENTS2); do [ -d $(MHS2)/$$m/best ] || continue; \
+		$(BIN)/python bench/passage_rerank.py --model $(MHS2)/$$m/best --dataset wikiqa-beir:dev \
+			--dataset beir:$(OWN_BEIR):dev --reading win:256 --out bench/results/mhs/v2-passages-dev.$$m.json || exit 1; done
+mhs2-test: install
+	$(BIN)/python bench/mhs_tables.py $(MHS2_ROWS) --dataset wikiqa:test --dataset trecqa:test-clean \
+		--dataset 'squad-as2:test[:100]' --out bench/results/mhs/v2-test.json
 
 # BM25 fusion for the answer methods (docs/RESULTS.md, "Never worse than BM25"): the whole grid on dev
 # chooses each method's default (sieveqa/runtime/answer/answerer.py DEFAULT_FUSION); test reports those.

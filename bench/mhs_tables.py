@@ -13,6 +13,7 @@ parameters are its members' together. A row whose folder does not exist yet is l
 from __future__ import annotations
 
 import argparse
+import math
 from pathlib import Path
 from typing import Any
 
@@ -21,9 +22,11 @@ from _common import finish, labelled, markdown, pct
 from sieveqa.data.registry import load_dataset
 from sieveqa.evaluation.ensemble_search import member_columns
 from sieveqa.evaluation.metrics import evaluate_scores
-from sieveqa.models.base import regroup
+from sieveqa.models.base import flatten_pairs, regroup
 from sieveqa.models.zoo import SHIPPED, load_model
 from sieveqa.runtime.ensemble import EnsembleSpec, is_ensemble, weighted_sum
+from sieveqa.training.pairs import LabelledPairs
+from sieveqa.training.teachers import is_model_free_teacher, load_embedder_teacher, own_scores
 
 METRICS = ("p@1", "map", "mrr")
 
@@ -32,11 +35,20 @@ def parameters(model: str) -> int:
     """Every parameter a model (or all members of an ensemble) holds, frozen embeddings included."""
     if is_ensemble(model):
         return sum(parameters(m) for m, _ in EnsembleSpec.load(model).active)
-    return sum(p.numel() for p in load_model(model).parameters())
+    if model == "bm25":
+        return 0
+    if model.startswith("embedder:"):
+        return sum(p.numel() for p in load_embedder_teacher(model).parameters())
+    return sum(p.numel() for p in load_model(model.removeprefix("reader:")).parameters())
 
 
 def scores(model: str, dataset: str, examples: list[Any]) -> list[float]:
-    """The final score of every candidate: a model's own, or an ensemble's weighted sum."""
+    """The final score of every candidate: a model's own, a model-free teacher's (``bm25``,
+    ``embedder:mpnet-12``, ``reader:reader``, as ``teacher-scores`` takes them, before they are made
+    logits), or an ensemble's weighted sum."""
+    if is_model_free_teacher(model):
+        questions, texts = flatten_pairs(examples)
+        return own_scores(model, LabelledPairs(questions, texts, [math.nan] * len(texts)))
     if is_ensemble(model):
         members, weights = zip(*EnsembleSpec.load(model).active, strict=True)
         return weighted_sum(member_columns(members, dataset, examples), weights)
@@ -53,7 +65,7 @@ def main() -> None:
     data = {name: load_dataset(name) for name in args.dataset}
     rows: list[dict[str, Any]] = []
     for label, model in rows_in.items():
-        if model not in SHIPPED and not Path(model).is_dir():
+        if model not in SHIPPED and not Path(model).is_dir() and not is_model_free_teacher(model):
             print(f"{label}: {model} missing, skipped")
             rows.append({"model": label, "path": model, "missing": True})
             continue

@@ -164,13 +164,7 @@ def model_free_teacher(spec: str, option: str = "--teachers") -> tuple[str, Scor
             bm25_by_question(pairs), pairs.labels
         )
     if spec.startswith(READER_PREFIX):
-        from sieveqa.models.reader import ReaderModel
-        from sieveqa.models.zoo import load_model
-
-        name = spec.removeprefix(READER_PREFIX)
-        if not name:
-            raise ConfigError(f"{spec!r}: name the reader, e.g. reader:reader")
-        reader = load_model(name, ReaderModel, option, "a span reader")
+        reader = _reader(spec, option)
         return f"{spec}:{weights_digest(reader)}", functools.partial(has_answer_logits, reader)
     embedder = load_embedder_teacher(spec)
 
@@ -179,6 +173,27 @@ def model_free_teacher(spec: str, option: str = "--teachers") -> tuple[str, Scor
         return calibrated_logits(cosines(embedder, pairs.questions, pairs.texts, progress), pairs.labels)
 
     return f"{spec}:{embedder.signature()['fingerprint']}", cosine_logits
+
+
+def own_scores(spec: str, pairs: LabelledPairs, progress: bool = True) -> list[float]:
+    """A model-free teacher's own scores of ``pairs``, before they are made logits: the order it ranks
+    by (a table of rankers reads these; no labels are read)."""
+    if spec == BM25:
+        return bm25_by_question(pairs).tolist()
+    if spec.startswith(READER_PREFIX):
+        return has_answer_logits(_reader(spec, "--row"), pairs, progress)
+    return cosines(load_embedder_teacher(spec), pairs.questions, pairs.texts, progress).tolist()
+
+
+def _reader(spec: str, option: str) -> Any:
+    """The span reader a ``reader:NAME`` spec names."""
+    from sieveqa.models.reader import ReaderModel
+    from sieveqa.models.zoo import load_model
+
+    name = spec.removeprefix(READER_PREFIX)
+    if not name:
+        raise ConfigError(f"{spec!r}: name the reader, e.g. reader:reader")
+    return load_model(name, ReaderModel, option, "a span reader")
 
 
 def bm25_by_question(pairs: LabelledPairs) -> np.ndarray:

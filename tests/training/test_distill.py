@@ -242,3 +242,13 @@ def test_a_killed_scoring_resumes_after_its_last_part(tmp_path: Path, monkeypatc
     values = distill.scored_in_parts(score, pairs, partial, progress=False)
     assert values == [float(len(t)) for t in pairs.texts] and calls[0] == list(pairs.texts[2:4])
     assert sum(len(c) for c in calls) == len(pairs) - 2  # the first part was not scored again
+
+
+def test_a_model_free_teachers_own_scores_read_no_label() -> None:
+    """What a table of rankers reads of bm25 (or embedder:, reader:): its own scores, not the logits
+    fitted on the labels (test labels must not shape a test row)."""
+    from sieveqa.training.teachers import bm25_by_question, own_scores
+
+    pairs = make_pairs(_toy_examples())
+    unlabelled = replace(pairs, labels=[math.nan] * len(pairs))
+    assert own_scores("bm25", unlabelled, progress=False) == bm25_by_question(pairs).tolist()
