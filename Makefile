@@ -7,7 +7,7 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export NO_MKDOCS_2_WARNING := 1
 
-.PHONY: race-env install demo test test-all test-slow test-shutdown test-docs test-wheel docs wheel test-fast lint default-model default-v1-model cascade-models retrofit-model mono-models default-cascade peasi-cascade foreign-retrofit has-models has-sensitivity peasi-models peasi-v2-models peasi-v2-ship peasi-v3-models judge-mpnet judge-mpnet-top judge-mpnet-made judge-mpnet-contrast judge-minilm-kd judge-reader easi-null peasi-ship peasi-wikiqa reader-models reader-v2-model reader-v3-model reader-v4-model reader-v3-answerability reader-ship reader-v3-ship reader-v3-report reader-v3-sched-answer confidence-ship own-files-index own-files-bench faq-rerankers mpnet-passage-ranker large-model large-adapt-last large-dev large-test large-ship large-cascade mhs-teachers mhs-teacher-scores mhs-kd-search mhs-students mhs-tables mhs2-teacher-scores mhs2-students mhs2-dev mhs2-test default-kd has-store-model has-store-v2-model store-bench fusion-bench
+.PHONY: race-env install demo test test-all test-slow test-shutdown test-docs test-wheel docs wheel test-fast lint default-model default-v1-model cascade-models retrofit-model mono-models default-cascade peasi-cascade foreign-retrofit has-models has-sensitivity peasi-models peasi-v2-models peasi-v2-ship peasi-v3-models judge-mpnet judge-mpnet-top judge-mpnet-made judge-mpnet-contrast judge-minilm-kd judge-minilm-read judge-reader easi-null peasi-ship peasi-wikiqa reader-models reader-v2-model reader-v3-model reader-v4-model reader-v3-answerability reader-ship reader-v3-ship reader-v3-report reader-v3-sched-answer confidence-ship own-files-index own-files-bench faq-rerankers mpnet-passage-ranker large-model large-adapt-last large-dev large-test large-ship large-cascade mhs-teachers mhs-teacher-scores mhs-kd-search mhs-students mhs-tables mhs2-teacher-scores mhs2-students mhs2-dev mhs2-test default-kd has-store-model has-store-v2-model store-bench fusion-bench
 
 $(VENV)/.installed: pyproject.toml packages/sieveqa-models/pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -329,7 +329,20 @@ judge-minilm-kd: install
 	$(SIEVEQA) train --arch mhs --heads 1 --init peasi-pr --train squad2-passages:own $(JUDGE_POOL) --dev "" \
 		--teachers $(JUDGE_KD)/teacher.json.gz --alpha 0.1 --tau 1 --max-length 256 --epochs 2 --lr 3e-5 \
 		--batch-size 16 --seed 66 --checkpoint-every 100 --out $(JUDGE_KD)
-	$(call read-judge,judge-minilm-kd)
+	$(MAKE) judge-minilm-read
+
+# The distilled judge read as every judge is, and beside the MPNet judge in one pass over squad2-open
+# dev (its logits cached as judge2): the held-out confidence at the shipped choice and at the light one
+# (EASI reads one passage, no second look), each against the MPNet judge's signals (passage, judge2).
+JUDGE_CACHE := $(JUDGE_KD)/cache-dev-both.cache.json
+judge-minilm-read: install
+	$(BIN)/python bench/answerability_signals.py --judges peasi-judge,$(JUDGE_KD)/best --readers "" \
+		--out bench/results/abstention/judge-minilm-kd-signals.json
+	[ -f $(JUDGE_CACHE) ] || $(BIN)/python bench/peasi_choice.py cache --dataset squad2-open:dev \
+		--reranker peasi-pr --selector peasi-easi --judge $(JUDGE_KD)/best --judge2 peasi-judge --out $(JUDGE_CACHE)
+	for c in 3,1,3,1,1 1,1,0,0,1; do $(BIN)/python bench/peasi_choice.py sweep --caches $(JUDGE_CACHE) --choice $$c \
+		--signals passage,judge,judge2 --against passage,judge2 \
+		--out bench/results/abstention/judge-minilm-kd-sweep-$$c.json || exit 1; done
 
 # The shipped judge continued one epoch on the human questions with 8,000 made ones beside their
 # sources (issue 41; 1,136 steps, 60 min here): top-passage AUROC 0.686 against 0.675, but the full

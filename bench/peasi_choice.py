@@ -12,7 +12,8 @@ passage), how many sentences the point-wise ranker re-reads and the weight of it
 choice by mean P@1 over the sets (ties: the cheaper, then the simpler). On an open set, each choice's
 confidence fitted on every subset of the signals with 5-fold cross-fitting: held-out AUROC (answerable
 against unanswerable) and SQuAD 2.0 overall at the held-out folds' own best thresholds.
-``--second-judge`` adds another cache's judge logits as one more signal (``judge2``); ``--against``
+``--second-judge`` adds another cache's judge logits as one more signal (``judge2``; or ``cache --judge2``
+reads a second judge in the same pass); ``--against``
 names a signal subset (the shipped one) that every subset's overall is compared with, question by
 question (a paired bootstrap's 95% interval of the difference).
 
@@ -43,7 +44,7 @@ from sieveqa.models.zoo import load_model
 from sieveqa.runtime.answer.answerer import load_answerer
 from sieveqa.runtime.answer.confidence import best_threshold, fit_logistic
 from sieveqa.runtime.answer.fusion import lexical_scores
-from sieveqa.runtime.answer.judge import judged
+from sieveqa.runtime.answer.judge import judged, load_judge
 from sieveqa.runtime.answer.method import AnswerRun, ModelSettings
 from sieveqa.runtime.answer.sentence import rank_found
 
@@ -97,11 +98,13 @@ def cache(args: argparse.Namespace) -> None:
     )
     method = answerer.method
     look = ModelSettings().ranker(args.look_ranker)
+    judge2 = load_judge(args.judge2, ModelSettings()) if args.judge2 else None
     reader = load_model(args.reader, ReaderModel).configure(precision="auto") if args.reader else None
     rows = []
     for question, passages, gold in tqdm(_questions(args.dataset, args.limit), desc=args.dataset, unit="q"):
         found, scores, _ = method.candidates(question, passages, args.read)
         found = judged(method.judge, question, AnswerRun(found, None, None), "judge", every=True).answers
+        found = judged(judge2, question, AnswerRun(found, None, None), "judge2", every=True).answers
         looked, _ = rank_found(look, question, found)
         pointwise = {(f.passage.id, f.sentence): f.score for f in looked}
         lexical = lexical_scores(question, [p.text for p in passages])
@@ -133,6 +136,7 @@ def cache(args: argparse.Namespace) -> None:
             }
         )
     models = method.model_names | {"look": args.look_ranker} | ({"reader": args.reader} if reader else {})
+    models |= {"judge2": args.judge2} if judge2 is not None else {}
     payload = {"dataset": args.dataset, "models": models}
     finish(args.out, "peasi_choice cache", payload | {"read": args.read, "questions": rows})
 
@@ -365,6 +369,7 @@ def main() -> None:
     c.add_argument("--selector", default=None)
     c.add_argument("--look-ranker", default="default")
     c.add_argument("--judge", default="none", help="a reranker whose logit of each read passage is cached")
+    c.add_argument("--judge2", default="", help="another judge, cached beside it as 'judge2' (one pass)")
     c.add_argument(
         "--reader", default=None, help="a reader whose has-answer logit of each read passage is cached"
     )
