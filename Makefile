@@ -730,11 +730,11 @@ mhs-tables: install
 MHS2 ?= runs/mhs2
 SCORES2 := bench/results/mhs/teachers-v2
 POOL := --pool trecqa:train-all --pool-pairs 20000
-KD_TEACHERS2 := large=$(LARGE_CHOSEN) default=default bi=embedder:mpnet-12 bm25=bm25 reader=reader:reader
+KD_TEACHERS2 := default=default bi=embedder:mpnet-12 bm25=bm25 reader=reader:reader large=$(LARGE_CHOSEN)
 mhs2-teacher-scores: install
 	mkdir -p $(SCORES2)
 	for t in $(KD_TEACHERS2); do $(SIEVEQA) teacher-scores --teacher $${t#*=} $(KD_PAIRS) $(POOL) \
-		--name $${t%%=*} -o $(SCORES2)/$${t%%=*}.json.gz || exit 1; done
+		--name "$${t%%=*} ($${t#*=})" -o $(SCORES2)/$${t%%=*}.json.gz || exit 1; done
 
 STUDENT2 := --arch mhs --init default $(KD_SET) $(POOL) --lr 2e-5 --epochs 1 --eval-every 200 \
 	--checkpoint-every 100 --alpha $(ALPHA) --tau $(TAU)

@@ -172,9 +172,12 @@ def with_pool(
     pairs: LabelledPairs, pool: Sequence[RankingExample], config: TrainConfig, options: DistillOptions
 ) -> LabelledPairs:
     """``pairs`` followed by the pool's (labels unknown: NaN; ids ``pool:QID/CID``), sampled as the
-    module docstring says."""
+    module docstring says; a pool question the labelled pairs already ask is left out (TrecQA's
+    train-all holds train: its pairs would count twice, once without their labels)."""
     per_question = (config.max_negatives or 20) + 1
-    extra = every_pair(pool, options.pool_pairs or len(pairs), seed=config.seed, per_question=per_question)
+    asked = set(pairs.questions)
+    fresh = [ex for ex in pool if ex.question.text not in asked]
+    extra = every_pair(fresh, options.pool_pairs or len(pairs), seed=config.seed, per_question=per_question)
     if not len(extra):
         raise DataFormatError(f"--pool {options.pool}: no candidates to learn from")
     return LabelledPairs(

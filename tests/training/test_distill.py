@@ -184,13 +184,20 @@ def test_a_pool_of_unlabelled_pairs_is_scored_by_the_teachers_and_learned_softly
 
     dataset = data[0]
     pool = tmp_path / "traffic.jsonl"
-    rows = [{"query": ex.question.text, "text": c.text} for ex in _toy_examples(6) for c in ex.candidates]
+    rows = [
+        {"query": f"{ex.question.text} again", "text": c.text}
+        for ex in _toy_examples(6)
+        for c in ex.candidates
+    ]
+    asked = _toy_examples()[0]  # a question the labelled pairs ask: left out of the pool
+    rows += [{"query": asked.question.text, "text": c.text} for c in asked.candidates]
     pool.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
     recipe = DistillRecipe(DistillOptions(teachers=["bm25"], pool=f"pairs:{pool}", pool_pairs=10))
     labelled = make_pairs(_toy_examples())
     pairs = recipe.sample(_toy_examples(), CONFIG, dataset)
     pooled = [i for i, pid in enumerate(pairs.ids) if pid.startswith("pool:")]
     assert len(pooled) == 10 and len(pairs) == len(labelled) + 10
+    assert not {pairs.questions[i] for i in pooled} & set(labelled.questions)  # counted once, labelled
     assert all(pairs.labels[i] != pairs.labels[i] for i in pooled)  # NaN: unknown
     assert pairs.labels[: len(labelled)] == labelled.labels
     assert len(recipe.scores[0].scores) == len(pairs) and recipe.scores[0].dataset.endswith(
@@ -201,7 +208,8 @@ def test_a_pool_of_unlabelled_pairs_is_scored_by_the_teachers_and_learned_softly
     alone = teacher_scores("bm25", dataset, labelled, progress=False).scores  # as if there were no pool
     assert scores.scores[: len(labelled)] == pytest.approx(alone, abs=1e-6)
     # Edited in place (the same lines, other texts): other scores, never the cached ones.
-    pool.write_text(pool.read_text().replace("a", "e"))
+    edits = [{"query": r["query"], "text": r["text"].replace("a", "e")} for r in rows]
+    pool.write_text("\n".join(json.dumps(r) for r in edits) + "\n")
     edited = DistillRecipe(DistillOptions(teachers=["bm25"], pool=f"pairs:{pool}", pool_pairs=10))
     edited.sample(_toy_examples(), CONFIG, dataset)
     changed = edited.scores[0]
