@@ -736,7 +736,7 @@ mhs2-teacher-scores: install
 	for t in $(KD_TEACHERS2); do $(SIEVEQA) teacher-scores --teacher $${t#*=} $(KD_PAIRS) $(POOL) \
 		--name "$${t%%=*} ($${t#*=})" -o $(SCORES2)/$${t%%=*}.json.gz || exit 1; done
 
-STUDENT2 := --arch mhs --init default $(KD_SET) $(POOL) --lr 2e-5 --epochs 1 --eval-every 200 \
+STUDENT2 := --arch mhs --init default $(KD_SET) $(POOL) --lr 2e-5 --epochs 1 --eval-every 200 --eval-at-start \
 	--checkpoint-every 100 --alpha $(ALPHA) --tau $(TAU)
 mhs2-students: install
 	for t in large default bi bm25 reader; do $(SIEVEQA) train $(STUDENT2) --heads 1 \

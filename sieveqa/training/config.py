@@ -37,6 +37,10 @@ class TrainConfig:
     eval_every: int = field(
         default=0, metadata={"help": "also evaluate on dev every N optimizer steps (0: per epoch)"}
     )
+    eval_at_start: bool = field(
+        default=False,
+        metadata={"help": "also evaluate on dev before the first step (where the model starts from)"},
+    )
     checkpoint_every: int = field(
         default=200, metadata={"help": "write a resumable checkpoint every N steps"}
     )

@@ -289,6 +289,8 @@ class Trainer:
         self._since = started
         if 0 < self.config.stop_after <= self.state.step < self.total_steps:
             return self._pause(bar)
+        if self.config.eval_at_start and self.state.step == 0 and not self.state.history:
+            self._run_eval("start")  # what the run starts from (a student cut from a deeper model)
         while done < self.total_batches:
             batches = self._epoch_batches(self.state.epoch)
             for rows in batches[self.state.batch_in_epoch :]:

@@ -333,3 +333,15 @@ def test_the_last_step_is_kept_where_dev_chose_an_earlier_one(tiny_model, tmp_pa
     again.evaluate = lambda model: {"map": next(rising)}
     again.train()
     assert (tmp_path / "b" / "best").is_dir() and not (tmp_path / "b" / "last").exists()
+
+
+def test_eval_at_start_reads_the_model_before_its_first_step(tiny_model, tmp_path: Path) -> None:
+    """A student cut from a deeper model starts below it: --eval-at-start records where it started
+    (step 0) before any step, and not again when the run resumes."""
+    seen = []
+    trainer = _trainer(tiny_model, tmp_path / "a", epochs=1, eval_at_start=True, metric="map")
+    trainer.evaluate = lambda model: seen.append(trainer.state.step) or {"map": 0.5}
+    trainer.train()
+    log = json.loads((tmp_path / "a" / "train_log.json").read_text())
+    assert seen[0] == 0 and log[0]["when"] == "start" and log[0]["step"] == 0
+    assert [r["when"] for r in log].count("start") == 1
