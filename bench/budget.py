@@ -62,7 +62,7 @@ LIGHTER = (
 
 ARMS = [
     Arm("peasi", (), (None,), LIGHTER),
-    Arm("peasi", (("reranker", "peasi-cascade"),), (None, 0.3, 0.5)),  # None: its tuned ratios
+    Arm("peasi", (("reranker", "peasi-cascade"),), (None, 0.3, 0.5), LIGHTER[1:2]),  # None: tuned ratios
     Arm("cascade", (), (None, 0.0, 0.3, 0.5)),
     Arm("pointwise", (), (None,)),
     Arm("peasi-all", (), (None,)),
@@ -240,7 +240,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--split", default="dev")
     parser.add_argument("--limit", type=int, default=200)
-    parser.add_argument("--retrieve", default="5,10,20", help="passages retrieved, comma-separated")
+    parser.add_argument("--retrieve", default="5,10,15,20", help="passages retrieved, comma-separated")
     parser.add_argument("--systems", default="torch:auto,openvino:int8", help="BACKEND:PRECISION list")
     parser.add_argument("--methods", default="", help="only these methods (default: every arm)")
     parser.add_argument("--tuned-only", action="store_true", help="each cascade at its tuned ratios only")
