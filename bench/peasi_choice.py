@@ -39,6 +39,7 @@ from tqdm.auto import tqdm
 from sieveqa.data.registry import is_open_dataset, load_dataset, load_open_dataset
 from sieveqa.evaluation.abstention import as_passages, is_right
 from sieveqa.evaluation.answers import passages_of
+from sieveqa.io import atomic_write_json
 from sieveqa.models.reader import ReaderModel
 from sieveqa.models.zoo import load_model
 from sieveqa.runtime.answer.answerer import load_answerer
@@ -49,6 +50,7 @@ from sieveqa.runtime.answer.method import AnswerRun, ModelSettings
 from sieveqa.runtime.answer.sentence import rank_found
 
 READS = (1, 2, 3)
+SAVE_EVERY = 25  # questions between two saves of a cache's rows so far
 SENTENCE_WEIGHTS = (0.1, 0.25, 0.5, 1.0, 2.0, 4.0, 1000.0)  # 1000: best passage first, EASI decides
 LOOKS = (0, 2, 3, 5, 8)
 LOOK_WEIGHTS = (0.25, 0.5, 1.0, 2.0)
@@ -100,8 +102,19 @@ def cache(args: argparse.Namespace) -> None:
     look = ModelSettings().ranker(args.look_ranker)
     judge2 = load_judge(args.judge2, ModelSettings()) if args.judge2 else None
     reader = load_model(args.reader, ReaderModel).configure(precision="auto") if args.reader else None
-    rows = []
-    for question, passages, gold in tqdm(_questions(args.dataset, args.limit), desc=args.dataset, unit="q"):
+    models = method.model_names | {"look": args.look_ranker} | ({"reader": args.reader} if reader else {})
+    models |= {"judge2": args.judge2} if judge2 is not None else {}
+    # Rows so far are saved every SAVE_EVERY questions: a run killed midway (a session's end) resumes.
+    partial = args.out.with_name(args.out.name + ".partial")
+    key = {"dataset": args.dataset, "models": models, "read": args.read, "limit": args.limit}
+    saved = json.loads(partial.read_text()) if partial.is_file() else {}
+    rows = saved["rows"] if saved.get("key") == key else []
+    asked = _questions(args.dataset, args.limit)
+    for question, passages, gold in tqdm(
+        asked[len(rows) :], desc=args.dataset, unit="q", initial=len(rows), total=len(asked)
+    ):
+        if rows and len(rows) % SAVE_EVERY == 0:
+            atomic_write_json(partial, {"key": key, "rows": rows})
         found, scores, _ = method.candidates(question, passages, args.read)
         found = judged(method.judge, question, AnswerRun(found, None, None), "judge", every=True).answers
         found = judged(judge2, question, AnswerRun(found, None, None), "judge2", every=True).answers
@@ -135,10 +148,9 @@ def cache(args: argparse.Namespace) -> None:
                 "logits": [round(x, 5) for x in sorted(set(logits), reverse=True)],
             }
         )
-    models = method.model_names | {"look": args.look_ranker} | ({"reader": args.reader} if reader else {})
-    models |= {"judge2": args.judge2} if judge2 is not None else {}
     payload = {"dataset": args.dataset, "models": models}
     finish(args.out, "peasi_choice cache", payload | {"read": args.read, "questions": rows})
+    partial.unlink(missing_ok=True)
 
 
 def _has_answer(reader: ReaderModel | None, question: str, found: list[Any]) -> dict[str, float]:
