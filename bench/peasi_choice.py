@@ -128,6 +128,7 @@ def cache(args: argparse.Namespace) -> None:
         }
         read = [p.id for p, _ in sorted(zip(passages, scores, strict=True), key=lambda x: -x[1])]
         rank = {pid: r for r, pid in enumerate(read)}
+        at = {p.id: i for i, p in enumerate(passages)}  # retrieval (BM25) order
         logits = [f.passage_score for f in found]
         has = _has_answer(reader, question, found)
         rows.append(
@@ -137,6 +138,7 @@ def cache(args: argparse.Namespace) -> None:
                 "candidates": [
                     {
                         "rank": rank[f.passage.id],
+                        "retrieved_at": at[f.passage.id],
                         **{k: round(v, 5) for k, v in (f.signals or {}).items()},
                         "pointwise": round(pointwise[(f.passage.id, f.sentence)], 5),
                         "bm25": round(bm25[f.passage.id], 5),
@@ -146,6 +148,8 @@ def cache(args: argparse.Namespace) -> None:
                     for f in found
                 ],
                 "logits": [round(x, 5) for x in sorted(set(logits), reverse=True)],
+                # every retrieved passage's score, in retrieval order: what reranking fewer would see
+                "retrieved": [round(float(x), 5) for x in scores],
             }
         )
     payload = {"dataset": args.dataset, "models": models}
