@@ -343,6 +343,7 @@ judge-minilm-read: install
 	for c in 3,1,3,1,1 1,1,0,0,1; do $(BIN)/python bench/peasi_choice.py sweep --caches $(JUDGE_CACHE) --choice $$c \
 		--signals passage,judge,judge2 --against passage,judge2 \
 		--out bench/results/abstention/judge-minilm-kd-sweep-$$c.json || exit 1; done
+	$(BIN)/python bench/rerank_depth.py --cache $(JUDGE_CACHE) --out bench/results/latency/rerank-depth-dev.json
 
 # The shipped judge continued one epoch on the human questions with 8,000 made ones beside their
 # sources (issue 41; 1,136 steps, 60 min here): top-passage AUROC 0.686 against 0.675, but the full
