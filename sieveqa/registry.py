@@ -35,12 +35,23 @@ class Technique:
     archs: tuple[str, ...]
     ranker: str | None = None
     summary: str = ""
+    #: The model's config class and the recipe's options class (``module:Name``), kept apart from the
+    #: model and recipe (which load torch) so that ``train --help`` builds its flags without them;
+    #: where not given, the model's ``config_class`` and the recipe's ``options_class``.
+    config: str = ""
+    options: str = ""
 
     def model_class(self) -> Any:
         return _resolve(self.model)
 
     def recipe_class(self) -> Any:
         return _resolve(self.recipe)
+
+    def config_class(self) -> Any:
+        return _resolve(self.config) if self.config else self.model_class().config_class
+
+    def options_class(self) -> Any:
+        return _resolve(self.options) if self.options else self.recipe_class().options_class
 
     def ranker_class(self) -> Any | None:
         """The runtime ranker that applies the model's saved policy (None: the model ranks itself)."""
@@ -82,6 +93,8 @@ def for_arch(arch: str) -> Technique:
     raise ConfigError(f"--arch must be one of {', '.join(archs())}, got {arch!r}")
 
 
+_CONFIGS = "sieveqa.models.configs"
+_OPTIONS_T = "sieveqa.training.options"
 register(
     Technique(
         kind="cross-encoder",
@@ -89,6 +102,8 @@ register(
         recipe="sieveqa.training.pairs:PointwiseRecipe",
         archs=("cross-encoder",),
         summary="(question, candidate) scored jointly (the TANDA baseline)",
+        config=f"{_CONFIGS}:CrossEncoderConfig",
+        options=f"{_OPTIONS_T}:NoOptions",
     )
 )
 register(
@@ -99,6 +114,8 @@ register(
         archs=("cascade",),
         ranker="sieveqa.runtime.cascade:CascadeRanker",
         summary="classifiers after several layers; each drops a share of the candidates",
+        config=f"{_CONFIGS}:CascadeConfig",
+        options=f"{_OPTIONS_T}:CascadeOptions",
     )
 )
 register(
@@ -108,6 +125,8 @@ register(
         recipe="sieveqa.training.triplets:TripletRecipe",
         archs=("has", "bert-attention", "bert-pooling"),
         summary="questions and answers encoded apart; answers storable as bits (HAS)",
+        config=f"{_CONFIGS}:HashingConfig",
+        options=f"{_OPTIONS_T}:TripletOptions",
     )
 )
 register(
@@ -117,6 +136,8 @@ register(
         recipe="sieveqa.training.easi:EasiRecipe",
         archs=("easi",),
         summary="PEASI's in-place selector: question and a passage's sentences in one pass",
+        config=f"{_CONFIGS}:EasiConfig",
+        options=f"{_OPTIONS_T}:EasiOptions",
     )
 )
 register(
@@ -126,6 +147,8 @@ register(
         recipe="sieveqa.training.peasi:PeasiRecipe",
         archs=("peasi-mtl0", "peasi-mtl1", "peasi-concat"),
         summary="PEASI's passage reranker and EASI trained together (shared body, two bodies, PR ⊕ EASI)",
+        config=f"{_CONFIGS}:PeasiConfig",
+        options=f"{_OPTIONS_T}:PeasiOptions",
     )
 )
 register(
@@ -135,6 +158,8 @@ register(
         recipe="sieveqa.training.reader:ReaderRecipe",
         archs=("reader",),
         summary="anytime extractive reader: span and has-answer heads after every layer (ODQA)",
+        config=f"{_CONFIGS}:ReaderConfig",
+        options=f"{_OPTIONS_T}:ReaderOptions",
     )
 )
 register(
@@ -144,6 +169,8 @@ register(
         recipe="sieveqa.training.distill:DistillRecipe",
         archs=("mhs",),
         summary="Multiple Heads Student: a shared body and k heads, each distilled from its own teacher",
+        config=f"{_CONFIGS}:MultiHeadConfig",
+        options=f"{_OPTIONS_T}:DistillOptions",
     )
 )
 

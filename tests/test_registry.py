@@ -20,6 +20,9 @@ def test_every_registered_part_resolves_and_kinds_match() -> None:
             model.config_class.for_arch(arch)
     assert registry.technique("cascade").ranker_class().__name__ == "CascadeRanker"
     assert registry.technique("cross-encoder").ranker_class() is None
+    for technique in registry.techniques():  # the classes named apart are the ones the technique reads
+        assert technique.config_class() is technique.model_class().config_class, technique.kind
+        assert technique.options_class() is technique.recipe_class().options_class, technique.kind
     for method in registry.answer_methods():  # the options named apart are the ones the method reads
         assert method.options_class() is method.method_class().options_class, method.name
 

@@ -43,7 +43,7 @@ def train_settings() -> dict[str, Setting]:
 
     implied = {"backbone"}
     for t in registry.techniques():
-        cls = t.model_class().config_class
+        cls = t.config_class()
         defaults = dataclasses.asdict(cls())
         for arch in t.archs:
             implied |= {k for k, v in dataclasses.asdict(cls.for_arch(arch)).items() if v != defaults[k]}
@@ -51,13 +51,13 @@ def train_settings() -> dict[str, Setting]:
         s
         for t in registry.techniques()
         for arch in t.archs
-        for s in settings_of(t.model_class().config_class, arch, exclude=implied, panel="Model (per --arch)")
+        for s in settings_of(t.config_class(), arch, exclude=implied, panel="Model (per --arch)")
     ]
     recipe = [
         s
         for t in registry.techniques()
         for arch in t.archs
-        for s in settings_of(t.recipe_class().options_class, arch, panel="Model (per --arch)")
+        for s in settings_of(t.options_class(), arch, panel="Model (per --arch)")
     ]
     merged = merge([*model, *recipe])
     every = frozenset(registry.archs())
@@ -82,7 +82,7 @@ def _split(values: dict[str, Any], arch: str) -> tuple[dict[str, Any], dict[str,
     from sieveqa.training.config import TrainConfig
 
     technique = registry.for_arch(arch)
-    groups = (TrainConfig, technique.model_class().config_class, technique.recipe_class().options_class)
+    groups = (TrainConfig, technique.config_class(), technique.options_class())
     parts: tuple[dict[str, Any], dict[str, Any], dict[str, Any]] = ({}, {}, {})
     known = train_settings()
     for name, value in values.items():

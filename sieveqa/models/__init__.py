@@ -1,34 +1,30 @@
-"""Models: one file per technique, all on the steppable encoder, saved and loaded by kind."""
+"""Models: one file per technique, all on the steppable encoder, saved and loaded by kind. Names are
+imported on first use, so reading a config class (``train --help``) loads no model."""
 
-from sieveqa.models.base import Ranker, RankResult
-from sieveqa.models.cascade import CascadeConfig, CascadeTransformer
-from sieveqa.models.cross_encoder import CrossEncoder, CrossEncoderConfig
-from sieveqa.models.easi import EasiConfig, EasiModel
-from sieveqa.models.embedder import SentenceEmbedder
-from sieveqa.models.encoder_model import EncoderModel, ModelConfig
-from sieveqa.models.hashing import HashingConfig, HashingModel
-from sieveqa.models.heads import ClassifierHead
-from sieveqa.models.pair_model import PairModel
-from sieveqa.models.peasi import PeasiConfig, PeasiModel
-from sieveqa.models.zoo import load_model
+from __future__ import annotations
 
-__all__ = [
-    "CascadeConfig",
-    "CascadeTransformer",
-    "ClassifierHead",
-    "CrossEncoder",
-    "CrossEncoderConfig",
-    "EasiConfig",
-    "EasiModel",
-    "EncoderModel",
-    "HashingConfig",
-    "HashingModel",
-    "ModelConfig",
-    "PairModel",
-    "PeasiConfig",
-    "PeasiModel",
-    "RankResult",
-    "Ranker",
-    "SentenceEmbedder",
-    "load_model",
-]
+from sieveqa.lazy import lazy_getattr
+
+_EXPORTS = {
+    "RankResult": "sieveqa.models.base",
+    "Ranker": "sieveqa.models.base",
+    "CascadeTransformer": "sieveqa.models.cascade",
+    "CrossEncoder": "sieveqa.models.cross_encoder",
+    "EasiModel": "sieveqa.models.easi",
+    "SentenceEmbedder": "sieveqa.models.embedder",
+    "EncoderModel": "sieveqa.models.encoder_model",
+    "HashingModel": "sieveqa.models.hashing",
+    "ClassifierHead": "sieveqa.models.heads",
+    "PairModel": "sieveqa.models.pair_model",
+    "PeasiModel": "sieveqa.models.peasi",
+    "load_model": "sieveqa.models.zoo",
+    "CascadeConfig": "sieveqa.models.configs",
+    "CrossEncoderConfig": "sieveqa.models.configs",
+    "EasiConfig": "sieveqa.models.configs",
+    "HashingConfig": "sieveqa.models.configs",
+    "ModelConfig": "sieveqa.models.configs",
+    "PeasiConfig": "sieveqa.models.configs",
+}
+__all__ = sorted(_EXPORTS)
+
+__getattr__ = lazy_getattr("sieveqa.models", _EXPORTS)

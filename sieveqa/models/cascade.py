@@ -9,7 +9,7 @@ forward pass used in training; the drop ratios are a runtime policy saved beside
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import Self
 
 import torch
@@ -17,6 +17,7 @@ from torch import Tensor, nn
 
 from sieveqa.backbones import Backbone
 from sieveqa.encoder import Cost, check_exits
+from sieveqa.models.configs import CascadeConfig
 from sieveqa.models.cross_encoder import CrossEncoder
 from sieveqa.models.encoder_model import EncoderModel, ModelConfig
 from sieveqa.models.heads import ClassifierHead
@@ -31,30 +32,6 @@ def default_exits(num_layers: int) -> list[int]:
     first = num_layers / 3
     points = (first + k * (num_layers - first) / 4 for k in range(5))
     return sorted({max(1, int(p + 0.5)) for p in points})
-
-
-@dataclass
-class CascadeConfig(ModelConfig):
-    """Architecture of a cascade."""
-
-    exits: list[int] | None = field(
-        default=None, metadata={"help": "layers with a classifier, e.g. 2,3,4,5,6 (None: the paper's rule)"}
-    )
-    pooling: str = field(
-        default="mean", metadata={"help": "exit input: 'mean' of all token states (paper) or 'cls'"}
-    )
-    head_layers: int = field(
-        default=3, metadata={"help": "linear layers per exit head (3: the paper's tanh feed-forward)"}
-    )
-    final_pooling: str | None = field(
-        default=None, metadata={"help": "pooling of the last exit if it differs (a retrofitted head)"}
-    )
-    final_head_layers: int | None = field(
-        default=None, metadata={"help": "linear layers of the last exit head if it differs"}
-    )
-    final_head_activation: str = field(
-        default="tanh", metadata={"help": "the last exit head's activation (a retrofitted ELECTRA's: gelu)"}
-    )
 
 
 class CascadeTransformer(PairModel):

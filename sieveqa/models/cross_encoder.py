@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from pathlib import Path
 from typing import Self
 
@@ -13,24 +13,10 @@ from sieveqa.backbones import Backbone
 from sieveqa.encoder import Cost
 from sieveqa.models import zoo
 from sieveqa.models._saving import hf_config
-from sieveqa.models.encoder_model import ModelConfig
+from sieveqa.models.configs import CrossEncoderConfig
 from sieveqa.models.foreign import read_foreign
 from sieveqa.models.heads import ClassifierHead
 from sieveqa.models.pair_model import PairModel
-
-
-@dataclass
-class CrossEncoderConfig(ModelConfig):
-    """Architecture of a cross-encoder ranker."""
-
-    pooling: str = field(default="cls", metadata={"help": "head input: 'cls' token or 'mean' of tokens"})
-    classifier_layers: int = field(
-        default=1,
-        metadata={"help": "the head's linear layers (2: Hugging Face's dense + activation + classifier)"},
-    )
-    classifier_activation: str = field(
-        default="tanh", metadata={"help": "between the head's layers: tanh or gelu"}
-    )
 
 
 class CrossEncoder(PairModel):

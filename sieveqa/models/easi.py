@@ -23,7 +23,7 @@ from __future__ import annotations
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import torch
 from torch import Tensor, nn
@@ -32,48 +32,14 @@ from sieveqa.backbones import Backbone
 from sieveqa.data.passage_sets import group_passages
 from sieveqa.data.records import RankingExample
 from sieveqa.encoder import Cost, pool_segments
-from sieveqa.errors import ConfigError
 from sieveqa.features import Features, Featurizer
 from sieveqa.models.base import Ranker, RankResult, SimilarityResult
-from sieveqa.models.encoder_model import EncoderModel, ModelConfig
+from sieveqa.models.configs import SELECTORS, EasiConfig
+from sieveqa.models.encoder_model import EncoderModel
 
 __all__ = ["SELECTORS", "EasiConfig", "EasiModel", "SentenceRead", "SentenceReader", "in_passage"]
 
-SELECTORS = ("pooled", "slots")
 NEG = -1e4  # logit of a sentence position a row does not hold (finite: fp16/bf16 safe)
-
-
-@dataclass
-class EasiConfig(ModelConfig):
-    """Architecture of an EASI sentence selector."""
-
-    max_length: int = field(default=256, metadata={"help": "tokens per input: question and passage"})
-    selector: str = field(
-        default="pooled",
-        metadata={"help": "easi: 'slots' (first token, k outputs) or 'pooled' (per sentence)"},
-    )
-    slots: int = field(default=16, metadata={"help": "easi slots: sentences per window (k)"})
-    stride: int | None = field(
-        default=None, metadata={"help": "easi: tokens shared by windows of a long passage (max_length/4)"}
-    )
-    null: bool = field(
-        default=False, metadata={"help": "easi: also score 'no sentence here answers' (SQuAD 2.0's null)"}
-    )
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        if self.selector not in SELECTORS:
-            raise ConfigError(f"selector must be one of {', '.join(SELECTORS)}, got {self.selector!r}")
-        if self.slots < 1:
-            raise ConfigError(f"slots must be >= 1, got {self.slots}")
-        if not 0 <= self.window_stride <= self.max_length // 4:
-            raise ConfigError(
-                f"stride must be in 0..{self.max_length // 4} (a quarter of max_length), got {self.stride}"
-            )
-
-    @property
-    def window_stride(self) -> int:
-        return self.max_length // 4 if self.stride is None else self.stride
 
 
 class SentenceSelector(nn.Sequential):

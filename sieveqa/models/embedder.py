@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -18,16 +17,10 @@ import torch.nn.functional as F
 
 from sieveqa.backbones import Backbone
 from sieveqa.encoder import Cost, masked_mean
-from sieveqa.models.encoder_model import EncoderModel, ModelConfig
+from sieveqa.models.configs import EmbedderConfig
+from sieveqa.models.encoder_model import EncoderModel
 
 __all__ = ["EmbedderConfig", "SentenceEmbedder"]
-
-
-@dataclass
-class EmbedderConfig(ModelConfig):
-    """The embedder's backbone and input length."""
-
-    max_length: int = field(default=256, metadata={"help": "tokens per text (longer texts are truncated)"})
 
 
 class SentenceEmbedder(EncoderModel):

@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any, ClassVar, Self
 
@@ -34,53 +34,13 @@ from sieveqa.models._saving import (
     save_model_folder,
     tensor_fingerprint,
 )
+from sieveqa.models.configs import ModelConfig
 from sieveqa.models.foreign import positions
 
 log = logging.getLogger(__name__)
 
 WORD_EMBEDDINGS = "encoder.backbone.embeddings.word_embeddings."
 BODY = "encoder."
-
-
-@dataclass
-class ModelConfig:
-    """Backbone and input settings every model has."""
-
-    backbone: str = field(default="minilm-l6", metadata={"help": "backbone name or Hugging Face folder"})
-    max_length: int = field(
-        default=128, metadata={"help": "tokens per input: a (question, candidate) pair, or an answer"}
-    )
-    num_layers: int | None = field(
-        default=None, metadata={"help": "keep only the backbone's first N layers (None: all)"}
-    )
-    dropout: float = field(default=0.1, metadata={"help": "dropout inside the scoring head(s)"})
-    freeze_word_embeddings: bool = field(
-        default=True, metadata={"help": "keep the base word embeddings (smaller saved model, faster steps)"}
-    )
-    train_layers: int | None = field(
-        default=None,
-        metadata={
-            "help": "train only the top N layers; the rest stay the base's and are not saved (None: all)"
-        },
-    )
-
-    def __post_init__(self) -> None:
-        checks = {
-            "max_length": self.max_length >= 8,
-            "num_layers": self.num_layers is None or self.num_layers >= 1,
-            "train_layers": self.train_layers is None or self.train_layers >= 1,
-            "dropout": 0 <= self.dropout < 1,
-        }
-        bad = [name for name, ok in checks.items() if not ok]
-        if bad:
-            raise ConfigError(
-                f"{type(self).__name__}: invalid {', '.join(f'{b}={getattr(self, b)!r}' for b in bad)}"
-            )
-
-    @classmethod
-    def for_arch(cls, arch: str, **settings: Any) -> Self:
-        """The config an ``--arch`` name stands for (one class may serve several names)."""
-        return cls(**settings)
 
 
 class EncoderModel(InferenceCopies):

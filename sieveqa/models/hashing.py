@@ -19,8 +19,6 @@ from __future__ import annotations
 import time
 import warnings
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
-from typing import Any, Literal, Self
 
 import torch
 import torch.nn.functional as F
@@ -29,13 +27,10 @@ from torch import Tensor, nn
 from sieveqa.backbones import Backbone
 from sieveqa.data.records import RankingExample
 from sieveqa.encoder import Cost, pool
-from sieveqa.errors import ConfigError
 from sieveqa.features import Features
 from sieveqa.models.base import Ranker, RankResult, SimilarityResult
-from sieveqa.models.encoder_model import EncoderModel, ModelConfig
-
-Composition = Literal["attention", "pooling"]
-StoreKind = Literal["bits", "float", "vector"]
+from sieveqa.models.configs import HashingConfig
+from sieveqa.models.encoder_model import EncoderModel
 
 #: Floats of logits, weights or answer vectors one ragged attention block may hold (question blocks are
 #: cut to fit, at most _QUESTION_BLOCK questions), and of tanh inputs one logit block holds (~4 MB).
@@ -44,60 +39,6 @@ _QUESTION_BLOCK = 64
 _LOGIT_BLOCK = 1 << 20
 
 #: The paper's three models as (composition, hashing).
-VARIANTS: dict[str, tuple[Composition, bool]] = {
-    "has": ("attention", True),
-    "bert-attention": ("attention", False),
-    "bert-pooling": ("pooling", False),
-}
-
-
-@dataclass
-class HashingConfig(ModelConfig):
-    """HAS and its baselines; ``max_length`` bounds an answer, ``question_max_length`` a question."""
-
-    composition: Composition = field(
-        default="attention", metadata={"help": "answer composition: attention (on u_q) or pooling"}
-    )
-    hashing: bool = field(default=True, metadata={"help": "binary answer matrices (HAS); off: floats"})
-    beta: float = field(default=5.0, metadata={"help": "β in tanh(βV), the training-time hashing layer"})
-    delta: float = field(default=1e-6, metadata={"help": "δ, weight of the ‖B − sign(B)‖² constraint"})
-    attention_hidden: int = field(default=128, metadata={"help": "M, the attention's hidden size"})
-    pooling: str = field(default="max", metadata={"help": "question pooling (and answers' for pooling)"})
-    question_max_length: int = field(default=64, metadata={"help": "tokens per question"})
-    margin: float = field(default=0.1, metadata={"help": "triplet hinge margin"})
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        if self.composition not in ("attention", "pooling"):
-            raise ConfigError(f"composition must be 'attention' or 'pooling', got {self.composition!r}")
-        if self.hashing and self.composition != "attention":
-            raise ConfigError("hashing is defined for attention composition (HAS); use hashing=False")
-        if self.pooling not in ("max", "mean"):
-            raise ConfigError(f"pooling must be 'max' or 'mean', got {self.pooling!r}")
-        if self.beta <= 0 or self.delta < 0 or self.attention_hidden < 1:
-            raise ConfigError(
-                f"need beta > 0, delta >= 0, attention_hidden >= 1; got {self.beta}, {self.delta}, "
-                f"{self.attention_hidden}"
-            )
-
-    @classmethod
-    def variant(cls, name: str, **kwargs: Any) -> HashingConfig:
-        """The config of one of the paper's models: ``has``, ``bert-attention`` or ``bert-pooling``."""
-        if name not in VARIANTS:
-            raise ConfigError(f"unknown variant {name!r}; known: {', '.join(VARIANTS)}")
-        composition, hashing = VARIANTS[name]
-        return cls(composition=composition, hashing=hashing, **kwargs)
-
-    @classmethod
-    def for_arch(cls, arch: str, **settings: Any) -> Self:
-        return cls.variant(arch, **settings)  # type: ignore[return-value]
-
-    @property
-    def store_kind(self) -> StoreKind:
-        """What an answer store keeps for this model: bit matrices, float matrices or vectors."""
-        if self.composition == "pooling":
-            return "vector"
-        return "bits" if self.hashing else "float"
 
 
 def binarize(values: Tensor) -> Tensor:

@@ -15,8 +15,8 @@ from torch import Tensor, nn
 
 from sieveqa.encoder import pool
 from sieveqa.errors import ConfigError
+from sieveqa.models.configs import POOLINGS
 
-POOLINGS = ("cls", "mean")
 ACTIVATIONS = {"tanh": nn.Tanh, "gelu": nn.GELU}
 
 

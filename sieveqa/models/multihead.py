@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Self
 
@@ -24,37 +24,11 @@ from torch import Tensor, nn
 from sieveqa.backbones import Backbone, load_backbone
 from sieveqa.encoder import Cost
 from sieveqa.errors import ConfigError
+from sieveqa.models.configs import MultiHeadConfig
 from sieveqa.models.cross_encoder import CrossEncoder, CrossEncoderConfig
 from sieveqa.models.encoder_model import EncoderModel, ModelConfig
 from sieveqa.models.heads import ClassifierHead
 from sieveqa.models.pair_model import PairModel
-
-
-@dataclass
-class MultiHeadConfig(ModelConfig):
-    """Architecture of a multi-head student ``B_b kH_h``."""
-
-    heads: int = field(default=3, metadata={"help": "k: ranking heads (one per teacher)"})
-    head_depth: int = field(
-        default=1, metadata={"help": "h: top transformer layers each head has its own copy of"}
-    )
-    body_depth: int | None = field(
-        default=None, metadata={"help": "b: shared layers (None: the backbone's depth minus h)"}
-    )
-    pooling: str = field(default="cls", metadata={"help": "head input: 'cls' token or 'mean' of tokens"})
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        if self.heads < 1 or self.head_depth < 1 or (self.body_depth is not None and self.body_depth < 1):
-            raise ConfigError(
-                f"MultiHeadConfig: needs k >= 1 heads of h >= 1 layers over b >= 1 body layers, got "
-                f"k={self.heads}, h={self.head_depth}, b={self.body_depth}"
-            )
-
-    @property
-    def name(self) -> str:
-        """The paper's notation, e.g. ``B5 3H1``."""
-        return f"B{self.body_depth} {self.heads}H{self.head_depth}"
 
 
 class MultiHeadStudent(PairModel):

@@ -14,7 +14,7 @@ from __future__ import annotations
 import copy
 import time
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from typing import Any, Self
 
 import torch
@@ -24,9 +24,9 @@ from sieveqa.backbones import Backbone
 from sieveqa.batching import collate, to_device
 from sieveqa.encoder import Cost, SteppableEncoder
 from sieveqa.errors import ConfigError
+from sieveqa.models.configs import SHARING, PeasiConfig
 from sieveqa.models.cross_encoder import CrossEncoder
 from sieveqa.models.easi import (
-    EasiConfig,
     EasiModel,
     SentenceRead,
     SentenceReader,
@@ -40,29 +40,8 @@ from sieveqa.profiling import stage
 
 __all__ = ["SHARING", "PeasiConfig", "PeasiModel"]
 
-SHARING = ("mtl0", "mtl1", "concat")
 EASI_BODY = "easi_encoder."
 _SEG = "seg_"  # prefix of the EASI input's tensors in a training batch
-
-
-@dataclass
-class PeasiConfig(EasiConfig):
-    """Architecture of a multi-task PR + EASI model."""
-
-    sharing: str = field(
-        default="concat", metadata={"help": "peasi: mtl0 (one body), mtl1 (two bodies), concat (PR ⊕ EASI)"}
-    )
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        if self.sharing not in SHARING:
-            raise ConfigError(f"sharing must be one of {', '.join(SHARING)}, got {self.sharing!r}")
-        if self.null:
-            raise ConfigError("null is EASI's own option (--arch easi); PEASI's multi-task models have none")
-
-    @classmethod
-    def for_arch(cls, arch: str, **settings: Any) -> Self:
-        return cls(**{**settings, "sharing": arch.removeprefix("peasi-")})
 
 
 class PeasiModel(EncoderModel, SentenceReader):

@@ -18,7 +18,7 @@ import math
 import re
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Self
 
 import torch
@@ -28,47 +28,11 @@ from sieveqa.backbones import Backbone
 from sieveqa.encoder import Cost, check_exits
 from sieveqa.errors import ConfigError
 from sieveqa.features import Features
+from sieveqa.models.configs import ReaderConfig
 from sieveqa.models.encoder_model import EncoderModel, ModelConfig
-from sieveqa.models.heads import POOLINGS, ClassifierHead
+from sieveqa.models.heads import ClassifierHead
 
 NEG = -1e4  # masked logit: far below any real one, finite in fp16/bf16
-
-
-@dataclass
-class ReaderConfig(ModelConfig):
-    """Architecture of the anytime reader."""
-
-    max_length: int = field(default=200, metadata={"help": "tokens per (question, passage) window"})
-    exits: list[int] | None = field(
-        default=None, metadata={"help": "layers with span and has-answer heads (None: every layer)"}
-    )
-    stride: int | None = field(
-        default=None,
-        metadata={"help": "tokens shared by consecutive windows of a long passage (default: max_length / 4)"},
-    )
-    max_answer_tokens: int = field(default=30, metadata={"help": "longest answer span, in tokens"})
-    has_answer_layers: int = field(default=2, metadata={"help": "linear layers of the has-answer MLP"})
-    has_answer_pooling: str = field(
-        default="cls", metadata={"help": "what the has-answer MLP reads: the cls state or the tokens' mean"}
-    )
-    temperatures: list[float] | None = field(
-        default=None, metadata={"help": "per-exit has-answer temperatures (set by calibration)"}
-    )
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        if self.stride is not None and not 0 <= self.stride < self.max_length // 2:
-            raise ConfigError(
-                f"ReaderConfig: stride must be in 0..{self.max_length // 2 - 1} (below half of max_length), "
-                f"got {self.stride}"
-            )
-        if self.max_answer_tokens < 1:
-            raise ConfigError(f"ReaderConfig: max_answer_tokens must be >= 1, got {self.max_answer_tokens}")
-        if self.has_answer_pooling not in POOLINGS:
-            raise ConfigError(
-                f"ReaderConfig: has_answer_pooling must be one of {', '.join(POOLINGS)}, "
-                f"got {self.has_answer_pooling!r}"
-            )
 
 
 @dataclass(frozen=True)

@@ -4,11 +4,11 @@ exit) and the retrofit that gives a trained cross-encoder exits without labels."
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
 
 from sieveqa.data.records import RankingExample
-from sieveqa.errors import ConfigError, DataFormatError
+from sieveqa.errors import DataFormatError
 from sieveqa.evaluation.metrics import METRICS, evaluate_scores
 from sieveqa.io import check_output_dir
 from sieveqa.models.base import flatten_pairs, regroup
@@ -19,25 +19,12 @@ from sieveqa.models.zoo import load_model
 from sieveqa.training.batches import Objective
 from sieveqa.training.config import TrainConfig
 from sieveqa.training.objectives import CascadeBCE, ExitDistillation
+from sieveqa.training.options import CascadeOptions
 from sieveqa.training.pairs import LabelledPairs, PointwiseRecipe, every_pair, make_pairs
 from sieveqa.training.run import prepared, run_trainer
 from sieveqa.training.trainer import TrainState, seed_everything
 
 __all__ = ["CascadeOptions", "CascadeRecipe", "RetrofitRecipe", "retrofit_cascade"]
-
-
-@dataclass
-class CascadeOptions:
-    """Options of cascade training."""
-
-    exit_sampling: str = field(
-        default="random",
-        metadata={"help": "cascade: 'random' (one exit per batch, the paper) or 'all' exits"},
-    )
-
-    def __post_init__(self) -> None:
-        if self.exit_sampling not in ("random", "all"):
-            raise ConfigError(f"exit_sampling must be 'random' or 'all', got {self.exit_sampling!r}")
 
 
 class CascadeRecipe(PointwiseRecipe):

@@ -40,6 +40,7 @@ from sieveqa.paths import cache_root
 from sieveqa.training.batches import Objective, PairTensors, TrainData
 from sieveqa.training.config import TrainConfig
 from sieveqa.training.objectives import Distillation
+from sieveqa.training.options import DistillOptions
 from sieveqa.training.pairs import LabelledPairs, PointwiseRecipe, every_pair
 from sieveqa.training.teachers import (
     POOL_PREFIX,
@@ -49,41 +50,6 @@ from sieveqa.training.teachers import (
     texts_digest,
     weights_digest,
 )
-
-
-@dataclass
-class DistillOptions:
-    """Who teaches each head, and the KD loss's balance and temperature (eq. 1)."""
-
-    teachers: list[str] = field(
-        default_factory=list,
-        metadata={
-            "help": "one per head: a teacher model (name or folder), embedder:BACKBONE, bm25, reader:NAME, "
-            "or a teacher-scores .json.gz"
-        },
-    )
-    alpha: float = field(default=0.5, metadata={"help": "KD: weight of the hard loss (1 - alpha: the soft)"})
-    tau: float = field(default=3.0, metadata={"help": "KD: temperature of the softened distributions"})
-    pool: str = field(
-        default="",
-        metadata={
-            "help": "unlabelled pairs the heads also learn from, by the teachers' soft targets only: "
-            "datasets (their labels unread) or pairs:FILE of {query, text} lines"
-        },
-    )
-    pool_pairs: int | None = field(
-        default=None,
-        metadata={
-            "help": "--pool: at most this many pairs, up to --max-negatives + 1 (default 21) of each "
-            "question (default: as many as the labelled pairs)"
-        },
-    )
-
-    def __post_init__(self) -> None:
-        if not 0 <= self.alpha <= 1 or not self.tau > 0:
-            raise ConfigError(f"--alpha must be in [0, 1] and --tau above 0, got {self.alpha}, {self.tau}")
-        if self.pool_pairs is not None and self.pool_pairs < 1:
-            raise ConfigError(f"--pool-pairs must be >= 1, got {self.pool_pairs}")
 
 
 def _is_scores_file(spec: str) -> bool:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import torch
 from torch import Tensor, nn
@@ -26,33 +26,15 @@ from sieveqa.batching import collate
 from sieveqa.data.passage_sets import group_passages
 from sieveqa.data.passages import count_tokens, pack_windows
 from sieveqa.data.records import Question, RankingExample
-from sieveqa.errors import ConfigError, DataFormatError
+from sieveqa.errors import DataFormatError
 from sieveqa.evaluation.metrics import evaluate_scores
 from sieveqa.features import Features
 from sieveqa.models.easi import EasiModel
 from sieveqa.models.encoder_model import EncoderModel
 from sieveqa.training.batches import FeatureRows, Objective, TrainData
 from sieveqa.training.config import TrainConfig
+from sieveqa.training.options import EasiOptions
 from sieveqa.training.recipe import Recipe
-
-WINDOWS = ("all", "one", "passage")
-
-
-@dataclass
-class EasiOptions:
-    """Options of EASI training."""
-
-    windows: str = field(
-        default="all",
-        metadata={"help": "easi: 'all' sentence windows with an answer, 'one' per passage, or 'passage'"},
-    )
-    passage_tokens: int = field(default=200, metadata={"help": "easi: tokens per training window"})
-
-    def __post_init__(self) -> None:
-        if self.windows not in WINDOWS:
-            raise ConfigError(f"windows must be one of {', '.join(WINDOWS)}, got {self.windows!r}")
-        if self.passage_tokens < 8:
-            raise ConfigError(f"passage_tokens must be >= 8, got {self.passage_tokens}")
 
 
 @dataclass

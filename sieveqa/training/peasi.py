@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
@@ -19,7 +19,7 @@ from torch import Tensor, nn
 from sieveqa.batching import collate
 from sieveqa.data.passage_sets import group_passages, to_passages
 from sieveqa.data.records import RankingExample
-from sieveqa.errors import ConfigError, DataFormatError
+from sieveqa.errors import DataFormatError
 from sieveqa.evaluation.metrics import METRICS, evaluate_scores
 from sieveqa.features import Features
 from sieveqa.models.base import regroup
@@ -30,23 +30,10 @@ from sieveqa.models.zoo import load_model
 from sieveqa.training.batches import Objective, TrainData
 from sieveqa.training.config import TrainConfig
 from sieveqa.training.easi import InPlaceCE, positive_passages
+from sieveqa.training.options import PeasiOptions
 from sieveqa.training.recipe import Recipe
 
 SEG = "seg_"
-
-
-@dataclass
-class PeasiOptions:
-    """Options of multi-task PEASI training."""
-
-    easi_init: str | None = field(
-        default=None, metadata={"help": "peasi-*: a trained EASI to start EASI from"}
-    )
-    easi_weight: float = field(default=1.0, metadata={"help": "peasi-*: weight of EASI's loss beside PR's"})
-
-    def __post_init__(self) -> None:
-        if self.easi_weight < 0:
-            raise ConfigError(f"easi_weight must be >= 0, got {self.easi_weight}")
 
 
 @dataclass

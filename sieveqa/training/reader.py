@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import torch
 from torch import Tensor, nn
@@ -22,13 +22,14 @@ from tqdm.auto import tqdm
 from sieveqa.batching import collate
 from sieveqa.data.open_qa import OpenExample, answer_spans
 from sieveqa.data.registry import load_open_datasets
-from sieveqa.errors import ConfigError, DataFormatError
+from sieveqa.errors import DataFormatError
 from sieveqa.evaluation.odqa import evaluate_reader
 from sieveqa.features import Features
 from sieveqa.models.encoder_model import EncoderModel
 from sieveqa.models.reader import NEG, ReaderModel
 from sieveqa.training.batches import FeatureRows, Objective, TrainData
 from sieveqa.training.config import TrainConfig
+from sieveqa.training.options import ReaderOptions
 from sieveqa.training.recipe import Recipe
 
 Span = tuple[int, int]
@@ -37,35 +38,6 @@ Span = tuple[int, int]
 #: 4,096 SQuAD passages) are all that is held beside the compact rows (a bar shows the tokenizing on a
 #: terminal).
 TOKENIZE_CHUNK = 4096
-
-
-@dataclass
-class ReaderOptions:
-    """Options of reader training."""
-
-    passages: int = field(
-        default=5, metadata={"help": "reader: top retrieved passages per training question"}
-    )
-    dev_passages: int = field(default=5, metadata={"help": "reader: top passages read per dev question"})
-    early_weight: float = field(
-        default=1.0,
-        metadata={"help": "reader: the first exit's loss weight against the last's (1: all equal)"},
-    )
-    exit_distill: float = field(
-        default=0.0,
-        metadata={"help": "reader: weight of each exit's distillation from the last exit (0: none)"},
-    )
-
-    def __post_init__(self) -> None:
-        if self.passages < 1 or self.dev_passages < 1:
-            raise ConfigError(
-                f"passages and dev_passages must be >= 1, got {self.passages}, {self.dev_passages}"
-            )
-        if self.early_weight <= 0 or self.exit_distill < 0:
-            raise ConfigError(
-                f"early_weight must be > 0 and exit_distill >= 0, got {self.early_weight} "
-                f"and {self.exit_distill}"
-            )
 
 
 @dataclass

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from sieveqa.data.records import RankingExample
@@ -20,13 +19,9 @@ from sieveqa.models.base import Ranker
 from sieveqa.models.encoder_model import EncoderModel
 from sieveqa.training.batches import Objective, TrainData
 from sieveqa.training.config import TrainConfig
+from sieveqa.training.options import NoOptions
 
 __all__ = ["NoOptions", "Recipe"]
-
-
-@dataclass
-class NoOptions:
-    """This recipe has no options of its own."""
 
 
 class Recipe(ABC):

@@ -5,19 +5,20 @@ from __future__ import annotations
 
 import random
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from torch import Tensor
 
 from sieveqa.batching import collate
 from sieveqa.data.records import RankingExample
-from sieveqa.errors import ConfigError, DataFormatError
+from sieveqa.errors import DataFormatError
 from sieveqa.features import Features
 from sieveqa.models.encoder_model import EncoderModel
 from sieveqa.models.hashing import HashingModel
 from sieveqa.training.batches import Objective, TrainData
 from sieveqa.training.config import TrainConfig
 from sieveqa.training.objectives import TripletHinge
+from sieveqa.training.options import TripletOptions
 from sieveqa.training.recipe import Recipe
 
 
@@ -102,19 +103,6 @@ class TripletBatches:
         q = collate(self.questions, rows, self.pad_id, bucketed=True)
         a = collate(answers, range(len(answers)), self.pad_id, bucketed=True)
         return {f"q_{k}": v for k, v in q.items()} | {f"a_{k}": v for k, v in a.items()}
-
-
-@dataclass
-class TripletOptions:
-    """Options of triplet training (HAS and its BERT baselines)."""
-
-    negatives_per_positive: int = field(
-        default=4, metadata={"help": "has/bert-*: triplets per positive answer (negatives drawn at random)"}
-    )
-
-    def __post_init__(self) -> None:
-        if self.negatives_per_positive < 1:
-            raise ConfigError(f"negatives_per_positive must be >= 1, got {self.negatives_per_positive}")
 
 
 class TripletRecipe(Recipe):

@@ -244,6 +244,7 @@ def test_the_threads_option_is_applied_before_the_command(sieveqa, monkeypatch) 
         ("answer", "--second-look"),  # took ~9 s: the methods' options lived beside their models
         ("serve", "--second-look"),
         ("eval-answers", "--drop-ratios"),
+        ("train", "--teachers"),  # took ~8.5 s: the models' configs lived beside the models
     ],
 )
 def test_help_loads_no_model_library(command: str, flag: str) -> None:

@@ -22,7 +22,8 @@ import torch
 from torch import Tensor
 
 from sieveqa.errors import StoreError
-from sieveqa.models.hashing import HashingModel, StoreKind
+from sieveqa.models.configs import StoreKind
+from sieveqa.models.hashing import HashingModel
 from sieveqa.runtime.store import build as store_build
 from sieveqa.runtime.store.first_stage import FirstStage
 from sieveqa.runtime.store.format import (

@@ -32,7 +32,8 @@ from sieveqa.errors import StoreError
 from sieveqa.io import file_sha256
 from sieveqa.io import read_manifest as read_manifest_file
 from sieveqa.models import zoo
-from sieveqa.models.hashing import HashingModel, StoreKind
+from sieveqa.models.configs import StoreKind
+from sieveqa.models.hashing import HashingModel
 
 FORMAT = "sieveqa-answer-store"
 VERSION = 2
