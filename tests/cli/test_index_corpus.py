@@ -52,7 +52,7 @@ def test_a_file_given_directly_is_read_or_refused_in_one_line(sieveqa, tmp_path:
     assert line.startswith(
         f"error: {docs / 'logo.png'}: a format sieveqa does not read (.png); sieveqa reads"
     )
-    assert ".pdf, .docx, and JSONL" in line
+    assert ".pdf, .docx (each also as .gz, .bz2 or .xz), and JSONL" in line
     line = one_error_line(sieveqa("index", "corpus", "--input", docs / "scan.pdf", "--out", tmp_path / "x"))
     assert "scan.pdf: no text layer (a scanned PDF?)" in line
     assert not (tmp_path / "x").exists()

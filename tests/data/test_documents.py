@@ -99,3 +99,29 @@ def test_wikiqa_documents_keep_their_sentences_in_order(real_data: Path) -> None
     docs = {d.id: d for d in read_documents("wikiqa:dev")}
     doc = next(iter(docs.values()))
     assert doc.sentences and doc.text == " ".join(doc.sentences)
+
+
+def test_compressed_files_are_read_as_the_file_inside(tmp_path: Path) -> None:
+    """/usr/share/doc keeps its READMEs gzipped: every one was skipped ("unpack it first")."""
+    import bz2
+    import gzip
+    import lzma
+
+    (tmp_path / "README.md.gz").write_bytes(gzip.compress(b"# Apt\n\nApt installs packages."))
+    (tmp_path / "NEWS.gz").write_bytes(gzip.compress(b"Version 2 reads compressed files."))
+    (tmp_path / "notes.txt.bz2").write_bytes(bz2.compress(b"Bzip2 notes are text too."))
+    (tmp_path / "guide.html.xz").write_bytes(lzma.compress(b"<h1>Guide</h1><p>An xz page.</p>"))
+    (tmp_path / "ls.1.gz").write_bytes(gzip.compress(b".TH LS 1\n.SH NAME\nls \\- list"))
+    (tmp_path / "broken.txt.gz").write_bytes(b"\x1f\x8b not really gzip")
+    reading = scan_documents(tmp_path)
+    got = {d.id: (d.title, d.text) for d in reading.documents}
+    assert got == {
+        "NEWS.gz": ("NEWS", "Version 2 reads compressed files."),
+        "README.md.gz": ("Apt", "Apt installs packages."),
+        "guide.html.xz": ("Guide", "An xz page."),
+        "notes.txt.bz2": ("notes", "Bzip2 notes are text too."),
+    }
+    assert reading.read == {"markdown": 1, "text": 2, "html": 1}
+    skipped = dict(reading.skipped)
+    assert skipped["ls.1.gz"].startswith("a man page (troff): render it as text first (man -l FILE")
+    assert skipped["broken.txt.gz"].startswith("it could not be unpacked (BadGzipFile:")

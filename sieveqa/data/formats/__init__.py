@@ -6,14 +6,17 @@ the same way for all. A JSONL file of ``{"id", "title"?, "text"}`` is read as do
 dataset names ``demo`` (eight short articles written for sieveqa's examples),
 ``squad:{train,dev,test,all}`` and ``wikiqa:{train,dev,test,all}`` name benchmark corpora.
 
-In a folder, a file no reader takes, or one a reader cannot read (a scanned PDF, a damaged file), is
-skipped and reported with its reason (:class:`Reading`); given by itself, it is refused in one line.
-Everything is read and checked before indexing starts.
+A compressed file (``.gz``, ``.bz2``, ``.xz``: how /usr/share/doc keeps its READMEs and changelogs) is
+read as the file inside, by the name without that ending (``README.md.gz`` as Markdown, ``README.gz``
+as text). In a folder, a file no reader takes, or one a reader cannot read (a scanned PDF, a damaged
+file), is skipped and reported with its reason (:class:`Reading`); given by itself, it is refused in
+one line. Everything is read and checked before indexing starts.
 """
 
 from __future__ import annotations
 
 import importlib
+import tempfile
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -39,11 +42,19 @@ _ADVICE = {
     ".doc": "the old Word format: save it as .docx",
     ".odt": "OpenDocument: save it as .docx or PDF",
     ".rtf": "RTF: save it as .docx",
-    ".gz": "compressed: unpack it first",
     ".zip": "an archive: unpack it first",
+    ".tar": "an archive: unpack it first",
+    ".tgz": "an archive: unpack it first",
     ".json": "JSON: give documents as JSONL ({id, title?, text} a line) to --input by itself",
     ".jsonl": "JSONL: give it to --input by itself",
 }
+_ADVICE |= {
+    f".{n}": "a man page (troff): render it as text first (man -l FILE > FILE.txt)" for n in range(1, 10)
+}
+#: Compressed files, read as the file inside (by the stdlib module that opens them) ...
+_COMPRESSED = {".gz": "gzip", ".bz2": "bz2", ".xz": "lzma"}
+#: ... up to this many bytes unpacked (a larger one, or a decompression bomb, is skipped).
+MAX_UNPACKED = 256 * 1024 * 1024
 _SPLITS = ("train", "dev", "test", "all")
 DEMO_CORPUS = Path(__file__).resolve().parents[2] / "resources" / "demo-corpus"
 
@@ -74,13 +85,22 @@ class Reading:
 
 
 def format_of(path: Path) -> str | None:
-    """The format whose reader takes ``path`` by its name, or None."""
-    suffix = path.suffix.lower()
+    """The format whose reader takes ``path`` by its name (a compressed one's: the file inside), or
+    None."""
+    suffix = _inner(path).suffix.lower()
     return next((name for name, (suffixes, _) in FORMATS.items() if suffix in suffixes), None)
 
 
+def _inner(path: Path) -> Path:
+    """The name of the file inside a compressed one (``README.md.gz``: ``README.md``), else ``path``."""
+    return path.with_suffix("") if path.suffix.lower() in _COMPRESSED else path
+
+
 def read_file(path: Path, doc_id: str | None = None) -> Document:
-    """The document of one file in a format sieveqa reads (Unreadable when its reader cannot)."""
+    """The document of one file in a format sieveqa reads, or compressed (Unreadable when its reader
+    cannot)."""
+    if path.suffix.lower() in _COMPRESSED:
+        return _read_compressed(path, doc_id or path.name)
     kind = format_of(path)
     if kind is None:
         raise Unreadable(_refusal(path))
@@ -97,11 +117,30 @@ def read_file(path: Path, doc_id: str | None = None) -> Document:
     return document
 
 
+def _read_compressed(path: Path, doc_id: str) -> Document:
+    """The document of the file inside ``path``, unpacked to a temporary folder under its own name."""
+    inner = _inner(path)
+    if format_of(path) is None:
+        raise Unreadable(_refusal(inner))
+    opener = importlib.import_module(_COMPRESSED[path.suffix.lower()])
+    try:
+        with opener.open(path, "rb") as packed:
+            data = packed.read(MAX_UNPACKED + 1)
+    except (OSError, EOFError, ValueError) as err:  # gzip.BadGzipFile, lzma.LZMAError: OSError too
+        raise Unreadable(f"it could not be unpacked ({type(err).__name__}: {err})") from None
+    if len(data) > MAX_UNPACKED:
+        raise Unreadable(f"it unpacks to more than {MAX_UNPACKED // 2**20} MiB")
+    with tempfile.TemporaryDirectory() as tmp:
+        plain = Path(tmp) / inner.name
+        plain.write_bytes(data)
+        return read_file(plain, doc_id)
+
+
 def _refusal(path: Path) -> str:
     suffix = path.suffix.lower()
     reads = ", ".join(s for suffixes, _ in FORMATS.values() for s in suffixes if s)
     what = _ADVICE.get(suffix, f"a format sieveqa does not read ({suffix or 'no name ending'})")
-    return f"{what}; sieveqa reads {reads}, and JSONL of {{id, title?, text}}"
+    return f"{what}; sieveqa reads {reads} (each also as .gz, .bz2 or .xz), and JSONL of {{id, title?, text}}"
 
 
 def _title_of(path: Path) -> str:
