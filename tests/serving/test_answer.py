@@ -311,8 +311,10 @@ def test_budget_ms_moves_a_served_cascades_passages_and_drop_ratio(
     with TestClient(create_app(Service(KeywordRanker(), answerer))) as c:
         plain = c.post("/answer", json={"question": QUESTION}).json()
         assert plain["budget"] is None and len(plain["passages"]) == 2
-        chosen, original = [], budget.choose
-        monkeypatch.setattr(budget, "choose", lambda *a, **k: chosen.append(a) or original(*a, **k))
+        from sieveqa.runtime.answer import budgeted
+
+        chosen, original = [], budgeted.choose
+        monkeypatch.setattr(budgeted, "choose", lambda *a, **k: chosen.append(a) or original(*a, **k))
         got = c.post("/answer", json={"question": QUESTION, "budget_ms": 50}).json()
         assert len(chosen) == 1  # the budget is resolved once a request (it was twice: loop, then thread)
         assert (

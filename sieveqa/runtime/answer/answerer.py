@@ -25,13 +25,8 @@ from sieveqa.data.corpus import RETRIEVERS, CorpusIndex, Embedder, IndexedPassag
 from sieveqa.encoder import Cost
 from sieveqa.errors import ConfigError
 from sieveqa.profiling import stage
-from sieveqa.runtime.answer.budget import (
-    Choice,
-    choose_for,
-    load_within,
-    models_text,
-    run_at,
-)
+from sieveqa.runtime.answer.budget import Choice
+from sieveqa.runtime.answer.budgeted import choose_for, load_within, models_text, run_at
 from sieveqa.runtime.answer.confidence import LOCAL_CONFIDENCE, Confidence, load_confidence
 from sieveqa.runtime.answer.judge import attach_judge, judged
 from sieveqa.runtime.answer.method import AnswerMethod, AnswerRun, Found, ModelSettings, method_options

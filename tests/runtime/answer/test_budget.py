@@ -287,7 +287,8 @@ def test_a_settings_levers_are_relative_to_the_defaults_and_say_when_the_confide
     assert not named.keeps_confidence(fitted, Peasi)  # another choice, and no second look
     moved = _setting(60, 0.8, method="peasi", drop_ratios=None, options=(("read", 1),), models=models)
     assert not moved.keeps_confidence(fitted, Peasi) and not default_row.keeps_confidence(None, Peasi)
-    from sieveqa.runtime.answer.budget import Choice, run_at
+    from sieveqa.runtime.answer.budget import Choice
+    from sieveqa.runtime.answer.budgeted import run_at
 
     _, choice, keeps = run_at(method, fitted, Choice(moved, 100))
     assert (
@@ -297,3 +298,30 @@ def test_a_settings_levers_are_relative_to_the_defaults_and_say_when_the_confide
     )
     _, choice, keeps = run_at(method, fitted, Choice(default_row, 100))
     assert keeps and choice.note == ""
+
+
+def test_abstention_asked_of_a_budget_that_cannot_keep_it_is_refused_by_name(
+    tmp_path, monkeypatch, tiny_cascade
+) -> None:
+    """answer --budget-ms 150 --min-confidence 0.3 said "no settings measured for --method peasi"
+    where settings were measured, none of them keeping the confidence."""
+    from sieveqa.runtime.answer import confidence
+    from sieveqa.runtime.answer.confidence import Confidence, save_confidence
+
+    folder = tiny_cascade.save_pretrained(tmp_path / "fitted")
+    monkeypatch.setenv("SIEVEQA_CACHE", str(tmp_path / "cache"))
+    index = CorpusIndex.build(DOCS, tmp_path / "idx", CorpusOptions(passage_tokens=8))
+    calibration = tmp_path / "confidence.json"
+    save_confidence(calibration, "cascade", Confidence(1.0, 0.0, 0.1, {"ranker": str(folder), "judge": "j"}))
+    monkeypatch.setattr(confidence, "SHIPPED_CONFIDENCE", calibration)
+    row = _setting(
+        60, 0.9, options=(("judge", "none"), ("ranker", str(folder))), models=(("ranker", str(folder)),)
+    )
+    _table(tmp_path, monkeypatch, [row.as_dict()])
+    with pytest.raises(
+        ConfigError, match=r"^--budget-ms: no setting measured for --method cascade keeps the calibrated"
+    ):
+        load_answerer("cascade", str(index.path), budget_ms=100, min_confidence=0.3)
+    assert (
+        load_answerer("cascade", str(index.path), budget_ms=100).budget.setting == row
+    )  # not asked: it may drop it
