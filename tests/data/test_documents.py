@@ -101,7 +101,7 @@ def test_wikiqa_documents_keep_their_sentences_in_order(real_data: Path) -> None
     assert doc.sentences and doc.text == " ".join(doc.sentences)
 
 
-def test_compressed_files_are_read_as_the_file_inside(tmp_path: Path) -> None:
+def test_compressed_files_and_files_named_as_text_are_read(tmp_path: Path) -> None:
     """/usr/share/doc keeps its READMEs gzipped: every one was skipped ("unpack it first")."""
     import bz2
     import gzip
@@ -113,6 +113,9 @@ def test_compressed_files_are_read_as_the_file_inside(tmp_path: Path) -> None:
     (tmp_path / "guide.html.xz").write_bytes(lzma.compress(b"<h1>Guide</h1><p>An xz page.</p>"))
     (tmp_path / "ls.1.gz").write_bytes(gzip.compress(b".TH LS 1\n.SH NAME\nls \\- list"))
     (tmp_path / "broken.txt.gz").write_bytes(b"\x1f\x8b not really gzip")
+    (tmp_path / "changelog.Debian.gz").write_bytes(gzip.compress(b"bash (5.2) unstable; urgency=low"))
+    (tmp_path / "README.Debian").write_text("Debian builds bash with its own patches.", encoding="utf-8")
+    (tmp_path / "inputrc.arrows").write_text("set editing-mode vi", encoding="utf-8")
     reading = scan_documents(tmp_path)
     got = {d.id: (d.title, d.text) for d in reading.documents}
     assert got == {
@@ -120,8 +123,11 @@ def test_compressed_files_are_read_as_the_file_inside(tmp_path: Path) -> None:
         "README.md.gz": ("Apt", "Apt installs packages."),
         "guide.html.xz": ("Guide", "An xz page."),
         "notes.txt.bz2": ("notes", "Bzip2 notes are text too."),
+        "README.Debian": ("README", "Debian builds bash with its own patches."),  # named as text is
+        "changelog.Debian.gz": ("changelog", "bash (5.2) unstable; urgency=low"),
     }
-    assert reading.read == {"markdown": 1, "text": 2, "html": 1}
+    assert reading.read == {"markdown": 1, "text": 4, "html": 1}
     skipped = dict(reading.skipped)
     assert skipped["ls.1.gz"].startswith("a man page (troff): render it as text first (man -l FILE")
     assert skipped["broken.txt.gz"].startswith("it could not be unpacked (BadGzipFile:")
+    assert skipped["inputrc.arrows"].startswith("a format sieveqa does not read (.arrows)")

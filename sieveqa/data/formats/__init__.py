@@ -26,7 +26,16 @@ from sieveqa.data.formats.blocks import Block, assemble
 from sieveqa.data.formats.jsonl import read_jsonl_documents
 from sieveqa.errors import DataFormatError, DatasetNotFoundError
 
-__all__ = ["FORMATS", "Block", "Reading", "Unreadable", "read_documents", "read_file", "scan_documents"]
+__all__ = [
+    "FORMATS",
+    "TEXT_NAMES",
+    "Block",
+    "Reading",
+    "Unreadable",
+    "read_documents",
+    "read_file",
+    "scan_documents",
+]
 
 #: Each format: the file name endings it reads (lower case; "" is a file without one, read as text
 #: when it is text: README, NEWS) and the module whose ``read(path)`` gives (title, blocks).
@@ -51,6 +60,12 @@ _ADVICE = {
 _ADVICE |= {
     f".{n}": "a man page (troff): render it as text first (man -l FILE > FILE.txt)" for n in range(1, 10)
 }
+#: Names that say a file is plain text whatever its ending (how READMEs, changelogs and licences are
+#: named in source trees and /usr/share/doc); the text reader still refuses one that is not text.
+TEXT_NAMES = frozenset({
+    "readme", "changelog", "changes", "news", "install", "authors", "contributors", "copying",
+    "copyright", "license", "licence", "notice", "todo", "thanks", "hacking", "bugs", "faq", "history",
+})  # fmt: skip
 #: Compressed files, read as the file inside (by the stdlib module that opens them) ...
 _COMPRESSED = {".gz": "gzip", ".bz2": "bz2", ".xz": "lzma"}
 #: ... up to this many bytes unpacked (a larger one, or a decompression bomb, is skipped).
@@ -86,9 +101,14 @@ class Reading:
 
 def format_of(path: Path) -> str | None:
     """The format whose reader takes ``path`` by its name (a compressed one's: the file inside), or
-    None."""
-    suffix = _inner(path).suffix.lower()
-    return next((name for name, (suffixes, _) in FORMATS.items() if suffix in suffixes), None)
+    None. A plain-text file named by convention (``README.Debian``, ``changelog.Debian.gz``,
+    ``NEWS.old``: ``TEXT_NAMES``) is text whatever follows its first dot."""
+    inner = _inner(path)
+    suffix = inner.suffix.lower()
+    known = next((name for name, (suffixes, _) in FORMATS.items() if suffix in suffixes), None)
+    if known is None and inner.name.split(".", 1)[0].lower() in TEXT_NAMES:
+        return "text"
+    return known
 
 
 def _inner(path: Path) -> Path:
