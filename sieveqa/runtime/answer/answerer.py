@@ -245,8 +245,10 @@ def load_answerer(
     they name loaded by name or folder, over the corpus index folder ``index``. ``confidence`` is a
     confidence file (default: the shipped one); ``min_confidence`` where the answerer abstains
     (default: the calibration's dev-chosen threshold). ``retrieve`` defaults to 20 passages, ``backend``
-    to torch. ``budget_ms`` chooses ``retrieve``, the backend and precision, and the drop ratios from the
-    settings measured on dev (``runtime.answer.budget``), among those with the ones given here. The
+    to torch. ``budget_ms`` chooses ``retrieve``, the backend and precision, the drop ratios and the
+    stages it may drop from the settings measured on dev (``runtime.answer.budget``), among those with
+    the ones given here; ``answerer.budget`` says what it chose, and its ``note`` what it could not
+    keep (the budget, the confidence). The
     default judge loads only where the calibration was fitted with it, or with ``fitting`` (one is fitted).
     Without ``confidence``, a calibration fitted for the index (its ``confidence.json``, written by
     ``calibrate-confidence --index``) is read before the shipped one, unless ``local_confidence`` is off.

@@ -89,9 +89,7 @@ def load_within(
         answerer.budget = choice
         if skipped:
             log.warning("--budget-ms skipped %s", "; ".join(skipped))
-        if choice.note:
-            log.warning("--budget-ms %g: %s", budget_ms, choice.note)
-        return answerer
+        return answerer  # its note, if any, is on the answerer and every answer (the CLI prints it)
     raise ConfigError(f"--budget-ms: no measured setting could load ({'; '.join(skipped)})")
 
 
