@@ -23,6 +23,7 @@ def demo_index(sieveqa, tmp_path: Path) -> Path:
     return out
 
 
+@pytest.mark.slow
 def test_answer_prints_the_sentence_in_its_passage(sieveqa, demo_index, saved_tiny, saved_easi) -> None:
     args = ["--index", demo_index, "--reranker", saved_tiny, "--selector", saved_easi]
     args += _tiny_peasi(saved_tiny)
@@ -282,6 +283,7 @@ def test_a_question_that_is_not_utf8_is_one_line(sieveqa, demo_index) -> None:
     assert one_error_line(result) == "error: the question is not UTF-8 text (at character 4)"
 
 
+@pytest.mark.slow
 @pytest.mark.real
 @pytest.mark.parametrize(("method", "judge"), [("skyline", []), ("reader", ["--judge", "none"])])
 def test_the_shipped_reader_answers_with_a_span_with_or_without_its_judge(

@@ -104,6 +104,7 @@ def test_a_lone_surrogate_or_an_empty_file_is_one_line_before_any_ranking(
     assert not list((tmp_path / "o1").glob("shard-*"))
 
 
+@pytest.mark.slow
 def test_backend_auto_is_recorded_as_what_it_chose(
     sieveqa, example_jsonl: Path, saved_tiny: Path, tmp_path, monkeypatch
 ) -> None:

@@ -31,6 +31,7 @@ def pair(tmp_path: Path) -> str:
     return str(tmp_path / "dev.jsonl")
 
 
+@pytest.mark.slow
 def test_calibrate_then_answer_with_confidence(
     sieveqa, saved_tiny: Path, pair: str, tmp_path: Path, monkeypatch
 ) -> None:
@@ -81,6 +82,7 @@ def test_calibrate_then_answer_with_confidence(
     assert "no answer found" in text
 
 
+@pytest.mark.slow
 def test_a_fit_that_leaves_the_judge_out_neither_loads_nor_records_it(
     sieveqa, saved_tiny: Path, saved_easi: Path, pair: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -129,6 +131,7 @@ def test_answer_refuses_min_confidence_without_a_calibration(sieveqa, tmp_path: 
 COUNTRIES = ["France", "Germany", "Italy", "Spain", "Norway", "Egypt", "Chile"]
 
 
+@pytest.mark.slow
 def test_a_cut_fitted_on_your_own_questions_is_saved_beside_the_index_and_read(
     sieveqa, saved_tiny: Path, pair: str, tmp_path: Path, monkeypatch
 ) -> None:

@@ -42,6 +42,7 @@ def test_cuda_without_a_gpu_is_one_line(sieveqa, saved_tiny: Path, example_jsonl
     assert "no CUDA GPU is visible" in line
 
 
+@pytest.mark.slow
 def test_long_texts_are_shortened_on_screen_but_not_in_files(
     sieveqa, saved_tiny: Path, tmp_path: Path
 ) -> None:

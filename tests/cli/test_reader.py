@@ -34,6 +34,7 @@ def saved_reader(tmp_path: Path) -> Path:
     return ReaderModel(ReaderConfig(backbone="tiny", max_length=32)).save_pretrained(tmp_path / "reader")
 
 
+@pytest.mark.slow
 def test_calibrate_schedule_and_evaluate(
     sieveqa, saved_reader: Path, open_data: Path, tmp_path: Path
 ) -> None:

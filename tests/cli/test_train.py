@@ -167,6 +167,7 @@ def test_kd_search_needs_mhs_teachers_and_dev_and_leaves_alpha_to_the_search(sie
     assert "invalid --precision 'fp16'" in line
 
 
+@pytest.mark.slow
 def test_teacher_scores_are_written_for_the_students_pairs_and_teach_them(
     sieveqa, saved_tiny: Path, example_jsonl: Path, tmp_path: Path, monkeypatch
 ) -> None:

@@ -64,6 +64,7 @@ def train_passages(squad_train_slice: Path, tmp_path_factory: pytest.TempPathFac
     return out, build_squad_train_passages(out, progress=False, squad_path=squad_train_slice, **TRAIN_SLICE)
 
 
+@pytest.mark.slow
 def test_squad_train_passages_train_has_every_gold_passage_dev_only_retrieval(
     train_passages: tuple[Path, dict],
 ) -> None:

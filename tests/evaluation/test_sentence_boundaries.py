@@ -57,6 +57,7 @@ def test_a_stray_quote_lowers_pysbd_recall_and_not_the_guarded_one() -> None:
     assert plain.recall < 90.0
 
 
+@pytest.mark.slow
 def test_wikiqa_dev_boundaries_as_reported(real_data: Path) -> None:
     docs = gold_sentences("wikiqa:dev")
     assert len(docs) == 293

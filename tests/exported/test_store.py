@@ -119,6 +119,7 @@ def test_a_killed_export_leaves_nothing_and_the_next_one_finishes(
     assert (folder / "export.json").is_file()
 
 
+@pytest.mark.slow
 def test_a_damaged_missing_or_foreign_fp32_export_is_made_again(tiny_model) -> None:
     """A truncated or zeroed layer ended in InvalidProtobuf (issue 42); an fp32 export is made on first
     use, so a damaged, incomplete, foreign or older one is made again and scores as torch."""

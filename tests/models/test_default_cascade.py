@@ -33,6 +33,7 @@ def test_only_the_heads_are_shipped(name: str, body: str, ratios: tuple[float, .
 
 
 # The default's cascade in the suite; the other two (the same code over other bodies) in make test-slow.
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("name", "body", "ratios"),
     [CASCADES[0], *(pytest.param(*c, marks=pytest.mark.slow) for c in CASCADES[1:])],

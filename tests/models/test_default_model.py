@@ -29,6 +29,7 @@ def test_example_file_answers_rank_first(default_model: CrossEncoder, example_js
         assert ranked[0].candidate.label == 1, (ex.question.text, ranked[0].candidate.text)
 
 
+@pytest.mark.slow
 def test_wikiqa_slice_is_far_above_chance(default_model: CrossEncoder, real_data) -> None:
     examples = load_dataset("wikiqa:dev")[:12]  # 169 pairs
     report = evaluate_scores(examples, default_model.score(examples))

@@ -66,12 +66,14 @@ def default(answerers: dict[str, Answerer]) -> Answerer:
     return answerers["peasi"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("question", ANSWERED)
 def test_the_default_answers_what_the_demo_says(default: Answerer, question: str) -> None:
     answer = default.answer(question)
     assert answer.answered, (question, answer.confidence)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "question", ["Who was the first emperor of the Yuan dynasty?", "What is the capital of Peru?"]
 )

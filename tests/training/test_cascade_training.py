@@ -33,6 +33,7 @@ def _heads_with_grad(model) -> list[int]:
     ]
 
 
+@pytest.mark.slow
 def test_random_exit_trains_one_exit_per_batch_uniformly(tiny_cascade) -> None:
     objective, batch = CascadeBCE(4, "random"), _batch(tiny_cascade)
     torch.manual_seed(0)
@@ -90,6 +91,7 @@ def test_retrofit_fits_new_exits_and_keeps_the_final_scores(tiny_model, tmp_path
     assert {"map@L2", "map@L4", "map@mean"} <= set(log[-1])
 
 
+@pytest.mark.slow
 def test_cascade_training_runs_through_the_one_trainer(tmp_path: Path) -> None:
     data = _write_toy(tmp_path)
     config = TrainConfig(progress=False, batch_size=8, lr=1e-3, epochs=1)
@@ -108,6 +110,7 @@ def test_cascade_training_runs_through_the_one_trainer(tmp_path: Path) -> None:
     assert saved["training"]["exit_sampling"] == "all"
 
 
+@pytest.mark.slow
 def test_a_foreign_reranker_is_retrofitted_from_unlabelled_pairs(tmp_path: Path) -> None:
     """Issue 45: exits over a Hugging Face ELECTRA from {"query", "text"} lines, no label anywhere;
     the cascade stores its heads only, reads the body from the user's folder, and runs pruned."""

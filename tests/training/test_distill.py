@@ -45,6 +45,7 @@ def data(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[str, Path, Pa
     return dataset, files[0], files[1]
 
 
+@pytest.mark.slow
 def test_each_head_follows_its_own_teacher(data, tmp_path: Path) -> None:
     dataset, agree, oppose = data
     train_model(

@@ -37,6 +37,7 @@ def test_the_loss_counts_every_correct_sentence() -> None:
     assert InPlaceCE()(Fixed(), batch).item() == pytest.approx(-torch.log(torch.tensor(0.5)).item())
 
 
+@pytest.mark.slow
 def test_a_short_run_learns_to_pick_the_sentence(tmp_path: Path) -> None:
     torch.manual_seed(0)
     # The answer always holds the word "answer": something even a tiny model can learn.
@@ -90,6 +91,7 @@ def test_a_selector_without_null_skips_unanswered_passages_and_one_with_it_label
     assert int(labels[:, -1].sum()) == 12  # the unanswerable questions' rows point at the null
 
 
+@pytest.mark.slow
 def test_a_short_run_learns_the_null_and_it_reaches_peasi_answers(tmp_path: Path) -> None:
     from sieveqa.data.corpus import IndexedPassage
     from sieveqa.runtime.answer.peasi import Peasi, PeasiOptions

@@ -64,6 +64,7 @@ def _unanswerable(n: int) -> list[OpenExample]:
     return [OpenExample(f"u{c}", f"What is the capital of {c}?", [], passages, True) for c in "XY"[:n]]
 
 
+@pytest.mark.slow
 def test_the_reader_learns_spans_at_every_exit(tmp_path: Path) -> None:
     examples = _examples(8) + _unanswerable(2)
     write_open_jsonl(tmp_path / "train.jsonl", examples)
@@ -219,6 +220,7 @@ def test_distillation_pulls_early_exits_towards_the_last_and_leaves_the_last_alo
     assert not torch.allclose(start.grad[0], start2.grad[0])
 
 
+@pytest.mark.slow
 def test_a_paused_reader_run_resumes_when_passages_span_several_windows(tmp_path: Path) -> None:
     # A passage longer than the window becomes several training rows: the checkpoint must compare
     # passages with passages (before tokenizing) and rows with rows, not one with the other.

@@ -65,6 +65,7 @@ def test_returns_are_discounted_and_pay_for_each_step() -> None:
     )
 
 
+@pytest.mark.slow
 def test_reinforce_learns_to_build_on_answer_towers(tmp_path: Path) -> None:
     train, dev = _table(64, seed=1), _table(48, seed=2)
     schedule = Schedule("learned", budget=1.0, m=1, strategy="any")
@@ -100,6 +101,7 @@ def _distractor_table(n_questions: int, seed: int = 0) -> ReadTable:
     )
 
 
+@pytest.mark.slow
 def test_the_answer_reward_credits_what_the_answer_gets_right(tmp_path: Path) -> None:
     """The paper's reward pays for building either answer-holding tower alike; the answer's EM pays
     only for the tower whose span is right, so only that policy learns to build tower 0 up."""

@@ -57,6 +57,7 @@ def _trainer(model: CrossEncoder, out: Path, objective=None, **cfg) -> Trainer:
     return Trainer(model, objective or PointwiseBCE(), data, config, out)
 
 
+@pytest.mark.slow
 def test_loss_goes_down(tiny_model, tmp_path: Path) -> None:
     pairs = make_pairs(_toy_examples())
     feats = tiny_model.featurize(pairs.questions, pairs.texts)
@@ -99,7 +100,14 @@ def _assert_same_weights(a: torch.nn.Module, b: torch.nn.Module) -> None:
         torch.testing.assert_close(x, y, rtol=0, atol=1e-6, msg=name)
 
 
-@pytest.mark.parametrize(("precision", "grad_accum"), [("fp32", 1), ("bf16", 1), ("fp32", 4)])
+@pytest.mark.parametrize(
+    ("precision", "grad_accum"),
+    [
+        ("fp32", 1),
+        pytest.param("bf16", 1, marks=pytest.mark.slow),
+        pytest.param("fp32", 4, marks=pytest.mark.slow),
+    ],
+)
 def test_resume_after_kill_matches_uninterrupted_run(
     tiny_model, tmp_path: Path, precision: str, grad_accum: int
 ) -> None:
@@ -121,6 +129,7 @@ def test_resume_after_kill_matches_uninterrupted_run(
     _assert_same_weights(whole, resumed)
 
 
+@pytest.mark.slow
 def test_stop_after_pauses_and_the_same_settings_continue(tiny_model, tmp_path: Path) -> None:
     settings = dict(epochs=2, checkpoint_every=4, seed=3)
     whole = copy.deepcopy(tiny_model)
@@ -138,6 +147,7 @@ def test_stop_after_pauses_and_the_same_settings_continue(tiny_model, tmp_path: 
     assert resumed_seconds(tmp_path / "b") > 0
 
 
+@pytest.mark.slow
 def test_a_stop_at_the_last_step_finishes_the_run(tiny_model, tmp_path: Path) -> None:
     state = _trainer(tiny_model, tmp_path, epochs=1, stop_after=6).train()
     assert state.step == 6 and not state.paused
@@ -158,6 +168,7 @@ def test_auto_precision_is_bf16_only_where_native(monkeypatch, native: bool, exp
     assert train_precision("bf16", torch.device("cpu")) == "bf16"
 
 
+@pytest.mark.slow
 def test_resume_on_another_kind_of_cpu_continues_and_says_so(tiny_model, tmp_path: Path, monkeypatch, capsys):
     monkeypatch.setattr("sieveqa.device.native_bf16", lambda: True)
     _trainer(copy.deepcopy(tiny_model), tmp_path, epochs=2, stop_after=3).train()
@@ -173,6 +184,7 @@ def test_bad_precision_is_refused() -> None:
         TrainConfig(precision="fp16")
 
 
+@pytest.mark.slow
 def test_resume_refuses_other_settings(tiny_model, tmp_path: Path) -> None:
     _trainer(copy.deepcopy(tiny_model), tmp_path, epochs=1).train()
     with pytest.raises(ConfigError, match=r"other settings \(epochs 1 -> 2\)"):
@@ -218,6 +230,7 @@ def test_train_layers_beyond_the_backbone_is_refused() -> None:
         CrossEncoderConfig(backbone="tiny", train_layers=0)
 
 
+@pytest.mark.slow
 def test_a_metric_the_dev_evaluation_does_not_give_is_one_line(tiny_model, tmp_path: Path) -> None:
     """A reader chosen by has_auc over a dev set without unanswerable questions was a KeyError."""
     from sieveqa.errors import ConfigError
@@ -260,6 +273,7 @@ def test_adamw_is_fused_on_a_cpu_and_steps_as_the_per_tensor_kernel(tiny_model, 
         assert not torch.equal(x, start)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("written_fused", [False, True])
 def test_a_checkpoint_of_either_kernel_resumes_under_this_ones(
     tiny_model, tmp_path: Path, monkeypatch, written_fused: bool
@@ -284,6 +298,7 @@ def test_a_checkpoint_of_either_kernel_resumes_under_this_ones(
     assert not torch.allclose(_scores(resumed), _scores(tiny_model), atol=1e-2)
 
 
+@pytest.mark.slow
 def test_the_rows_a_run_holds_are_compact(tiny_model, tmp_path: Path) -> None:
     from array import array
 
@@ -314,6 +329,7 @@ def test_a_loaded_step_count_is_hosted_as_the_kernel_wants(fused) -> None:
     assert loading.state[params[0]]["step"].item() == 2
 
 
+@pytest.mark.slow
 def test_the_last_step_is_kept_where_dev_chose_an_earlier_one(tiny_model, tmp_path: Path) -> None:
     """TANDA's adapt step may start from the transfer's end whatever the target's dev preferred: the
     run keeps ``last/`` beside ``best/`` when they differ (and not when they are the same step)."""
@@ -335,6 +351,7 @@ def test_the_last_step_is_kept_where_dev_chose_an_earlier_one(tiny_model, tmp_pa
     assert (tmp_path / "b" / "best").is_dir() and not (tmp_path / "b" / "last").exists()
 
 
+@pytest.mark.slow
 def test_eval_at_start_reads_the_model_before_its_first_step(tiny_model, tmp_path: Path) -> None:
     """A student cut from a deeper model starts below it: --eval-at-start records where it started
     (step 0) before any step, and not again when the run resumes."""

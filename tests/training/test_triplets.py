@@ -90,6 +90,7 @@ def test_triplet_batches_put_positives_then_negatives_in_one_answer_batch() -> N
         TripletBatches(data.questions, data.positives, model.featurize_answers(["x"]))
 
 
+@pytest.mark.slow
 def test_training_has_lowers_the_loss(tmp_path: Path) -> None:
     torch.manual_seed(0)
     model = HashingModel(HashingConfig(backbone="tiny", max_length=16, delta=1e-4, margin=0.5))
