@@ -336,8 +336,8 @@ judge-minilm-kd: install
 # (EASI reads one passage, no second look), each against the MPNet judge's signals (passage, judge2).
 JUDGE_CACHE := $(JUDGE_KD)/cache-dev-both.cache.json
 judge-minilm-read: install
-	$(BIN)/python bench/answerability_signals.py --judges peasi-judge,$(JUDGE_KD)/best --readers "" \
-		--out bench/results/abstention/judge-minilm-kd-signals.json
+	[ -f bench/results/abstention/judge-minilm-kd-signals.json ] || $(BIN)/python bench/answerability_signals.py \
+		--judges peasi-judge,$(JUDGE_KD)/best --readers "" --out bench/results/abstention/judge-minilm-kd-signals.json
 	[ -f $(JUDGE_CACHE) ] || $(BIN)/python bench/peasi_choice.py cache --dataset squad2-open:dev \
 		--reranker peasi-pr --selector peasi-easi --judge $(JUDGE_KD)/best --judge2 peasi-judge --out $(JUDGE_CACHE)
 	for c in 3,1,3,1,1 1,1,0,0,1; do $(BIN)/python bench/peasi_choice.py sweep --caches $(JUDGE_CACHE) --choice $$c \
