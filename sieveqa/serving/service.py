@@ -389,7 +389,8 @@ class Service:
                 asked = True if req.min_confidence is not None else None  # else: the server's flag
                 budget = self.answerer.budget_choice(req.budget_ms, keep_confidence=asked)
             except ConfigError as err:
-                raise RequestError(400, "validation", f"budget_ms: {err}") from None
+                why = str(err).removeprefix("--budget-ms: ")  # the field is named once
+                raise RequestError(400, "validation", f"budget_ms: {why}") from None
         found: Answer = await self._await(
             self.answers.submit, self.answerer, req.question, req.top, settings, budget, req.confidences
         )
