@@ -109,8 +109,11 @@ def scored_in_parts(
     """``score`` of every pair, in parts of ``PART`` pairs, the scores so far written to ``partial``
     (atomically) after each part: a run killed midway resumes after the last part it finished (an
     hour of MPNet scoring is not lost to a stopped session)."""
-    done = json.loads(partial.read_text()) if partial.is_file() else []
-    values = [float(v) for v in done] if isinstance(done, list) and len(done) <= len(pairs) else []
+    try:
+        done = json.loads(partial.read_text()) if partial.is_file() else []
+        values = [float(v) for v in done] if isinstance(done, list) and len(done) <= len(pairs) else []
+    except (ValueError, TypeError):  # a damaged file of scores so far: they are made again
+        values = []
     bar = tqdm(total=len(pairs), initial=len(values), desc="scoring", unit="pair", disable=not progress)
     for lo in range(len(values), len(pairs), PART):
         hi = min(lo + PART, len(pairs))

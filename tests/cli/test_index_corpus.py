@@ -65,3 +65,13 @@ def test_a_folder_with_nothing_to_read_is_refused(sieveqa, tmp_path: Path) -> No
         sieveqa("index", "corpus", "--input", tmp_path / "pics", "--out", tmp_path / "i"), 2
     )
     assert "no documents to index (read no files; skipped 1: a.png: a format sieveqa does not read" in line
+
+
+def test_a_damaged_compressed_file_given_directly_is_one_line(sieveqa, tmp_path: Path) -> None:
+    broken = tmp_path / "notes.txt.gz"
+    broken.write_bytes(b"\x1f\x8b not really gzip")
+    result = sieveqa("index", "corpus", "--input", broken, "--out", tmp_path / "x")
+    line = one_error_line(result)
+    assert result.exit_code == 2 and line.startswith(
+        f"error: {broken}: it could not be unpacked (BadGzipFile:"
+    )

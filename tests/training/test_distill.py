@@ -261,3 +261,13 @@ def test_a_model_free_teachers_own_scores_read_no_label() -> None:
     pairs = make_pairs(_toy_examples())
     unlabelled = replace(pairs, labels=[math.nan] * len(pairs))
     assert own_scores("bm25", unlabelled, progress=False) == bm25_by_question(pairs).tolist()
+
+
+def test_a_damaged_file_of_scores_so_far_is_scored_again(tmp_path: Path) -> None:
+    from sieveqa.training import distill
+
+    pairs = make_pairs(_toy_examples())
+    partial = tmp_path / "k.partial.json"
+    partial.write_text('[1.0, 2.0, "half')  # cut off mid-write by another tool: was a traceback
+    values = distill.scored_in_parts(lambda q, t: [0.5] * len(t), pairs, partial, progress=False)
+    assert values == [0.5] * len(pairs)
