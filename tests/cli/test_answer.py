@@ -332,6 +332,11 @@ def test_budget_ms_says_what_it_chose(sieveqa, demo_index, tiny_cascade, tmp_pat
         "error: --budget-ms chooses the method's settings itself (timed for its shipped models only); "
         "drop --drop-ratios"
     )
+    # Abstention asked of a budget none of whose settings keeps the calibrated confidence: one line.
+    result = sieveqa("answer", *args, "--budget-ms", "100", "--min-confidence", "0.5")
+    assert result.exit_code == 2 and one_error_line(result).startswith(
+        "error: --budget-ms: no setting measured for --method cascade keeps the calibrated confidence"
+    )
     # A typed --retrieve or --backend stands (they were silently overridden): the budget chooses
     # among the settings that have it, or says none does.
     typed = json.loads(sieveqa("answer", *args, "--budget-ms", "100", "--retrieve", "20", "--json").output)
