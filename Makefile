@@ -7,7 +7,7 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export NO_MKDOCS_2_WARNING := 1
 
-.PHONY: race-env install demo test test-all test-slow test-shutdown test-docs test-wheel docs wheel test-fast lint default-model default-v1-model cascade-models retrofit-model mono-models default-cascade peasi-cascade foreign-retrofit has-models has-sensitivity peasi-models peasi-v2-models peasi-v2-ship peasi-v3-models judge-mpnet judge-mpnet-top judge-mpnet-made judge-mpnet-contrast judge-minilm-kd judge-minilm-read judge-reader easi-null peasi-ship peasi-wikiqa reader-models reader-v2-model reader-v3-model reader-v4-model reader-v3-answerability reader-ship reader-v3-ship reader-v3-report reader-v3-sched-answer confidence-ship own-files-index own-files-bench faq-rerankers mpnet-passage-ranker large-model large-adapt-last large-dev large-test large-ship large-cascade mhs-teachers mhs-teacher-scores mhs-kd-search mhs-students mhs-tables mhs2-teacher-scores mhs2-students mhs2-dev mhs2-test default-kd has-store-model has-store-v2-model store-bench fusion-bench
+.PHONY: race-env install demo test test-all test-slow test-shutdown test-docs test-wheel docs wheel test-fast lint default-model default-v1-model cascade-models retrofit-model mono-models default-cascade peasi-cascade foreign-retrofit has-models has-sensitivity peasi-models peasi-v2-models peasi-v2-ship peasi-v3-models judge-mpnet judge-mpnet-top judge-mpnet-made judge-mpnet-contrast judge-minilm-kd judge-minilm-read judge-reader easi-null peasi-ship peasi-wikiqa reader-models reader-v2-model reader-v3-model reader-v4-model reader-v3-answerability reader-ship reader-v3-ship reader-v3-report reader-v3-sched-answer confidence-ship own-files-index own-files-bench faq-rerankers mpnet-passage-ranker large-model large-adapt-last large-dev large-test large-ship large-cascade mhs-teachers mhs-teacher-scores mhs-kd-search mhs-students mhs-tables mhs2-teacher-scores mhs2-students mhs2-single mhs2-dev mhs2-test default-kd has-store-model has-store-v2-model store-bench fusion-bench
 
 $(VENV)/.installed: pyproject.toml packages/sieveqa-models/pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -75,7 +75,7 @@ test-fast: install
 
 lint: install
 	$(BIN)/ruff check sieveqa tests bench tools mkdocs_hooks.py
-	$(BIN)/ruff format --check sieveqa tests bench tools mkdocs_hooks.py
+	$(BIN)/ruff format --check sieveqa tests bench tools mkdocs_hooks.py docs README.md
 
 # The TANDA recipe every MiniLM-L6 model here shares: transfer on TrecQA train-all + SQuAD-AS2 train,
 # then adapt on WikiQA train + TrecQA train; dev = WikiQA dev + TrecQA dev-clean.
@@ -739,9 +739,13 @@ mhs2-teacher-scores: install
 
 STUDENT2 := --arch mhs --init default $(KD_SET) $(POOL) --lr 2e-5 --epochs 1 --eval-every 200 --eval-at-start \
 	--checkpoint-every 100 --alpha $(ALPHA) --tau $(TAU)
-mhs2-students: install
-	for t in large default bi bm25 reader; do $(SIEVEQA) train $(STUDENT2) --heads 1 \
+# One student a teacher (MHS2_SINGLE: those not needing the large ranker can train before it exists,
+# `make mhs2-single MHS2_SINGLE="default bi bm25 reader"`), then the students of several heads.
+MHS2_SINGLE ?= large default bi bm25 reader
+mhs2-single: install
+	for t in $(MHS2_SINGLE); do $(SIEVEQA) train $(STUDENT2) --heads 1 \
 		--teachers $(SCORES2)/$$t.json.gz --out $(MHS2)/kd-$$t || exit 1; done
+mhs2-students: mhs2-single
 	$(SIEVEQA) train $(STUDENT2) --body-depth 4 --heads 2 --head-depth 1 --out $(MHS2)/b4-2h1 \
 		--teachers $(SCORES2)/large.json.gz,$(SCORES2)/bi.json.gz
 	$(SIEVEQA) train $(STUDENT2) --body-depth 3 --heads 3 --head-depth 1 --out $(MHS2)/b3-3h1 \
