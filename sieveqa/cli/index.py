@@ -91,7 +91,7 @@ def corpus(
                 "append without it (the index's own is used)"
             )
     started = time.perf_counter()
-    reading = scan_documents(source)
+    reading = scan_documents(source, progress=True)
     documents = reading.documents
     if not documents:
         from sieveqa.errors import DataFormatError

@@ -96,7 +96,7 @@ class Fusion:
             raise ValueError(f"{len(model)} model scores but {len(lexical)} BM25 scores")
         if not self.active or not len(model):
             return [float(s) for s in model]
-        w, a, b = self.weight, _finite(model, "model"), _finite(lexical, "BM25")
+        w, a, b = self.weight, _finite(model, "the model's"), _finite(lexical, "the first stage's")
         if self.method == "interp":
             fused = (1 - w) * _minmax(a) + w * _minmax(b)
         else:
@@ -107,15 +107,16 @@ class Fusion:
 def _finite(scores: Sequence[float], what: str) -> np.ndarray:
     values = np.asarray(scores, dtype=np.float64)
     if not np.isfinite(values).all():
-        raise ValueError(
-            f"fusion needs finite {what} scores, got {values[~np.isfinite(values)][:3].tolist()}"
+        raise ConfigError(
+            f"fusion needs finite scores, {what} are {values[~np.isfinite(values)][:3].tolist()}"
         )
     return values
 
 
 def _minmax(values: np.ndarray) -> np.ndarray:
-    span = values.max() - values.min()
-    return (values - values.min()) / span if span > 0 else np.zeros_like(values)
+    half = values / 2  # halves first: 1e308 - (-1e308) would overflow to inf, and the scores to NaN
+    span = half.max() - half.min()
+    return (half - half.min()) / span if span > 0 else np.zeros_like(values)
 
 
 def _ranks(values: np.ndarray) -> np.ndarray:

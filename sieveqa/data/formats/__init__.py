@@ -167,12 +167,13 @@ def _title_of(path: Path) -> str:
     return path.stem.replace("_", " ").replace("-", " ")
 
 
-def scan_documents(source: str | Path) -> Reading:
-    """The documents of a folder (every file a reader takes, skipped ones reported), a file (refused
-    in one line when it cannot be read), or a dataset name (see the module docstring)."""
+def scan_documents(source: str | Path, progress: bool = False) -> Reading:
+    """The documents of a folder (every file a reader takes, skipped ones reported; ``progress``: a
+    bar over its files where the output is a terminal), a file (refused in one line when it cannot be
+    read), or a dataset name (see the module docstring)."""
     path = Path(source).expanduser()
     if path.is_dir():
-        return _folder(path)
+        return _folder(path, progress)
     reading = Reading()
     if path.is_file():
         if path.suffix.lower() == ".jsonl":
@@ -202,9 +203,12 @@ def read_documents(source: str | Path) -> list[Document]:
     return reading.documents
 
 
-def _folder(root: Path) -> Reading:
+def _folder(root: Path, progress: bool = False) -> Reading:
+    from tqdm.auto import tqdm
+
     reading = Reading()
-    for file in sorted(p for p in root.rglob("*") if p.is_file()):
+    files = sorted(p for p in root.rglob("*") if p.is_file())
+    for file in tqdm(files, desc="reading", unit="file", disable=None if progress else True, leave=False):
         relative = file.relative_to(root)
         if any(part.startswith(".") for part in relative.parts):
             reading.hidden += 1

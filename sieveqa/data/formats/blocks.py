@@ -100,7 +100,7 @@ def _whole(text: str, spans: Sequence[tuple[int, int]]) -> list[str]:
         dotted = (
             bool(merged)
             and _GOES_ON.match(text, a)
-            and (_DOTTED.search(text, 0, end) or _LONE.search(text, 0, end))
+            and (_DOTTED.search(text, max(0, end - _LONGEST), end) or _LONE.search(text, end - 2, end))
         )
         if merged and (short or glued or dotted):
             merged[-1] = (merged[-1][0], b)

@@ -12,7 +12,7 @@ from dataclasses import replace
 from typing import Any
 
 from sieveqa.errors import ConfigError, DeviceError, MissingExtraError, ModelFormatError
-from sieveqa.runtime.answer.budget import Choice, Setting, choose, join_notes, load_settings
+from sieveqa.runtime.answer.budget import DROPPABLE, Choice, Setting, choose, join_notes, load_settings
 from sieveqa.runtime.answer.confidence import load_confidence
 from sieveqa.runtime.answer.method import method_options
 
@@ -79,12 +79,11 @@ def load_within(
         except (ModelFormatError, MissingExtraError, DeviceError) as err:
             skipped.append(f"{choice.setting.system}: {err}")
             continue
-        if answerer.confidence is not None and not confident(choice.setting):
+        if calibration is not None and not confident(choice.setting):
             answerer.confidence, answerer.min_confidence = None, 0.0  # fitted at the default choice
-            unsure = "this setting moves the answer's choice: no calibrated confidence, it never abstains"
-            choice = replace(choice, note=join_notes(choice.note, unsure))
-        elif answerer.confidence is None and calibration is not None:
-            unsure = "no confidence is calibrated for these models: it never abstains"
+            unsure = _never_abstains(_dropped(choice.setting, calibration.models))
+            if not any(map(confident, settings)):
+                unsure += f" (no setting measured for {method} here keeps it: bench/budget.py measures them)"
             choice = replace(choice, note=join_notes(choice.note, unsure))
         answerer.budget = choice
         if skipped:
@@ -101,7 +100,20 @@ def unconfident(method: Any, lighter: Any) -> str:
         for attr, name in stages
         if getattr(method, attr, None) is not None
     ]
-    dropped = [name for name, now in had if now is None]
+    return _never_abstains([name for name, now in had if now is None])
+
+
+def _dropped(setting: Setting, calibrated: dict[str, str]) -> list[str]:
+    """The stages (``DROPPABLE``) a setting runs without, of those a calibration read."""
+    mine, options = dict(setting.models), dict(setting.options)
+    return [
+        role.replace("_", " ")
+        for role, (lever, value) in DROPPABLE.items()
+        if role in calibrated and (role not in mine or options.get(lever) == value)
+    ]
+
+
+def _never_abstains(dropped: list[str]) -> str:
     what = f"drops the {' and the '.join(dropped)}" if dropped else "moves the answer's choice"
     return f"this setting {what}: no calibrated confidence, the answer never abstains"
 

@@ -322,6 +322,10 @@ def test_abstention_asked_of_a_budget_that_cannot_keep_it_is_refused_by_name(
         ConfigError, match=r"^--budget-ms: no setting measured for --method cascade keeps the calibrated"
     ):
         load_answerer("cascade", str(index.path), budget_ms=100, min_confidence=0.3)
-    assert (
-        load_answerer("cascade", str(index.path), budget_ms=100).budget.setting == row
-    )  # not asked: it may drop it
+    answerer = load_answerer("cascade", str(index.path), budget_ms=100)
+    assert answerer.budget.setting == row and answerer.confidence is None  # not asked: it may drop it
+    # and says what it dropped (it said "no confidence is calibrated for these models", wrongly)
+    assert answerer.budget.note.startswith(
+        "this setting drops the judge: no calibrated confidence, the answer never abstains "
+        "(no setting measured for cascade here keeps it"
+    )

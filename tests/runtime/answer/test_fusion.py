@@ -1,5 +1,6 @@
 """BM25 fusion: parsing, the two formulas, BM25 over a candidate list, a fused ranker, the answerer."""
 
+import numpy as np
 import pytest
 
 from sieveqa.data.corpus import CorpusIndex, CorpusOptions
@@ -66,9 +67,18 @@ def test_rrf_ignores_bm25_when_it_matches_nothing() -> None:
     assert sorted(range(10), key=lambda i: -fused[i]) == list(range(9, -1, -1))
 
 
-def test_non_finite_scores_are_refused() -> None:
-    with pytest.raises(ValueError, match="finite model scores"):
+def test_non_finite_scores_are_refused_naming_whose() -> None:
+    with pytest.raises(ConfigError, match="the model's are \\[-inf\\]"):
         Fusion("interp", 0.5).combine([float("-inf"), 1.0], [0.0, 1.0])
+    with pytest.raises(ConfigError, match="the first stage's are \\[nan\\]"):
+        Fusion("interp", 0.5).combine([0.0, 1.0], [1.0, float("nan")])
+
+
+def test_huge_finite_first_stage_scores_fuse_to_finite_scores() -> None:
+    # min-max of [1e308, -1e308] overflowed (their difference is inf): the scores came back NaN
+    fused = Fusion("interp", 0.2).combine([0.0, 1.0], [1e308, -1e308])
+    assert np.isfinite(fused).all()
+    assert fused == pytest.approx([0.2, 0.8])
 
 
 def test_lengths_must_match() -> None:
