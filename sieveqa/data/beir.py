@@ -70,6 +70,22 @@ def _lines(path: Path) -> Iterator[tuple[int, dict]]:
             yield number, row
 
 
+def _by_id(path: Path, empty: bool = True) -> dict[str, dict]:
+    """A JSONL file's rows by ``_id``: each with a ``text`` string (not blank unless ``empty``), an id
+    given twice a DataFormatError naming both lines (a dict would keep the last one silently)."""
+    rows: dict[str, dict] = {}
+    lines: dict[str, int] = {}
+    for number, row in _lines(path):
+        key, text = str(row["_id"]), row.get("text")
+        if not isinstance(text, str) or not (empty or text.strip()):
+            what = "a 'text' string" if not isinstance(text, str) else "a 'text' that is not blank"
+            raise DataFormatError(f"{path}, line {number}: needs {what}")
+        if key in lines:
+            raise DataFormatError(f"{path}, line {number}: '_id' {key!r} again (first on line {lines[key]})")
+        rows[key], lines[key] = row, number
+    return rows
+
+
 def _qrels(path: Path) -> dict[str, dict[str, int]]:
     if not path.is_file():
         there = sorted(p.stem for p in path.parent.glob("*.tsv"))
@@ -94,13 +110,11 @@ def read_beir(folder: str | Path, split: str = "test") -> BeirSet:
     folder = Path(folder)
     qrels = _qrels(folder / "qrels" / f"{split}.tsv")
     corpus = {
-        str(row["_id"]): (str(row.get("title") or ""), str(row.get("text") or ""))
-        for _, row in _lines(folder / "corpus.jsonl")
+        key: (str(row.get("title") or ""), row["text"])
+        for key, row in _by_id(folder / "corpus.jsonl").items()
     }
     queries = {
-        str(row["_id"]): str(row.get("text") or "")
-        for _, row in _lines(folder / "queries.jsonl")
-        if str(row["_id"]) in qrels
+        key: row["text"] for key, row in _by_id(folder / "queries.jsonl", empty=False).items() if key in qrels
     }
     for qid, judged in qrels.items():
         if qid not in queries:

@@ -86,7 +86,7 @@ def test_the_first_stage_is_cached_until_the_corpus_changes(beir: Path) -> None:
     [
         (lambda f: (f / "qrels" / "test.tsv").unlink(), "qrels/test.tsv: no such file; its splits: dev"),
         (
-            lambda f: (f / "corpus.jsonl").write_text('{"_id": "d1"}\n{oops\n'),
+            lambda f: (f / "corpus.jsonl").write_text('{"_id": "d1", "text": "t"}\n{oops\n'),
             "corpus.jsonl, line 2: invalid JSON",
         ),
         (
@@ -98,6 +98,25 @@ def test_the_first_stage_is_cached_until_the_corpus_changes(beir: Path) -> None:
             "corpus.jsonl, line 1: not UTF-8",
         ),
         (lambda f: (f / "qrels" / "test.tsv").write_bytes(b"q1\td\xff\t1\n"), "test.tsv: not UTF-8"),
+        # each of these was read silently: the last copy of an id won, a missing text was ""
+        (
+            lambda f: (f / "corpus.jsonl").write_text(
+                (f / "corpus.jsonl").read_text() + '{"_id": "d1", "text": "another d1"}\n'
+            ),
+            "corpus.jsonl, line 5: '_id' 'd1' again .first on line 1",
+        ),
+        (
+            lambda f: (f / "queries.jsonl").write_text('{"_id": "q1", "text": "a"}\n{"_id": "q2"}\n'),
+            "queries.jsonl, line 2: needs a 'text' string",
+        ),
+        (
+            lambda f: (f / "queries.jsonl").write_text('{"_id": "q1", "text": "  "}\n'),
+            "queries.jsonl, line 1: needs a 'text' that is not blank",
+        ),
+        (
+            lambda f: (f / "corpus.jsonl").write_text('{"_id": "d1", "text": ["a", "list"]}\n'),
+            "corpus.jsonl, line 1: needs a 'text' string",
+        ),
         (
             lambda f: (f / "qrels" / "test.tsv").write_text("q1\td9\t1\n"),
             "judges document 'd9', not in corpus",

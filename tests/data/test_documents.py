@@ -1,5 +1,6 @@
 """Reading documents to index, and the one-line errors bad ones get."""
 
+import codecs
 import json
 from pathlib import Path
 
@@ -81,6 +82,21 @@ def test_a_file_in_a_legacy_encoding_is_read_and_a_binary_one_skipped(tmp_path: 
     reading = scan_documents(tmp_path)
     assert [d.text for d in reading.documents] == [text]
     assert reading.skipped == [("binary.txt", "binary, not text")]
+
+
+def test_unicode_text_with_a_byte_order_mark_is_read(tmp_path: Path) -> None:
+    # Windows' "Unicode" text (UTF-16 with its mark) was skipped as "binary, not text"
+    text = "Sea otters hold hands while they sleep.\r\nThey use stones as tools."
+    (tmp_path / "utf16.txt").write_bytes(text.encode("utf-16"))
+    (tmp_path / "utf16be.txt").write_bytes(codecs.BOM_UTF16_BE + text.encode("utf-16-be"))
+    (tmp_path / "utf32.txt").write_bytes(text.encode("utf-32"))
+    (tmp_path / "broken.txt").write_bytes(codecs.BOM_UTF16_LE + text.encode("utf-16-le") + b"\x00\xd8")
+    reading = scan_documents(tmp_path)
+    assert [d.id for d in reading.documents] == ["utf16.txt", "utf16be.txt", "utf32.txt"]
+    assert all(list(d.sentences) == ["Sea otters hold hands while they sleep.", "They use stones as tools."]
+               for d in reading.documents)  # fmt: skip
+    assert reading.skipped == [("broken.txt", reading.skipped[0][1])]
+    assert "marked UTF-16 but byte" in reading.skipped[0][1]
 
 
 def test_empty_folder_and_unknown_names(tmp_path: Path) -> None:

@@ -11,6 +11,7 @@ feed starts a new page, and lines that read as code (prompts, braces, assignment
 
 from __future__ import annotations
 
+import codecs
 import itertools
 import re
 from dataclasses import dataclass
@@ -35,6 +36,11 @@ _MAX_HEADING = 70
 _WRAPPED = 40  # a line of prose that ran on to the next is at least this long
 _RUNS = re.compile(r"[A-Za-z0-9,]$")  # ... and ends in a word or a comma
 _WESTERN = ("cp1252", "latin_1", "iso8859_15")
+#: Byte-order marks read as their encoding (UTF-32's first: its little-endian mark starts as UTF-16's).
+_MARKED = (
+    ((codecs.BOM_UTF32_LE, codecs.BOM_UTF32_BE), "utf-32"),
+    ((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE), "utf-16"),
+)
 
 
 @dataclass
@@ -45,11 +51,18 @@ class _Line:
 
 
 def decode(path: Path) -> str:
-    """The file's text: UTF-8 (a byte-order mark dropped), else the encoding charset-normalizer is
-    sure of; a file with NUL bytes or no sure encoding is Unreadable."""
+    """The file's text: UTF-16 or UTF-32 by its byte-order mark (Windows' "Unicode" text), UTF-8 (a
+    byte-order mark dropped), else the encoding charset-normalizer is sure of; a file with NUL bytes
+    and no such mark, or no sure encoding, is Unreadable."""
     from sieveqa.data.formats import Unreadable
 
     raw = path.read_bytes()
+    for marks, encoding in _MARKED:
+        if raw.startswith(marks):
+            try:
+                return raw.decode(encoding)
+            except UnicodeDecodeError as err:
+                raise Unreadable(f"marked {encoding.upper()} but byte {err.start} is not") from None
     if b"\x00" in raw[:8192]:
         raise Unreadable("binary, not text")
     try:
