@@ -114,7 +114,14 @@ def evaluate(
     if alpha and threshold:
         raise ConfigError("give --alpha or --threshold, not both")
     examples = load_dataset(dataset)
-    qrels_from_examples(examples, dataset)  # an unlabelled file fails here, before any scoring
+    qrels = qrels_from_examples(examples, dataset)  # an unlabelled file fails here, before any scoring
+    unanswered = sum(not any(label > 0 for label in judged.values()) for judged in qrels.values())
+    if unanswered:
+        typer.echo(
+            f"note: {unanswered} of {len(qrels)} questions have no correct candidate; each counts 0 in every "
+            "metric (the benchmarks' clean splits, e.g. wikiqa:test, leave such questions out)",
+            err=True,
+        )
     ranker = load_ranker(
         model,
         device=device,
@@ -144,6 +151,7 @@ def evaluate(
         "backend": getattr(used, "backend", "torch"),
         "fusion": str(fused),
         **metrics,
+        "no_correct_candidate": unanswered,
         "run": run_info(_command()),
     }
     if per_question:

@@ -41,6 +41,8 @@ def parse_example(obj: Any, where: str) -> RankingExample:
     """Validate one decoded JSON object and turn it into a RankingExample."""
     if not isinstance(obj, dict):
         raise DataFormatError(f"{where}: expected a JSON object, got {type(obj).__name__}")
+    if isinstance(obj.get("qid"), int) and not isinstance(obj.get("qid"), bool):
+        obj = {**obj, "qid": str(obj["qid"])}  # as a candidate's id: a number is its digits
     qid = require_str(obj, "qid", where)
     question = require_str(obj, "question", where)
     raw = obj.get("candidates")
@@ -65,6 +67,8 @@ def parse_example(obj: Any, where: str) -> RankingExample:
         text = cand.get("text")
         if not isinstance(text, str):
             raise DataFormatError(f"{at}: field 'text' must be a string, got {shorten(repr(text), 60)}")
+        if not text.strip():
+            raise DataFormatError(f"{at}: field 'text' is blank: nothing to rank (leave the candidate out)")
         label = cand.get("label")
         if label is not None and (isinstance(label, bool) or label not in (0, 1)):
             raise DataFormatError(f"{at}: field 'label' must be 0 or 1, got {shorten(repr(label), 60)}")
@@ -89,6 +93,12 @@ def parse_example(obj: Any, where: str) -> RankingExample:
                 **extra,
                 retrieval_score=None if first is None else float(first),
             )
+        )
+    given = [c.retrieval_score is not None for c in candidates]
+    if any(given) and not all(given):
+        raise DataFormatError(
+            f"{where}: candidates[{given.index(False)}] has no 'retrieval_score' where "
+            f"candidates[{given.index(True)}] has one; give every candidate's first-stage score, or none"
         )
     return RankingExample(Question(qid, question), candidates)
 

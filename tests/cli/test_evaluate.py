@@ -47,6 +47,24 @@ def test_eval_with_bm25_fusion_reports_it_and_ranks_by_it(
     assert one_error_line(sieveqa(*args, "--fusion", "bm25")).startswith("error: --fusion must be none")
 
 
+def test_questions_with_no_correct_candidate_are_counted_and_said(
+    sieveqa, saved_tiny: Path, example_jsonl: Path, tmp_path: Path
+) -> None:
+    # they score 0 in every metric: said nowhere, a user's MAP fell with no reason given
+    rows = [json.loads(line) for line in example_jsonl.read_text().splitlines()]
+    for candidate in rows[0]["candidates"]:
+        candidate["label"] = 0
+    data, out = tmp_path / "some-unanswered.jsonl", tmp_path / "m.json"
+    data.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    result = sieveqa("eval", "-m", saved_tiny, "-d", f"jsonl:{data}", "--json", out)
+    assert result.exit_code == 0, result.output
+    assert "note: 1 of 3 questions have no correct candidate; each counts 0 in every metric" in result.output
+    assert json.loads(out.read_text())["no_correct_candidate"] == 1
+    assert (
+        "no correct candidate" not in sieveqa("eval", "-m", saved_tiny, "-d", f"jsonl:{example_jsonl}").output
+    )
+
+
 def test_bad_dataset_name_is_one_line(sieveqa, saved_tiny: Path) -> None:
     line = one_error_line(sieveqa("eval", "--model", saved_tiny, "--dataset", "wikiqa:validation"))
     assert "wikiqa has no split 'validation'" in line

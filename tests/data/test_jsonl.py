@@ -13,7 +13,7 @@ def _example() -> RankingExample:
         Question("q1", "Who wrote Hamlet?"),
         [
             Candidate("a", "Shakespeare wrote it.", 1, "p1", "d1", retrieval_score=12.5),
-            Candidate("b", "It is a play.", 0),
+            Candidate("b", "It is a play.", 0, retrieval_score=3.0),
         ],
     )
 
@@ -78,6 +78,21 @@ def test_ranked_output_adds_score_and_rank() -> None:
             '{"qid": "q", "question": "?", "candidates": [{"id": "a", "text": "t", "retrieval_score": NaN}]}',
             r"candidates\[0\]: field 'retrieval_score' must be a finite number, got nan",
         ),
+        # these two were ranked silently: a blank text got a score, a partial first stage was ignored
+        (
+            json.dumps({"qid": "q", "question": "?", "candidates": [{"id": "a", "text": " \n"}]}),
+            r"x\.jsonl:2: candidates\[0\]: field 'text' is blank: nothing to rank",
+        ),
+        (
+            json.dumps(
+                {
+                    "qid": "q",
+                    "question": "?",
+                    "candidates": [{"id": "a", "text": "t", "retrieval_score": 3}, {"id": "b", "text": "u"}],
+                }
+            ),
+            r"x\.jsonl:2: candidates\[1\] has no 'retrieval_score' where candidates\[0\] has one",
+        ),
     ],
 )
 def test_malformed_line_names_file_line_and_field(tmp_path: Path, line: str, message: str) -> None:
@@ -99,6 +114,13 @@ def test_a_lone_surrogate_escape_is_named_by_its_line(tmp_path) -> None:
     assert next(lines)[1]["text"] == "fine \U0001f600"  # a whole pair is an emoji
     with pytest.raises(DataFormatError, match=r"s\.jsonl:2: a lone surrogate escape \\ud800 is not text"):
         next(lines)
+
+
+def test_a_numeric_qid_is_its_digits_as_a_candidates_id_is(tmp_path: Path) -> None:
+    path = tmp_path / "n.jsonl"
+    path.write_text(json.dumps({"qid": 7, "question": "?", "candidates": [{"id": 1, "text": "t"}]}) + "\n")
+    [example] = read_jsonl(path)
+    assert (example.qid, example.candidates[0].id) == ("7", "1")
 
 
 def test_a_repeated_qid_is_named_by_its_line(tmp_path: Path) -> None:
