@@ -147,6 +147,10 @@ class RerankDocuments(_Wire):
 
 
 class AnswerRequest(_Request):
+    # sieveqa's own request: a field it does not know is refused, as a typo (min_confidense) would
+    # otherwise drop what the client asked for in silence
+    model_config = ConfigDict(extra="forbid")
+
     question: Text = Field(description="the question, asked of the server's corpus index")
     top: Int = Field(1, ge=1, le=20, description="answers to return")
     confidences: Literal["best", "all"] | None = Field(
