@@ -206,11 +206,17 @@ def _writable(folder: Path) -> bool:
         return False
 
 
-def check_output_file(path: str | os.PathLike[str], option: str) -> Path:
-    """Refuse, before any work, an output file path that is a folder or cannot be written."""
+def check_output_file(
+    path: str | os.PathLike[str], option: str, inputs: dict[str, Path | None] | None = None
+) -> Path:
+    """Refuse, before any work, an output file path that is a folder, cannot be written, or is one
+    of the command's ``inputs`` (by option name: writing it would replace what is read)."""
     path = Path(path)
     if path.is_dir():
         raise ConfigError(f"{option} {path}: is a folder; give the path of a file to write")
+    for name, given in (inputs or {}).items():
+        if given is not None and path.exists() and Path(given).exists() and path.samefile(given):
+            raise ConfigError(f"{option} {path}: is the {name} file; write elsewhere")
     _check_writable_under(path, path.parents, option)
     return path
 

@@ -41,7 +41,8 @@ class Setting:
         return "--" + self.name.replace("_", "-")
 
     def parameter(self) -> inspect.Parameter:
-        shown = "" if self.default is _VARIES else f" (default: {_show(self.default)})"
+        says = self.default is _VARIES or "(default:" in self.help  # its help already says it
+        shown = "" if says else f" (default: {_show(self.default)})"
         kind = self.type.kind
         text = self.help + (", comma-separated" if kind is list else "") + shown
         flags = f"{self.flag}/--no-{self.flag[2:]}" if kind is bool else self.flag
@@ -155,7 +156,7 @@ def click_options(settings: Iterable[Setting]) -> list[Any]:
 
     options.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
     options.__annotations__ = {p.name: p.annotation for p in params}
-    holder = typer.Typer()
+    holder = typer.Typer(add_completion=False)
     holder.command()(options)
     return list(typer.main.get_command(holder).params)
 

@@ -58,8 +58,9 @@ BudgetMsOpt = Annotated[
     float | None,
     typer.Option(
         min=1.0,
-        help="answer within about N ms at p50: chooses --retrieve, --backend, --precision and the "
-        "drop ratios from settings measured on dev on this kind of CPU (the best dev P@1 within N)",
+        help="answer within about N ms at p50: chooses --retrieve, --backend, --precision, the drop "
+        "ratios and whether the judge and a second look run, from settings measured on dev on this kind "
+        "of CPU (the best dev P@1 within N; one keeping the calibrated confidence first)",
     ),
 ]
 
@@ -225,7 +226,7 @@ def answer(
     if output is not None:
         if questions is None:
             raise ConfigError("--output goes with --questions")
-        check_output_file(output, "--output")
+        check_output_file(output, "--output", {"--questions": questions})
     check_device(device, precision, backend)
     asked = _read_questions(questions) if questions is not None else [(None, question.strip())]
     if any(not q for _, q in asked):

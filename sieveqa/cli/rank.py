@@ -127,7 +127,7 @@ def rank(
     check_device(device, precision, backend)  # the settings first: they are checked without a file
     _check_input(input_path, store is not None)
     if output is not None:
-        check_output_file(output, "--output")
+        check_output_file(output, "--output", {"--input": input_path})
     searching = given_settings(ctx)  # SearchSettings' fields, declared (with their help) there only
     if searching and store is None:
         flags = ", ".join(s.flag for name, s in search_settings().items() if name in searching)

@@ -215,7 +215,7 @@ def eval_reader(
     progress: ProgressOpt = True,
 ) -> None:
     """EM and F1 of a schedule over each question's retrieved passages, with the layers it spent
-    (and, ``--live``, its measured latency)."""
+    (and, with --live, its measured latency)."""
     run_eval_reader(
         reader, dataset, method, given_settings(ctx), k, strategy, init_priority, group, live, passages,
         limit, json_out, device, progress,

@@ -258,6 +258,14 @@ def test_dense_vectors_of_another_model_are_refused(sieveqa, tmp_path: Path, sav
     assert "its dense vectors come from another model" in line
 
 
+def test_an_output_that_is_the_questions_file_is_refused(sieveqa, demo_index, tmp_path: Path) -> None:
+    asked = tmp_path / "questions.txt"
+    asked.write_text("Who discovered penicillin?\n")
+    line = one_error_line(sieveqa("answer", "--questions", asked, "--output", asked, "--index", demo_index))
+    assert line == f"error: --output {asked}: is the --questions file; write elsewhere"
+    assert asked.read_text() == "Who discovered penicillin?\n"
+
+
 @pytest.mark.parametrize(
     "args",
     [

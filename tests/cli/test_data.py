@@ -10,6 +10,30 @@ def test_help_explains_commands(sieveqa) -> None:
         assert command in result.output
 
 
+def test_a_commands_help_says_each_default_once_and_offers_no_shell_completion(sieveqa) -> None:
+    # the settings' options were made through a throwaway app that added --install-completion to
+    # every command with them, and a help that named its default got "(default: none)" after it
+    text = " ".join(sieveqa("answer", "--help").output.replace("│", " ").split())
+    assert "completion" not in text
+    assert "(default: the reranker's own, else peasi-easi)" in text
+    assert "peasi-easi) (default: none)" not in text
+
+
+def test_no_commands_help_shows_docstring_markup(sieveqa) -> None:
+    # a command's docstring is its help: eval-reader's showed ``--live``
+    import typer
+
+    from sieveqa.cli import app
+
+    def paths(command, path: list[str]) -> list[list[str]]:
+        subs = getattr(command, "commands", None)
+        return [p for n, c in subs.items() for p in paths(c, [*path, n])] if subs else [path]
+
+    every = paths(typer.main.get_command(app), [])
+    assert len(every) > 20
+    assert [p for p in every if "``" in sieveqa(*p, "--help").output] == []
+
+
 def test_backbones_lists_registered_names(sieveqa) -> None:
     result = sieveqa("backbones", "--no-verify")
     assert result.exit_code == 0, result.output

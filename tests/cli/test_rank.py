@@ -65,6 +65,19 @@ def test_an_output_path_that_is_a_folder_is_refused_before_scoring(
     assert line == f"error: --output {tmp_path}: is a folder; give the path of a file to write"
 
 
+def test_an_output_that_is_the_input_is_refused_before_scoring(
+    sieveqa, example_jsonl: Path, tmp_path: Path
+) -> None:
+    # it was ranked and written over the input, which was lost
+    before = example_jsonl.read_bytes()
+    alias = tmp_path / "alias.jsonl"
+    alias.symlink_to(example_jsonl)
+    for output in (example_jsonl, alias):
+        line = one_error_line(sieveqa("rank", "-m", tmp_path / "nope", "-i", example_jsonl, "-o", output))
+        assert line == f"error: --output {output}: is the --input file; write elsewhere"
+    assert example_jsonl.read_bytes() == before
+
+
 def test_non_utf8_input_names_the_line(sieveqa, saved_tiny: Path, tmp_path: Path) -> None:
     bad = tmp_path / "bad.jsonl"
     good = {"qid": "q1", "question": "who?", "candidates": [{"id": "c", "text": "x"}]}
