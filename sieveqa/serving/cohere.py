@@ -33,7 +33,10 @@ class V2Rerank(_Request):
     documents: list[Text] = Field(min_length=1, description="the texts to rank")
     top_n: Int | None = Field(None, ge=1, description="return only the N best")
     max_tokens_per_doc: Int | None = Field(
-        None, ge=1, description="accepted; every document is cut at the model's own limit"
+        None,
+        ge=1,
+        description="accepted, not applied: a long document is read whole, in windows of the model's "
+        "length (cut at that length where serve runs --long-texts cut)",
     )
 
     def ranking(self) -> RerankRequest:
