@@ -260,6 +260,12 @@ def answer(
             typer.echo(json.dumps(row, ensure_ascii=False, indent=2))
         else:
             _show(result, method)
+            if 0 < len(result.answers) < top:
+                typer.echo(
+                    f"{len(result.answers)} answers, not {top}: the {answerer.retrieve} passages retrieved "
+                    "hold no more (--retrieve N reads more)",
+                    err=True,
+                )
             if spent is not None:
                 _show_profile(spent)
         return

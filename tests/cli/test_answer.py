@@ -48,6 +48,9 @@ def test_answer_prints_the_sentence_in_its_passage(sieveqa, demo_index, saved_ti
         )
     shown = sieveqa("answer", "Who invented the Fresnel lens?", *args, "--profile")
     assert "where a question's time went" in shown.output and "sentence selection" in shown.output
+    # more answers asked than the passages retrieved hold: said (it showed fewer without a word)
+    fewer = sieveqa("answer", "Who invented the Fresnel lens?", *args, "--top", "20", "--retrieve", "2")
+    assert "answers, not 20: the 2 passages retrieved hold no more (--retrieve N reads more)" in fewer.output
 
 
 def test_a_long_question_is_answered(sieveqa, demo_index, saved_tiny, saved_easi) -> None:
