@@ -128,7 +128,9 @@ def decode_line(raw: bytes, where: str) -> Any:
     try:
         obj = json.loads(line)
     except json.JSONDecodeError as err:
-        raise DataFormatError(f"{where}: invalid JSON ({err.msg} at column {err.colno})") from err
+        # a line cut short ends in its newline, where the decoder stops: column 1 of a line after it
+        column = min(err.pos, len(line.rstrip("\r\n"))) + 1
+        raise DataFormatError(f"{where}: invalid JSON ({err.msg} at column {column})") from err
     if _SURROGATE.search(line):  # "\ud800" alone decodes to a str no tokenizer can encode
         _check_text(obj, where)
     return obj

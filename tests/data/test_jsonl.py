@@ -116,6 +116,16 @@ def test_a_lone_surrogate_escape_is_named_by_its_line(tmp_path) -> None:
         next(lines)
 
 
+def test_a_line_cut_short_is_named_at_its_own_last_column(tmp_path: Path) -> None:
+    # the decoder stopped at the newline and the message said "column 1"
+    path = tmp_path / "cut.jsonl"
+    path.write_text('{"qid": "q1", "question"\n', encoding="utf-8")
+    with pytest.raises(
+        DataFormatError, match=r"cut\.jsonl:1: invalid JSON \(Expecting ':' delimiter at column 25\)"
+    ):
+        read_jsonl(path)
+
+
 def test_a_numeric_qid_is_its_digits_as_a_candidates_id_is(tmp_path: Path) -> None:
     path = tmp_path / "n.jsonl"
     path.write_text(json.dumps({"qid": 7, "question": "?", "candidates": [{"id": 1, "text": "t"}]}) + "\n")
