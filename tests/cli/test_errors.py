@@ -237,6 +237,7 @@ def test_the_threads_option_is_applied_before_the_command(sieveqa, monkeypatch) 
     assert "--threads" in line and "greater than or equal to 1" in line
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("command", "flag"),
     [

@@ -110,6 +110,7 @@ def test_eval_of_a_cascade_reports_cost_and_every_exit(
     assert one_error_line(sieveqa(*args, "--alpha", "0.5", "--threshold", "1,2,3")).endswith("not both")
 
 
+@pytest.mark.slow
 def test_tune_cascade_writes_a_policy_that_rank_applies(
     sieveqa, saved_cascade: Path, example_jsonl: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -139,6 +140,7 @@ def test_tune_cascade_writes_a_policy_that_rank_applies(
         assert [c["id"] for c in row["candidates"]] == [ex.candidates[i].id for i in order]
 
 
+@pytest.mark.slow
 def test_tune_cascade_never_writes_into_the_installed_package(
     sieveqa, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, saved_cascade: Path, example_jsonl: Path
 ) -> None:
@@ -180,6 +182,7 @@ def test_tune_cascade_never_writes_into_the_installed_package(
     assert json.loads((tmp_path / "e.json").read_text())["drop_ratios"] == [0.5, 0.5, 0.5]
 
 
+@pytest.mark.slow
 def test_tune_ensemble_writes_a_folder_eval_loads(
     sieveqa, saved_tiny: Path, saved_cascade: Path, example_jsonl: Path, tmp_path: Path, monkeypatch
 ) -> None:
@@ -236,6 +239,7 @@ def test_tuning_on_a_dev_set_without_a_correct_label_is_refused(
     assert says in line
 
 
+@pytest.mark.slow
 def test_tune_cascade_on_unlabelled_pairs_tunes_for_agreement(
     sieveqa, saved_cascade: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -282,6 +286,7 @@ def test_tune_cascade_agreement_below_one_is_one_line(sieveqa, saved_cascade: Pa
     assert line == "error: --agreement must be >= 1 (the full model's top K), got 0"
 
 
+@pytest.mark.slow
 def test_warm_up_runs_every_bucketed_shape_before_eval_and_rank(
     sieveqa, saved_tiny: Path, example_jsonl: Path, monkeypatch
 ) -> None:

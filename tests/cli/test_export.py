@@ -24,6 +24,7 @@ def _ranked(sieveqa, model: Path, questions: Path, out: Path, *flags: str) -> li
     return [[c["id"] for c in json.loads(line)["candidates"]] for line in out.read_text().splitlines()]
 
 
+@pytest.mark.slow
 def test_int8_export_then_rank_with_it(
     sieveqa, saved_tiny: Path, example_jsonl: Path, tmp_path: Path
 ) -> None:
@@ -57,6 +58,7 @@ def test_int8_export_then_rank_with_it(
     assert len(ranked) == len(example_jsonl.read_text().splitlines())
 
 
+@pytest.mark.slow
 def test_onnx_ranks_as_torch(sieveqa, saved_tiny: Path, example_jsonl: Path, tmp_path: Path) -> None:
     torch_order = _ranked(sieveqa, saved_tiny, example_jsonl, tmp_path / "torch.jsonl", "--precision", "fp32")
     onnx_order = _ranked(sieveqa, saved_tiny, example_jsonl, tmp_path / "onnx.jsonl", "--backend", "onnx")

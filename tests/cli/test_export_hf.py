@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import pytest
+
 from tests.cli.conftest import one_error_line
 
 
+@pytest.mark.slow
 def test_the_command_writes_the_folder_and_refuses_bad_asks_in_one_line(
     sieveqa, saved_tiny, saved_cascade, tmp_path
 ) -> None:

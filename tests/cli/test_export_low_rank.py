@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from sieveqa.models.zoo import load_model
 from tests.cli.conftest import one_error_line
 
 
+@pytest.mark.slow
 def test_the_command_writes_a_folder_that_loads_and_refuses_bad_asks_in_one_line(
     sieveqa, saved_tiny, tmp_path
 ) -> None:

@@ -29,6 +29,7 @@ def _build(sieveqa, model: Path, example_jsonl: Path, store: Path):
     return sieveqa("index", "build", "-m", model, "-a", f"jsonl:{example_jsonl}", "-o", store)
 
 
+@pytest.mark.slow
 def test_build_info_add_and_rank_against_a_store(
     sieveqa, has_model: Path, example_jsonl: Path, tmp_path: Path
 ) -> None:
@@ -85,6 +86,7 @@ def test_build_info_add_and_rank_against_a_store(
     assert "--first-stage must be one of vector, bm25, rrf, mix, none, got 'dense'" in line
 
 
+@pytest.mark.slow
 def test_info_shows_what_applies_to_the_stores_kind(sieveqa, example_jsonl: Path, tmp_path: Path) -> None:
     pooling = _train(sieveqa, example_jsonl, tmp_path / "pool", "bert-pooling")
     store = tmp_path / "store"
@@ -98,6 +100,7 @@ def test_info_shows_what_applies_to_the_stores_kind(sieveqa, example_jsonl: Path
     assert "beta" not in result.output and "token rows" not in result.output and "BM25" not in result.output
 
 
+@pytest.mark.slow
 def test_a_moved_model_is_named_and_can_be_given(
     sieveqa, has_model: Path, example_jsonl: Path, tmp_path: Path
 ) -> None:
@@ -114,6 +117,7 @@ def test_a_moved_model_is_named_and_can_be_given(
     assert sieveqa("rank", "--store", store, "--input", queries, "--model", moved).exit_code == 0
 
 
+@pytest.mark.slow
 def test_a_store_refuses_a_model_with_another_beta(
     sieveqa, has_model: Path, example_jsonl: Path, tmp_path: Path
 ) -> None:
@@ -133,6 +137,7 @@ def test_a_cross_encoder_cannot_build_a_store(
     assert "answer stores need one" in line
 
 
+@pytest.mark.slow
 def test_a_killed_build_resumes_with_the_same_command(
     sieveqa, has_model: Path, example_jsonl: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

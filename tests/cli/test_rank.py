@@ -264,6 +264,7 @@ def test_a_retrievers_scores_in_the_file_are_fused_by_default(
     assert "fused" not in result.output and json.loads(alone.read_text())["score_scale"] == "logit"
 
 
+@pytest.mark.slow
 def test_a_bad_fusion_or_retrieval_score_is_one_error_line(
     sieveqa, saved_tiny: Path, example_jsonl: Path, tmp_path: Path
 ) -> None:

@@ -147,6 +147,7 @@ def test_eval_reads_with_a_reader_under_a_budget(
     )
 
 
+@pytest.mark.slow
 def test_answer_extracts_a_span_over_an_index(sieveqa, saved_reader: Path, tmp_path: Path) -> None:
     index = tmp_path / "index"
     assert sieveqa("index", "corpus", "--input", "demo", "--out", index).exit_code == 0
@@ -241,6 +242,7 @@ def test_reader_commands_default_to_the_shipped_reader(sieveqa) -> None:
     assert "--budget must be a finite number" in line
 
 
+@pytest.mark.slow
 def test_a_saved_reader_given_windows_it_cannot_take_is_one_line(
     sieveqa, saved_reader: Path, open_data: Path, tmp_path: Path
 ) -> None:

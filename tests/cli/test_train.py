@@ -295,6 +295,7 @@ def test_retrofit_takes_pairs_from_a_path_with_a_comma_and_refuses_pairs_beside_
     assert line == "error: give --pairs or --train, not both (--pairs trains on your pairs alone)"
 
 
+@pytest.mark.slow
 def test_a_pool_of_your_own_pairs_is_scored_and_taught(
     sieveqa, example_jsonl: Path, tmp_path: Path, monkeypatch
 ) -> None:

@@ -19,6 +19,7 @@ def cache(real_data: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> P
     return tmp_path
 
 
+@pytest.mark.slow
 def test_wikiqa_beir_judges_each_question_against_the_document_of_its_right_sentence(cache: Path) -> None:
     folder = ensure_beir_set("wikiqa-beir")
     manifest = json.loads((folder / "manifest.json").read_text())
@@ -32,6 +33,7 @@ def test_wikiqa_beir_judges_each_question_against_the_document_of_its_right_sent
     assert len(examples) == 126 and all(len(ex.candidates) == 100 for ex in examples)
 
 
+@pytest.mark.slow
 def test_a_built_set_of_another_version_is_built_again(cache: Path) -> None:
     folder = ensure_beir_set("wikiqa-beir")
     manifest = folder / "manifest.json"

@@ -88,6 +88,7 @@ def test_squad_train_passages_train_has_every_gold_passage_dev_only_retrieval(
         assert len(gold) == 1
 
 
+@pytest.mark.slow
 def test_squad_train_passages_built_and_current_is_not_built_again(
     train_passages: tuple[Path, dict], squad_train_slice: Path
 ) -> None:

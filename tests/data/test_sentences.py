@@ -70,6 +70,7 @@ def _covers_every_character(text: str, guard: bool) -> None:
     assert not lost, f"characters {[text[i] for i in lost[:5]]} of {text!r} are in no sentence"
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(st.sampled_from(PIECES), min_size=1, max_size=40).map(" ".join))
 def test_every_non_blank_character_is_in_a_sentence(text: str) -> None:
@@ -87,6 +88,7 @@ def test_a_sentence_with_a_placeholder_character_is_kept(mark: str) -> None:
     assert sentence_spans(text) == [(0, len(first)), (len(first) + 1, len(text))]
 
 
+@pytest.mark.slow
 def test_a_long_text_reaches_pysbd_in_blocks_and_keeps_every_character(monkeypatch) -> None:
     """pysbd's time grows with the square of its input: a 5 MB document without sentence breaks
     was not indexed in 300 s (issue 42). Now it never reads more than BLOCK_CHARS of a long text."""

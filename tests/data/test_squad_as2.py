@@ -33,6 +33,7 @@ def examples(built: tuple[Path, dict]) -> dict[str, list[RankingExample]]:
     return {name: read_jsonl(built[0] / name) for name in FILES}
 
 
+@pytest.mark.slow
 def test_split_rule_on_the_real_articles(articles: list[SquadArticle]) -> None:
     splits = split_articles(a.title for a in articles)
     assert [len(splits[s]) for s in ("train", "dev", "test")] == [34, 5, 9]
@@ -49,6 +50,7 @@ def test_split_rule_on_small_inputs() -> None:
         split_articles(["a", "b"])
 
 
+@pytest.mark.slow
 def test_hand_checked_question(examples: dict[str, list[RankingExample]]) -> None:
     # "Which NFL team represented the AFC at Super Bowl 50?" -- gold paragraph Super_Bowl_50_0, whose
     # sentence 1 names the Denver Broncos; Super_Bowl_50_12:0 also names them but is another paragraph.

@@ -8,6 +8,7 @@ from sieveqa.data.squad import read_squad
 from sieveqa.data.squad_open import _retrieve
 
 
+@pytest.mark.slow
 def test_two_articles_give_chunks_retrieved_per_question(squad_path: Path) -> None:
     articles = read_squad(squad_path)[:2]
     examples = _retrieve(articles, top_k=30)
@@ -43,6 +44,7 @@ def test_chunks_overlap_by_half(squad_path: Path) -> None:
 OPEN_TRAIN_SLICE = {"max_articles": 2, "dev_articles": 1, "dev_size": 20, "top_k": 2}
 
 
+@pytest.mark.slow
 def test_squad_open_train_slice_gives_every_question_its_gold_chunk(squad_train_slice, tmp_path) -> None:
     from sieveqa.data.open_qa import read_open_jsonl
     from sieveqa.data.squad_open import build_squad_open_train
@@ -75,6 +77,7 @@ def test_squad_open_train_rebuilds_byte_identical(squad_train_slice, tmp_path) -
     }
 
 
+@pytest.mark.slow
 def test_squad_gold_gives_every_dev_question_its_own_paragraph(squad_path: Path) -> None:
     from sieveqa.data.open_qa import answer_spans
     from sieveqa.data.registry import load_open_dataset

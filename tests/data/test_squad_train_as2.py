@@ -35,6 +35,7 @@ def examples(built: tuple[Path, dict]) -> dict[str, list[RankingExample]]:
     return {name: read_jsonl(built[0] / name) for name in FILES}
 
 
+@pytest.mark.slow
 def test_split_rule_on_the_real_articles(articles: list[SquadArticle]) -> None:
     assert (len(articles), sum(a.n_questions for a in articles)) == (442, 87599)
     splits = split_train_articles((a.title for a in articles), 12)
@@ -51,6 +52,7 @@ def test_split_needs_articles_on_both_sides() -> None:
         split_train_articles(["a", "b"], 2)
 
 
+@pytest.mark.slow
 def test_labels_follow_the_asnq_rule_and_gold_is_always_there(
     built: tuple[Path, dict], examples: dict[str, list[RankingExample]], squad_train_slice: Path
 ) -> None:

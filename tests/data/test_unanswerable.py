@@ -63,6 +63,7 @@ def test_every_made_question_names_its_kind_source_and_paragraph() -> None:
     assert [m.qid for m in made] == [m.qid for m in made_questions([TESLA], seed=1)]  # reproducible
 
 
+@pytest.mark.slow
 def test_the_built_set_is_squad_2_and_a_passage_view(squad_train_slice: Path, tmp_path: Path) -> None:
     pytest.importorskip("bm25s")
     from sieveqa.data import squad_train_as2 as as2

@@ -51,6 +51,7 @@ def test_auto_skips_a_missing_int8_export_and_takes_the_next(tiny_model, measure
     assert tiny_model.encoder.runner is None
 
 
+@pytest.mark.slow
 def test_auto_falls_back_past_a_damaged_int8_export(tiny_model, measured: Path) -> None:
     """A runtime's load error was caught by neither open_runner nor attach (issue 42)."""
     batches = [batch for _, batch in tiny_model.batches(tiny_model.featurize(["q"] * 4, ["a text"] * 4))]

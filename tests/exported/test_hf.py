@@ -21,6 +21,7 @@ PAIRS = [
 ]
 
 
+@pytest.mark.slow
 def test_transformers_and_sentence_transformers_score_as_sieveqa(tiny_model, tmp_path) -> None:
     from sentence_transformers import CrossEncoder
     from transformers import AutoModelForSequenceClassification, AutoTokenizer

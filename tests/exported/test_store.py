@@ -99,6 +99,7 @@ def test_int8_export_scores_close_to_fp32(tiny_model, fmt: str) -> None:
     assert 0 < error.item() < 0.05  # int8, yet within 5% of the fp32 body's output
 
 
+@pytest.mark.slow
 def test_a_killed_export_leaves_nothing_and_the_next_one_finishes(
     tiny_model, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -145,6 +146,7 @@ def test_a_damaged_missing_or_foreign_fp32_export_is_made_again(tiny_model) -> N
         assert read_manifest(folder, tiny_model.body_fingerprint()) is not None, what
 
 
+@pytest.mark.slow
 def test_a_damaged_int8_export_is_one_line(tiny_model) -> None:
     folder = build_export(
         tiny_model.encoder,
@@ -265,6 +267,7 @@ def test_a_finished_export_is_reused_when_not_replacing(tiny_model) -> None:
     assert (folder / "export.json").stat().st_mtime_ns == made
 
 
+@pytest.mark.slow
 def test_int8_calibrates_on_every_row_it_is_given(tiny_model) -> None:
     """`export --int8 --rows N` calibrated on at most ~256 rows whatever N was (issue 42)."""
     features = tiny_model.featurize(QUESTIONS * 25, TEXTS * 25)  # 300 rows

@@ -56,6 +56,7 @@ def test_rankers_score_as_in_torch(kind: str, settings: dict) -> None:
         assert got == pytest.approx(want, abs=1e-4)
 
 
+@pytest.mark.slow
 def test_the_reader_reads_the_same_spans_at_every_exit() -> None:
     reader = _tiny("reader", stride=16)
     passages = [["Hamlet is a tragedy written by William Shakespeare around 1600.", "Rome."]]
@@ -67,6 +68,7 @@ def test_the_reader_reads_the_same_spans_at_every_exit() -> None:
         assert [g.score for g in mine] == pytest.approx([g.score for g in theirs], abs=1e-4)
 
 
+@pytest.mark.slow
 def test_peasi_with_two_bodies_runs_both_exported() -> None:
     model = _tiny("peasi", sharing="mtl1")
     passages = [[c.text for c in ex.candidates] for ex in EXAMPLES]
@@ -80,6 +82,7 @@ def test_peasi_with_two_bodies_runs_both_exported() -> None:
         assert got == pytest.approx(want, abs=1e-4)
 
 
+@pytest.mark.slow
 def test_export_command_covers_both_bodies_of_peasi(tmp_path: Path) -> None:
     """`sieveqa export --int8` exported only the first body; the second's int8 was then always missing."""
     from tests.cli.conftest import Runner

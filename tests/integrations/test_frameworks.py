@@ -55,6 +55,7 @@ def test_the_compressor_serves_a_contextual_compression_retriever_as_the_guide_b
     assert [d.page_content for d in retriever.invoke(QUERY)] == [TEXTS[i] for i in BEST[:2]]
 
 
+@pytest.mark.slow
 def test_llamaindex_postprocessor_keeps_the_top_n_with_their_scores() -> None:
     pytest.importorskip("llama_index.core")
     from llama_index.core.schema import NodeWithScore, TextNode

@@ -175,6 +175,7 @@ def test_a_hub_id_loads_from_the_local_hub_cache_offline(
         load_model("someone/other")  # offline and not in the cache: one line, no network tried
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", _one_fast("electra"))  # ELECTRA: embeddings_project and a gelu head
 def test_a_foreign_body_runs_on_onnx_runtime_as_in_torch(
     kind: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch

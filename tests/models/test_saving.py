@@ -96,6 +96,7 @@ def test_a_policy_file_beside_the_model_wins_and_is_checked(tiny_cascade, tmp_pa
         CascadePolicy.saved(model)
 
 
+@pytest.mark.slow
 @pytest.mark.real
 def test_train_layers_saves_only_the_top_layer_and_refuses_other_frozen_weights(tmp_path: Path) -> None:
     from sieveqa.models.cross_encoder import CrossEncoderConfig

@@ -37,6 +37,7 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> Path:
     ).path
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("stage", ["vector", "none"])
 def test_demo_questions_find_their_sentence_in_the_top_three(store: Path, stage: str) -> None:
     ranker = StoreRanker.open(store, settings=SearchSettings(first_stage=stage, k=20))

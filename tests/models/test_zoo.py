@@ -15,6 +15,7 @@ from sieveqa.models.reader import ReaderModel
 from sieveqa.models.zoo import load_model
 
 
+@pytest.mark.slow
 def test_expect_returns_the_model_or_names_the_option_and_the_kinds(saved_tiny: Path) -> None:
     assert isinstance(load_model(saved_tiny, CrossEncoder), CrossEncoder)
     with pytest.raises(ConfigError, match=r"^--reader .*tiny-model: a cross-encoder model, not a reader$"):

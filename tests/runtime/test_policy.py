@@ -42,6 +42,7 @@ def _serial_and_threaded(ranker, examples) -> tuple[list, list]:
     return ranker.run(examples), threaded
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["cross-encoder", "int8", "cascade", "loaded cascade", "has"])
 def test_one_model_gives_identical_results_from_8_threads(
     kind: str, tiny_model, tiny_cascade, tmp_path

@@ -5,12 +5,14 @@ from __future__ import annotations
 import threading
 
 import httpx
+import pytest
 from fastapi.testclient import TestClient
 
 from sieveqa.serving import Service, create_app, serve_in_thread
 from tests.fakes import KeywordRanker
 
 
+@pytest.mark.slow
 def test_serve_in_thread_answers_then_stops_its_thread() -> None:
     with serve_in_thread(Service(KeywordRanker())) as url:
         assert url.startswith("http://127.0.0.1:")

@@ -42,6 +42,7 @@ def answering_url(keyword_answerer: Answerer) -> Iterator[str]:
         yield url
 
 
+@pytest.mark.slow
 def test_a_question_shows_its_answer_marked_in_the_passage(browser_page, answering_url: str) -> None:
     page = browser_page
     page.goto(answering_url)
@@ -77,6 +78,7 @@ def test_without_an_index_the_page_says_how_to_load_one(browser_page, tiny_model
         assert browser_page.is_disabled("#submit")
 
 
+@pytest.mark.slow
 def test_an_answer_below_min_confidence_is_shown_as_a_best_guess(browser_page, keyword_answerer) -> None:
     from sieveqa.runtime.answer.confidence import Confidence
 

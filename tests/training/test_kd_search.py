@@ -19,6 +19,7 @@ SPACE = {"alpha": [0.0, 0.5], "tau": [1.0]}
 CONFIG = TrainConfig(progress=False, batch_size=8, lr=3e-3, warmup_ratio=0.0, epochs=1, seed=3)
 
 
+@pytest.mark.slow
 def test_the_study_resumes_and_refuses_another_search(tmp_path: Path) -> None:
     path = tmp_path / "toy.jsonl"
     write_jsonl(path, map(example_dict, _toy_examples()))

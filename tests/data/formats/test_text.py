@@ -2,6 +2,8 @@ from __future__ import annotations
 
 import time
 
+import pytest
+
 from sieveqa.data.formats.blocks import _whole, assemble, join_lines
 from sieveqa.data.formats.text import text_blocks
 
@@ -166,6 +168,7 @@ def test_lines_in_columns_are_a_table_one_row_a_unit() -> None:
     ]
 
 
+@pytest.mark.slow
 def test_a_long_paragraph_is_joined_in_linear_time() -> None:
     # a line-end hyphen was looked for in the whole paragraph so far: 8,000 lines took 7 minutes
     started = time.perf_counter()
