@@ -6,6 +6,7 @@ from sieveqa.data.registry import load_dataset, load_datasets
 from sieveqa.errors import DatasetNotFoundError
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("name", "questions", "candidates"),
     [

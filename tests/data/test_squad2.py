@@ -24,6 +24,7 @@ def v2_path(real_data: Path) -> Path:
     return squad2_path()
 
 
+@pytest.mark.slow
 def test_the_v2_articles_are_the_train_and_dev_splits_only(v2_path: Path) -> None:
     from sieveqa.data.squad2 import squad2_articles
 

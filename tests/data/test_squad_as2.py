@@ -64,6 +64,7 @@ def test_hand_checked_question(examples: dict[str, list[RankingExample]]) -> Non
     assert all(c.doc_id == "Super_Bowl_50" for c in ex.candidates)
 
 
+@pytest.mark.slow
 def test_labels_follow_the_asnq_rule_and_gold_is_always_there(
     built: tuple[Path, dict], examples: dict[str, list[RankingExample]], articles: list[SquadArticle]
 ) -> None:

@@ -71,6 +71,7 @@ def test_labels_follow_the_asnq_rule_and_gold_is_always_there(
                 assert c.label == int(c.passage_id == pid and any(a.strip() in c.text for a in answers))
 
 
+@pytest.mark.slow
 def test_qnli_view_keeps_the_gold_paragraph_only(examples: dict[str, list[RankingExample]]) -> None:
     full = examples["dev-all.jsonl.gz"]
     view = gold_paragraph_view(full)
