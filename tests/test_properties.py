@@ -37,7 +37,6 @@ def test_any_bytes_as_a_jsonl_file_read_or_refused_by_line(tmp_path: Path, data:
         assert str(err).startswith(str(path))
 
 
-@pytest.mark.slow
 @FAST
 @given(st.dictionaries(st.sampled_from(["qid", "question", "candidates", "x"]), JSON, max_size=4))
 def test_any_json_object_is_an_example_or_a_named_error(obj: dict) -> None:

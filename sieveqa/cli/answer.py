@@ -65,6 +65,17 @@ BudgetMsOpt = Annotated[
 ]
 
 
+def _fewer(result: Answer, top: int, answerer: Any) -> str:
+    """Why a question got fewer answers than ``--top`` asked."""
+    n = len(result.answers)
+    shown = f"{n} answer{'s' * (n != 1)}, not {top}"
+    if answerer.method.most_answers is not None:
+        return f"{shown}: --method {answerer.method.name} gives at most {answerer.method.most_answers}"
+    read = len(result.passages)
+    more = " (--retrieve N reads more)" if read >= answerer.retrieve else ""
+    return f"{shown}: the {read} passages retrieved hold no more{more}"
+
+
 def budget_line(choice: Any) -> str:
     s = choice.setting
     ratios = "" if s.drop_ratios is None else ", drop ratios " + ",".join(f"{r:g}" for r in s.drop_ratios)
@@ -261,11 +272,7 @@ def answer(
         else:
             _show(result, method)
             if 0 < len(result.answers) < top:
-                typer.echo(
-                    f"{len(result.answers)} answers, not {top}: the {answerer.retrieve} passages retrieved "
-                    "hold no more (--retrieve N reads more)",
-                    err=True,
-                )
+                typer.echo(_fewer(result, top, answerer), err=True)
             if spent is not None:
                 _show_profile(spent)
         return

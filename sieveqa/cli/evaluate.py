@@ -101,7 +101,7 @@ def evaluate(
     if budget is not None or scheduler is not None:
         raise ConfigError(f"--budget and --scheduler are for readers; {model} is a ranker")
 
-    from sieveqa.data.registry import load_dataset
+    from sieveqa.data.registry import dataset_file, load_dataset
     from sieveqa.evaluation.metrics import qrels_from_examples
     from sieveqa.evaluation.provenance import run_info
     from sieveqa.evaluation.report import PASSAGE_SUMMARY, SUMMARY, evaluate_ranker, over_first_stage
@@ -110,7 +110,7 @@ def evaluate(
 
     check_device(device, precision, backend)
     if json_out is not None:
-        check_output_file(json_out, "--json")
+        check_output_file(json_out, "--json", {"--dataset": dataset_file(dataset)})
     if alpha and threshold:
         raise ConfigError("give --alpha or --threshold, not both")
     examples = load_dataset(dataset)
@@ -119,7 +119,8 @@ def evaluate(
     if unanswered:
         typer.echo(
             f"note: {unanswered} of {len(qrels)} questions have no correct candidate; each counts 0 in every "
-            "metric (the benchmarks' clean splits, e.g. wikiqa:test, leave such questions out)",
+            "metric (the benchmarks' clean splits, wikiqa:test and trecqa:test-clean, leave such "
+            "questions out)",
             err=True,
         )
     ranker = load_ranker(

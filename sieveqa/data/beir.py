@@ -17,7 +17,7 @@ from __future__ import annotations
 import csv
 import hashlib
 import json
-from collections.abc import Iterator
+from collections.abc import Container, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -70,18 +70,26 @@ def _lines(path: Path) -> Iterator[tuple[int, dict]]:
             yield number, row
 
 
-def _by_id(path: Path, empty: bool = True) -> dict[str, dict]:
-    """A JSONL file's rows by ``_id``: each with a ``text`` string (not blank unless ``empty``), an id
-    given twice a DataFormatError naming both lines (a dict would keep the last one silently)."""
+def _by_id(path: Path, empty: bool = True, only: Container[str] | None = None) -> dict[str, dict]:
+    """A JSONL file's rows by ``_id`` (those ``only`` holds, where given: a split's queries): each with
+    a ``text`` string (not blank unless ``empty``); an id given twice with another row is a
+    DataFormatError naming both lines (a dict would keep the last one silently), the same row again is
+    kept once (some published sets repeat rows)."""
     rows: dict[str, dict] = {}
     lines: dict[str, int] = {}
     for number, row in _lines(path):
         key, text = str(row["_id"]), row.get("text")
+        if only is not None and key not in only:
+            continue
         if not isinstance(text, str) or not (empty or text.strip()):
             what = "a 'text' string" if not isinstance(text, str) else "a 'text' that is not blank"
             raise DataFormatError(f"{path}, line {number}: needs {what}")
+        if key in lines and rows[key] == row:
+            continue
         if key in lines:
-            raise DataFormatError(f"{path}, line {number}: '_id' {key!r} again (first on line {lines[key]})")
+            raise DataFormatError(
+                f"{path}, line {number}: '_id' {key!r} again, another row (first on line {lines[key]})"
+            )
         rows[key], lines[key] = row, number
     return rows
 
@@ -114,7 +122,7 @@ def read_beir(folder: str | Path, split: str = "test") -> BeirSet:
         for key, row in _by_id(folder / "corpus.jsonl").items()
     }
     queries = {
-        key: row["text"] for key, row in _by_id(folder / "queries.jsonl", empty=False).items() if key in qrels
+        key: row["text"] for key, row in _by_id(folder / "queries.jsonl", empty=False, only=qrels).items()
     }
     for qid, judged in qrels.items():
         if qid not in queries:

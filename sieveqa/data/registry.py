@@ -297,6 +297,17 @@ def load_dataset(name: str) -> list[RankingExample]:
     return loader(split)
 
 
+def dataset_file(name: str) -> Path | None:
+    """The file a dataset name reads, where it names one (``jsonl:PATH``, ``pairs:PATH``, a bare
+    .jsonl path; a slice taken off), else None."""
+    if sliced := _SLICE.fullmatch(name):
+        name = sliced["name"]
+    family, sep, rest = name.partition(":")
+    if sep and family in ("jsonl", "pairs"):
+        return Path(rest)
+    return Path(name) if name.endswith((".jsonl", ".jsonl.gz")) else None
+
+
 def load_datasets(names: str | list[str]) -> list[RankingExample]:
     """Load and concatenate several datasets (a list, or one comma-separated string)."""
     if isinstance(names, str):

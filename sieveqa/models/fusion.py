@@ -96,7 +96,11 @@ class Fusion:
             raise ValueError(f"{len(model)} model scores but {len(lexical)} BM25 scores")
         if not self.active or not len(model):
             return [float(s) for s in model]
-        w, a, b = self.weight, _finite(model, "the model's"), _finite(lexical, "the first stage's")
+        w, a, b = (
+            self.weight,
+            _finite(model, "the model's", ValueError),
+            _finite(lexical, "the first stage's"),
+        )
         if self.method == "interp":
             fused = (1 - w) * _minmax(a) + w * _minmax(b)
         else:
@@ -104,12 +108,11 @@ class Fusion:
         return fused.tolist()
 
 
-def _finite(scores: Sequence[float], what: str) -> np.ndarray:
+def _finite(scores: Sequence[float], what: str, error: type[Exception] = ConfigError) -> np.ndarray:
+    """``scores`` as float64; a non-finite one is ``error`` (the caller's ConfigError, the model's a bug)."""
     values = np.asarray(scores, dtype=np.float64)
     if not np.isfinite(values).all():
-        raise ConfigError(
-            f"fusion needs finite scores, {what} are {values[~np.isfinite(values)][:3].tolist()}"
-        )
+        raise error(f"fusion needs finite scores, {what} are {values[~np.isfinite(values)][:3].tolist()}")
     return values
 
 

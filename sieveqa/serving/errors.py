@@ -83,8 +83,9 @@ def _validation(exc: RequestValidationError, path: str) -> JSONResponse:
     where = where.lstrip(".") or "body"
     if first["type"] in _EMPTY:
         return error_response(400, "empty", f"{where} is empty", path=path)
-    if first["type"] == "extra_forbidden":
-        return error_response(422, "validation", f"{where}: no such field in this request", path=path)
+    if first["type"] == "extra_forbidden":  # named as sent (min-confidence, Top): _field would drop it
+        name = first["loc"][-1] if first["loc"] else where
+        return error_response(422, "validation", f"{name}: no such field in this request", path=path)
     return error_response(422, "validation", f"{where}: {first['msg']}", path=path)
 
 

@@ -314,6 +314,10 @@ def test_the_shipped_reader_answers_with_a_span_with_or_without_its_judge(
     assert "haemocyanin" in best["answer"].lower()
     # The shipped confidence is fitted with the judge's reading of the passage: without it, none.
     assert (best["confidence"] is None) == bool(judge) and ("judge" in best["signals"]) != bool(judge)
+    # one span a question: --top 3 says so (it blamed the passages retrieved and advised --retrieve)
+    three = sieveqa("answer", "What protein carries oxygen in octopus blood?", "--index", demo_index,
+                    "--method", method, "--retrieve", "5", "--top", "3", *judge)  # fmt: skip
+    assert f"1 answer, not 3: --method {method} gives at most 1" in three.output
 
 
 @pytest.mark.slow

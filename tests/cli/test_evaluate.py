@@ -65,6 +65,14 @@ def test_questions_with_no_correct_candidate_are_counted_and_said(
     )
 
 
+def test_a_json_report_over_the_dataset_file_is_refused(sieveqa, example_jsonl: Path, tmp_path: Path) -> None:
+    before = example_jsonl.read_bytes()
+    for name in (f"jsonl:{example_jsonl}", f"jsonl:{example_jsonl}[:2]", str(example_jsonl)):
+        line = one_error_line(sieveqa("eval", "-m", tmp_path / "nope", "-d", name, "--json", example_jsonl))
+        assert line == f"error: --json {example_jsonl}: is the --dataset file; write elsewhere"
+    assert example_jsonl.read_bytes() == before
+
+
 def test_bad_dataset_name_is_one_line(sieveqa, saved_tiny: Path) -> None:
     line = one_error_line(sieveqa("eval", "--model", saved_tiny, "--dataset", "wikiqa:validation"))
     assert "wikiqa has no split 'validation'" in line

@@ -103,7 +103,7 @@ def test_the_first_stage_is_cached_until_the_corpus_changes(beir: Path) -> None:
             lambda f: (f / "corpus.jsonl").write_text(
                 (f / "corpus.jsonl").read_text() + '{"_id": "d1", "text": "another d1"}\n'
             ),
-            "corpus.jsonl, line 5: '_id' 'd1' again .first on line 1",
+            "corpus.jsonl, line 5: '_id' 'd1' again, another row .first on line 1",
         ),
         (
             lambda f: (f / "queries.jsonl").write_text('{"_id": "q1", "text": "a"}\n{"_id": "q2"}\n'),
@@ -131,6 +131,17 @@ def test_a_damaged_folder_is_one_error_naming_the_file_and_line(beir: Path, dama
     damage(beir)
     with pytest.raises((DataFormatError, DatasetNotFoundError), match=says.replace("(", r"\(")):
         load_dataset(f"beir:{beir}")
+
+
+def test_a_row_repeated_as_is_and_a_query_of_another_split_are_no_error(beir: Path) -> None:
+    corpus = beir / "corpus.jsonl"
+    corpus.write_text(corpus.read_text() + corpus.read_text().splitlines()[0] + "\n")  # d1's row again
+    queries = beir / "queries.jsonl"
+    queries.write_text(
+        queries.read_text() + '\n{"_id": "train-only", "text": " "}\n'
+    )  # judged in no split here
+    data = read_beir(beir, "test")
+    assert len(data.corpus) == 4 and set(data.queries) == {"q1", "q2"}
 
 
 def test_a_missing_folder_is_named(tmp_path: Path) -> None:

@@ -42,9 +42,9 @@ def answerers(demo_index: Path) -> dict[str, Answerer]:
     return Loaded()
 
 
-# Both methods load the shipped models (seconds): make test-slow runs them.
-@pytest.mark.slow
-@pytest.mark.parametrize("method", ["peasi", "pointwise"])
+# The default method in the suite (the one check there that the shipped models answer); pointwise (its
+# own ranker and judge to load) in make test-slow.
+@pytest.mark.parametrize("method", ["peasi", pytest.param("pointwise", marks=pytest.mark.slow)])
 def test_demo_questions_get_their_sentence(answerers: dict[str, Answerer], method: str) -> None:
     answerer = answerers[method]
     assert answerer.method.model_names == (  # what eval-answers reports (the pointwise run named PEASI's)

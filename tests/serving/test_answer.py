@@ -129,6 +129,7 @@ def test_a_served_index_damaged_under_the_server_is_a_503_naming_it_not_its_path
         ('{"question": "q", "min_confidence": NaN}', 422, "min_confidence: Input should be a finite number"),
         # a typo was answered as if absent: the threshold the client asked for dropped in silence
         ({"question": "q", "min_confidense": 0.99}, 422, "min_confidense: no such field in this request"),
+        ({"question": "q", "min-confidence": 0.9}, 422, "min-confidence: no such field in this request"),
     ],
 )
 def test_bad_questions(answering: TestClient, body: dict | str, status: int, says: str) -> None:

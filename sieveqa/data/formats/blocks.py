@@ -31,6 +31,7 @@ _LONGEST = 64  # the longest word a line-end hyphen splits
 _WORD_START = re.compile(r"^([A-Za-z]+)")
 _WORDS = re.compile(r"\w+")
 _DOTTED = re.compile(r"\w\.\w+\.$")  # massif.out., e.g., i.e.
+_DOTTED_TAIL = 256  # how far back a dotted name is looked for (the whole block made it quadratic)
 _GOES_ON = re.compile(r"[a-z<(,;]")
 _LONE = re.compile(r"\s\.$")  # the period . matches any character
 
@@ -100,7 +101,7 @@ def _whole(text: str, spans: Sequence[tuple[int, int]]) -> list[str]:
         dotted = (
             bool(merged)
             and _GOES_ON.match(text, a)
-            and (_DOTTED.search(text, max(0, end - _LONGEST), end) or _LONE.search(text, end - 2, end))
+            and (_DOTTED.search(text, max(0, end - _DOTTED_TAIL), end) or _LONE.search(text, end - 2, end))
         )
         if merged and (short or glued or dotted):
             merged[-1] = (merged[-1][0], b)

@@ -62,7 +62,9 @@ def decode(path: Path) -> str:
             try:
                 return raw.decode(encoding)
             except UnicodeDecodeError as err:
-                raise Unreadable(f"marked {encoding.upper()} but byte {err.start} is not") from None
+                raise Unreadable(
+                    f"marked {encoding.upper()} but byte {err.start + 1} is not ({err.reason})"
+                ) from None
     if b"\x00" in raw[:8192]:
         raise Unreadable("binary, not text")
     try:

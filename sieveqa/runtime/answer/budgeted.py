@@ -82,7 +82,7 @@ def load_within(
         if calibration is not None and not confident(choice.setting):
             answerer.confidence, answerer.min_confidence = None, 0.0  # fitted at the default choice
             unsure = _never_abstains(_dropped(choice.setting, calibration.models))
-            if not any(map(confident, settings)):
+            if not any(confident(s) for s in settings if s.method == method):
                 unsure += f" (no setting measured for {method} here keeps it: bench/budget.py measures them)"
             choice = replace(choice, note=join_notes(choice.note, unsure))
         answerer.budget = choice

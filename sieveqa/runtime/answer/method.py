@@ -132,6 +132,8 @@ class AnswerMethod(ABC):
     judge_signal: ClassVar[str | None] = None
     #: Its options a budget may move on the loaded method (they load no model; see ``lightened``).
     budget_levers: ClassVar[tuple[str, ...]] = ()
+    #: The most answers it gives a question, whatever ``top`` asks (None: up to ``top``).
+    most_answers: ClassVar[int | None] = None
 
     #: The models' names or folders by role, where ``load`` loaded them (for reports).
     model_names: dict[str, str]

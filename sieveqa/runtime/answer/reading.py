@@ -42,6 +42,7 @@ from sieveqa.runtime.answer.towers import LiveTowers
 class Reader(AnswerMethod):
     name = "reader"
     judge_signal: ClassVar[str] = "judge"
+    most_answers: ClassVar[int | None] = 1  # the schedule's one span
     options_class: type[MethodOptions] = ReaderOptions
 
     def __init__(
