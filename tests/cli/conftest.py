@@ -1,11 +1,17 @@
 """Fixtures of the command-line tests: a runner and small saved models."""
 
+import functools
 from pathlib import Path
 
 import pytest
+import typer.testing
 from typer.testing import CliRunner
 
 from sieveqa.cli import app
+
+# Typer's test runner builds the Click app from every command's signature on each invoke: about a
+# quarter of a command test's time. The app does not change during a run, so it is built once.
+typer.testing._get_command = functools.cache(typer.testing._get_command)  # type: ignore[attr-defined]
 
 
 class Runner:
