@@ -15,7 +15,7 @@ from sieveqa.data.corpus import CorpusIndex, CorpusOptions
 from sieveqa.errors import ConfigError
 from sieveqa.runtime.answer.answerer import load_answerer, method_names
 from sieveqa.runtime.answer.fusion import default_fusion
-from tests.cli.conftest import Runner, one_error_line
+from tests.cli.conftest import Runner, one_error_line, rebuild_app
 from tests.fakes import DOCS
 
 ECHO = '''
@@ -60,8 +60,10 @@ def echo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     monkeypatch.setattr(registry, "_METHODS", dict(registry._METHODS))
     registry.register_method(registry.MethodSpec("echo", "echo_method:Echo", "a chosen sentence"))
     method_settings.cache_clear()
+    rebuild_app()
     yield CorpusIndex.build(DOCS, tmp_path / "idx", CorpusOptions(passage_tokens=64))
     method_settings.cache_clear()
+    rebuild_app()
     sys.modules.pop("echo_method", None)
 
 
