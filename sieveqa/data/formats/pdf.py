@@ -11,10 +11,12 @@ column, each as if it were the page. Every block keeps its page. A PDF without a
 
 from __future__ import annotations
 
+import ctypes
 import re
 from collections import Counter
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 from sieveqa.data.formats.blocks import Block, tidy
 from sieveqa.data.formats.text import text_blocks
@@ -29,6 +31,8 @@ _ENDS = re.compile(r"[.!?:]['\")\]’”]*$")
 #: The top and bottom share of a page where running headers and footers live.
 _MARGIN = 0.1
 _HEADING = 1.15
+#: Fixed-pitch fonts by name (TeX's CMTT sets no fixed-pitch flag); a subset's ``ABCDEF+`` prefix aside.
+_MONO = re.compile(r"courier|mono|consol|menlo|inconsolata|cmtt|sftt|lmtt|typewriter|fixed", re.IGNORECASE)
 #: A page number alone (its digits read as #): 7, - 7 -, Page 7 of 9, 7/9, xii.
 _PAGE_NUMBER = re.compile(r"^[\W_]*(?:page\s*)?(?:#(?:\s*(?:of|/)\s*#)?|[ivxlc]+)[\W_]*$")
 _INDENT = 3.0  # the deepest first-line indent, in ems (a definition's description sits deeper)
@@ -44,6 +48,7 @@ class _Line:
     size: float  # font size
     x1: float = 0.0  # where the line ends
     width: float = 0.0  # the page's, in points
+    mono: bool = False  # set in a fixed-pitch font: code, never a heading
 
 
 def read(path: Path) -> tuple[str, list[Block]]:
@@ -58,7 +63,8 @@ def read(path: Path) -> tuple[str, list[Block]]:
     if not title:
         first = [ln for ln in lines if ln.page == 1 and ln.size > body * 1.3]
         title = max(first, key=lambda ln: ln.size).text if first else ""
-    return tidy(title), text_blocks(layout_text(lines, body))
+    text, code = _layout(lines, body)
+    return tidy(title), text_blocks(text, code)
 
 
 def _lines(path: Path) -> tuple[list[_Line], str]:
@@ -88,11 +94,20 @@ def _lines(path: Path) -> tuple[list[_Line], str]:
                     size = raw.FPDFText_GetFontSize(textpage.raw, first)
                     clean = text.strip()  # PDFium marks a hyphen it saw at a line's end with U+FFFE
                     clean = (clean[:-1] + "-" if clean.endswith("\ufffe") else clean).replace("\ufffe", "")
-                    out.append(_Line(number + 1, clean, left, height - top, height, size, right, width))
+                    clean = " ".join(clean.splitlines())  # a lone CR inside would be a line of its own
+                    line = _Line(number + 1, clean, left, height - top, height, size, right, width)
+                    out.append(replace(line, mono=_fixed_pitch(raw, textpage, first)))
                 at += len(text) + 2
     finally:
         pdf.close()
     return out, title
+
+
+def _fixed_pitch(raw: Any, textpage: Any, index: int) -> bool:
+    """Whether the character at ``index`` is set in a fixed-pitch font (its flag, or its name)."""
+    flags, name = ctypes.c_int(0), ctypes.create_string_buffer(128)
+    raw.FPDFText_GetFontInfo(textpage.raw, index, name, len(name), ctypes.byref(flags))
+    return bool(flags.value & 1) or bool(_MONO.search(name.value.decode("latin-1")))
 
 
 def _mend(lines: list[_Line]) -> list[_Line]:
@@ -169,10 +184,16 @@ def _drop_running(lines: list[_Line]) -> list[_Line]:
 
 def layout_text(lines: list[_Line], body: float) -> str:
     """The lines laid out as plain text the text reader reads (module docstring)."""
+    return _layout(lines, body)[0]
+
+
+def _layout(lines: list[_Line], body: float) -> tuple[str, set[int]]:
+    """``layout_text``, and the numbers of its lines set in a fixed-pitch font (code)."""
     left = min(ln.x0 for ln in lines)
     margins = {page: _margin([ln for ln in lines if ln.page == page]) for page in {ln.page for ln in lines}}
     heading_sizes = sorted({round(ln.size) for ln in lines if _is_heading(ln, body)}, reverse=True)
     out: list[str] = []
+    code: set[int] = set()
     previous: _Line | None = None
     for line in lines:
         if previous is not None and line.page != previous.page:
@@ -193,8 +214,10 @@ def layout_text(lines: list[_Line], body: float) -> str:
                 out.append("")  # a gap, a deeper block's end, or a first-line indent: a new paragraph
                 x0 = margin if indented else x0
         out.append(" " * max(0, round((x0 - left) / (body * 0.5))) + line.text)
+        if line.mono:
+            code.add(len(out))  # its number, counted from 1
         previous = line
-    return "\n".join(out)
+    return "\n".join(out), code
 
 
 def _margin(lines: list[_Line]) -> float:

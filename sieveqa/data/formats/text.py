@@ -14,6 +14,7 @@ from __future__ import annotations
 import codecs
 import itertools
 import re
+from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -48,6 +49,7 @@ class _Line:
     indent: int
     text: str
     number: int
+    code: bool = False  # marked as code by the caller (a PDF's fixed-pitch line)
 
 
 def decode(path: Path) -> str:
@@ -88,9 +90,10 @@ def read(path: Path) -> tuple[str, list[Block]]:
     return "", text_blocks(decode(path))
 
 
-def text_blocks(text: str) -> list[Block]:
-    """The blocks of plain text (module docstring)."""
-    paragraphs = _paragraphs(text)
+def text_blocks(text: str, code: Collection[int] = ()) -> list[Block]:
+    """The blocks of plain text (module docstring); the lines numbered in ``code`` (from 1) are code
+    whatever they read as (a PDF's fixed-pitch lines: an ASN.1 listing's ``END`` is no heading)."""
+    paragraphs = _paragraphs(text, frozenset(code))
     known = {w.lower() for w in _WORD.findall(text)}
     base = min((min(line.indent for line in par) for _, par in paragraphs), default=0)
     paragraphs = [(page, part) for page, par in paragraphs for part in _at_headings(par, base)]
@@ -130,7 +133,7 @@ def text_blocks(text: str) -> list[Block]:
     return blocks
 
 
-def _paragraphs(text: str) -> list[tuple[int | None, list[_Line]]]:
+def _paragraphs(text: str, code: frozenset[int] = frozenset()) -> list[tuple[int | None, list[_Line]]]:
     pages = "\f" in text
     page = 1
     out: list[tuple[int | None, list[_Line]]] = []
@@ -171,7 +174,7 @@ def _paragraphs(text: str) -> list[tuple[int | None, list[_Line]]]:
                 out.append((start if pages else None, current))
                 current = []
             continue
-        current.append(_Line(len(line) - len(stripped), stripped, number))
+        current.append(_Line(len(line) - len(stripped), stripped, number, number in code))
     if current:
         out.append((start if pages else None, current))
     return out
@@ -180,6 +183,8 @@ def _paragraphs(text: str) -> list[tuple[int | None, list[_Line]]]:
 def _heading(par: list[_Line], base: int, following: list[_Line] | None) -> tuple[int, str] | None:
     """(level, title) when the paragraph is a heading."""
     first = par[0]
+    if first.code or (first.text.endswith(":") and following and following[0].code):
+        return None  # code, or the line that introduces it ("Consider this definition:")
     if len(par) == 2 and (mark := _UNDERLINE.match(par[1].text)) and len(mark.group(1)) >= 3:
         return (1 if mark.group(1)[0] in "=#*" else 2), first.text
     if len(par) != 1 or len(first.text) > _MAX_HEADING or following is None:
@@ -209,7 +214,7 @@ def _inner_heading(par: list[_Line], i: int, base: int) -> bool:
     """Line ``i`` in capitals with deeper lines below, or a short title over a definition (the next
     line a term, the one after it deeper still)."""
     line, below = par[i], par[i + 1]
-    if below.indent <= line.indent:
+    if below.indent <= line.indent or line.code:
         return False
     if i > 0 and _capitals(line, base):
         return True
@@ -222,7 +227,8 @@ def _capitals(line: _Line, base: int) -> bool:
     """A short line in capitals at the text's least indent (``OPTIONS``, ``SEE ALSO``)."""
     letters = [c for c in line.text if c.isalpha()]
     return (
-        line.indent <= base
+        not line.code
+        and line.indent <= base
         and len(line.text) <= _MAX_HEADING
         and bool(letters)
         and all(c.isupper() for c in letters)
@@ -294,7 +300,7 @@ def _is_table(par: list[_Line]) -> bool:
 
 
 def _is_code(item: list[_Line]) -> bool:
-    return sum(1 for line in item if _CODE.search(line.text)) * 2 > len(item)
+    return sum(1 for line in item if line.code or _CODE.search(line.text)) * 2 > len(item)
 
 
 def _dedent(item: list[_Line]) -> str:

@@ -59,3 +59,18 @@ def test_a_page_in_two_columns_reads_each_paragraph_whole_across_columns_and_pag
     )
     assert doc.sentences.count("It nests on the coasts of the north.") == 8
     assert "- 2 -" not in doc.text and {p.page for p in doc.places} == {1, 2}
+
+
+def test_a_listing_in_a_fixed_pitch_font_stays_text_not_headings() -> None:
+    # libtasn1.pdf's ASN.1 listings: BEGIN and END alone between blank lines were taken for headings
+    # in capitals, dropped from the text, and every later section read "END › ..."
+    doc = read_file(FILES / "listing.pdf")  # groff -ms -Tpdf listing.ms: the listing set in Courier
+    assert doc.sentences == (
+        "Consider this definition:",
+        "Example { 1 2 3 4 }",
+        "BEGIN",
+        "Group ::= SEQUENCE { id OBJECT IDENTIFIER }",
+        "END",
+        "The notation to reach the Group type of the Example definitions is Example.Group, as a string.",
+    )
+    assert {p.section for p in doc.places} == {""}
