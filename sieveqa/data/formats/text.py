@@ -32,6 +32,7 @@ _CELLS = re.compile(r"(?<=\S) {3,}(?=\S)")
 _GUTTER = re.compile(r"^( *)[|>]( |$)")
 _CODE = re.compile(r"^(>>> |\.\.\. |\$ |% )|[;{}]$|^[\w.\[\]'\"]+ = |^(def|class|import|from) \w")
 _END = re.compile(r"[.,;:!?)]$")
+_SENTENCE = re.compile(r"[.!?]['\")\]]*$")
 _WORD = re.compile(r"[A-Za-z]+")
 _MAX_HEADING = 70
 _WRAPPED = 40  # a line of prose that ran on to the next is at least this long
@@ -197,7 +198,11 @@ def _heading(par: list[_Line], base: int, following: list[_Line] | None) -> tupl
     deeper = min(line.indent for line in following) > first.indent
     short = len(first.text.split()) <= 8 and not _END.search(first.text.rstrip(":"))
     starts = first.text[0].isupper() or first.text[0].isdigit()
-    if short and starts and (deeper or (len(following) > 1 and first.indent <= base)):
+    # over one line, only a title of a few words over a sentence ("Module heapq" over its summary)
+    titled = (
+        len(first.text.split()) <= 4 and not first.text.endswith(":") and _SENTENCE.search(following[-1].text)
+    )
+    if short and starts and (deeper or ((len(following) > 1 or titled) and first.indent <= base)):
         return 2 + (first.indent - base) // 2, first.text.rstrip(":")
     return None
 

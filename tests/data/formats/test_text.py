@@ -190,3 +190,16 @@ def test_a_long_paragraph_is_cut_into_sentences_in_linear_time() -> None:
     sentences = _whole(text, spans)
     assert sentences == [text]  # every piece goes on after a lone period: one sentence
     assert time.perf_counter() - started < 5  # quadratic: ~40 s here; linear: well under 1 s
+
+
+def test_a_short_title_over_a_one_line_paragraph_is_a_heading() -> None:
+    # pydoc's "Module heapq" over its one-line summary was read as text, and the module before it
+    # ran on into it: an answer about heapq came back from collections
+    text = (
+        "Module collections\n\nThis module implements specialized container datatypes providing\n"
+        "alternatives to the general purpose built-in containers.\n\n"
+        "Module heapq\n\nHeap queue algorithm (a.k.a. priority queue).\n\n"
+        "A short line\nthat runs on.\n"
+    )
+    doc = assemble("d.txt", "d", text_blocks(text))
+    assert [p.section for p in doc.places] == ["Module collections", "Module heapq", "Module heapq"]
