@@ -8,20 +8,86 @@ heads, position embeddings) is kept as trained. A 12-layer MPNet judge is 6 MB a
 
 config.json records the rank, the factored names and a fingerprint of the base matrices they are
 added to, so a different installed base is refused instead of silently mixed in.
+
+A body may also *train* at low rank (``add_adapters``, LoRA): each matrix frozen at the installed
+base's, plus trained factors ``lr_a`` / ``lr_b`` whose product is its change. The input goes through
+the rank-r bottleneck, so no full weight gradient is computed, the optimizer holds a few MB, and the
+factors are saved as they are (no SVD).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any
 
 import torch
-from torch import Tensor
+import torch.nn.functional as F
+from torch import Tensor, nn
 
 from sieveqa.encoder import state_fingerprint
 from sieveqa.errors import ModelFormatError
 
 A, B = ".lr_a", ".lr_b"
+#: The trained factors' parameter names on an adapted nn.Linear (saved as ``NAME.weight`` + A / B).
+UP, DOWN = "lr_a", "lr_b"
+
+
+def _adapted(module: nn.Module, inputs: tuple[Tensor, ...], output: Tensor) -> Tensor:
+    """Forward hook of an adapted matrix: the frozen matrix's output plus the change's, x b^T a^T."""
+    return output + F.linear(F.linear(inputs[0], getattr(module, DOWN)), getattr(module, UP))
+
+
+def add_adapters(model: nn.Module, base: Mapping[str, Tensor], rank: int, seed: int = 0) -> float:
+    """Make every matrix of ``model`` that ``base`` holds (the embeddings aside) its ``base`` matrix,
+    frozen, plus a trained rank-``rank`` change, and freeze every other tensor ``base`` names.
+
+    A matrix that already differs from its base starts from the best rank-``rank`` factors of the
+    difference (exact for a model trained or stored at this rank); an unchanged one from a zero up
+    factor and a random down one (LoRA's start). Returns the share of the changes' Frobenius norm
+    kept (1.0 when nothing was cut)."""
+    generator = torch.Generator().manual_seed(seed)
+    modules = dict(model.named_modules())
+    left = total = 0.0
+    for name, param in list(model.named_parameters()):
+        if name not in base:
+            continue
+        param.requires_grad_(False)
+        owner = modules.get(name.removesuffix(".weight"))
+        if not (name.endswith(".weight") and isinstance(owner, nn.Linear)) or "embeddings" in name:
+            continue
+        if min(param.shape) <= rank:
+            continue
+        weight = base[name].to(param.device, param.dtype)
+        change = (param.detach() - weight).float()
+        if change.abs().max() > 0:
+            u, s, vh = torch.linalg.svd(change, full_matrices=False)
+            root = s[:rank].sqrt()
+            up, down = u[:, :rank] * root, root[:, None] * vh[:rank]
+            left, total = left + s[:rank].pow(2).sum().item(), total + s.pow(2).sum().item()
+        else:
+            up = torch.zeros(param.shape[0], rank)
+            down = (torch.rand(rank, param.shape[1], generator=generator) * 2 - 1) / math.sqrt(param.shape[1])
+        with torch.no_grad():
+            param.copy_(weight)
+        owner.register_parameter(UP, nn.Parameter(up.to(param.device, param.dtype).contiguous()))
+        owner.register_parameter(DOWN, nn.Parameter(down.to(param.device, param.dtype).contiguous()))
+        owner.register_forward_hook(_adapted)
+    return (left / total) ** 0.5 if total else 1.0
+
+
+def adapter_rank(model: nn.Module) -> int | None:
+    """The rank of ``model``'s adapters (``add_adapters``), or None when it has none."""
+    return next((m.lr_a.shape[1] for m in model.modules() if isinstance(getattr(m, UP, None), Tensor)), None)
+
+
+def _trained_factors(state: Mapping[str, Tensor], name: str) -> tuple[Tensor, Tensor] | None:
+    """The adapter factors (up, down) beside the matrix ``name`` in ``state``, if it trained at low rank."""
+    stem = name.removesuffix(".weight")
+    up, down = state.get(f"{stem}.{UP}"), state.get(f"{stem}.{DOWN}")
+    if up is None or down is None:
+        return None
+    return up.detach().float().cpu(), down.detach().float().cpu()
 
 
 def factorize(
@@ -34,7 +100,19 @@ def factorize(
     names: list[str] = []
     left = total = 0.0
     for name, tensor in state.items():
+        if name.endswith(("." + UP, "." + DOWN)):
+            continue  # an adapter's factors: saved with their matrix
         weight = base.get(name)
+        if (factors := _trained_factors(state, name)) is not None:
+            up, down = factors
+            frozen = tensor.detach().cpu()
+            if weight is not None and torch.equal(frozen, weight.detach().cpu().to(frozen.dtype)):
+                out[name + A], out[name + B] = up, down  # trained at low rank: the factors as they are
+                names.append(name)
+                size = (up @ down).pow(2).sum().item()
+                left, total = left + size, total + size
+                continue
+            tensor = tensor.detach().float().cpu() + up @ down
         if weight is None or tensor.dim() != 2 or "embeddings" in name or min(tensor.shape) <= rank:
             out[name] = tensor
             continue

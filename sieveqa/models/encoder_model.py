@@ -27,6 +27,7 @@ from sieveqa.features import Features, Featurizer
 from sieveqa.fields import typed
 from sieveqa.models import zoo
 from sieveqa.models._copies import InferenceCopies
+from sieveqa.models._low_rank import adapter_rank, add_adapters
 from sieveqa.models._saving import (
     frozen_prefixes,
     load_into,
@@ -273,6 +274,16 @@ class EncoderModel(InferenceCopies):
         installed = load_backbone(self.config.backbone).model.state_dict()
         return {f"{BODY}backbone.{n}": t for n, t in installed.items()}
 
+    def train_low_rank(self, rank: int) -> float:
+        """Train the body from here on as rank-``rank`` changes of its matrices over the installed
+        base (LoRA; the heads train whole): what it already changed is refactored at that rank. Saving
+        then writes the low-rank format. Returns the share of the body's changes kept (1.0: none cut)."""
+        if rank < 1:
+            raise ConfigError(f"--low-rank must be >= 1, got {rank}")
+        if self.body_from is not None:
+            raise ConfigError(f"--low-rank: the body is {self.body_from!r}'s, not trained here")
+        return add_adapters(self, self.installed_base(), rank)
+
     def save_pretrained(
         self,
         path: str | Path,
@@ -296,6 +307,10 @@ class EncoderModel(InferenceCopies):
         elif self.body_from is not None:
             log.warning("the body changed since share_body(%s): saving the whole model", self.body_from)
         base = None
+        if (trained := adapter_rank(self)) is not None:  # trained at low rank: saved as it trained
+            if low_rank not in (None, trained):
+                raise ConfigError(f"low_rank: this model trains at rank {trained}, not {low_rank}")
+            low_rank = trained
         if low_rank is not None:
             if low_rank < 1:
                 raise ConfigError(f"low_rank must be >= 1, got {low_rank}")

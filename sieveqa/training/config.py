@@ -41,6 +41,14 @@ class TrainConfig:
         default=False,
         metadata={"help": "also evaluate on dev before the first step (where the model starts from)"},
     )
+    low_rank: int | None = field(
+        default=None,
+        metadata={
+            "help": "train the body as rank-R changes of its matrices (LoRA; heads whole): no full weight "
+            "gradients, checkpoints and models of a few MB (saved in the low-rank format); a saved model "
+            "to start from is refactored at rank R"
+        },
+    )
     checkpoint_every: int = field(
         default=200, metadata={"help": "write a resumable checkpoint every N steps"}
     )
@@ -81,6 +89,7 @@ class TrainConfig:
             "max_negatives": self.max_negatives is None or self.max_negatives >= 0,
             "max_pairs": self.max_pairs is None or self.max_pairs >= 1,
             "stop_after": self.stop_after >= 0,
+            "low_rank": self.low_rank is None or self.low_rank >= 1,
         }
         bad = [name for name, ok in checks.items() if not ok]
         if bad:

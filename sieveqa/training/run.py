@@ -125,6 +125,10 @@ def train_model(
     model = init_model(init, arch, settings).configure(device=config.device)
     recipe.prepare(model)
     recipe.check_metric(model, config.metric)
+    if config.low_rank is not None:
+        kept = model.train_low_rank(config.low_rank)
+        if kept < 0.999:
+            tqdm.write(f"--low-rank {config.low_rank} keeps {kept:.1%} of what {init} changed in its body")
     run = {"train": train, "dev": dev, "init": init, "arch": arch} | asdict(recipe.options)
     with prepared(recipe, train, out_dir, dev, config, resume, "training", run) as (sample, dev_examples):
         meta = run | {"n_examples": len(sample)}

@@ -9,6 +9,7 @@ output folder.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import random
@@ -27,6 +28,7 @@ from transformers import get_linear_schedule_with_warmup
 
 from sieveqa.batching import length_batches
 from sieveqa.device import autocast, resolve_precision, trim_heap
+from sieveqa.encoder import state_fingerprint
 from sieveqa.errors import ConfigError, DataFormatError
 from sieveqa.io import atomic_dir, atomic_write_json, exclusive
 from sieveqa.training.batches import Evaluate, FeatureRows, Objective, TrainData
@@ -153,6 +155,16 @@ class Trainer:
     def checkpoint_dir(self) -> Path:
         return self.out_dir / "checkpoint"
 
+    @functools.cached_property
+    def _frozen(self) -> frozenset[str]:
+        """The parameters this run does not train."""
+        return frozenset(n for n, p in self.model.named_parameters() if not p.requires_grad)
+
+    @functools.cached_property
+    def _frozen_fingerprint(self) -> str:
+        state = self.model.state_dict()
+        return state_fingerprint({n: state[n] for n in sorted(self._frozen)})
+
     def _tick(self) -> None:
         now = time.perf_counter()
         self.state.seconds += now - self._since
@@ -161,9 +173,10 @@ class Trainer:
     def save_checkpoint(self) -> None:
         self._tick()
         with atomic_dir(self.checkpoint_dir) as tmp:
+            # What the run trains (and the buffers); what it froze is its start's, checked on resume.
+            trained = {k: v for k, v in self.model.state_dict().items() if k not in self._frozen}
             save_file(
-                {k: v.detach().cpu().contiguous() for k, v in self.model.state_dict().items()},
-                str(tmp / "model.safetensors"),
+                {k: v.detach().cpu().contiguous() for k, v in trained.items()}, str(tmp / "model.safetensors")
             )
             rng = {"torch_rng": torch.get_rng_state()}
             if self.device.type == "cuda":
@@ -180,6 +193,7 @@ class Trainer:
                 "run": {k: v for k, v in self.meta.items() if k != "n_examples"},
                 "precision": self.precision,
                 "rng": rng_state(),
+                "frozen_fingerprint": self._frozen_fingerprint,
             }
             (tmp / "trainer_state.json").write_text(json.dumps(state, indent=2), encoding="utf-8")
 
@@ -189,7 +203,16 @@ class Trainer:
         if not check_checkpoint(self.out_dir, self.config, len(self.data)):
             return False
         saved = json.loads((path / "trainer_state.json").read_text(encoding="utf-8"))
-        self.model.load_state_dict(load_file(str(path / "model.safetensors")))
+        if "frozen_fingerprint" in saved and saved["frozen_fingerprint"] != self._frozen_fingerprint:
+            raise ConfigError(
+                f"{path}: the weights this run keeps frozen are not those it started from (the --init "
+                "model changed since); use a new output folder (or --no-resume)"
+            )
+        weights = load_file(str(path / "model.safetensors"))
+        missing = set(self.model.state_dict()) - self._frozen - set(weights)
+        if missing:
+            raise ConfigError(f"{path}: the checkpoint lacks {sorted(missing)[0]}; use --no-resume")
+        self.model.load_state_dict(weights, strict=False)
         blob = torch.load(path / "optimizer.pt", weights_only=True, map_location=self.device)
         _load_optimizer(self.optimizer, blob["optimizer"])
         self.scheduler.load_state_dict(blob["scheduler"])

@@ -7,10 +7,12 @@ from pathlib import Path
 
 import pytest
 import torch
+from safetensors.torch import load_file
 
 from sieveqa.data.records import Candidate, Question, RankingExample
 from sieveqa.errors import ConfigError
 from sieveqa.models.cross_encoder import CrossEncoder
+from sieveqa.models.zoo import load_model
 from sieveqa.training.batches import PairTensors
 from sieveqa.training.config import TrainConfig
 from sieveqa.training.objectives import PointwiseBCE
@@ -362,3 +364,53 @@ def test_eval_at_start_reads_the_model_before_its_first_step(tiny_model, tmp_pat
     log = json.loads((tmp_path / "a" / "train_log.json").read_text())
     assert seen[0] == 0 and log[0]["when"] == "start" and log[0]["step"] == 0
     assert [r["when"] for r in log].count("start") == 1
+
+
+def test_low_rank_training_changes_only_the_factors_and_the_head(tiny_model, tmp_path: Path) -> None:
+    start = _scores(tiny_model)
+    assert tiny_model.train_low_rank(2) == 1.0
+    torch.testing.assert_close(_scores(tiny_model), start)  # the change starts at zero
+    before = {n: p.detach().clone() for n, p in tiny_model.named_parameters()}
+    _trainer(tiny_model, tmp_path, epochs=2, checkpoint_every=3).train()
+    changed = {n for n, p in tiny_model.named_parameters() if not torch.equal(p, before[n])}
+    assert changed and all(n.endswith((".lr_a", ".lr_b")) or n.startswith("head") for n in changed)
+    assert not torch.allclose(_scores(tiny_model), start, atol=1e-3)
+    # The checkpoint holds what trains, not the frozen body; the saved model is its factors, exactly.
+    stored = load_file(str(tmp_path / "checkpoint" / "model.safetensors"))
+    params = dict(tiny_model.named_parameters())
+    frozen = {n for n, p in params.items() if not p.requires_grad}
+    assert frozen and set(stored) == set(tiny_model.state_dict()) - frozen
+    folder = tiny_model.save_pretrained(tmp_path / "saved")
+    assert json.loads((folder / "config.json").read_text())["low_rank"]["rank"] == 2
+    torch.testing.assert_close(_scores(load_model(folder)), _scores(tiny_model), rtol=0, atol=2e-2)
+
+
+@pytest.mark.slow
+def test_low_rank_training_resumes_as_an_uninterrupted_run(tiny_model, tmp_path: Path) -> None:
+    settings = dict(epochs=2, checkpoint_every=4, seed=3)
+    whole = copy.deepcopy(tiny_model)
+    whole.train_low_rank(2)
+    _trainer(whole, tmp_path / "a", **settings).train()
+    paused = copy.deepcopy(tiny_model)
+    paused.train_low_rank(2)
+    _trainer(paused, tmp_path / "b", stop_after=5, **settings).train()
+    resumed = copy.deepcopy(tiny_model)
+    resumed.train_low_rank(2)
+    assert _trainer(resumed, tmp_path / "b", **settings).train().step == 12
+    _assert_same_weights(whole, resumed)
+    # A start whose frozen weights differ is refused, not mixed in.
+    other = copy.deepcopy(tiny_model)
+    with torch.no_grad():
+        other.encoder.backbone.encoder.layer[0].output.dense.bias.add_(0.1)  # frozen: not refactored
+    other.train_low_rank(2)
+    with pytest.raises(ConfigError, match="frozen are not those it started from"):
+        _trainer(other, tmp_path / "b", **settings).try_resume()
+
+
+def test_a_model_stored_at_low_rank_continues_training_from_its_factors(tiny_model, tmp_path: Path) -> None:
+    tiny_model.train_low_rank(2)
+    _trainer(tiny_model, tmp_path / "a", epochs=1).train()
+    loaded = load_model(tiny_model.save_pretrained(tmp_path / "saved"))  # merged: plain matrices
+    assert loaded.train_low_rank(2) == pytest.approx(1.0, abs=1e-4)  # refactored: nothing cut
+    torch.testing.assert_close(_scores(loaded), _scores(tiny_model), rtol=0, atol=2e-2)
+    assert 0 < copy.deepcopy(load_model(tmp_path / "saved")).train_low_rank(1) < 0.99
