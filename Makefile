@@ -7,7 +7,7 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export NO_MKDOCS_2_WARNING := 1
 
-.PHONY: race-env install demo test test-all test-slow test-shutdown test-docs test-wheel docs wheel test-fast lint default-model default-v1-model cascade-models retrofit-model mono-models default-cascade peasi-cascade foreign-retrofit has-models has-sensitivity peasi-models peasi-v2-models peasi-v2-ship peasi-v3-models judge-mpnet judge-mpnet-top judge-mpnet-made judge-mpnet-contrast judge-minilm-kd judge-minilm-read judge-reader easi-null peasi-ship peasi-wikiqa reader-models reader-v2-model reader-v3-model reader-v4-model reader-v3-answerability reader-ship reader-v3-ship reader-v3-report reader-v3-sched-answer confidence-ship own-files-index own-files-bench faq-rerankers mpnet-passage-ranker large-model large-keep large-adapt-last large-dev large-test large-ship large-cascade mhs-teachers mhs-teacher-scores mhs-kd-search mhs-students mhs-tables mhs2-teacher-scores mhs2-students mhs2-single mhs2-dev mhs2-test default-kd has-store-model has-store-v2-model store-bench fusion-bench
+.PHONY: race-env install demo test test-all test-slow test-shutdown test-docs test-wheel docs wheel test-fast lint default-model default-v1-model cascade-models retrofit-model mono-models default-cascade peasi-cascade foreign-retrofit has-models has-sensitivity peasi-models peasi-v2-models peasi-v2-ship peasi-v3-models judge-mpnet judge-mpnet-top judge-mpnet-made judge-mpnet-contrast judge-minilm-kd judge-minilm-read judge-reader easi-null peasi-ship peasi-wikiqa reader-models reader-v2-model reader-v3-model reader-v4-model reader-v3-answerability reader-ship reader-v3-ship reader-v3-report reader-v3-sched-answer confidence-ship own-files-index own-files-bench faq-rerankers mpnet-passage-ranker large-model large-keep large-adapt-last large-dev large-test large-ship large-cascade mhs-teachers mhs-teacher-scores mhs-kd-search mhs-students mhs-tables mhs2-teacher-scores mhs2-students mhs2-multi mhs2-single mhs2-dev mhs2-test default-kd has-store-model has-store-v2-model store-bench fusion-bench
 
 $(VENV)/.installed: pyproject.toml packages/sieveqa-models/pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -754,20 +754,29 @@ STUDENT2 := --arch mhs --init default $(KD_SET) $(POOL) --lr 2e-5 --epochs 1 --e
 # One student a teacher (MHS2_SINGLE: those not needing the large ranker can train before it exists,
 # `make mhs2-single MHS2_SINGLE="default bi bm25 reader"`), then the students of several heads.
 MHS2_SINGLE ?= large default bi bm25 reader
+# Each run's dev curve is kept in the repository (runs/ may not survive a change of machine).
+MHS2_LOGS := bench/results/mhs/v2-students
 mhs2-single: install
+	mkdir -p $(MHS2_LOGS)
 	for t in $(MHS2_SINGLE); do $(SIEVEQA) train $(STUDENT2) --heads 1 \
-		--teachers $(SCORES2)/$$t.json.gz --out $(MHS2)/kd-$$t || exit 1; done
-mhs2-students: mhs2-single
-	$(SIEVEQA) train $(STUDENT2) --body-depth 4 --heads 2 --head-depth 1 --out $(MHS2)/b4-2h1 \
-		--teachers $(SCORES2)/large.json.gz,$(SCORES2)/bi.json.gz
-	$(SIEVEQA) train $(STUDENT2) --body-depth 3 --heads 3 --head-depth 1 --out $(MHS2)/b3-3h1 \
-		--teachers $(SCORES2)/large.json.gz,$(SCORES2)/bi.json.gz,$(SCORES2)/default.json.gz
-	$(SIEVEQA) train $(STUDENT2) --body-depth 3 --heads 3 --head-depth 1 --out $(MHS2)/b3-3h1-kinds \
-		--teachers $(SCORES2)/large.json.gz,$(SCORES2)/bi.json.gz,$(SCORES2)/reader.json.gz
+		--teachers $(SCORES2)/$$t.json.gz --out $(MHS2)/kd-$$t || exit 1; \
+		cp $(MHS2)/kd-$$t/train_log.json $(MHS2_LOGS)/kd-$$t.train_log.json; done
+# NAME:BODY-DEPTH:HEADS:TEACHERS; b3-3h1-small has no large teacher (it can train before that exists:
+# `make mhs2-multi MHS2_MULTI=b3-3h1-small:3:3:default,bi,reader`).
+MHS2_MULTI ?= b4-2h1:4:2:large,bi b3-3h1:3:3:large,bi,default b3-3h1-kinds:3:3:large,bi,reader \
+	b3-3h1-small:3:3:default,bi,reader
+mhs2-multi: install
+	mkdir -p $(MHS2_LOGS)
+	for spec in $(MHS2_MULTI); do set -- $$(echo $$spec | tr ':' ' '); \
+		files=$$(echo $$4 | sed 's|\([^,]*\)|$(SCORES2)/\1.json.gz|g'); \
+		$(SIEVEQA) train $(STUDENT2) --body-depth $$2 --heads $$3 --head-depth 1 \
+			--teachers $$files --out $(MHS2)/$$1 || exit 1; \
+		cp $(MHS2)/$$1/train_log.json $(MHS2_LOGS)/$$1.train_log.json; done
+mhs2-students: mhs2-single mhs2-multi
 
 # Choosing among the students (and reading the teachers beside them) on dev: answer sentences, then
 # passages; test reads the same rows once the choice is made (docs/RESULTS.md, issue 65).
-STUDENTS2 := kd-large kd-default kd-bi kd-bm25 kd-reader b4-2h1 b3-3h1 b3-3h1-kinds
+STUDENTS2 := kd-large kd-default kd-bi kd-bm25 kd-reader b4-2h1 b3-3h1 b3-3h1-kinds b3-3h1-small
 MHS2_ROWS := --row "Large teacher (MPNet-12)=$(LARGE_CHOSEN)" --row "Default teacher (MiniLM-L6)=default" \
 	--row "all-mpnet-base-v2 cosine teacher=embedder:mpnet-12" --row "BM25 teacher=bm25" \
 	--row "Reader has-answer teacher=reader:reader" $(foreach m,$(STUDENTS2),--row "$(m)=$(MHS2)/$(m)/best")
