@@ -15,7 +15,7 @@ import logging
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -153,10 +153,13 @@ class Answerer:
         return self.answer_many([question], top, confidences)[0]
 
     def answer_many(
-        self, questions: Sequence[str], top: int | None = None, confidences: str | None = None
+        self, questions: Iterable[str], top: int | None = None, confidences: str | None = None
     ) -> list[Answer]:
         """Retrieve, then ``run``, for each question (retrieval is batched); ``top`` answers each and
         ``confidences`` (``CONFIDENCES``) which carry a confidence (defaults: this Answerer's)."""
+        if isinstance(questions, str):
+            raise ConfigError("questions must be a list of strings, not one string (answer() takes one)")
+        questions = list(questions)
         for i, question in enumerate(questions):  # the CLI and HTTP refuse these too
             if not isinstance(question, str) or not question.strip():
                 which = "the question" if len(questions) == 1 else f"question {i + 1}"
@@ -196,7 +199,7 @@ class Answerer:
         best answer carries a confidence, and with ``confidences="all"`` every one does."""
         started = time.perf_counter()
         if not passages:
-            return AnswerRun([], None, None, Cost(seconds=time.perf_counter() - started))
+            return AnswerRun([], None, None, Cost(seconds=time.perf_counter() - started), answered=False)
         wanted = top if top is not None else self.top
         if wanted < 1:
             raise ConfigError(f"top must be >= 1, got {wanted}")

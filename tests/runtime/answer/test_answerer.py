@@ -51,6 +51,14 @@ def test_a_question_that_retrieves_nothing_gets_no_answer(index) -> None:
     answerer = Answerer(Peasi(KeywordRanker(), KeywordSelector(), options=TOP_PASSAGE), index)
     answer = answerer.answer("zzz qqq")
     assert answer.answers == [] and answer.best is None and answer.inferences == 0
+    assert not answer.answered  # `if answer.answered: answer.best.text` must be safe
+
+
+def test_questions_may_come_from_a_generator(index) -> None:
+    answerer = Answerer(Peasi(KeywordRanker(), KeywordSelector(), options=TOP_PASSAGE), index)
+    answers = answerer.answer_many(q for q in ["answer rain snow cats", "zzz qqq"])
+    assert [a.question for a in answers] == ["answer rain snow cats", "zzz qqq"]
+    assert answers[0].answered and answers[0].best is not None
 
 
 def test_options_and_methods_are_checked_before_any_model_loads(index, monkeypatch) -> None:
