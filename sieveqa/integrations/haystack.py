@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from sieveqa.errors import ConfigError, require_extra
-from sieveqa.integrations import MAX_DOCUMENTS, keep, shared_ranker
+from sieveqa.integrations import MAX_DOCUMENTS, check_settings, keep, shared_ranker
 from sieveqa.models.base import Ranker
 
 require_extra("haystack", "haystack", "the Haystack ranker")
@@ -46,12 +46,15 @@ class SieveQARanker:
         top_k: int | None = 10,
         drop_ratios: float | list[float] | None = None,
         max_documents: int | None = MAX_DOCUMENTS,
+        fusion: str = "auto",
     ) -> None:
         """``model``: a shipped model name or folder; ``top_k``: how many documents to keep (None: all);
         ``drop_ratios``: a cascade's share dropped at each exit (its budget; None: the tuned ones);
-        ``max_documents``: how many one run may rank (more: refused; None: no limit)."""
+        ``max_documents``: how many one run may rank (more: refused; None: no limit); ``fusion``: how
+        the documents' retriever scores join the model's (none, auto, interp:W, rrf:W)."""
+        check_settings(model, top_k, max_documents, fusion, "top_k")
         self.model, self.top_k, self.drop_ratios = model, top_k, drop_ratios
-        self.max_documents = max_documents
+        self.max_documents, self.fusion = max_documents, fusion
         self._ranker: Ranker | None = None
 
     def warm_up(self) -> None:
@@ -70,6 +73,7 @@ class SieveQARanker:
             top_k=self.top_k,
             drop_ratios=self.drop_ratios,
             max_documents=self.max_documents,
+            fusion=self.fusion,
         )
 
     @classmethod
@@ -82,9 +86,12 @@ class SieveQARanker:
     ) -> dict[str, list[Document]]:
         """The documents best first for ``query``, the first ``top_k`` (this run's, else the
         component's), each with ``score`` set."""
+        if not documents:
+            return {"documents": []}  # as Haystack's own rankers answer an empty list
         self.warm_up()
         assert self._ranker is not None
         texts = [d.content or "" for d in documents]
         top = top_k if top_k is not None else self.top_k
-        kept = keep(self._ranker, query, texts, top, self.max_documents, [d.score for d in documents])
+        scores = [d.score for d in documents]
+        kept = keep(self._ranker, query, texts, top, self.max_documents, scores, self.fusion)
         return {"documents": [dataclasses.replace(documents[i], score=score) for i, score in kept]}

@@ -17,13 +17,13 @@ from __future__ import annotations
 from typing import Any
 
 from sieveqa.errors import ConfigError, require_extra
-from sieveqa.integrations import MAX_DOCUMENTS, keep, shared_ranker
+from sieveqa.integrations import MAX_DOCUMENTS, check_settings, keep, shared_ranker
 
 require_extra("llama_index.core", "llamaindex", "the LlamaIndex postprocessor")
 
 from llama_index.core.postprocessor.types import BaseNodePostprocessor  # noqa: E402
 from llama_index.core.schema import MetadataMode, NodeWithScore, QueryBundle  # noqa: E402
-from pydantic import Field  # noqa: E402
+from pydantic import ConfigDict, Field, model_validator  # noqa: E402
 
 
 class SieveQARerank(BaseNodePostprocessor):
@@ -37,6 +37,17 @@ class SieveQARerank(BaseNodePostprocessor):
     max_documents: int | None = Field(
         default=MAX_DOCUMENTS, description="nodes one call may rank (more: refused); None: no limit"
     )
+    fusion: str = Field(
+        default="auto",
+        description="how the nodes' retriever scores (higher: better) join the model's (see fusion)",
+    )
+
+    model_config = ConfigDict(extra="forbid")  # a misspelt argument was silently ignored
+
+    @model_validator(mode="after")
+    def _checked(self) -> SieveQARerank:
+        check_settings(self.model, self.top_n, self.max_documents, self.fusion, "top_n")
+        return self
 
     @classmethod
     def class_name(cls) -> str:
@@ -58,5 +69,6 @@ class SieveQARerank(BaseNodePostprocessor):
                 self.top_n,
                 self.max_documents,
                 [n.score for n in nodes],
+                self.fusion,
             )
         ]

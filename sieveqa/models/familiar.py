@@ -15,6 +15,7 @@ question, so a cascade prunes among them, and its order (survivors of a later ex
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -48,6 +49,22 @@ def _listed(values: Any, name: str, what: str) -> list[Any]:
         return list(values)
     except TypeError:
         raise ConfigError(f"{name} must be a list of {what}, got {type(values).__name__}") from None
+
+
+def _plain(values: Any) -> Any:
+    """numpy arrays and pandas frames as nested lists (``list(frame)`` is its column names)."""
+    if hasattr(values, "to_numpy"):
+        values = values.to_numpy()
+    return values.tolist() if hasattr(values, "tolist") else values
+
+
+def _numbers(values: Any) -> list[float]:
+    """``retrieval_scores`` as floats (numpy's too), or a ConfigError naming the first that is none."""
+    listed = _listed(_plain(values), "retrieval_scores", "numbers")
+    for i, value in enumerate(listed):
+        if not isinstance(value, numbers.Real) or isinstance(value, bool):
+            raise ConfigError(f"retrieval_scores[{i}]: expected a number, got {type(value).__name__}")
+    return [float(v) for v in listed]
 
 
 def _questions(pairs: Sequence[tuple[str, str]]) -> list[RankingExample]:
@@ -107,7 +124,7 @@ class CrossEncoderStyle:
         from the last exit it reached); a single pair gives a single score. Pairs that
         share a query are one question (a cascade prunes among them); ``batch_size`` caps the pairs
         per call, a question's pairs never split."""
-        pairs = _listed(pairs.tolist() if hasattr(pairs, "tolist") else pairs, "pairs", "(query, text) pairs")
+        pairs = _listed(_plain(pairs), "pairs", "(query, text) pairs")
         single = len(pairs) == 2 and all(isinstance(x, str) for x in pairs)
         checked = [_pair(pairs, 0)] if single else [_pair(p, i) for i, p in enumerate(pairs)]
         examples = _questions(checked)
@@ -147,12 +164,12 @@ class CrossEncoderStyle:
         a fusion named without them fuses BM25 over ``documents``, as ``rank`` and ``/rerank`` do."""
         if not isinstance(query, str):
             raise ConfigError(f"query must be a string, got {type(query).__name__}")
+        if not query.strip():  # as the CLI, /rerank and the framework components refuse it
+            raise ConfigError("the query is empty: nothing to rank the documents against")
         if isinstance(documents, str):
             raise ConfigError("documents must be a list of strings, got one string")
         # A generator is read once, here (checking it used to consume it: rank gave []).
-        documents = _listed(
-            documents.tolist() if hasattr(documents, "tolist") else documents, "documents", "strings"
-        )
+        documents = _listed(_plain(documents), "documents", "strings")
         for i, doc in enumerate(documents):
             if not isinstance(doc, str):
                 raise ConfigError(f"documents[{i}]: expected a string, got {type(doc).__name__}")
@@ -161,7 +178,7 @@ class CrossEncoderStyle:
         if batch_size is not None and batch_size < 1:
             raise ConfigError(f"batch_size must be >= 1, got {batch_size}")
         fused = Fusion.parse(fusion)  # checked, as the scores are, before any scoring
-        given = None if retrieval_scores is None else _listed(retrieval_scores, "retrieval_scores", "numbers")
+        given = None if retrieval_scores is None else _numbers(retrieval_scores)
         if given is not None and len(given) != len(documents):
             raise ConfigError(f"retrieval_scores: {len(given)} scores for {len(documents)} documents")
         if not documents:

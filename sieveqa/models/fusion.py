@@ -119,7 +119,9 @@ def _finite(scores: Sequence[float], what: str, error: type[Exception] = ConfigE
 def _minmax(values: np.ndarray) -> np.ndarray:
     half = values / 2  # halves first: 1e308 - (-1e308) would overflow to inf, and the scores to NaN
     span = half.max() - half.min()
-    return (half - half.min()) / span if span > 0 else np.zeros_like(values)
+    # All alike (one candidate, or ties): each is its list's best, 1.0 (0.0 fused a lone right passage
+    # to nothing, under any threshold); the order is the other scores' either way.
+    return (half - half.min()) / span if span > 0 else np.ones_like(values)
 
 
 def _ranks(values: np.ndarray) -> np.ndarray:

@@ -77,6 +77,19 @@ def resolve_model(name_or_path: str | Path) -> Path:
 
 
 _HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*/[\w.-]+")
+
+
+def check_model_name(name_or_path: str | Path) -> None:
+    """Raise as ``resolve_model`` would for a name that is no shipped model, folder or hub id, without
+    loading or downloading anything (components check what they are given when built)."""
+    name = str(name_or_path)
+    if name in SHIPPED or Path(name).expanduser().is_dir():
+        return
+    if _HUB_ID.fullmatch(name) and not Path(name.split("/")[0]).exists():
+        return
+    raise ModelFormatError(f"model {name!r} is neither a shipped model ({', '.join(SHIPPED)}) nor a folder")
+
+
 #: What a cross-encoder needs from a hub repository (weights as safetensors when it has them).
 _HUB_FILES = ["*.json", "*.txt", "*.model", "*.safetensors"]
 

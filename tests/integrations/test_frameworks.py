@@ -8,7 +8,7 @@ import importlib.util
 import numpy as np
 import pytest
 
-from sieveqa.errors import ConfigError
+from sieveqa.errors import ConfigError, ModelFormatError
 from sieveqa.integrations import shared_ranker
 from sieveqa.runtime.cascade import CascadeRanker
 from tests.serving.conftest import RecordingRanker
@@ -221,3 +221,73 @@ def test_a_retrievers_scores_on_nodes_and_documents_are_fused_as_serve_fuses_the
         Document(content=t, id=f"h{i}", score=g) for i, (t, g) in enumerate(zip(TEXTS, given, strict=True))
     ]
     assert [d.id for d in component.run(query=QUERY, documents=docs)["documents"]] == [f"h{i}" for i in best]
+
+
+def test_numpy_scores_are_fused_and_fusion_none_keeps_the_models_probability() -> None:
+    """A retriever's numpy float32 scores silently turned fusion off (float64 fused), and no component
+    could ask for the model's own probability (a fused score is relative: not to threshold)."""
+    pytest.importorskip("llama_index.core")
+    pytest.importorskip("haystack")
+    from haystack import Document
+    from llama_index.core.schema import NodeWithScore, TextNode
+
+    from sieveqa.integrations.haystack import SieveQARanker
+    from sieveqa.integrations.llamaindex import SieveQARerank
+
+    given = [9.0, 0.0, 0.0, 0.1]
+    ranker = RecordingRanker()
+    expected = [(r["corpus_id"], r["score"]) for r in ranker.rank(QUERY, TEXTS, retrieval_scores=given)]
+    alone = [(r["corpus_id"], r["score"]) for r in ranker.rank(QUERY, TEXTS)]
+    for kind in (np.float32, np.float64, float):
+        nodes = [
+            NodeWithScore(node=TextNode(text=t, id_=str(i)), score=kind(g))
+            for i, (t, g) in enumerate(zip(TEXTS, given, strict=True))
+        ]
+        kept = SieveQARerank(model=ranker, top_n=None).postprocess_nodes(nodes, query_str=QUERY)
+        assert [int(n.node.node_id) for n in kept] == [i for i, _ in expected], kind
+        assert [n.score for n in kept] == pytest.approx([score for _, score in expected]), kind
+    kept = SieveQARerank(model=ranker, top_n=None, fusion="none").postprocess_nodes(nodes, query_str=QUERY)
+    assert [(int(n.node.node_id), round(n.score, 6)) for n in kept] == [(i, round(x, 6)) for i, x in alone]
+    component = SieveQARanker(model=ranker, top_k=None, fusion="none")
+    docs = [
+        Document(content=t, id=str(i), score=g) for i, (t, g) in enumerate(zip(TEXTS, given, strict=True))
+    ]
+    ranked = component.run(QUERY, docs)["documents"]
+    assert [(int(d.id), round(d.score, 6)) for d in ranked] == [(i, round(x, 6)) for i, x in alone]
+    assert component.run("", [])["documents"] == []  # as Haystack's own rankers answer
+
+
+def test_settings_are_checked_when_a_component_is_built() -> None:
+    """A misspelt model, a negative count or an unknown argument failed at the first call, or (a
+    LlamaIndex argument) was silently ignored."""
+    from pydantic import ValidationError  # a pydantic model's validator's error comes wrapped in one
+
+    built = 0
+    if importlib.util.find_spec("langchain_core"):
+        from sieveqa.integrations.langchain import SieveQACompressor as LC
+
+        with pytest.raises(ValidationError, match="top_n must be an integer >= 1"):
+            LC(top_n=-1)
+        with pytest.raises(ValidationError, match="'defualt' is neither a shipped model"):
+            LC(model="defualt")
+        built += 1
+    if importlib.util.find_spec("llama_index"):
+        from sieveqa.integrations.llamaindex import SieveQARerank as LI
+
+        with pytest.raises(ValidationError, match="modle"):
+            LI(top_n=1, modle="default-cascade")
+        with pytest.raises(ValidationError, match="fusion"):
+            LI(fusion="magic")
+        assert LI(top_n=np.int64(2)).top_n == 2
+        built += 1
+    if importlib.util.find_spec("haystack"):
+        from sieveqa.integrations.haystack import SieveQARanker as HS
+
+        with pytest.raises(ConfigError, match="top_k must be an integer >= 1"):
+            HS(top_k=-1)
+        with pytest.raises(ModelFormatError, match="'defualt' is neither a shipped model"):
+            HS(model="defualt")
+        with pytest.raises(ConfigError, match="max_documents must be an integer >= 1"):
+            HS(max_documents=0)
+        built += 1
+    assert built

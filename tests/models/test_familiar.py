@@ -186,3 +186,31 @@ def test_a_fusion_named_without_scores_fuses_bm25_over_the_documents() -> None:
     assert ranked[0]["corpus_id"] == 1  # BM25's one match, at nine tenths of the weight
     with pytest.raises(ConfigError, match="fusion"):
         RecordingRanker().rank("q", docs, fusion="magic:2")
+
+
+def test_one_document_or_tied_scores_fuse_to_the_top_not_to_zero() -> None:
+    """Min-max of a single score (or of tied ones) gave 0.0: a lone right passage fused to 0 and a
+    `score > 0.5` filter dropped it."""
+    ranked = RecordingRanker().rank("q", ["shakespeare wrote hamlet"], retrieval_scores=[3.0])
+    assert [r["score"] for r in ranked] == [1.0]
+    tied = RecordingRanker().rank("q", ["ab", "cd"], retrieval_scores=[2.0, 1.0])
+    assert [r["corpus_id"] for r in tied] == [0, 1] and tied[0]["score"] == 1.0
+
+
+def test_retrieval_scores_must_be_numbers_and_the_query_not_blank() -> None:
+    """None gave a raw TypeError from float(), strings were taken, a blank query was ranked (the CLI,
+    /rerank and the components refuse it)."""
+    for bad, kind in ((None, "NoneType"), ("1", "str"), (True, "bool")):
+        with pytest.raises(ConfigError, match=rf"retrieval_scores\[1\]: expected a number, got {kind}"):
+            RecordingRanker().rank("q", ["a", "b"], retrieval_scores=[1.0, bad])
+    assert RecordingRanker().rank("q", ["a", "bb"], retrieval_scores=[np.float32(1), np.int64(2)])
+    with pytest.raises(ConfigError, match="the query is empty"):
+        RecordingRanker().rank("  ", ["a"])
+
+
+def test_a_dataframe_of_pairs_is_read_by_rows_not_by_column_names(tiny_model) -> None:
+    """list(DataFrame) is its column names: predict scored the one pair ("query", "text")."""
+    pd = pytest.importorskip("pandas")
+    frame = pd.DataFrame({"query": [q for q, _ in PAIRS], "text": [t for _, t in PAIRS]})
+    assert tiny_model.predict(frame).tolist() == tiny_model.predict(PAIRS).tolist()
+    assert len(tiny_model.predict(frame)) == len(PAIRS)
