@@ -70,7 +70,7 @@ def corpus(
 
     from sieveqa.data.corpus import RETRIEVERS, CorpusIndex, CorpusOptions
     from sieveqa.data.formats import scan_documents
-    from sieveqa.errors import ConfigError
+    from sieveqa.errors import ConfigError, DatasetNotFoundError
     from sieveqa.io import check_output_dir
 
     if retriever not in RETRIEVERS:
@@ -91,7 +91,10 @@ def corpus(
                 "append without it (the index's own is used)"
             )
     started = time.perf_counter()
-    reading = scan_documents(source, progress=True)
+    try:
+        reading = scan_documents(source, progress=True)
+    except DatasetNotFoundError as err:
+        raise DatasetNotFoundError(f"--input {err}") from None
     documents = reading.documents
     if not documents:
         from sieveqa.errors import DataFormatError

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
@@ -140,13 +140,15 @@ class CorpusIndex:
     @classmethod
     def build(
         cls,
-        documents: Sequence[Document],
+        documents: Iterable[Document],
         path: str | Path,
         options: CorpusOptions | None = None,
         embedder: Embedder | None = None,
         progress: bool = False,
     ) -> CorpusIndex:
-        """Index ``documents`` into a new index at ``path`` (BM25, and dense vectors with ``embedder``)."""
+        """Index ``documents`` (any iterable: read once) into a new index at ``path`` (BM25, and dense
+        vectors with ``embedder``)."""
+        documents = list(documents)  # checking a generator consumed it: "the corpus is empty"
         path = Path(path)
         if (path / MANIFEST).exists():
             raise StoreError(
@@ -172,11 +174,12 @@ class CorpusIndex:
         return cls.open(path, verify=False)
 
     def append(
-        self, documents: Sequence[Document], embedder: Embedder | None = None, progress: bool = False
+        self, documents: Iterable[Document], embedder: Embedder | None = None, progress: bool = False
     ) -> CorpusIndex:
         """Add the documents the index does not hold yet; returns the reopened index (the same one when
         every document is already there). A document whose id is stored with the same title and text
         is skipped, so the same command run twice adds nothing; with another text it is refused."""
+        documents = list(documents)
         with exclusive(self.path, "corpus index"):
             current = CorpusIndex.open(self.path, verify=False)  # another writer may have added
             if (current._dense is None) != (embedder is None):

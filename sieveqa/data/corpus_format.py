@@ -138,11 +138,20 @@ def _sentences(doc: Document) -> list[tuple[int, int]]:
 
 
 def check_ids(documents: Sequence[Document], stored: set[str]) -> None:
-    """Refuse an empty corpus, and a document id repeated or already ``stored``."""
+    """Refuse an empty corpus, an item that is no Document (or whose id, title or text is no string),
+    and a document id repeated or already ``stored``."""
     if not documents:
         raise DataFormatError("the corpus is empty: no documents to index")
     seen: set[str] = set()
-    for doc in documents:
+    for i, doc in enumerate(documents):
+        if not isinstance(doc, Document):
+            raise DataFormatError(
+                f"documents[{i}]: expected a sieveqa Document(id=..., text=...), got {type(doc).__name__} "
+                "(read_documents() makes them from files)"
+            )
+        for name in ("id", "title", "text"):
+            if not isinstance(value := getattr(doc, name), str):
+                raise DataFormatError(f"documents[{i}]: {name} must be a string, got {type(value).__name__}")
         if doc.id in seen or doc.id in stored:
             where = "already in the index" if doc.id in stored else "repeated"
             raise DataFormatError(f"document id {doc.id!r} is {where}")

@@ -109,7 +109,8 @@ class Ranker(CrossEncoderStyle, ABC):
     def rank_examples(
         self, examples: Sequence[RankingExample], progress: bool = False
     ) -> list[list[ScoredCandidate]]:
-        """Candidates of each example best first, with their scores and 1-based ranks."""
+        """Candidates of each example best first, with the model's own scores (a cross-encoder's logits;
+        ``predict``/``rank`` give probabilities) and 1-based ranks."""
         return ranked(examples, self.run(examples, progress))
 
 

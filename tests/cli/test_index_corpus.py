@@ -75,3 +75,8 @@ def test_a_damaged_compressed_file_given_directly_is_one_line(sieveqa, tmp_path:
     assert result.exit_code == 2 and line.startswith(
         f"error: {broken}: it could not be unpacked (BadGzipFile:"
     )
+
+
+def test_an_input_that_is_nothing_is_named_by_its_flag(sieveqa, tmp_path: Path) -> None:
+    line = one_error_line(sieveqa("index", "corpus", "--input", "nowhere:else", "--out", tmp_path / "x"))
+    assert line.startswith("error: --input nowhere:else: not a file, a folder, nor a document dataset"), line

@@ -192,6 +192,25 @@ def test_other_versions_damage_and_empty_corpora_are_refused(tmp_path: Path) -> 
         CorpusIndex.build(DOCS, index.path)
 
 
+def test_documents_may_come_from_a_generator_and_what_is_no_document_is_named(tmp_path: Path) -> None:
+    """Checking a generator consumed it ("the corpus is empty"); a dict, a string or a text of None
+    failed deep inside with an AttributeError or TypeError."""
+    index = CorpusIndex.build((d for d in DOCS), tmp_path / "idx")
+    assert index.counts["documents"] == len(DOCS)
+    assert index.append(d for d in [Document("new", "Moss grows on stones.")]).counts["documents"] == 4
+    for bad, message in [
+        (
+            {"id": "a", "text": "x."},
+            r"documents\[0\]: expected a sieveqa Document\(id=..., text=...\), got dict",
+        ),
+        ("just a text", r"documents\[0\]: expected a sieveqa Document.*got str"),
+        (Document("a", None), r"documents\[0\]: text must be a string, got NoneType"),  # type: ignore[arg-type]
+        (Document(7, "x."), r"documents\[0\]: id must be a string, got int"),  # type: ignore[arg-type]
+    ]:
+        with pytest.raises(DataFormatError, match=message):
+            CorpusIndex.build([bad], tmp_path / "bad")  # type: ignore[list-item]
+
+
 def test_a_document_without_sentence_breaks_is_cut_into_passages_within_the_limit(tmp_path: Path) -> None:
     from sieveqa.data.passages import count_tokens
     from sieveqa.data.sentences import SPLITTER_VERSION, split_sentences

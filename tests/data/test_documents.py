@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from sieveqa.data.formats import read_documents, scan_documents
-from sieveqa.errors import DataFormatError, DatasetNotFoundError
+from sieveqa.errors import ConfigError, DataFormatError, DatasetNotFoundError
 
 
 def _jsonl(path: Path, rows: list) -> Path:
@@ -147,3 +147,20 @@ def test_compressed_files_and_files_named_as_text_are_read(tmp_path: Path) -> No
     assert skipped["ls.1.gz"].startswith("a man page (troff): render it as text first (man -l FILE")
     assert skipped["broken.txt.gz"].startswith("it could not be unpacked (BadGzipFile:")
     assert skipped["inputrc.arrows"].startswith("a format sieveqa does not read (.arrows)")
+
+
+def test_read_documents_names_what_it_skips_and_refuses_what_is_no_source(tmp_path: Path, caplog) -> None:
+    """From Python, skipped files vanished in silence (the CLI lists them); "" read the working
+    folder; None or a list failed inside pathlib; a Python caller was told of --input."""
+    (tmp_path / "notes.txt").write_text("Sea otters hold hands while they sleep.\\n", encoding="utf-8")
+    (tmp_path / "blob.bin").write_bytes(b"\\x00\\x01\\x02" * 10)
+    with caplog.at_level("WARNING", logger="sieveqa"):
+        docs = read_documents(tmp_path)
+    assert [d.id for d in docs] == ["notes.txt"]
+    assert "blob.bin" in caplog.text and "skipped 1" in caplog.text
+    for bad, message in [("", "the source is empty"), ("  ", "the source is empty"), (None, "got NoneType"),
+                         ([tmp_path], "got list")]:  # fmt: skip
+        with pytest.raises(ConfigError, match=message):
+            read_documents(bad)  # type: ignore[arg-type]
+    with pytest.raises(DatasetNotFoundError, match=r"^nowhere:else: not a file"):
+        read_documents("nowhere:else")

@@ -16,6 +16,8 @@ one line. Everything is read and checked before indexing starts.
 from __future__ import annotations
 
 import importlib
+import logging
+import os
 import tempfile
 from collections import Counter
 from dataclasses import dataclass, field
@@ -24,7 +26,9 @@ from pathlib import Path
 from sieveqa.data.documents import Document, squad_documents, wikiqa_documents
 from sieveqa.data.formats.blocks import Block, assemble
 from sieveqa.data.formats.jsonl import read_jsonl_documents
-from sieveqa.errors import DataFormatError, DatasetNotFoundError
+from sieveqa.errors import ConfigError, DataFormatError, DatasetNotFoundError
+
+log = logging.getLogger(__name__)
 
 __all__ = [
     "FORMATS",
@@ -191,8 +195,18 @@ def scan_documents(source: str | Path, progress: bool = False) -> Reading:
 
 
 def read_documents(source: str | Path) -> list[Document]:
-    """The documents of a folder, a file or a dataset name; DataFormatError when there are none."""
+    """The documents of a folder, a file or a dataset name; DataFormatError when there are none. The
+    files no reader takes are named in a logged warning (``scan_documents`` gives them all)."""
+    if not isinstance(source, str | os.PathLike):
+        kind = type(source).__name__
+        raise ConfigError(f"read_documents takes a folder, a file or a dataset name, got {kind}")
+    if not str(source).strip():
+        raise ConfigError("read_documents: the source is empty (a folder, a file or a dataset name)")
     reading = scan_documents(source)
+    if reading.skipped and reading.documents:
+        named = ", ".join(f"{name} ({why})" for name, why in reading.skipped[:3])
+        more = f" and {len(reading.skipped) - 3} more" if len(reading.skipped) > 3 else ""
+        log.warning("%s: %s; not read: %s%s", source, reading.summary(), named, more)
     if not reading.documents:
         why = (
             f" ({reading.summary()}: {reading.skipped[0][0]}: {reading.skipped[0][1]})"
@@ -229,7 +243,7 @@ def _dataset(name: str) -> list[Document]:
     split = split or "all"
     if family not in ("squad", "wikiqa") or split not in _SPLITS:
         raise DatasetNotFoundError(
-            f"--input {name}: not a file, a folder, nor a document dataset "
+            f"{name}: not a file, a folder, nor a document dataset "
             f"(demo, squad:SPLIT or wikiqa:SPLIT, SPLIT one of {', '.join(_SPLITS)})"
         )
     return squad_documents(split) if family == "squad" else wikiqa_documents(split)

@@ -150,6 +150,9 @@ class Answerer:
         return index
 
     def answer(self, question: str, top: int | None = None, confidences: str | None = None) -> Answer:
+        """The ``top`` answers to ``question`` from the index, best first, with the best one's
+        confidence (``confidences="all"``: every one's); ``answered`` is False when the confidence
+        is below ``min_confidence`` or nothing was found (``best`` is then a guess, or None)."""
         return self.answer_many([question], top, confidences)[0]
 
     def answer_many(

@@ -50,7 +50,7 @@ def test_interpolation_of_normalised_scores() -> None:
     # model [0, 1, 0.5] after min-max; BM25 [1, 0, 0.5]
     assert fusion.combine([-2.0, 2.0, 0.0], [4.0, 0.0, 2.0]) == pytest.approx([0.25, 0.75, 0.5])
     assert Fusion("interp", 0.0).combine([3.0, 1.0], [0.0, 9.0]) == [3.0, 1.0]
-    assert Fusion("interp", 0.5).combine([5.0, 5.0], [1.0, 1.0]) == [1.0, 1.0]  # flat lists stay flat, at the top
+    assert Fusion("interp", 0.5).combine([5.0, 5.0], [1.0, 1.0]) == [1.0, 1.0]  # flat: at the top
 
 
 def test_reciprocal_rank_fusion() -> None:
