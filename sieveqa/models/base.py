@@ -93,9 +93,16 @@ class Ranker(CrossEncoderStyle, ABC):
         """This ranker with one request's settings applied (names from ``request_settings``; None
         leaves a setting as it is). The one hook through which a server changes a ranker per
         request, so serving knows no technique class."""
-        given = sorted(k for k, v in settings.items() if v is not None)
+        given = sorted(k for k, v in settings.items() if v is not None and k not in self.request_settings)
         if given:
-            raise ConfigError(f"{', '.join(given)}: {type(self).__name__} takes no per-request settings")
+            takes = (
+                f"takes only {', '.join(self.request_settings)} per request"
+                if self.request_settings
+                else "takes no per-request settings"
+            )
+            alpha = "drop_ratios" in given and "alpha" in self.request_settings
+            hint = " (a request's drop ratios are its alpha)" if alpha else ""
+            raise ConfigError(f"{', '.join(given)}: {type(self).__name__} {takes}{hint}")
         return self
 
     @abstractmethod

@@ -217,3 +217,14 @@ def test_a_cascade_reads_a_long_text_in_windows_and_keeps_its_best(tiny_cascade)
     assert CascadeRanker(tiny_cascade, 0.0).run([example]).own_scores()[0] == pytest.approx(
         cut[:, -1].tolist(), abs=1e-4
     )
+
+
+def test_a_setting_a_cascade_does_not_take_per_request_names_those_it_does(tiny_cascade) -> None:
+    """It said 'CascadeRanker takes no per-request settings', where it takes alpha and budget."""
+    from sieveqa.errors import ConfigError
+
+    ranker = CascadeRanker(tiny_cascade, drop_ratios=0.0)
+    with pytest.raises(ConfigError, match=r"^drop_ratios: CascadeRanker takes only alpha, budget per request "
+                                          r"\(a request's drop ratios are its alpha\)$"):  # fmt: skip
+        ranker.with_settings(drop_ratios=0.9)
+    assert ranker.with_settings(alpha=0.5).drop_ratios != ranker.drop_ratios
