@@ -595,8 +595,9 @@ mpnet-passage-ranker: install $(FAQ)
 # The large ranker (issue 65): MPNet-12 through the default's TANDA recipe, trained at rank 16 (LoRA:
 # --low-rank; a fully fine-tuned transfer reached step 5,460 of 6,250 on an AMX machine and was lost with
 # it, its 440 MB checkpoints beyond what a commit can carry). A checkpoint every 50 steps (resume: the
-# same command); `make large-keep` copies the run's resumable state (~40 MB) to checkpoints/, which
-# large-model restores on a new machine. LARGE_PAIRS: 100k pairs (3,125 steps of 32), where the full
+# same command); `make large-keep` copies the runs (each its resumable state, ~31 MB, its best and last
+# models in the low-rank format and its dev log) to checkpoints/, which large-model restores on a new
+# machine. LARGE_PAIRS: 100k pairs (3,125 steps of 32), where the full
 # fine-tuning's dev MAP had flattened (0.843 at 2,500 steps, 0.849 at 4,500).
 LARGE ?= runs/large
 LARGE_PAIRS ?= 100000
@@ -604,7 +605,7 @@ LARGE_LOW_RANK := --low-rank 16
 KEPT := checkpoints
 large-model: install
 	for r in transfer adapt; do [ -d $(LARGE)/$$r/checkpoint ] || [ ! -d $(KEPT)/large-$$r ] || \
-		{ mkdir -p $(LARGE)/$$r && cp -r $(KEPT)/large-$$r $(LARGE)/$$r/checkpoint; }; done
+		{ mkdir -p $(LARGE) && cp -r $(KEPT)/large-$$r $(LARGE)/$$r; }; done
 	$(SIEVEQA) train --init mpnet-12 --train trecqa:train-all,squad-train-as2:train --dev wikiqa:dev,trecqa:dev-clean \
 		--epochs 1 --max-negatives 6 --max-pairs $(LARGE_PAIRS) --lr 3e-4 $(LARGE_LOW_RANK) --batch-size 32 \
 		--eval-every 500 --checkpoint-every 50 --seed 65 --out $(LARGE)/transfer
@@ -612,7 +613,7 @@ large-model: install
 		--eval-every 250 --checkpoint-every 50 --seed 65 --out $(LARGE)/adapt
 large-keep:
 	for r in transfer adapt; do [ ! -d $(LARGE)/$$r/checkpoint ] || \
-		{ rm -rf $(KEPT)/large-$$r.tmp && cp -r $(LARGE)/$$r/checkpoint $(KEPT)/large-$$r.tmp && \
+		{ rm -rf $(KEPT)/large-$$r.tmp && cp -r $(LARGE)/$$r $(KEPT)/large-$$r.tmp && \
 		  rm -rf $(KEPT)/large-$$r && mv $(KEPT)/large-$$r.tmp $(KEPT)/large-$$r; }; done
 # How many transfer pairs pay, read after the adapt step (where TANDA's transfer shows): the transfer's
 # end (last/, kept when its dev preferred an earlier step) adapted the same way, the better on dev kept.

@@ -209,7 +209,10 @@ def _retrofit_defaults() -> Any:
 def retrofit_settings() -> dict[str, Setting]:
     from sieveqa.training.config import TrainConfig
 
-    return merge(settings_of(TrainConfig, "retrofit", _retrofit_defaults(), panel="Training"))
+    # A retrofit trains exits over a body it keeps (or tunes whole): no low-rank body to train.
+    return merge(
+        settings_of(TrainConfig, "retrofit", _retrofit_defaults(), exclude=("low_rank",), panel="Training")
+    )
 
 
 @app.command(cls=settings_command(retrofit_settings))

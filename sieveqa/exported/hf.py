@@ -55,6 +55,8 @@ def hf_refusal(model: EncoderModel) -> str | None:
         )
     if model.config.pooling != "cls":
         return f"pooling {model.config.pooling!r} has no Hugging Face equivalent (it reads the first token)"
+    if any(hasattr(m, "lr_a") for m in model.modules()):  # adapters (sieveqa.models._low_rank)
+        return "a model training at low rank exports once saved (its change merged into the matrices)"
     body = model.encoder.backbone.config.model_type
     if body not in _CLASSIFIERS:
         return f"a {body} body has no sequence classifier here ({', '.join(_CLASSIFIERS)} do)"

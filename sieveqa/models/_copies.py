@@ -12,6 +12,9 @@ from typing import Any, Self
 import torch
 from torch import nn
 
+from sieveqa.errors import ConfigError
+from sieveqa.models._low_rank import adapter_rank
+
 # Quantizing a model takes longer than scoring a small batch, so the int8 copy is made once; the lock
 # keeps two threads from making it twice.
 _QUANTIZE = threading.RLock()  # re-entered when a copy being made calls _apply
@@ -69,6 +72,8 @@ class InferenceCopies(nn.Module):
                         module._parameters[name] = fresh[id(t)]
 
     def _int8_copy(self) -> Self:
+        if adapter_rank(self) is not None:  # quantize_dynamic would drop the factors
+            raise ConfigError("a model training at low rank runs in int8 once saved (its change merged)")
         with _QUANTIZE:
             cached = self.__dict__.get("_int8")
             if cached is None:

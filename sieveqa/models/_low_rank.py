@@ -26,7 +26,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from sieveqa.encoder import state_fingerprint
-from sieveqa.errors import ModelFormatError
+from sieveqa.errors import ConfigError, ModelFormatError
 
 A, B = ".lr_a", ".lr_b"
 #: The trained factors' parameter names on an adapted nn.Linear (saved as ``NAME.weight`` + A / B).
@@ -39,25 +39,32 @@ def _adapted(module: nn.Module, inputs: tuple[Tensor, ...], output: Tensor) -> T
 
 
 def add_adapters(model: nn.Module, base: Mapping[str, Tensor], rank: int, seed: int = 0) -> float:
-    """Make every matrix of ``model`` that ``base`` holds (the embeddings aside) its ``base`` matrix,
-    frozen, plus a trained rank-``rank`` change, and freeze every other tensor ``base`` names.
+    """Make every trainable matrix of ``model`` that ``base`` holds (the embeddings aside) its ``base``
+    matrix, frozen, plus a trained rank-``rank`` change, and freeze every other tensor ``base`` names
+    (a matrix already frozen, as below ``train_layers``, stays as it is).
 
     A matrix that already differs from its base starts from the best rank-``rank`` factors of the
     difference (exact for a model trained or stored at this rank); an unchanged one from a zero up
     factor and a random down one (LoRA's start). Returns the share of the changes' Frobenius norm
-    kept (1.0 when nothing was cut)."""
+    kept (1.0 when nothing was cut); ConfigError when no matrix can take the rank."""
+    if adapter_rank(model) is not None:
+        raise ConfigError("the model already trains at low rank")
     generator = torch.Generator().manual_seed(seed)
     modules = dict(model.named_modules())
-    left = total = 0.0
-    for name, param in list(model.named_parameters()):
-        if name not in base:
-            continue
-        param.requires_grad_(False)
+    chosen = []
+    for name, param in model.named_parameters():
         owner = modules.get(name.removesuffix(".weight"))
-        if not (name.endswith(".weight") and isinstance(owner, nn.Linear)) or "embeddings" in name:
-            continue
-        if min(param.shape) <= rank:
-            continue
+        linear = name.endswith(".weight") and isinstance(owner, nn.Linear) and "embeddings" not in name
+        if name in base and param.requires_grad and linear:
+            chosen.append((name, param, owner))
+    smallest = min((min(p.shape) for _, p, _ in chosen), default=0)
+    if not chosen or rank >= smallest:
+        raise ConfigError(f"--low-rank {rank}: the body's matrices need a rank below {smallest}")
+    for name, param in model.named_parameters():
+        if name in base:
+            param.requires_grad_(False)
+    left = total = 0.0
+    for name, param, owner in chosen:
         weight = base[name].to(param.device, param.dtype)
         change = (param.detach() - weight).float()
         if change.abs().max() > 0:

@@ -50,6 +50,9 @@ class EncoderModel(InferenceCopies):
 
     kind: ClassVar[str]
     config_class: ClassVar[type[ModelConfig]]
+    #: Whether ``train_low_rank`` covers every body the model trains (not so where a second body,
+    #: an MHS branch or PEASI's sentence encoder, would train whole beside the adapted one).
+    one_body: ClassVar[bool] = True
 
     def __init__(self, config: ModelConfig, backbone: Backbone | None = None) -> None:
         super().__init__()
@@ -282,6 +285,8 @@ class EncoderModel(InferenceCopies):
             raise ConfigError(f"--low-rank must be >= 1, got {rank}")
         if self.body_from is not None:
             raise ConfigError(f"--low-rank: the body is {self.body_from!r}'s, not trained here")
+        if not self.one_body:
+            raise ConfigError(f"--low-rank trains one body; a {self.kind} model has more (trained whole)")
         return add_adapters(self, self.installed_base(), rank)
 
     def save_pretrained(
@@ -306,12 +311,14 @@ class EncoderModel(InferenceCopies):
             meta |= {"body_from": self.body_from, "body_fingerprint": self._body_fingerprint}
         elif self.body_from is not None:
             log.warning("the body changed since share_body(%s): saving the whole model", self.body_from)
-        base = None
+        base: tuple[dict[str, Tensor], int] | None = None
         if (trained := adapter_rank(self)) is not None:  # trained at low rank: saved as it trained
             if low_rank not in (None, trained):
                 raise ConfigError(f"low_rank: this model trains at rank {trained}, not {low_rank}")
             low_rank = trained
-        if low_rank is not None:
+            # Its frozen matrices are the installed base's (add_adapters set them): no need to read it.
+            base = (self.state_dict(), trained)
+        elif low_rank is not None:
             if low_rank < 1:
                 raise ConfigError(f"low_rank must be >= 1, got {low_rank}")
             if self._shares_body():

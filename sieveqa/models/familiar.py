@@ -173,8 +173,11 @@ class CrossEncoderStyle:
         for i, doc in enumerate(documents):
             if not isinstance(doc, str):
                 raise ConfigError(f"documents[{i}]: expected a string, got {type(doc).__name__}")
-        if top_k is not None and (not isinstance(top_k, int) or isinstance(top_k, bool) or top_k < 1):
+        if top_k is not None and (
+            not isinstance(top_k, numbers.Integral) or isinstance(top_k, bool) or top_k < 1
+        ):
             raise ConfigError(f"top_k must be an integer >= 1, got {top_k!r}")
+        top_k = None if top_k is None else int(top_k)  # numpy's too
         if batch_size is not None and batch_size < 1:
             raise ConfigError(f"batch_size must be >= 1, got {batch_size}")
         fused = Fusion.parse(fusion)  # checked, as the scores are, before any scoring

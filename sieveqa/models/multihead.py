@@ -34,6 +34,8 @@ from sieveqa.models.pair_model import PairModel
 class MultiHeadStudent(PairModel):
     """One shared body, ``k`` heads of ``h`` layers each; scores are the heads' mean logit."""
 
+    one_body = False  # its branches are bodies of their own
+
     kind = "multihead"
     config_class = MultiHeadConfig
     config: MultiHeadConfig

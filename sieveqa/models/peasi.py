@@ -47,6 +47,8 @@ _SEG = "seg_"  # prefix of the EASI input's tensors in a training batch
 class PeasiModel(EncoderModel, SentenceReader):
     """PR and EASI with a shared body (``mtl0``) or two bodies (``mtl1``, ``concat``)."""
 
+    one_body = False  # its sentence encoder is a second body
+
     kind = "peasi"
     config_class = PeasiConfig
     config: PeasiConfig

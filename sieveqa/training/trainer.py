@@ -209,9 +209,15 @@ class Trainer:
                 "model changed since); use a new output folder (or --no-resume)"
             )
         weights = load_file(str(path / "model.safetensors"))
-        missing = set(self.model.state_dict()) - self._frozen - set(weights)
-        if missing:
-            raise ConfigError(f"{path}: the checkpoint lacks {sorted(missing)[0]}; use --no-resume")
+        own = set(self.model.state_dict())
+        missing, extra = own - self._frozen - set(weights), set(weights) - own
+        if missing or extra:
+            what = (
+                f"lacks {sorted(missing)[0]}"
+                if missing
+                else f"holds {sorted(extra)[0]}, which the model has not"
+            )
+            raise ConfigError(f"{path}: the checkpoint {what}; use a new output folder (or --no-resume)")
         self.model.load_state_dict(weights, strict=False)
         blob = torch.load(path / "optimizer.pt", weights_only=True, map_location=self.device)
         _load_optimizer(self.optimizer, blob["optimizer"])

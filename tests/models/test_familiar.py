@@ -133,6 +133,7 @@ def test_numpy_inputs_are_taken(tiny_model) -> None:
     assert tiny_model.predict(pairs).tolist() == tiny_model.predict(PAIRS).tolist()
     docs = np.array(["no", "shakespeare wrote hamlet"])
     assert tiny_model.rank("who wrote hamlet", docs) == tiny_model.rank("who wrote hamlet", list(docs))
+    assert len(tiny_model.rank("who wrote hamlet", docs, top_k=np.int64(1))) == 1  # refused before
 
 
 def test_a_generator_of_documents_or_pairs_is_ranked_whole(tiny_model) -> None:

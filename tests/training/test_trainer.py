@@ -414,3 +414,30 @@ def test_a_model_stored_at_low_rank_continues_training_from_its_factors(tiny_mod
     assert loaded.train_low_rank(2) == pytest.approx(1.0, abs=1e-4)  # refactored: nothing cut
     torch.testing.assert_close(_scores(loaded), _scores(tiny_model), rtol=0, atol=2e-2)
     assert 0 < copy.deepcopy(load_model(tmp_path / "saved")).train_low_rank(1) < 0.99
+
+
+def test_low_rank_keeps_train_layers_frozen_and_refuses_what_it_cannot_train(tmp_path: Path) -> None:
+    """With --train-layers the lower layers got factors too, which the save then left out (the folder
+    would not load); a second call stacked adapters; too high a rank froze the whole body in silence;
+    an MHS student's branches would have trained whole (and its save crashed)."""
+    from sieveqa.models.configs import MultiHeadConfig
+    from sieveqa.models.cross_encoder import CrossEncoderConfig
+    from sieveqa.models.multihead import MultiHeadStudent
+
+    model = CrossEncoder(CrossEncoderConfig(backbone="tiny", max_length=64, train_layers=1))
+    model.train_low_rank(2)
+    top = f"encoder.backbone.encoder.layer.{len(model.encoder.layers) - 1}."
+    factors = [n for n, _ in model.named_parameters() if n.endswith(".lr_a")]
+    assert factors and all(n.startswith(top) for n in factors)
+    _trainer(model, tmp_path / "run", epochs=1).train()
+    torch.testing.assert_close(
+        _scores(load_model(model.save_pretrained(tmp_path / "s"))), _scores(model), rtol=0, atol=2e-2
+    )
+    with pytest.raises(ConfigError, match="already trains at low rank"):
+        model.train_low_rank(2)
+    with pytest.raises(ConfigError, match=r"--low-rank 64: the body's matrices need a rank below"):
+        CrossEncoder(CrossEncoderConfig(backbone="tiny", max_length=64)).train_low_rank(64)
+    with pytest.raises(ConfigError, match="trains one body; a multihead model has more"):
+        MultiHeadStudent(MultiHeadConfig(backbone="tiny", heads=2, head_depth=1)).train_low_rank(2)
+    with pytest.raises(ConfigError, match="runs in int8 once saved"):
+        model.configure(precision="int8").score_pairs(["q"], ["t"])
