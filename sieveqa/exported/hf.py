@@ -90,9 +90,9 @@ def export_hf(model: EncoderModel, out: Path) -> Path:
     backbone = model.encoder.backbone
     body = backbone.config.model_type
     layers = len(model.encoder.layers)
-    config = type(backbone.config)(
-        **{**backbone.config.to_dict(), "num_labels": 1, "num_hidden_layers": layers}
-    )
+    # One label: the base's own label maps (two labels) would make transformers warn of a mismatch.
+    settings = {k: v for k, v in backbone.config.to_dict().items() if k not in ("id2label", "label2id")}
+    config = type(backbone.config)(**{**settings, "num_labels": 1, "num_hidden_layers": layers})
     config.architectures = [_CLASSIFIERS[body]]
     # sentence-transformers' CrossEncoder reads this: a probability, as sieveqa's `predict` gives.
     config.sentence_transformers = {"activation_fn": "torch.nn.modules.activation.Sigmoid"}

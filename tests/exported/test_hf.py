@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -65,3 +66,13 @@ def test_a_failed_save_leaves_nothing_and_is_one_line(tiny_model, tmp_path, monk
     ):
         export_hf(tiny_model, tmp_path / "out")
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_base_with_two_labels_exports_one_without_a_warning(tiny_model, tmp_path, caplog) -> None:
+    """all-MiniLM's config names two labels: transformers warned of num_labels=1 against them."""
+    backbone = tiny_model.encoder.backbone.config
+    backbone.id2label, backbone.label2id = {0: "LABEL_0", 1: "LABEL_1"}, {"LABEL_0": 0, "LABEL_1": 1}
+    with caplog.at_level("WARNING"):
+        export_hf(tiny_model, tmp_path / "hf")
+    assert "incompatible" not in caplog.text
+    assert json.loads((tmp_path / "hf" / "config.json").read_text())["id2label"] == {"0": "LABEL_0"}
