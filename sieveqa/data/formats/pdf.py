@@ -195,10 +195,11 @@ def _layout(lines: list[_Line], body: float) -> tuple[str, set[int]]:
     out: list[str] = []
     code: set[int] = set()
     previous: _Line | None = None
+    page = 1  # the page the text has reached: a form feed for each one turned, empty ones too
     for line in lines:
-        if previous is not None and line.page != previous.page:
-            out.append("\f")
-            previous = None
+        if line.page != page:  # (not only after a line of the page before: a heading ends none)
+            out.append("\f" * (line.page - page))
+            page, previous = line.page, None
         if _is_heading(line, body):
             out += ["", "#" * (heading_sizes.index(round(line.size)) + 1) + " " + line.text, ""]
             previous = None

@@ -74,3 +74,25 @@ def test_a_listing_in_a_fixed_pitch_font_stays_text_not_headings() -> None:
         "The notation to reach the Group type of the Example definitions is Example.Group, as a string.",
     )
     assert {p.section for p in doc.places} == {""}
+
+
+def test_a_page_that_starts_with_a_heading_or_is_empty_still_turns_the_page() -> None:
+    """The form feed between pages was written only after a line of the page before that was not a
+    heading, and none for a page without text: a manual's later pages were cited short (page 9 for 10)."""
+    from sieveqa.data.formats.pdf import _layout, _Line
+    from sieveqa.data.formats.text import text_blocks
+
+    def line(page: int, text: str, top: float, size: float = 10.0) -> _Line:
+        return _Line(page, text, 72.0, top, 792.0, size)
+
+    lines = [
+        line(1, "The first page says one thing.", 100),
+        line(2, "A Heading", 100, size=16),  # page 2 starts with a heading
+        line(2, "The second page says another.", 130),
+        line(4, "The fourth page follows an empty third.", 100),  # page 3 has no text
+    ]
+    text, _ = _layout(lines, 10.0)
+    assert text.count("\f") == 3
+    pages = {b.text: b.page for b in text_blocks(text)}
+    assert pages["The second page says another."] == 2
+    assert pages["The fourth page follows an empty third."] == 4
