@@ -13,16 +13,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.markup import escape
 
 from sieveqa import registry
 from sieveqa.cli._app import BackendOpt, BatchOpt, DeviceOpt, PrecisionOpt, app, check_device, console
 from sieveqa.cli._options import Setting, given_settings, merge, settings_command, settings_of, was_given
+from sieveqa.cli._shown import answer_dict, fewer, show, show_profile
 from sieveqa.errors import ConfigError
 
 if TYPE_CHECKING:
-    from sieveqa.profiling import Profile
-    from sieveqa.runtime.answer.answerer import Answer
+    pass
 
 
 def _probability(value: float | None) -> float | None:
@@ -65,17 +64,6 @@ BudgetMsOpt = Annotated[
 ]
 
 
-def _fewer(result: Answer, top: int, answerer: Any) -> str:
-    """Why a question got fewer answers than ``--top`` asked."""
-    n = len(result.answers)
-    shown = f"{n} answer{'s' * (n != 1)}, not {top}"
-    if answerer.method.most_answers is not None:
-        return f"{shown}: --method {answerer.method.name} gives at most {answerer.method.most_answers}"
-    read = len(result.passages)
-    more = " (--retrieve N reads more)" if read >= answerer.retrieve else ""
-    return f"{shown}: the {read} passages retrieved hold no more{more}"
-
-
 def budget_line(choice: Any) -> str:
     s = choice.setting
     ratios = "" if s.drop_ratios is None else ", drop ratios " + ",".join(f"{r:g}" for r in s.drop_ratios)
@@ -116,63 +104,6 @@ def _read_questions(path: Path) -> list[tuple[str, str]]:
     from sieveqa.data.questions import read_questions
 
     return [(asked.id, asked.question) for asked in read_questions(path)]
-
-
-def _answer_dict(qid: str | None, answer: Answer, method: str) -> dict[str, Any]:
-    out: dict[str, Any] = {"question": answer.question}
-    if qid is not None:
-        out = {"id": qid, **out}
-    return {
-        **out,
-        "method": method,
-        "answered": answer.answered,
-        "confidence": None if answer.confidence is None else round(answer.confidence, 6),
-        "answers": [f.as_dict() for f in answer.answers],
-        "inferences": answer.inferences,
-        "layer_units": answer.cost.layer_units,
-        "model_seconds": round(answer.cost.seconds, 4),
-        "retrieval_seconds": round(answer.retrieval_seconds, 4),
-    }
-
-
-def _show(answer: Answer, method: str) -> None:
-    console.print(f"[bold]Q:[/bold] {escape(answer.question)}")
-    if not answer.answers:
-        console.print("no answer: no passage of the index matches the question")
-    elif not answer.answered:
-        console.print(
-            f"[bold]no answer found[/bold] in your documents (confidence {answer.confidence:.2f}, below "
-            "--min-confidence); the best guess, shown as such:"
-        )
-    for rank, found in enumerate(answer.answers, start=1):
-        a, b = found.bounds
-        text = found.passage.text
-        # «» mark the answer where the terminal shows no colour.
-        highlighted = f"{escape(text[:a])}[black on yellow]«{escape(text[a:b])}»[/]{escape(text[b:])}"
-        scores = f"answer score {found.score:.3f}"
-        if found.confidence is not None:
-            scores = f"confidence {found.confidence:.2f}, {scores}"
-        if found.passage_score is not None:
-            scores += f", passage score {found.passage_score:.3f}"
-        title = found.passage.title or found.passage.doc_id
-        where = ", ".join(filter(None, (found.passage.doc_id, found.passage.location(a))))
-        console.print(f"\n[bold]{rank}.[/bold] [green]{escape(found.text)}[/green]")
-        console.print(f"   [dim]{escape(title)} ({escape(where)}); {scores}[/dim]")
-        console.print(f"   {highlighted}")
-    total = answer.cost.seconds + answer.retrieval_seconds
-    console.print(
-        f"\n[dim]{method}: {answer.inferences} transformer inferences, {answer.cost.layer_units} "
-        f"layer-units, {total * 1000:.0f} ms ({answer.retrieval_seconds * 1000:.0f} ms retrieval)[/dim]"
-    )
-
-
-def _show_profile(spent: Profile) -> None:
-    """The profile on stderr (stdout may hold JSON lines)."""
-    from rich.console import Console
-
-    from sieveqa.profiling import render
-
-    Console(stderr=True, soft_wrap=True).print(render(spent))
 
 
 @app.command("answer", cls=settings_command(method_settings))
@@ -263,29 +194,29 @@ def answer(
         with timing():
             result = answerer.answer(asked[0][1])
         if as_json:
-            row = _answer_dict(None, result, method)
+            row = answer_dict(None, result, method)
             if answerer.budget is not None:
                 row["budget"] = answerer.budget.as_dict()
             if spent is not None:
                 row["profile"] = spent.as_dict()
             typer.echo(json.dumps(row, ensure_ascii=False, indent=2))
         else:
-            _show(result, method)
+            show(result, method, answerer.min_confidence)
             if 0 < len(result.answers) < top:
-                typer.echo(_fewer(result, top, answerer), err=True)
+                typer.echo(fewer(result, top, answerer), err=True)
             if spent is not None:
-                _show_profile(spent)
+                show_profile(spent)
         return
     from tqdm.auto import tqdm
 
     rows = []
     for qid, text in tqdm(asked, desc=f"answering ({method})", unit="q"):
         with timing():
-            rows.append(_answer_dict(qid, answerer.answer(text), method))
+            rows.append(answer_dict(qid, answerer.answer(text), method))
         if answerer.budget is not None:
             rows[-1]["budget"] = answerer.budget.as_dict()
     if spent is not None:  # on stderr: the answers may be JSON lines on stdout
-        _show_profile(spent)
+        show_profile(spent)
     lines = [json.dumps(r, ensure_ascii=False) for r in rows]
     if output is None:
         typer.echo("\n".join(lines))

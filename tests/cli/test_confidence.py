@@ -1,6 +1,7 @@
 """``sieveqa calibrate-confidence`` fits a method's confidence on questions some of which nothing
 answers, and ``answer`` then reports it and abstains below it."""
 
+import importlib
 import json
 from pathlib import Path
 
@@ -79,7 +80,11 @@ def test_calibrate_then_answer_with_confidence(
     never = json.loads(sieveqa(*asked, "--confidence", out, "--min-confidence", "1", "--json").output)
     assert never["answered"] is False and never["answers"]  # the best guess is still shown
     text = sieveqa(*asked, "--confidence", out, "--min-confidence", "1").output
-    assert "no answer found" in text
+    assert "no answer found" in text and "below the cut 1.00" in text  # the cut said, not a flag's name
+    # The answer's passage on one line around it, cut with [...] (its paragraphs' blank lines were
+    # printed as they are, so the next answer's start was lost among them).
+    shown = [ln for ln in text.splitlines() if "«" in ln]
+    assert len(shown) == 1 and len(shown[0]) < 3 * 120 + len(never["answers"][0]["answer"]) + 20
 
 
 @pytest.mark.slow
@@ -88,12 +93,20 @@ def test_a_fit_that_leaves_the_judge_out_neither_loads_nor_records_it(
 ) -> None:
     from sieveqa.models import zoo
 
-    def no_judge(*_: object) -> None:
-        raise AssertionError("the default judge loaded for a fit that does not read it")
+    def no_judge(name: str, *_: object) -> None:
+        if name.lower() != "none":  # "none" is how a method is told to load no judge
+            raise AssertionError("the default judge loaded for a fit that does not read it")
 
     # Loaded by a method (a folder that is not there) or attached after: either way the command fails.
     monkeypatch.setitem(zoo.SHIPPED, "peasi-judge", tmp_path / "no-such-judge")
-    monkeypatch.setattr("sieveqa.runtime.answer.judge.load_judge", no_judge)
+    # Where each method calls it (a module first imported while only judge.load_judge was patched
+    # kept the patched function for good, and later tests failed with this error).
+    modules = [
+        importlib.import_module(f"sieveqa.runtime.answer.{m}")
+        for m in ("judge", "sentence", "reading", "peasi")
+    ]
+    for module in modules:  # all imported first, so none binds the patched function
+        monkeypatch.setattr(module, "load_judge", no_judge)
     models = ["--reranker", saved_tiny, "--selector", saved_easi, "--look-ranker", saved_tiny]
     out = tmp_path / "confidence.json"
     args = ["--method", "peasi", *models, "--dev", pair, "--signals", "passage,sentence", "--out", out]
