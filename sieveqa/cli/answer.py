@@ -212,15 +212,18 @@ def answer(
     rows = []
     for qid, text in tqdm(asked, desc=f"answering ({method})", unit="q"):
         with timing():
-            rows.append(answer_dict(qid, answerer.answer(text), method))
+            row = answer_dict(qid, answerer.answer(text), method)
         if answerer.budget is not None:
-            rows[-1]["budget"] = answerer.budget.as_dict()
+            row["budget"] = answerer.budget.as_dict()
+        if output is None:  # each as it comes: a reader that has enough (| head) stops the rest
+            typer.echo(json.dumps(row, ensure_ascii=False))
+            sys.stdout.flush()
+        rows.append(row)
     if spent is not None:  # on stderr: the answers may be JSON lines on stdout
         show_profile(spent)
-    lines = [json.dumps(r, ensure_ascii=False) for r in rows]
     if output is None:
-        typer.echo("\n".join(lines))
         return
+    lines = [json.dumps(r, ensure_ascii=False) for r in rows]
     with atomic_open(output, "w", encoding="utf-8") as handle:
         handle.write("\n".join(lines) + "\n")
     typer.echo(f"wrote {len(rows)} answers to {output}", err=True)

@@ -410,3 +410,26 @@ def test_a_judge_whose_base_is_not_installed_is_one_line(
     assert "backbone 'mpnet-12' is not available" in line and line.endswith(
         "or --judge none (answers then carry no confidence)"
     )
+
+
+@pytest.mark.slow
+def test_a_reader_that_closes_the_pipe_stops_the_answers_quietly(demo_index, saved_tiny, tmp_path) -> None:
+    """`answer --questions FILE | head -1` answered every question before printing, then exited 0. Now
+    each answer is printed as it comes, and a closed pipe ends the run at once, quietly (click's exit
+    1 on a broken pipe: nothing on stderr but the progress bar)."""
+    import subprocess
+    import sys
+
+    questions = tmp_path / "q.txt"
+    questions.write_text("".join(f"What is firn, question {i}?\n" for i in range(400)))
+    command = [str(Path(sys.executable).parent / "sieveqa"), "--threads", "1", "answer", "--questions",
+               str(questions), "--index", str(demo_index), "--method", "pointwise", "--ranker",
+               str(saved_tiny), "--judge", "none"]  # fmt: skip
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert process.stdout is not None and process.stderr is not None
+    first = process.stdout.readline()
+    process.stdout.close()  # as `head -1` does
+    errors = process.stderr.read()
+    assert process.wait(timeout=120) == 1, errors
+    assert json.loads(first)["question"] == "What is firn, question 0?"
+    assert "Traceback" not in errors and "400/400" not in errors
