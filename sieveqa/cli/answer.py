@@ -136,7 +136,9 @@ def answer(
     output: Annotated[
         Path | None, typer.Option(help="--questions: write one JSON answer per line here")
     ] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="print JSON instead of text (--questions always gives JSON lines)")] = False,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="print JSON instead of text (--questions always gives JSON lines)")
+    ] = False,
     profile: Annotated[
         bool,
         typer.Option(
