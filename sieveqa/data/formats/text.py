@@ -35,6 +35,8 @@ _END = re.compile(r"[.,;:!?)]$")
 _SENTENCE = re.compile(r"[.!?]['\")\]]*$")
 _WORD = re.compile(r"[A-Za-z]+")
 _MAX_HEADING = 70
+#: A log line's tag: "perf: ...", "cli: ...", "build(cmake): ..." (a changelog's one-line entries).
+_TAG = re.compile(r"[A-Za-z][\w./-]{0,24}(?:\([^)\s]{1,24}\))? ?:\s+\S")
 _WRAPPED = 40  # a line of prose that ran on to the next is at least this long
 _RUNS = re.compile(r"[A-Za-z0-9,]$")  # ... and ends in a word or a comma
 _WESTERN = ("cp1252", "latin_1", "iso8859_15")
@@ -247,7 +249,7 @@ def _items(par: list[_Line]) -> list[list[_Line]]:
     deeper = any(line.indent > low for line in par[1:])
     bullets = sum(1 for line in par if line.indent == low and _BULLET.match(line.text))
     if not deeper and bullets < 2:
-        return [par]
+        return _log_entries(par)
     if deeper and all(line.indent == par[1].indent for line in par[1:]) and par[0].indent > low:
         return [par]  # the first line indented: an ordinary paragraph
     items: list[list[_Line]] = []
@@ -260,6 +262,16 @@ def _items(par: list[_Line]) -> list[list[_Line]]:
         else:
             items[-1].append(line)
     return items
+
+
+def _log_entries(par: list[_Line]) -> list[list[_Line]]:
+    """A log's entries, one a line led by a tag (two thirds of three lines or more: a changelog's
+    ``perf: ...`` / ``cli: ...``; its other lines, a version's, each stand alone too), else the
+    paragraph as one unit. Glued, a version's entries made one "sentence" of 1,700 characters."""
+    tagged = sum(1 for line in par if _TAG.match(line.text))
+    if len(par) < 3 or 3 * tagged < 2 * len(par):
+        return [par]
+    return [[line] for line in par]
 
 
 def _starts_unit(par: list[_Line], i: int, low: int) -> bool:

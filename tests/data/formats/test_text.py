@@ -203,3 +203,24 @@ def test_a_short_title_over_a_one_line_paragraph_is_a_heading() -> None:
     )
     doc = assemble("d.txt", "d", text_blocks(text))
     assert [p.section for p in doc.places] == ["Module collections", "Module heapq", "Module heapq"]
+
+
+CHANGELOG = """\
+v1.5.4 (Feb 2023)
+perf: +20% faster huffman decompression for targets that can't compile x64 assembly (#3449, @terrelln)
+perf: up to +10% faster streaming compression at levels 1-2 (#3114, @embg)
+cli : Keep original file if `-c` or `--stdout` is given (#3052, @dirkmueller)
+build(cmake): fix the debug build (#3090)
+
+Plain prose that wraps over lines stays one paragraph: note: this line holds a colon
+but it is not a log, and the lines run on as prose does in a README.
+"""
+
+
+def test_a_changelogs_one_line_entries_are_units_not_one_run_on_sentence() -> None:
+    """zstd's changelog: a version's entries, one a line led by a tag, were glued into one unit, and
+    answers came back as a 715-character fragment of it."""
+    texts = [b.text for b in text_blocks(CHANGELOG)]
+    assert texts[:5] == [line for line in CHANGELOG.splitlines()[:5]]
+    assert texts[5].startswith("Plain prose that wraps") and texts[5].endswith("in a README.")
+    assert len(texts) == 6
