@@ -605,13 +605,14 @@ LARGE_LOW_RANK := --low-rank 16
 KEPT := checkpoints
 large-model: install
 	for r in transfer adapt; do [ -d $(LARGE)/$$r/checkpoint ] || [ ! -d $(KEPT)/large-$$r ] || \
-		{ mkdir -p $(LARGE) && cp -r $(KEPT)/large-$$r $(LARGE)/$$r; }; done
+		{ mkdir -p $(LARGE) && rm -rf $(LARGE)/$$r && cp -r $(KEPT)/large-$$r $(LARGE)/$$r; }; done
 	$(SIEVEQA) train --init mpnet-12 --train trecqa:train-all,squad-train-as2:train --dev wikiqa:dev,trecqa:dev-clean \
 		--epochs 1 --max-negatives 6 --max-pairs $(LARGE_PAIRS) --lr 3e-4 $(LARGE_LOW_RANK) --batch-size 32 \
 		--eval-every 500 --checkpoint-every 50 --seed 65 --out $(LARGE)/transfer
 	$(SIEVEQA) train --init $(LARGE)/transfer/best $(ADAPT) --lr 1e-4 $(LARGE_LOW_RANK) --batch-size 32 \
 		--eval-every 250 --checkpoint-every 50 --seed 65 --out $(LARGE)/adapt
 large-keep:
+	mkdir -p $(KEPT)
 	for r in transfer adapt; do [ ! -d $(LARGE)/$$r/checkpoint ] || \
 		{ rm -rf $(KEPT)/large-$$r.tmp && cp -r $(LARGE)/$$r $(KEPT)/large-$$r.tmp && \
 		  rm -rf $(KEPT)/large-$$r && mv $(KEPT)/large-$$r.tmp $(KEPT)/large-$$r; }; done
