@@ -26,7 +26,7 @@ def data_build(
     ] = None,
 ) -> None:
     """Build a derived benchmark from the raw data (cached; rebuilding gives identical files)."""
-    from sieveqa.data.registry import BUILDERS
+    from sieveqa.data.builders import BUILDERS
 
     if name not in BUILDERS:
         raise ConfigError(f"unknown benchmark {name!r}; known: {', '.join(BUILDERS)}")
