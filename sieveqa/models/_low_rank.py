@@ -85,7 +85,8 @@ def add_adapters(model: nn.Module, base: Mapping[str, Tensor], rank: int, seed: 
 
 def adapter_rank(model: nn.Module) -> int | None:
     """The rank of ``model``'s adapters (``add_adapters``), or None when it has none."""
-    return next((m.lr_a.shape[1] for m in model.modules() if isinstance(getattr(m, UP, None), Tensor)), None)
+    found = (getattr(m, UP) for m in model.modules() if isinstance(getattr(m, UP, None), Tensor))
+    return next((up.shape[1] for up in found), None)
 
 
 def _trained_factors(state: Mapping[str, Tensor], name: str) -> tuple[Tensor, Tensor] | None:

@@ -327,3 +327,17 @@ def test_a_pool_of_your_own_pairs_is_scored_and_taught(
         sieveqa(*train, "--teachers", "bm25", "--pool", "pairs:/nonexistent.jsonl", "-o", tmp_path / "k3")
     )
     assert gone == "error: pairs:/nonexistent.jsonl: no such file"
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (["--low-rank", "0"], "invalid --low-rank 0"),
+        (["--low-rank", "64"], "--low-rank 64: the body's matrices need a rank below"),
+    ],
+)
+def test_a_low_rank_the_model_cannot_train_is_one_line(
+    sieveqa, example_jsonl: Path, tmp_path: Path, flags, message
+) -> None:
+    line = one_error_line(_train(sieveqa, example_jsonl, tmp_path / "r", *flags))
+    assert message in line, line
