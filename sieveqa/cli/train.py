@@ -298,6 +298,8 @@ def teacher_scores_command(
     Give the sampling options the student will be trained with: the file is refused unless its pairs
     are the student's, in order. Scores computed on another machine (a GPU) travel as such a file.
     They are computed in fp32 unless --precision says otherwise (bf16 rounds the soft targets).
+    A model's scores so far are kept beside the output (OUT.partial.json) while it scores: the same
+    command, run again after a kill, goes on from there.
     """
     from sieveqa.io import check_output_file
     from sieveqa.training.config import TrainConfig
@@ -316,8 +318,16 @@ def teacher_scores_command(
     recipe = PointwiseRecipe()
     pairs = recipe.sample(recipe.load(train_sets), config, train_sets)
     pairs, source = pooled(pairs, train_sets, config, options, recipe.load)
+    partial = out.with_name(out.name.removesuffix(".json.gz") + ".partial.json")  # kept while it scores
     scores = teacher_scores(
-        teacher, source, pairs, option="--teacher", device=device, batch_size=batch_size, precision=precision
+        teacher,
+        source,
+        pairs,
+        option="--teacher",
+        partial=partial,
+        device=device,
+        batch_size=batch_size,
+        precision=precision,
     )
     scores.teacher = name or scores.teacher
     scores.save(out)

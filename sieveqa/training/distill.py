@@ -62,12 +62,14 @@ def teacher_scores(
     pairs: LabelledPairs,
     progress: bool = True,
     option: str = "--teachers",
+    partial: Path | None = None,
     **settings: Any,
 ) -> TeacherScores:
     """Teacher ``spec``'s scores of ``pairs``: read from a scores file, or computed once by the model
     (in fp32 unless ``settings`` say another ``precision``; other ``configure`` options too, e.g.
     ``device``) and cached; refused unless they were computed on exactly these pairs and texts.
-    ``option`` names the flag that gave ``spec`` in errors."""
+    ``option`` names the flag that gave ``spec`` in errors; a model's scores so far are kept in
+    ``partial`` (default: beside the cached file) while it scores."""
     texts = texts_digest(pairs)
     if _is_scores_file(spec):
         scores = TeacherScores.load(spec)
@@ -91,10 +93,11 @@ def teacher_scores(
         else:
             teacher.configure(**{"precision": "fp32", **settings})  # bf16 would round the soft targets
             score = functools.partial(teacher.score_pairs, progress=False)
-            values = scored_in_parts(score, pairs, path.with_name(f"{key}.partial.json"), progress)
+            partial = partial or path.with_name(f"{key}.partial.json")
+            values = scored_in_parts(score, pairs, partial, progress, key)
+            partial.unlink(missing_ok=True)
         scores = TeacherScores(spec, digest, dataset, list(pairs.ids), values, texts)
         scores.save(path)
-        path.with_name(f"{key}.partial.json").unlink(missing_ok=True)
     scores.check(dataset, pairs.ids, digest, texts)
     return scores
 
@@ -104,21 +107,27 @@ PART = 2048
 
 
 def scored_in_parts(
-    score: Callable[[list[str], list[str]], list[float]], pairs: LabelledPairs, partial: Path, progress: bool
+    score: Callable[[list[str], list[str]], list[float]],
+    pairs: LabelledPairs,
+    partial: Path,
+    progress: bool,
+    key: str = "",
 ) -> list[float]:
     """``score`` of every pair, in parts of ``PART`` pairs, the scores so far written to ``partial``
-    (atomically) after each part: a run killed midway resumes after the last part it finished (an
-    hour of MPNet scoring is not lost to a stopped session)."""
+    (atomically, with ``key``: what they are scores of) after each part: a run killed midway resumes
+    after the last part it finished (an hour of MPNet scoring is not lost to a stopped session); scores
+    so far of another key (other pairs, another teacher) are not taken up."""
     try:
-        done = json.loads(partial.read_text()) if partial.is_file() else []
-        values = [float(v) for v in done] if isinstance(done, list) and len(done) <= len(pairs) else []
-    except (ValueError, TypeError):  # a damaged file of scores so far: they are made again
+        done = json.loads(partial.read_text()) if partial.is_file() else {}
+        kept = done.get("scores", []) if isinstance(done, dict) and done.get("key") == key else []
+        values = [float(v) for v in kept] if len(kept) <= len(pairs) else []
+    except (ValueError, TypeError, AttributeError):  # a damaged file of scores so far: made again
         values = []
     bar = tqdm(total=len(pairs), initial=len(values), desc="scoring", unit="pair", disable=not progress)
     for lo in range(len(values), len(pairs), PART):
         hi = min(lo + PART, len(pairs))
         values += score(list(pairs.questions[lo:hi]), list(pairs.texts[lo:hi]))
-        atomic_write_json(partial, values)
+        atomic_write_json(partial, {"key": key, "scores": values})
         bar.update(hi - lo)
     bar.close()
     return values

@@ -181,7 +181,7 @@ def test_teacher_scores_are_written_for_the_students_pairs_and_teach_them(
     result = sieveqa(*args, "--name", "tiny", "-o", out)
     assert result.exit_code == 0, result.output
     scores = TeacherScores.load(out)
-    assert scores.teacher == "tiny"
+    assert scores.teacher == "tiny" and not (tmp_path / "t.partial.json").exists()
     scores.check(data, make_pairs(read_jsonl(example_jsonl), max_negatives=2, seed=5).ids)
     line = one_error_line(sieveqa(*args, "-o", tmp_path / "t.json"))
     assert "a teacher-scores file ends in .json.gz" in line
@@ -245,6 +245,39 @@ def test_teacher_scores_names_its_own_options(
     assert line == "error: --precision: fp32 or bf16 (scores rounded no further), got 'auto'"
     line = one_error_line(sieveqa(*base, "--teacher", tmp_path / "nothing"))
     assert "nothing' is neither a shipped model" in line and "--teachers" not in line
+
+
+def test_a_killed_teacher_scores_goes_on_from_beside_its_output(
+    sieveqa, saved_tiny: Path, example_jsonl: Path, tmp_path: Path, monkeypatch
+) -> None:
+    """Its scores so far lived in the user's cache, which a change of machine (or SIEVEQA_CACHE)
+    leaves behind: they are kept beside -o, where the run's own files are."""
+    from sieveqa.models.pair_model import PairModel
+    from sieveqa.training import distill
+    from sieveqa.training.teachers import TeacherScores
+
+    monkeypatch.setenv("SIEVEQA_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(distill, "PART", 2)
+    real, calls = PairModel.score_pairs, []
+
+    def score_pairs(self, questions, texts, **kwargs):
+        calls.append(len(texts))
+        if len(calls) == 2 and stop:
+            raise KeyboardInterrupt  # the session ends during the second part
+        return real(self, questions, texts, **kwargs)
+
+    monkeypatch.setattr(PairModel, "score_pairs", score_pairs)
+    out, partial = tmp_path / "run" / "t.json.gz", tmp_path / "run" / "t.partial.json"
+    args = ["teacher-scores", "--teacher", saved_tiny, "--train", f"jsonl:{example_jsonl}", "-o", out]
+    stop = True
+    assert sieveqa(*args).exit_code != 0 and not out.exists()
+    assert len(json.loads(partial.read_text())["scores"]) == 2
+    calls.clear()
+    stop = False
+    monkeypatch.setenv("SIEVEQA_CACHE", str(tmp_path / "another-cache"))  # another machine's cache
+    result = sieveqa(*args)
+    assert result.exit_code == 0, result.output
+    assert sum(calls) == len(TeacherScores.load(out).scores) - 2 and not partial.exists()
 
 
 def test_bad_train_layers_are_one_line(sieveqa, example_jsonl: Path, tmp_path: Path) -> None:

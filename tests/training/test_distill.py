@@ -244,13 +244,30 @@ def test_a_killed_scoring_resumes_after_its_last_part(tmp_path: Path, monkeypatc
 
     partial, stop = tmp_path / "k.partial.json", True
     with pytest.raises(KeyboardInterrupt):
-        distill.scored_in_parts(score, pairs, partial, progress=False)
-    assert json.loads(partial.read_text()) == [float(len(t)) for t in pairs.texts[:2]]
+        distill.scored_in_parts(score, pairs, partial, progress=False, key="k")
+    so_far = json.loads(partial.read_text())
+    assert so_far == {"key": "k", "scores": [float(len(t)) for t in pairs.texts[:2]]}
     calls.clear()
     stop = False
-    values = distill.scored_in_parts(score, pairs, partial, progress=False)
+    values = distill.scored_in_parts(score, pairs, partial, progress=False, key="k")
     assert values == [float(len(t)) for t in pairs.texts] and calls[0] == list(pairs.texts[2:4])
     assert sum(len(c) for c in calls) == len(pairs) - 2  # the first part was not scored again
+
+
+def test_scores_so_far_of_other_pairs_are_not_taken_up(tmp_path: Path) -> None:
+    """Scores so far kept beside an output (teacher-scores -o) carry what they are scores of: the same
+    output asked again for other pairs or another teacher starts over (a list without its key was
+    taken up as this run's first scores)."""
+    from sieveqa.training import distill
+
+    pairs = make_pairs(_toy_examples())
+    partial = tmp_path / "t.partial.json"
+    partial.write_text(json.dumps({"key": "other pairs", "scores": [9.0, 9.0]}))
+    values = distill.scored_in_parts(lambda q, t: [0.5] * len(t), pairs, partial, False, key="these")
+    assert values == [0.5] * len(pairs)
+    partial.write_text(json.dumps([9.0, 9.0]))  # the format before the key was kept
+    values = distill.scored_in_parts(lambda q, t: [0.5] * len(t), pairs, partial, False, key="these")
+    assert values == [0.5] * len(pairs)
 
 
 def test_a_model_free_teachers_own_scores_read_no_label() -> None:
