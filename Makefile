@@ -7,7 +7,7 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export NO_MKDOCS_2_WARNING := 1
 
-.PHONY: race-env install demo test test-all test-slow test-shutdown test-docs test-wheel docs wheel test-fast lint default-model default-v1-model cascade-models retrofit-model mono-models default-cascade peasi-cascade foreign-retrofit has-models has-sensitivity peasi-models peasi-v2-models peasi-v2-ship peasi-v3-models judge-mpnet judge-mpnet-top judge-mpnet-made judge-mpnet-contrast judge-minilm-kd judge-minilm-read judge-reader easi-null peasi-ship peasi-wikiqa reader-models reader-v2-model reader-v3-model reader-v4-model reader-v3-answerability reader-ship reader-v3-ship reader-v3-report reader-v3-sched-answer confidence-ship own-files-index own-files-bench faq-rerankers mpnet-passage-ranker large-model large-keep large-adapt-last large-dev large-test large-ship large-cascade mhs-teachers mhs-teacher-scores mhs-kd-search mhs-students mhs-tables mhs2-teacher-scores mhs2-students mhs2-multi mhs2-single mhs2-dev mhs2-test default-kd has-store-model has-store-v2-model store-bench fusion-bench
+.PHONY: race-env install demo test test-all test-slow test-shutdown test-docs test-wheel docs wheel test-fast lint default-model default-v1-model cascade-models retrofit-model mono-models default-cascade peasi-cascade foreign-retrofit has-models has-sensitivity peasi-models peasi-v2-models peasi-v2-ship peasi-v3-models judge-mpnet judge-mpnet-top judge-mpnet-made judge-mpnet-contrast judge-minilm-kd judge-keep judge-minilm-read judge-reader easi-null peasi-ship peasi-wikiqa reader-models reader-v2-model reader-v3-model reader-v4-model reader-v3-answerability reader-ship reader-v3-ship reader-v3-report reader-v3-sched-answer confidence-ship own-files-index own-files-bench faq-rerankers mpnet-passage-ranker large-model large-keep large-adapt-last large-dev large-test large-ship large-cascade mhs-teachers mhs-teacher-scores mhs-kd-search mhs-students mhs-tables mhs2-teacher-scores mhs2-students mhs2-multi mhs2-single mhs2-dev mhs2-test default-kd has-store-model has-store-v2-model store-bench fusion-bench
 
 $(VENV)/.installed: pyproject.toml packages/sieveqa-models/pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -324,13 +324,27 @@ endef
 # teaches); one head, saved as a plain cross-encoder; then read as every judge is (read-judge).
 JUDGE_KD ?= runs/judge-minilm-kd
 JUDGE_POOL := --pool "squad-unanswerable:contrast[:10000]" --pool-pairs 10000
+# Its teacher's scores (MPNet-12 over ~19k passages: hours of one core in fp32; bf16 where the CPU has no
+# native bf16 ran 8x slower) are kept as they grow (teacher-scores keeps OUT.partial.json while it scores):
+# `make judge-keep` copies them to checkpoints/, and this target restores them on a new machine.
+JUDGE_KEPT := checkpoints/judge-minilm-kd
 judge-minilm-kd: install
-	$(SIEVEQA) teacher-scores --teacher peasi-judge --train squad2-passages:own $(JUDGE_POOL) --precision bf16 --seed 66 \
+	mkdir -p $(JUDGE_KD)
+	for f in teacher.json.gz teacher.partial.json; do [ -f $(JUDGE_KD)/teacher.json.gz ] || \
+		[ -f $(JUDGE_KD)/teacher.partial.json ] || [ ! -f $(JUDGE_KEPT)/$$f ] || cp $(JUDGE_KEPT)/$$f $(JUDGE_KD)/$$f; done
+	[ -f $(JUDGE_KD)/teacher.json.gz ] || $(SIEVEQA) teacher-scores --teacher peasi-judge --train squad2-passages:own \
+		$(JUDGE_POOL) --seed 66 \
 		--name peasi-judge -o $(JUDGE_KD)/teacher.json.gz
 	$(SIEVEQA) train --arch mhs --heads 1 --init peasi-pr --train squad2-passages:own $(JUDGE_POOL) --dev "" \
 		--teachers $(JUDGE_KD)/teacher.json.gz --alpha 0.1 --tau 1 --max-length 256 --epochs 2 --lr 3e-5 \
 		--batch-size 16 --seed 66 --checkpoint-every 100 --out $(JUDGE_KD)
 	$(MAKE) judge-minilm-read
+
+judge-keep:
+	mkdir -p $(JUDGE_KEPT)
+	for f in teacher.json.gz teacher.partial.json; do [ ! -f $(JUDGE_KD)/$$f ] || \
+		{ cp $(JUDGE_KD)/$$f $(JUDGE_KEPT)/$$f.tmp && mv $(JUDGE_KEPT)/$$f.tmp $(JUDGE_KEPT)/$$f; }; done
+	[ ! -f $(JUDGE_KEPT)/teacher.json.gz ] || rm -f $(JUDGE_KEPT)/teacher.partial.json
 
 # The distilled judge read as every judge is, and beside the MPNet judge in one pass over squad2-open
 # dev (its logits cached as judge2): the held-out confidence at the shipped choice and at the light one

@@ -30,6 +30,20 @@ def test_auto_precision_on_a_cpu_follows_native_bf16(monkeypatch, flags: set[str
     assert device.resolve_precision("auto", torch.device("cpu")) == expected
 
 
+def test_bf16_asked_for_without_bf16_units_is_said_once(monkeypatch, caplog) -> None:
+    """teacher-scores --precision bf16 on an AVX2 CPU scored 8x slower than fp32, without a word."""
+    device._warn_emulated_bf16.cache_clear()
+    monkeypatch.setattr(device, "cpu_info", lambda: ("test cpu", frozenset({"avx2", "amx_bf16"})))
+    assert device.resolve_precision("bf16", torch.device("cpu")) == "bf16" and not caplog.records
+    monkeypatch.setattr(device, "cpu_info", lambda: ("test cpu", frozenset({"avx2"})))
+    for _ in range(2):
+        assert device.resolve_precision("bf16", torch.device("cpu")) == "bf16"
+    assert device.resolve_precision("auto", torch.device("cpu")) == "fp32"
+    assert len(caplog.records) == 1
+    assert caplog.records[0].getMessage().startswith("bf16 on this CPU (test cpu: no AVX512-BF16 or AMX)")
+    device._warn_emulated_bf16.cache_clear()
+
+
 def test_impossible_precisions_are_refused() -> None:
     cpu = torch.device("cpu")
     assert device.resolve_precision("int8", cpu) == "int8"
