@@ -243,6 +243,13 @@ class MultiHeadConfig(ModelConfig):
         default=None, metadata={"help": "b: shared layers (None: the backbone's depth minus h)"}
     )
     pooling: str = field(default="cls", metadata={"help": "head input: 'cls' token or 'mean' of tokens"})
+    head_weights: list[float] | None = field(
+        default=None,
+        metadata={
+            "help": "each head's weight in the student's score and in its training loss, one per head "
+            "(eq. 4's lambda; none: all alike, the paper's mean)"
+        },
+    )
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -251,6 +258,18 @@ class MultiHeadConfig(ModelConfig):
                 f"MultiHeadConfig: needs k >= 1 heads of h >= 1 layers over b >= 1 body layers, got "
                 f"k={self.heads}, h={self.head_depth}, b={self.body_depth}"
             )
+        weights = self.head_weights
+        if weights is not None and (
+            len(weights) != self.heads or not all(w >= 0 for w in weights) or not sum(weights) > 0
+        ):
+            raise ConfigError(
+                f"--head-weights: one weight >= 0 per head ({self.heads}), not all 0; got {weights}"
+            )
+
+    def normalised_weights(self) -> list[float]:
+        """The heads' weights summing to 1 (alike when none are given)."""
+        weights = self.head_weights or [1.0] * self.heads
+        return [w / sum(weights) for w in weights]
 
     @property
     def name(self) -> str:

@@ -32,7 +32,8 @@ from sieveqa.models.pair_model import PairModel
 
 
 class MultiHeadStudent(PairModel):
-    """One shared body, ``k`` heads of ``h`` layers each; scores are the heads' mean logit."""
+    """One shared body, ``k`` heads of ``h`` layers each; scores are the heads' mean logit (weighted by
+    ``config.head_weights`` where given)."""
 
     one_body = False  # its branches are bodies of their own
 
@@ -61,6 +62,8 @@ class MultiHeadStudent(PairModel):
         self.heads = nn.ModuleList(
             ClassifierHead(hidden, 1, cfg.pooling, cfg.dropout) for _ in range(cfg.heads)
         )
+        # eq. 5's mean, weighted where the config says (a buffer: it moves with the model, no per-batch work)
+        self.register_buffer("pool_weights", torch.tensor(cfg.normalised_weights()), persistent=False)
         self.eval()
 
     def copy_top_layers(self) -> None:
@@ -93,7 +96,8 @@ class MultiHeadStudent(PairModel):
         return torch.stack(logits, dim=1)
 
     def batch_logits(self, batch: dict[str, Tensor], cost: Cost, last_only: bool) -> Tensor:
-        return self(**batch, cost=cost).mean(dim=1, keepdim=True)
+        logits = self(**batch, cost=cost)
+        return (logits * self.pool_weights.to(logits.dtype)).sum(dim=1, keepdim=True)
 
     def as_cross_encoder(self) -> CrossEncoder:
         """A one-head student is a cross-encoder: the same layers and classifier, in that class (on

@@ -84,8 +84,9 @@ class Distillation:
     """Knowledge distillation from cached teacher logits (``batch["teacher"]``, one column per head).
 
     A single-score model learns from column 0; a model with k heads (a k-column output) gives each
-    head its own teacher column, and the losses are summed (the paper's eq. 4 with λ = 1), so the
-    shared body learns from all of them.
+    head its own teacher column, and the losses are summed (the paper's eq. 4, λ = 1 unless the
+    model's ``head_weights`` say otherwise: λ_i = k·w_i for weights w summing to 1), so the shared
+    body learns from all of them.
     """
 
     def __init__(self, alpha: float, tau: float) -> None:
@@ -101,7 +102,11 @@ class Distillation:
         if student.shape != teacher.shape:
             raise ValueError(f"{student.shape[1]} heads but {teacher.shape[1]} teacher columns")
         labels = batch["labels"].unsqueeze(1).expand_as(student)
-        return kd_loss(student, teacher, labels, self.alpha, self.tau).sum(dim=1).mean()
+        losses = kd_loss(student, teacher, labels, self.alpha, self.tau)
+        weights = getattr(model, "pool_weights", None)
+        if weights is not None:  # eq. 4's λ_i: k·w_i (all 1 when the heads weigh alike)
+            losses = losses * (weights * len(weights)).to(losses.dtype)
+        return losses.sum(dim=1).mean()
 
 
 class TripletHinge:

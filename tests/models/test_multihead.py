@@ -74,6 +74,25 @@ def test_configs_that_do_not_fit_are_refused(settings: dict, message: str) -> No
         _student(**settings)
 
 
+def test_weighted_heads_score_as_their_weighted_mean_and_keep_it_when_saved(tmp_path) -> None:
+    """A weak teacher's head pulled the student's score with the same weight as the strong one's."""
+    student = _student(heads=3, head_depth=1, head_weights=[2.0, 0.0, 1.0])
+    with torch.inference_mode():
+        logits = student(**_batch(student))
+    expected = (2 * logits[:, 0] + logits[:, 2]) / 3
+    scores = torch.tensor(student.score_pairs(QUESTIONS, TEXTS))
+    torch.testing.assert_close(scores, expected, rtol=0, atol=1e-5)
+    saved = load_model(student.save_pretrained(tmp_path / "s"))
+    assert saved.config.head_weights == [2.0, 0.0, 1.0]
+    assert saved.score_pairs(QUESTIONS, TEXTS) == pytest.approx(scores.tolist(), abs=2e-2)  # fp16
+
+
+@pytest.mark.parametrize("weights", [[1.0, 1.0], [1.0, -1.0, 1.0], [0.0, 0.0, 0.0]])
+def test_head_weights_are_one_per_head_not_negative_nor_all_zero(weights: list[float]) -> None:
+    with pytest.raises(ConfigError, match=r"--head-weights: one weight >= 0 per head \(3\)"):
+        _student(heads=3, head_weights=weights)
+
+
 def test_a_shallower_student_keeps_only_the_layers_it_uses() -> None:
     student = _student(body_depth=1, head_depth=1, heads=2)
     assert student.encoder.num_layers == 2 and student.config.name == "B1 2H1"

@@ -60,3 +60,21 @@ def test_each_head_learns_from_its_own_teacher_column() -> None:
         loss_fn(model, {**batch, "teacher": teacher[:, :1]})
     with pytest.raises(ValueError, match="0 <= alpha <= 1"):
         Distillation(alpha=1.5, tau=1.0)
+
+
+def test_a_heads_weight_scales_its_loss() -> None:
+    """eq. 4's λ_i: a head of weight 0 learns nothing, and weights alike are the plain sum."""
+    teacher = torch.tensor([[3.0, -3.0], [-2.0, 2.0]])
+    batch = {"input_ids": torch.zeros(2, 1), "labels": torch.tensor([1.0, 0.0]), "teacher": teacher}
+    loss_fn = Distillation(alpha=0.0, tau=1.0)
+    plain = _Heads(torch.zeros(2, 2))
+    loss_fn(plain, batch).backward()
+    weighted = _Heads(torch.zeros(2, 2))
+    weighted.register_buffer("pool_weights", torch.tensor([1.0, 0.0]))
+    loss_fn(weighted, batch).backward()
+    assert weighted.logits.grad is not None and plain.logits.grad is not None
+    torch.testing.assert_close(weighted.logits.grad[:, 0], 2 * plain.logits.grad[:, 0])
+    assert not weighted.logits.grad[:, 1].any() and plain.logits.grad[:, 1].any()
+    alike = _Heads(torch.zeros(2, 2))
+    alike.register_buffer("pool_weights", torch.tensor([0.5, 0.5]))
+    torch.testing.assert_close(loss_fn(alike, batch), loss_fn(plain, batch))
