@@ -91,7 +91,7 @@ def atomic_open(path: str | os.PathLike[str], mode: str = "w", **kwargs: Any) ->
         raise
 
 
-def atomic_write_json(path: str | os.PathLike[str], obj: Any, indent: int = 2) -> None:
+def atomic_write_json(path: str | os.PathLike[str], obj: Any, indent: int | None = 2) -> None:
     """Write ``obj`` as JSON to ``path`` atomically."""
     with atomic_open(path, "w", encoding="utf-8") as handle:
         json.dump(obj, handle, indent=indent, ensure_ascii=False)

@@ -331,4 +331,5 @@ def teacher_scores_command(
     )
     scores.teacher = name or scores.teacher
     scores.save(out)
+    partial.unlink(missing_ok=True)  # only now: a failed save keeps what was scored
     typer.echo(f"{len(scores.scores)} pairs scored by {scores.teacher}: {out}")

@@ -85,6 +85,7 @@ def teacher_scores(
     parts = [digest, dataset, *pairs.ids, texts] + ([f"precision:{precision}"] if precision != "fp32" else [])
     key = hashlib.sha256("\n".join(parts).encode()).hexdigest()[:24]
     path = cache_root() / "teacher-scores" / f"{key}.json.gz"
+    so_far = partial or path.with_name(f"{key}.partial.json")
     if path.is_file():
         scores = TeacherScores.load(path)
     else:
@@ -93,11 +94,11 @@ def teacher_scores(
         else:
             teacher.configure(**{"precision": "fp32", **settings})  # bf16 would round the soft targets
             score = functools.partial(teacher.score_pairs, progress=False)
-            partial = partial or path.with_name(f"{key}.partial.json")
-            values = scored_in_parts(score, pairs, partial, progress, key)
-            partial.unlink(missing_ok=True)
+            values = scored_in_parts(score, pairs, so_far, progress, key)
         scores = TeacherScores(spec, digest, dataset, list(pairs.ids), values, texts)
         scores.save(path)
+        if partial is None:  # the caller's own file of scores so far is removed by it, after its save
+            so_far.unlink(missing_ok=True)
     scores.check(dataset, pairs.ids, digest, texts)
     return scores
 
@@ -127,7 +128,7 @@ def scored_in_parts(
     for lo in range(len(values), len(pairs), PART):
         hi = min(lo + PART, len(pairs))
         values += score(list(pairs.questions[lo:hi]), list(pairs.texts[lo:hi]))
-        atomic_write_json(partial, {"key": key, "scores": values})
+        atomic_write_json(partial, {"key": key, "scores": values}, indent=None)  # rewritten each part
         bar.update(hi - lo)
     bar.close()
     return values

@@ -275,9 +275,23 @@ def test_a_killed_teacher_scores_goes_on_from_beside_its_output(
     calls.clear()
     stop = False
     monkeypatch.setenv("SIEVEQA_CACHE", str(tmp_path / "another-cache"))  # another machine's cache
+    save = TeacherScores.save
+
+    def full_disk(self, path):
+        if path == out:
+            raise OSError(28, "No space left on device", str(path))
+        return save(self, path)
+
+    monkeypatch.setattr(TeacherScores, "save", full_disk)
+    assert sieveqa(*args).exit_code != 0
+    assert partial.exists()  # was removed before -o was written: the scores were lost with the save
+    monkeypatch.setattr(TeacherScores, "save", save)
+    monkeypatch.setenv("SIEVEQA_CACHE", str(tmp_path / "a-third-cache"))
+    scored = sum(calls)
     result = sieveqa(*args)
     assert result.exit_code == 0, result.output
-    assert sum(calls) == len(TeacherScores.load(out).scores) - 2 and not partial.exists()
+    assert scored == len(TeacherScores.load(out).scores) - 2 and not partial.exists()
+    assert sum(calls) == scored  # the third run scored nothing again
 
 
 def test_bad_train_layers_are_one_line(sieveqa, example_jsonl: Path, tmp_path: Path) -> None:
