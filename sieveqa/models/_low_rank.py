@@ -57,8 +57,10 @@ def add_adapters(model: nn.Module, base: Mapping[str, Tensor], rank: int, seed: 
         linear = name.endswith(".weight") and isinstance(owner, nn.Linear) and "embeddings" not in name
         if name in base and param.requires_grad and linear:
             chosen.append((name, param, owner))
-    smallest = min((min(p.shape) for _, p, _ in chosen), default=0)
-    if not chosen or rank >= smallest:
+    if not chosen:
+        raise ConfigError(f"--low-rank {rank}: the body has no trainable matrix to adapt")
+    smallest = min(min(p.shape) for _, p, _ in chosen)
+    if rank >= smallest:
         raise ConfigError(f"--low-rank {rank}: the body's matrices need a rank below {smallest}")
     for name, param in model.named_parameters():
         if name in base:

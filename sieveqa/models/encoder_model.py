@@ -277,17 +277,20 @@ class EncoderModel(InferenceCopies):
         installed = load_backbone(self.config.backbone).model.state_dict()
         return {f"{BODY}backbone.{n}": t for n, t in installed.items()}
 
-    def train_low_rank(self, rank: int) -> float:
+    def train_low_rank(self, rank: int, seed: int = 0) -> float:
         """Train the body from here on as rank-``rank`` changes of its matrices over the installed
-        base (LoRA; the heads train whole): what it already changed is refactored at that rank. Saving
-        then writes the low-rank format. Returns the share of the body's changes kept (1.0: none cut)."""
+        base (LoRA; the heads train whole; ``seed`` draws the new down factors): what it already
+        changed is refactored at that rank. Saving then writes the low-rank format. Returns the share
+        of the body's changes kept (1.0: none cut)."""
         if rank < 1:
             raise ConfigError(f"--low-rank must be >= 1, got {rank}")
         if self.body_from is not None:
             raise ConfigError(f"--low-rank: the body is {self.body_from!r}'s, not trained here")
         if not self.one_body:
-            raise ConfigError(f"--low-rank trains one body; a {self.kind} model has more (trained whole)")
-        return add_adapters(self, self.installed_base(), rank)
+            raise ConfigError(f"--low-rank is not available for a {self.kind} model: it trains whole")
+        if not self.config.freeze_word_embeddings:
+            raise ConfigError("--low-rank keeps the word embeddings frozen: drop --no-freeze-word-embeddings")
+        return add_adapters(self, self.installed_base(), rank, seed)
 
     def save_pretrained(
         self,

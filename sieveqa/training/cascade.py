@@ -8,7 +8,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from sieveqa.data.records import RankingExample
-from sieveqa.errors import DataFormatError
+from sieveqa.errors import ConfigError, DataFormatError
 from sieveqa.evaluation.metrics import METRICS, evaluate_scores
 from sieveqa.io import check_output_dir
 from sieveqa.models.base import flatten_pairs, regroup
@@ -93,6 +93,8 @@ def retrofit_cascade(
     ``config.metric`` says otherwise.
     """
     config = config or TrainConfig(metric="map@mean")
+    if config.low_rank is not None:  # the command line has no such flag; the Python API ignored it
+        raise ConfigError("low_rank: a retrofit trains exit heads only, its body is the ranker's")
     if config.metric is None:  # what picks the best heads on dev: the mean MAP over the exits
         config = replace(config, metric="map@mean")
     recipe = RetrofitRecipe()

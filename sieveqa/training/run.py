@@ -4,6 +4,7 @@ two calls): the model to start from, the data checked before training starts, th
 from __future__ import annotations
 
 import contextlib
+import logging
 from collections.abc import Iterator
 from dataclasses import asdict, fields, replace
 from pathlib import Path
@@ -23,6 +24,8 @@ from sieveqa.training.checkpoint import check_checkpoint
 from sieveqa.training.config import TrainConfig
 from sieveqa.training.recipe import Recipe
 from sieveqa.training.trainer import Trainer, TrainState, seed_everything
+
+log = logging.getLogger(__name__)
 
 __all__ = ["init_model", "prepared", "run_trainer", "train_model"]
 
@@ -126,9 +129,13 @@ def train_model(
     recipe.prepare(model)
     recipe.check_metric(model, config.metric)
     if config.low_rank is not None:
-        kept = model.train_low_rank(config.low_rank)
+        kept = model.train_low_rank(config.low_rank, config.seed)
         if kept < 0.999:
-            tqdm.write(f"--low-rank {config.low_rank} keeps {kept:.1%} of what {init} changed in its body")
+            log.warning(
+                "--low-rank %d keeps %.1f%% of what %s changed in its body: the run starts below it "
+                "(start from a backbone, or a model stored at this rank, to lose nothing)",
+                config.low_rank, 100 * kept, init,
+            )  # fmt: skip
     run = {"train": train, "dev": dev, "init": init, "arch": arch} | asdict(recipe.options)
     with prepared(recipe, train, out_dir, dev, config, resume, "training", run) as (sample, dev_examples):
         meta = run | {"n_examples": len(sample)}

@@ -206,7 +206,8 @@ class Trainer:
         if "frozen_fingerprint" in saved and saved["frozen_fingerprint"] != self._frozen_fingerprint:
             raise ConfigError(
                 f"{path}: the weights this run keeps frozen are not those it started from (the --init "
-                "model changed since); use a new output folder (or --no-resume)"
+                "model, --train-layers or the installed backbone changed since); use a new output "
+                "folder (or --no-resume)"
             )
         weights = load_file(str(path / "model.safetensors"))
         own = set(self.model.state_dict())

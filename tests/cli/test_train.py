@@ -381,6 +381,7 @@ def test_a_pool_of_your_own_pairs_is_scored_and_taught(
     [
         (["--low-rank", "0"], "invalid --low-rank 0"),
         (["--low-rank", "64"], "--low-rank 64: the body's matrices need a rank below"),
+        (["--low-rank", "2", "--no-freeze-word-embeddings"], "--low-rank keeps the word embeddings frozen"),
     ],
 )
 def test_a_low_rank_the_model_cannot_train_is_one_line(
@@ -388,3 +389,21 @@ def test_a_low_rank_the_model_cannot_train_is_one_line(
 ) -> None:
     line = one_error_line(_train(sieveqa, example_jsonl, tmp_path / "r", *flags))
     assert message in line, line
+
+
+def test_train_low_rank_from_a_model_trained_whole_says_what_it_cuts(
+    sieveqa, example_jsonl: Path, tmp_path: Path, caplog
+) -> None:
+    """The only word of a start cut to 74% (the shipped default at rank 16) was a line on stdout; the
+    low-rank run itself had no test through the command line."""
+    assert _train(sieveqa, example_jsonl, tmp_path / "whole", "--epochs", "1").exit_code == 0
+    whole = str(tmp_path / "whole" / "best")
+    result = sieveqa(
+        "train", "--train", f"jsonl:{example_jsonl}", "--init", whole, "--dev", "", "--epochs", "1",
+        "--low-rank", "2", "--out", tmp_path / "lr", "--no-progress",
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    said = [r.getMessage() for r in caplog.records if "--low-rank 2 keeps" in r.getMessage()]
+    assert len(said) == 1 and f"of what {whole} changed in its body: the run starts below it" in said[0]
+    saved = json.loads((tmp_path / "lr" / "best" / "config.json").read_text())
+    assert saved["low_rank"]["rank"] == 2

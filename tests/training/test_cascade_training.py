@@ -111,6 +111,15 @@ def test_cascade_training_runs_through_the_one_trainer(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
+def test_a_retrofit_refuses_low_rank_rather_than_ignoring_it(tiny_model, tmp_path: Path) -> None:
+    from sieveqa.errors import ConfigError
+
+    base = tiny_model.save_pretrained(tmp_path / "base")
+    config = TrainConfig(progress=False, low_rank=2)
+    with pytest.raises(ConfigError, match="a retrofit trains exit heads only"):
+        retrofit_cascade(str(base), _write_toy(tmp_path), tmp_path / "retro", exits=[2], config=config)
+
+
 def test_a_foreign_reranker_is_retrofitted_from_unlabelled_pairs(tmp_path: Path) -> None:
     """Issue 45: exits over a Hugging Face ELECTRA from {"query", "text"} lines, no label anywhere;
     the cascade stores its heads only, reads the body from the user's folder, and runs pruned."""

@@ -296,7 +296,7 @@ def test_a_checkpoint_of_either_kernel_resumes_under_this_ones(
     assert trainer.train().step == 12
     # Scores, not weights: a parameter whose gradient is rounding noise (a key bias, which the softmax
     # ignores) moves by Adam's full step either way the noise falls.
-    torch.testing.assert_close(_scores(resumed), _scores(whole), rtol=0, atol=1e-4)
+    torch.testing.assert_close(_scores(resumed), _scores(whole), rtol=0, atol=1e-3)
     assert not torch.allclose(_scores(resumed), _scores(tiny_model), atol=1e-2)
 
 
@@ -382,7 +382,13 @@ def test_low_rank_training_changes_only_the_factors_and_the_head(tiny_model, tmp
     assert frozen and set(stored) == set(tiny_model.state_dict()) - frozen
     folder = tiny_model.save_pretrained(tmp_path / "saved")
     assert json.loads((folder / "config.json").read_text())["low_rank"]["rank"] == 2
-    torch.testing.assert_close(_scores(load_model(folder)), _scores(tiny_model), rtol=0, atol=2e-2)
+    torch.testing.assert_close(_scores(load_model(folder)), _scores(tiny_model), rtol=0, atol=1e-3)
+    without = copy.deepcopy(tiny_model)  # a save that lost the factors would be seen at this tolerance
+    with torch.no_grad():
+        for name, p in without.named_parameters():
+            if name.endswith(".lr_b"):
+                p.zero_()
+    assert not torch.allclose(_scores(without), _scores(tiny_model), atol=1e-3)
 
 
 @pytest.mark.slow
@@ -407,12 +413,24 @@ def test_low_rank_training_resumes_as_an_uninterrupted_run(tiny_model, tmp_path:
         _trainer(other, tmp_path / "b", **settings).try_resume()
 
 
+def test_the_seed_draws_the_new_down_factors(tiny_model) -> None:
+    """Every seed started from the same factors (seed 0 was fixed)."""
+
+    def downs(seed: int) -> list[torch.Tensor]:
+        model = copy.deepcopy(tiny_model)
+        model.train_low_rank(2, seed)
+        return [p.detach() for n, p in model.named_parameters() if n.endswith(".lr_b")]
+
+    assert all(torch.equal(a, b) for a, b in zip(downs(3), downs(3), strict=True))
+    assert not any(torch.equal(a, b) for a, b in zip(downs(3), downs(4), strict=True))
+
+
 def test_a_model_stored_at_low_rank_continues_training_from_its_factors(tiny_model, tmp_path: Path) -> None:
     tiny_model.train_low_rank(2)
     _trainer(tiny_model, tmp_path / "a", epochs=1).train()
     loaded = load_model(tiny_model.save_pretrained(tmp_path / "saved"))  # merged: plain matrices
     assert loaded.train_low_rank(2) == pytest.approx(1.0, abs=1e-4)  # refactored: nothing cut
-    torch.testing.assert_close(_scores(loaded), _scores(tiny_model), rtol=0, atol=2e-2)
+    torch.testing.assert_close(_scores(loaded), _scores(tiny_model), rtol=0, atol=1e-3)
     assert 0 < copy.deepcopy(load_model(tmp_path / "saved")).train_low_rank(1) < 0.99
 
 
@@ -431,13 +449,13 @@ def test_low_rank_keeps_train_layers_frozen_and_refuses_what_it_cannot_train(tmp
     assert factors and all(n.startswith(top) for n in factors)
     _trainer(model, tmp_path / "run", epochs=1).train()
     torch.testing.assert_close(
-        _scores(load_model(model.save_pretrained(tmp_path / "s"))), _scores(model), rtol=0, atol=2e-2
+        _scores(load_model(model.save_pretrained(tmp_path / "s"))), _scores(model), rtol=0, atol=1e-3
     )
     with pytest.raises(ConfigError, match="already trains at low rank"):
         model.train_low_rank(2)
     with pytest.raises(ConfigError, match=r"--low-rank 64: the body's matrices need a rank below"):
         CrossEncoder(CrossEncoderConfig(backbone="tiny", max_length=64)).train_low_rank(64)
-    with pytest.raises(ConfigError, match="trains one body; a multihead model has more"):
+    with pytest.raises(ConfigError, match="not available for a multihead model: it trains whole"):
         MultiHeadStudent(MultiHeadConfig(backbone="tiny", heads=2, head_depth=1)).train_low_rank(2)
     with pytest.raises(ConfigError, match="runs in int8 once saved"):
         model.configure(precision="int8").score_pairs(["q"], ["t"])
