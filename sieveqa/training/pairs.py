@@ -115,6 +115,13 @@ class PointwiseRecipe(Recipe):
             raise DataFormatError(f"{source}: no labelled candidates to train on")
         if not pairs.n_positive:
             raise DataFormatError(f"{source}: no candidate is labelled correct (1); nothing to learn from")
+        if pairs.n_positive == len(pairs):  # a file marking only the right candidates trained on them alone
+            unlabelled = sum(c.label is None for ex in examples for c in ex.candidates)
+            why = f"; {unlabelled} candidates have no label (only the right ones marked?)" if unlabelled else ""
+            raise DataFormatError(
+                f"{source}: every labelled candidate is correct (1), none wrong (0): nothing to rank "
+                f"against{why}; label the wrong candidates 0"
+            )
         return pairs
 
     def tensors(self, model: EncoderModel, sample: LabelledPairs) -> TrainData:

@@ -101,12 +101,17 @@ def test_a_setting_of_another_arch_is_refused(sieveqa, example_jsonl: Path, tmp_
     [
         ([], "no labelled candidates to train on"),
         ([{"id": "c", "text": "x", "label": 0}], "no candidate is labelled"),
+        (  # only the right one marked: it trained on positives alone, without a word
+            [{"id": "a", "text": "y", "label": 1}, {"id": "b", "text": "x"}, {"id": "c", "text": "z"}],
+            "every labelled candidate is correct (1), none wrong (0): nothing to rank against; 2 "
+            "candidates have no label (only the right ones marked?); label the wrong candidates 0",
+        ),
     ],
 )
 def test_training_data_without_positives_is_refused(sieveqa, tmp_path: Path, candidates, message) -> None:
     data = tmp_path / "t.jsonl"
     data.write_text(json.dumps({"qid": "q", "question": "who?", "candidates": candidates}) + "\n")
-    line = one_error_line(_train(sieveqa, data, tmp_path / "r"))
+    line = one_error_line(_train(sieveqa, data, tmp_path / "r", "--dev", ""))
     assert line.startswith(f"error: jsonl:{data}: {message}")
 
 
