@@ -4,6 +4,8 @@ the same settings and data, made before any model or data is prepared."""
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 import json
 import random
 from pathlib import Path
@@ -15,7 +17,7 @@ from sieveqa.errors import ConfigError
 from sieveqa.io import read_json_object
 from sieveqa.training.config import TrainConfig
 
-__all__ = ["check_checkpoint", "rng_state", "set_rng_state"]
+__all__ = ["check_checkpoint", "rng_state", "sample_digest", "set_rng_state"]
 
 
 def rng_state() -> dict[str, Any]:
@@ -32,6 +34,19 @@ def set_rng_state(saved: dict[str, Any]) -> None:
     random.setstate((version, tuple(internal), gauss))
     kind, keys, pos, has_gauss, cached = saved["numpy"]
     np.random.set_state((kind, np.asarray(keys, dtype=np.uint32), pos, has_gauss, cached))
+
+
+#: The ``run`` entry holding ``sample_digest`` of the training sample.
+DATA = "data"
+
+
+def sample_digest(sample: Any) -> str | None:
+    """sha256 of a recipe's training sample (a dataclass of texts, labels and targets, as JSON): what
+    the count of examples a checkpoint records does not pin (a file edited in place keeps its count)."""
+    if not dataclasses.is_dataclass(sample) or isinstance(sample, type):
+        return None
+    text = json.dumps(dataclasses.asdict(sample), ensure_ascii=False, default=repr)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def _comparable(config: dict[str, Any]) -> dict[str, Any]:
@@ -66,7 +81,9 @@ def check_checkpoint(
     if run is not None and isinstance(saved.get("run"), dict):
         theirs_run = saved["run"]
         diffs += [
-            f"--{k.replace('_', '-')} {theirs_run.get(k)!r} -> {v!r}"
+            "the training data's content (a file edited in place?)"
+            if k == DATA
+            else f"--{k.replace('_', '-')} {theirs_run.get(k)!r} -> {v!r}"
             for k, v in sorted(run.items())
             if k in theirs_run and theirs_run[k] != _jsonable(v)
         ]

@@ -117,7 +117,7 @@ class PointwiseRecipe(Recipe):
             raise DataFormatError(f"{source}: no candidate is labelled correct (1); nothing to learn from")
         if pairs.n_positive == len(pairs):  # a file marking only the right candidates trained on them alone
             unlabelled = sum(c.label is None for ex in examples for c in ex.candidates)
-            why = f"; {unlabelled} candidates have no label (only the right ones marked?)" if unlabelled else ""
+            why = f"; {unlabelled} candidates have no label (only the right ones marked?)" * bool(unlabelled)
             raise DataFormatError(
                 f"{source}: every labelled candidate is correct (1), none wrong (0): nothing to rank "
                 f"against{why}; label the wrong candidates 0"

@@ -20,7 +20,7 @@ from sieveqa.io import check_output_dir, exclusive
 from sieveqa.models.encoder_model import EncoderModel
 from sieveqa.models.zoo import SHIPPED, load_model
 from sieveqa.training.batches import Objective, TrainData
-from sieveqa.training.checkpoint import check_checkpoint
+from sieveqa.training.checkpoint import DATA, check_checkpoint, sample_digest
 from sieveqa.training.config import TrainConfig
 from sieveqa.training.recipe import Recipe
 from sieveqa.training.trainer import Trainer, TrainState, seed_everything
@@ -164,7 +164,8 @@ def prepared(
     run: dict[str, Any],
 ) -> Iterator[tuple[Any, list[RankingExample] | None]]:
     """The data side of a run, its output folder locked throughout: the training sample, labelled
-    dev examples, and that a checkpoint to resume has our settings."""
+    dev examples, and that a checkpoint to resume has our settings and data (the sample's digest is
+    added to ``run``, which the checkpoints record)."""
     with exclusive(out_dir, "training output folder"):
         source = train if isinstance(train, str) else ",".join(train)
         dev_examples = None
@@ -172,6 +173,8 @@ def prepared(
             dev_examples = recipe.load(dev)
             recipe.check_dev(dev_examples, dev)
         sample = recipe.sample(recipe.load(train), config, source)
+        if (digest := sample_digest(sample)) is not None:
+            run[DATA] = digest
         if resume:
             check_checkpoint(out_dir, config, len(sample), unit="n_examples", run=run)
         tqdm.write(f"{verb} on {sample.summary}")

@@ -121,6 +121,22 @@ def test_resuming_with_other_settings_names_them(sieveqa, example_jsonl: Path, t
     assert "checkpoint was written with other settings (lr 0.0001 -> 0.0002)" in line
 
 
+def test_resuming_on_a_training_file_edited_in_place_is_refused(
+    sieveqa, example_jsonl: Path, tmp_path: Path
+) -> None:
+    """The same count of pairs resumed silently: the old model kept, or two versions of the data mixed."""
+    data = tmp_path / "train.jsonl"
+    data.write_text(example_jsonl.read_text())
+    flags = ("--dev", "", "--epochs", "1", "--stop-after", "1")
+    assert _train(sieveqa, data, tmp_path / "r", *flags).exit_code == 0
+    rows = [json.loads(line) for line in data.read_text().splitlines() if line.strip()]
+    for row in rows:  # the same questions and candidates, other texts
+        row["candidates"] = [{**c, "text": c["text"].upper()} for c in row["candidates"]]
+    data.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    line = one_error_line(_train(sieveqa, data, tmp_path / "r", *flags))
+    assert "checkpoint was written with other settings (the training data's content (a file edited" in line
+
+
 def test_resuming_another_arch_or_init_is_refused_naming_it(
     sieveqa, example_jsonl: Path, tmp_path: Path
 ) -> None:
