@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import logging
 import sys
 from pathlib import Path
 from typing import Annotated, Any
@@ -28,6 +29,8 @@ from sieveqa.cli._options import (
     was_given,
 )
 from sieveqa.errors import ConfigError
+
+log = logging.getLogger(__name__)
 
 _RUN_KEYS = ("train", "dev", "init", "arch")
 
@@ -146,7 +149,8 @@ def train(
         raise ConfigError("--train is required (or a 'train' key in --config)")
     chosen = run["arch"] or "cross-encoder"
     train_values, model_values, options = _split(values, chosen)
-    run["dev"] = run["dev"] if run["dev"] is not None else "wikiqa:dev"
+    if run["dev"] is None:
+        run["dev"] = _default_dev(run["train"])
     if kd_trials:
         if train_values.get("stop_after"):
             raise ConfigError("--stop-after pauses one run; it cannot go with --kd-trials")
@@ -168,6 +172,32 @@ def train(
         return
     metric = train_values.get("metric") or registry.for_arch(chosen).recipe_class().default_metric
     typer.echo(f"{state.outcome(metric)}; model: {out / 'best'}")
+
+
+DEFAULT_DEV = "wikiqa:dev"
+
+
+def _default_dev(train: str | list[str]) -> str:
+    """The dev set when none is given: WikiQA dev, said when the training data is the user's own (the
+    best checkpoint of a model of their domain was chosen on Wikipedia questions without a word), and
+    refused in one line where it is not installed (the error named a file the user never asked for)."""
+    from sieveqa.data.registry import dataset_file, load_dataset
+    from sieveqa.errors import SieveQAError
+
+    names = train if isinstance(train, list) else [n.strip() for n in train.split(",")]
+    if any(dataset_file(n) is not None or n.startswith("beir:") for n in names):
+        log.warning(
+            "--dev not given: the best checkpoint is chosen on %s, not on your data; give --dev with "
+            "held-out questions of your own (or --dev '' to keep the last step)", DEFAULT_DEV
+        )  # fmt: skip
+    try:
+        load_dataset(DEFAULT_DEV)
+    except SieveQAError as err:  # not installed (or not readable)
+        raise ConfigError(
+            f"--dev defaults to {DEFAULT_DEV}, which is not available here ({err}); give --dev with "
+            "held-out questions of your own, or --dev '' for none"
+        ) from None
+    return DEFAULT_DEV
 
 
 def _search_kd(

@@ -137,6 +137,22 @@ def test_resuming_on_a_training_file_edited_in_place_is_refused(
     assert "checkpoint was written with other settings (the training data's content (a file edited" in line
 
 
+def test_own_data_without_dev_says_where_the_best_step_is_chosen(
+    sieveqa, example_jsonl: Path, tmp_path: Path, monkeypatch, caplog
+) -> None:
+    """The best checkpoint of a model of the user's domain was chosen on WikiQA without a word, and
+    where WikiQA is not installed the error named a file the user never asked for."""
+    monkeypatch.setenv("SIEVEQA_DATA", str(tmp_path / "no-data"))
+    monkeypatch.setenv("SIEVEQA_CACHE", str(tmp_path / "cache"))
+    (tmp_path / "no-data").mkdir()
+    args = ["train", "--train", f"jsonl:{example_jsonl}", "--init", "tiny", "--out", tmp_path / "r"]
+    line = one_error_line(sieveqa(*args))
+    assert line.startswith("error: --dev defaults to wikiqa:dev, which is not available here (")
+    assert line.endswith("give --dev with held-out questions of your own, or --dev '' for none")
+    said = [r.getMessage() for r in caplog.records]
+    assert any(m.startswith("--dev not given: the best checkpoint is chosen on wikiqa:dev") for m in said)
+
+
 def test_resuming_another_arch_or_init_is_refused_naming_it(
     sieveqa, example_jsonl: Path, tmp_path: Path
 ) -> None:
