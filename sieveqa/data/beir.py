@@ -15,16 +15,21 @@ English stopwords), over ``title`` and ``text`` joined, cached by the corpus's s
 from __future__ import annotations
 
 import csv
+import gzip
 import hashlib
 import json
+import logging
 from collections.abc import Container, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from sieveqa.data.records import Candidate, Question, RankingExample
 from sieveqa.errors import DataFormatError, DatasetNotFoundError
 from sieveqa.io import atomic_open
 from sieveqa.paths import cache_root
+
+log = logging.getLogger(__name__)
 
 #: Documents the first stage keeps per query (BEIR's reranking setting).
 FIRST_STAGE_K = 100
@@ -46,12 +51,24 @@ def passage_text(title: str, text: str) -> str:
     return f"{title}. {text}" if title and not text.startswith(title) else text
 
 
+def found(path: Path) -> Path:
+    """``path``, or ``path.gz`` where only that is there (BEIR's sets are often shipped gzipped)."""
+    zipped = path.with_name(path.name + ".gz")
+    return zipped if not path.is_file() and zipped.is_file() else path
+
+
+def _open(path: Path) -> Any:
+    return gzip.open(path, "rb") if path.suffix == ".gz" else path.open("rb")
+
+
 def _lines(path: Path) -> Iterator[tuple[int, dict]]:
+    path = found(path)
     if not path.is_file():
         raise DatasetNotFoundError(
-            f"{path}: no such file (a BEIR folder holds corpus.jsonl, queries.jsonl, qrels/)"
+            f"{path}: no such file, nor {path.name}.gz (a BEIR folder holds corpus.jsonl, queries.jsonl, "
+            "qrels/)"
         )
-    with path.open("rb") as f:
+    with _open(path) as f:
         for number, raw in enumerate(f, 1):
             try:
                 line = raw.decode("utf-8")
@@ -95,12 +112,17 @@ def _by_id(path: Path, empty: bool = True, only: Container[str] | None = None) -
 
 
 def _qrels(path: Path) -> dict[str, dict[str, int]]:
+    """A qrels file's judgements; the same judgement twice is kept once, two scores for one pair
+    (the last one won, silently) are a DataFormatError naming both lines, and so is a file of none."""
+    path = found(path)
     if not path.is_file():
-        there = sorted(p.stem for p in path.parent.glob("*.tsv"))
+        there = sorted(p.name.split(".")[0] for p in path.parent.glob("*.tsv*"))
         raise DatasetNotFoundError(f"{path}: no such file; its splits: {', '.join(there) or 'none'}")
     qrels: dict[str, dict[str, int]] = {}
+    lines: dict[tuple[str, str], int] = {}
     try:
-        text = path.read_text(encoding="utf-8")
+        with _open(path) as f:
+            text = f.read().decode("utf-8")
     except UnicodeDecodeError as err:
         raise DataFormatError(f"{path}: not UTF-8 text (byte {err.start + 1})") from None
     for number, row in enumerate(csv.reader(text.splitlines(), delimiter="\t"), 1):
@@ -108,35 +130,50 @@ def _qrels(path: Path) -> dict[str, dict[str, int]]:
             continue  # the header
         if len(row) < 3 or not row[-1].lstrip("-").isdigit():
             raise DataFormatError(f"{path}, line {number}: needs query-id, corpus-id and an integer score")
-        qrels.setdefault(row[0], {})[row[-2]] = int(row[-1])
+        pair, score = (row[0], row[-2]), int(row[-1])
+        given = qrels.setdefault(pair[0], {}).get(pair[1])
+        if given is not None and given != score:
+            raise DataFormatError(
+                f"{path}, line {number}: query {pair[0]!r} and document {pair[1]!r} judged again, "
+                f"{score} where line {lines[pair]} says {given}"
+            )
+        qrels[pair[0]][pair[1]] = score
+        lines.setdefault(pair, number)
+    if not qrels:
+        raise DataFormatError(f"{path}: judges no query (a header at most)")
     return qrels
 
 
 def read_beir(folder: str | Path, split: str = "test") -> BeirSet:
-    """Read a BEIR folder's corpus, and the queries and judgements of ``split``; a judged query or
-    document the files do not hold is a DataFormatError naming it."""
+    """Read a BEIR folder's corpus, and the queries and judgements of ``split`` (each file plain or
+    gzipped); a judged query the files do not hold is a DataFormatError naming it. A judged document
+    the corpus does not hold counts as BEIR's evaluation counts it, relevant and never retrieved, and
+    a warning says how many (a corpus cut down without its qrels)."""
     folder = Path(folder)
     qrels = _qrels(folder / "qrels" / f"{split}.tsv")
     corpus = {
         key: (str(row.get("title") or ""), row["text"])
         for key, row in _by_id(folder / "corpus.jsonl").items()
     }
+    if not corpus:
+        raise DataFormatError(f"{found(folder / 'corpus.jsonl')}: holds no document")
     queries = {
         key: row["text"] for key, row in _by_id(folder / "queries.jsonl", empty=False, only=qrels).items()
     }
-    for qid, judged in qrels.items():
+    missing = sorted({d for judged in qrels.values() for d in judged if d not in corpus})
+    for qid in qrels:
         if qid not in queries:
             raise DataFormatError(f"{folder}: qrels/{split}.tsv judges query {qid!r}, not in queries.jsonl")
-        missing = next((d for d in judged if d not in corpus), None)
-        if missing is not None:
-            raise DataFormatError(
-                f"{folder}: qrels/{split}.tsv judges document {missing!r}, not in corpus.jsonl"
-            )
+    if missing:
+        log.warning(
+            "%s: qrels/%s.tsv judges %d documents not in corpus.jsonl (first %r): they count as relevant "
+            "where judged so, and are never retrieved", folder, split, len(missing), missing[0]
+        )  # fmt: skip
     return BeirSet(folder, split, corpus, queries, qrels)
 
 
 def _first_stage_file(data: BeirSet, k: int) -> Path:
-    files = [data.folder / "corpus.jsonl", data.folder / "queries.jsonl"]
+    files = [found(data.folder / "corpus.jsonl"), found(data.folder / "queries.jsonl")]
     stamps = "|".join(f"{s.st_size}:{s.st_mtime_ns}" for s in (f.stat() for f in files))
     key = f"{data.folder.resolve()}|{stamps}|{data.split}|{k}"
     return cache_root() / "beir-bm25" / f"{hashlib.sha256(key.encode()).hexdigest()[:20]}.json"

@@ -117,9 +117,11 @@ def test_the_first_stage_is_cached_until_the_corpus_changes(beir: Path) -> None:
             lambda f: (f / "corpus.jsonl").write_text('{"_id": "d1", "text": ["a", "list"]}\n'),
             "corpus.jsonl, line 1: needs a 'text' string",
         ),
-        (
-            lambda f: (f / "qrels" / "test.tsv").write_text("q1\td9\t1\n"),
-            "judges document 'd9', not in corpus",
+        (lambda f: (f / "corpus.jsonl").write_text(""), "corpus.jsonl: holds no document"),  # a traceback
+        (lambda f: (f / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\n"), "judges no query"),
+        (  # the last score won silently
+            lambda f: (f / "qrels" / "test.tsv").write_text("q1\td1\t2\nq1\td1\t0\n"),
+            "test.tsv, line 2: query 'q1' and document 'd1' judged again, 0 where line 1 says 2",
         ),
         (
             lambda f: (f / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\nq1\td1\tyes\n"),
@@ -142,6 +144,28 @@ def test_a_row_repeated_as_is_and_a_query_of_another_split_are_no_error(beir: Pa
     )  # judged in no split here
     data = read_beir(beir, "test")
     assert len(data.corpus) == 4 and set(data.queries) == {"q1", "q2"}
+
+
+def test_a_judged_document_not_in_the_corpus_counts_as_never_retrieved(beir: Path, caplog) -> None:
+    """It was an error: a BEIR set cut down to a few hundred passages could not be read."""
+    (beir / "qrels" / "test.tsv").write_text("q1\td1\t1\nq1\td9\t1\nq1\td1\t1\n")  # d1 twice, alike
+    (example,) = load_dataset(f"beir:{beir}")
+    assert example.judged == {"d1": 1, "d9": 1} and "d9" not in {c.doc_id for c in example.candidates}
+    assert evaluate_orders([example], [range(len(example.candidates))]).mean["recall@100"] == 0.5
+    said = [r.getMessage() for r in caplog.records]
+    assert any("judges 1 documents not in corpus.jsonl (first 'd9')" in m for m in said)
+
+
+def test_gzipped_files_are_read(beir: Path) -> None:
+    import gzip
+
+    plain = read_beir(beir)
+    for name in ("corpus.jsonl", "queries.jsonl", "qrels/test.tsv"):
+        path = beir / name
+        path.with_name(path.name + ".gz").write_bytes(gzip.compress(path.read_bytes()))
+        path.unlink()
+    assert read_beir(beir) == plain
+    assert len(load_dataset(f"beir:{beir}")) == 2
 
 
 def test_a_missing_folder_is_named(tmp_path: Path) -> None:
