@@ -38,3 +38,10 @@ def cache_root() -> Path:
             f"{root}: the cache folder cannot be made ({why}); set SIEVEQA_CACHE to a writable one"
         ) from None
     return root
+
+
+def run_folder_hint(path: str | Path) -> str:
+    """``"; a training run's folder: its model is PATH/best"`` where ``path`` holds a trained model in
+    ``best/`` (what ``train --out`` writes), else ``""``: for errors about a folder that is no model."""
+    best = Path(path).expanduser() / "best"
+    return f"; a training run's folder: its model is {best}" if (best / "config.json").is_file() else ""

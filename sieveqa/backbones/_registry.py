@@ -17,6 +17,7 @@ from transformers import AutoConfig, AutoModel, AutoTokenizer, PreTrainedModel, 
 from transformers.utils import logging as hf_logging
 
 from sieveqa.errors import BackboneError, ConfigError
+from sieveqa.paths import run_folder_hint
 
 
 @dataclass(frozen=True)
@@ -169,6 +170,7 @@ def load_backbone(name_or_path: str | os.PathLike[str]) -> Backbone:
             known = ", ".join(sorted(REGISTRY))
             raise BackboneError(
                 f"unknown backbone {name!r}: not a registered name ({known}) nor a folder with a config.json"
+                + run_folder_hint(path)
             )
     with quiet_transformers():
         config = AutoConfig.from_pretrained(path, local_files_only=True)

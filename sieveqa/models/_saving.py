@@ -31,6 +31,7 @@ from sieveqa.encoder import SteppableEncoder
 from sieveqa.errors import ConfigError, ModelFormatError
 from sieveqa.io import atomic_dir, atomic_write_json, file_sha256, read_json_object
 from sieveqa.models._low_rank import check_base, expand, factorize
+from sieveqa.paths import run_folder_hint
 
 log = logging.getLogger(__name__)
 
@@ -104,7 +105,9 @@ def read_config(path: str | Path) -> dict[str, Any]:
     path = Path(path)
     cfg = path / CONFIG
     if not cfg.is_file() or not (path / WEIGHTS).is_file():
-        raise ModelFormatError(f"{path}: not a sieveqa model folder (needs {CONFIG} and {WEIGHTS})")
+        raise ModelFormatError(
+            f"{path}: not a sieveqa model folder (needs {CONFIG} and {WEIGHTS}){run_folder_hint(path)}"
+        )
     meta = read_json_object(cfg, ModelFormatError)
     version = meta.get("format_version")
     if version not in (1, FORMAT_VERSION):

@@ -63,6 +63,22 @@ def test_not_a_model_folder(tmp_path: Path) -> None:
         CrossEncoder.from_pretrained(tmp_path / "empty")
 
 
+def test_a_training_runs_folder_points_at_its_model(tiny_model, tmp_path: Path) -> None:
+    """`train --out runs/own` writes runs/own/best: the run's folder given as a model, or as --init,
+    named only what a model folder needs (or listed the backbones)."""
+    from sieveqa.backbones import load_backbone
+    from sieveqa.errors import BackboneError
+
+    tiny_model.save_pretrained(tmp_path / "run" / "best")
+    says = f"; a training run's folder: its model is {tmp_path / 'run' / 'best'}"
+    with pytest.raises(ModelFormatError, match="not a sieveqa model folder") as err:
+        CrossEncoder.from_pretrained(tmp_path / "run")
+    assert str(err.value).endswith(says)
+    with pytest.raises(BackboneError, match="unknown backbone") as err:
+        load_backbone(str(tmp_path / "run"))
+    assert str(err.value).endswith(says)
+
+
 @pytest.mark.parametrize("precision", ["bf16", "int8"])
 def test_reduced_precision_stays_close(tiny_model, example_jsonl: Path, precision: str) -> None:
     examples = read_jsonl(example_jsonl)
