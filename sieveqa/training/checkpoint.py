@@ -1,13 +1,19 @@
 """A run's checkpoint beside its weights: every random generator's state (so a resumed run ends with
-the weights an uninterrupted one would), and the check that a checkpoint to resume was written with
-the same settings and data, made before any model or data is prepared."""
+the weights an uninterrupted one would), the check that a checkpoint to resume was written with
+the same settings and data, made before any model or data is prepared, and a stop asked for by a
+signal, taken at a step's end (``StopRequest``)."""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import json
+import os
 import random
+import signal
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +23,7 @@ from sieveqa.errors import ConfigError
 from sieveqa.io import read_json_object
 from sieveqa.training.config import TrainConfig
 
-__all__ = ["check_checkpoint", "rng_state", "sample_digest", "set_rng_state"]
+__all__ = ["StopRequest", "check_checkpoint", "rng_state", "sample_digest", "set_rng_state"]
 
 
 def rng_state() -> dict[str, Any]:
@@ -100,3 +106,41 @@ def check_checkpoint(
 def _jsonable(value: Any) -> Any:
     """``value`` as a JSON round trip gives it back (tuples become lists)."""
     return json.loads(json.dumps(value))
+
+
+class StopRequest:
+    """Ctrl-C or SIGTERM while a run trains: the run stops at the end of the step under way, its
+    checkpoint written, so the same command goes on from there (a step killed midway lost every step
+    since the last checkpoint); the same signal again stops at once."""
+
+    SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+    def __init__(self) -> None:
+        self.signal: int | None = None
+
+    @contextlib.contextmanager
+    def installed(self) -> Iterator[StopRequest]:
+        """Catch the signals while the block runs (in the main thread only: elsewhere as before)."""
+        if threading.current_thread() is not threading.main_thread():
+            yield self
+            return
+        previous = {s: signal.getsignal(s) for s in self.SIGNALS}
+
+        def handler(signum: int, frame: Any) -> None:
+            if self.signal is not None:  # asked twice: stop now, as without this handler
+                signal.signal(signum, previous[signum])
+                os.kill(os.getpid(), signum)
+                return
+            self.signal = signum
+            from tqdm.auto import tqdm
+
+            name = signal.Signals(signum).name
+            tqdm.write(f"{name}: stopping at this step's end, its checkpoint written ({name} again: now)")
+
+        for s in self.SIGNALS:
+            signal.signal(s, handler)
+        try:
+            yield self
+        finally:
+            for s, h in previous.items():
+                signal.signal(s, h)

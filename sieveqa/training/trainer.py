@@ -32,7 +32,7 @@ from sieveqa.encoder import state_fingerprint
 from sieveqa.errors import ConfigError, DataFormatError
 from sieveqa.io import atomic_dir, atomic_write_json, exclusive
 from sieveqa.training.batches import Evaluate, FeatureRows, Objective, TrainData
-from sieveqa.training.checkpoint import check_checkpoint, rng_state, set_rng_state
+from sieveqa.training.checkpoint import StopRequest, check_checkpoint, rng_state, set_rng_state
 from sieveqa.training.config import TrainConfig
 
 
@@ -273,12 +273,10 @@ class Trainer:
             self._save_best()
         self.state.history.append(record)
         atomic_write_json(self.out_dir / "train_log.json", self.state.history)
-        tqdm.write(
-            f"[{reason}] "
-            + ", ".join(
-                f"{k}={v:.4f}" for k, v in record.items() if isinstance(v, float) and k != "train_seconds"
-            )
+        shown = ", ".join(
+            f"{k}={v:.4f}" for k, v in record.items() if isinstance(v, float) and k != "train_seconds"
         )
+        tqdm.write(f"[{reason}] {shown or f'step {self.state.step}, saved (no dev set)'}")
 
     def _save_best(self) -> None:
         self._save("best")
@@ -291,15 +289,15 @@ class Trainer:
     def train(self, resume: bool = True) -> TrainState:
         """Run (or continue) training; returns the final state with the history. The model ends in
         eval mode."""
-        with exclusive(self.out_dir, "training output folder"):
-            state = self._train(resume)
+        with exclusive(self.out_dir, "training output folder"), StopRequest().installed() as stop:
+            state = self._train(resume, stop)
         self.model.eval()
         return state
 
     def _batch(self, rows: Sequence[int]) -> dict[str, Tensor]:
         return {k: v.to(self.device) for k, v in self.data.batch(rows).items()}
 
-    def _train(self, resume: bool) -> TrainState:
+    def _train(self, resume: bool, stop: StopRequest) -> TrainState:
         seed_everything(self.config.seed)
         if resume and self.try_resume():
             tqdm.write(f"resumed from {self.checkpoint_dir} at step {self.state.step}")
@@ -347,6 +345,8 @@ class Trainer:
                         self.save_checkpoint()
                     if self.state.step == self.config.stop_after and done < self.total_batches:
                         return self._pause(bar)
+                    if stop.signal is not None:
+                        self._stop(bar)
             if self.state.batch_in_epoch >= len(batches):
                 self.state.epoch += 1
                 self.state.batch_in_epoch = 0
@@ -370,6 +370,14 @@ class Trainer:
         self.save_checkpoint()
         tqdm.write(f"paused at step {self.state.step} (--stop-after); run again to continue")
         return self.state
+
+    def _stop(self, bar: tqdm) -> None:
+        """A signal asked the run to stop: its checkpoint, then KeyboardInterrupt (exit 1 on the
+        command line: a `make` chain does not go on to its next step)."""
+        bar.close()
+        self.save_checkpoint()
+        tqdm.write(f"stopped at step {self.state.step}, checkpoint written; the same command continues")
+        raise KeyboardInterrupt
 
     def _optimizer_step(self) -> None:
         params = [p for group in self.optimizer.param_groups for p in group["params"]]

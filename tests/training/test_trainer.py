@@ -3,6 +3,7 @@
 import copy
 import json
 import random
+import signal
 from pathlib import Path
 
 import pytest
@@ -149,11 +150,46 @@ def test_stop_after_pauses_and_the_same_settings_continue(tiny_model, tmp_path: 
     assert resumed_seconds(tmp_path / "b") > 0
 
 
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_a_signal_stops_the_run_at_a_steps_end_with_its_checkpoint(
+    tiny_model, tmp_path: Path, signum: int
+) -> None:
+    """Ctrl-C (or a session's SIGTERM) mid-step lost every step since the last checkpoint (up to 199
+    by default); now the step under way ends, its checkpoint is written, and the run resumes there as
+    if it had never stopped."""
+    settings = dict(epochs=2, checkpoint_every=100, seed=3)
+    whole = copy.deepcopy(tiny_model)
+    _trainer(whole, tmp_path / "a", **settings).train()
+    calls = 0
+
+    def signalled(model, batch):
+        nonlocal calls
+        calls += 1
+        if calls == 3:
+            signal.raise_signal(signum)  # arrives mid-step, before the backward pass
+        return PointwiseBCE()(model, batch)
+
+    stopped, before = copy.deepcopy(tiny_model), signal.getsignal(signum)
+    with pytest.raises(KeyboardInterrupt):
+        _trainer(stopped, tmp_path / "b", signalled, **settings).train()
+    assert resumed_step(tmp_path / "b") == 3  # the step under way, finished and kept
+    assert signal.getsignal(signum) is before and calls == 3  # the handler is gone with the run
+    resumed = copy.deepcopy(tiny_model)
+    assert _trainer(resumed, tmp_path / "b", **settings).train().step == 12
+    _assert_same_weights(whole, resumed)
+
+
 @pytest.mark.slow
 def test_a_stop_at_the_last_step_finishes_the_run(tiny_model, tmp_path: Path) -> None:
     state = _trainer(tiny_model, tmp_path, epochs=1, stop_after=6).train()
     assert state.step == 6 and not state.paused
     assert [h["when"] for h in state.history] == ["epoch 1"] and (tmp_path / "best").is_dir()
+
+
+def resumed_step(out: Path) -> int:
+    import json
+
+    return json.loads((out / "checkpoint" / "trainer_state.json").read_text())["step"]
 
 
 def resumed_seconds(out: Path) -> float:
