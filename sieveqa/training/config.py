@@ -74,27 +74,27 @@ class TrainConfig:
     )
 
     def __post_init__(self) -> None:
-        checks = {
-            "epochs": self.epochs > 0,
-            "batch_size": self.batch_size >= 1,
-            "grad_accum": self.grad_accum >= 1,
-            "lr": self.lr > 0,
-            "warmup_ratio": 0 <= self.warmup_ratio < 1,
-            "checkpoint_every": self.checkpoint_every >= 1,
-            "eval_every": self.eval_every >= 0,
-            "device": self.device in DEVICES,
-            "precision": self.precision in TRAIN_PRECISIONS,
-            "weight_decay": self.weight_decay >= 0,
-            "max_grad_norm": self.max_grad_norm > 0,
-            "max_negatives": self.max_negatives is None or self.max_negatives >= 0,
-            "max_pairs": self.max_pairs is None or self.max_pairs >= 1,
-            "stop_after": self.stop_after >= 0,
-            "low_rank": self.low_rank is None or self.low_rank >= 1,
+        checks = {  # name: (whether it holds, what it must be)
+            "epochs": (self.epochs > 0, "above 0"),
+            "batch_size": (self.batch_size >= 1, ">= 1"),
+            "grad_accum": (self.grad_accum >= 1, ">= 1"),
+            "lr": (self.lr > 0, "above 0"),
+            "warmup_ratio": (0 <= self.warmup_ratio < 1, "in [0, 1)"),
+            "checkpoint_every": (self.checkpoint_every >= 1, ">= 1"),
+            "eval_every": (self.eval_every >= 0, ">= 0"),
+            "device": (self.device in DEVICES, f"one of {', '.join(DEVICES)}"),
+            "precision": (self.precision in TRAIN_PRECISIONS, f"one of {', '.join(TRAIN_PRECISIONS)}"),
+            "weight_decay": (self.weight_decay >= 0, ">= 0"),
+            "max_grad_norm": (self.max_grad_norm > 0, "above 0"),
+            "max_negatives": (self.max_negatives is None or self.max_negatives >= 0, ">= 0"),
+            "max_pairs": (self.max_pairs is None or self.max_pairs >= 1, ">= 1"),
+            "stop_after": (self.stop_after >= 0, ">= 0"),
+            "low_rank": (self.low_rank is None or self.low_rank >= 1, ">= 1"),
         }
-        bad = [name for name, ok in checks.items() if not ok]
+        bad = [(name, must) for name, (ok, must) in checks.items() if not ok]
         if bad:
-            flags = ", ".join(f"--{b.replace('_', '-')} {getattr(self, b)!r}" for b in bad)
-            raise ConfigError(f"invalid {flags} (see sieveqa train --help for the ranges)")
+            said = "; ".join(f"--{n.replace('_', '-')} {getattr(self, n)!r} (must be {m})" for n, m in bad)
+            raise ConfigError(f"invalid {said}")
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

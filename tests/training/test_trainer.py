@@ -239,6 +239,10 @@ def test_make_pairs_caps_negatives() -> None:
 def test_bad_config_names_the_field() -> None:
     with pytest.raises(ValueError, match="invalid --batch-size 0"):
         TrainConfig(batch_size=0)
+    # It said "see sieveqa train --help for the ranges", which the help did not show.
+    says = r"^invalid --lr -1.0 \(must be above 0\); --warmup-ratio 1.0 \(must be in \[0, 1\)\)$"
+    with pytest.raises(ValueError, match=says):
+        TrainConfig(lr=-1.0, warmup_ratio=1.0)
 
 
 def test_labels_must_match_the_pairs(tiny_model) -> None:
