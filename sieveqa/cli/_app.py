@@ -171,6 +171,11 @@ AlphaOpt = Annotated[
 PolicyOpt = Annotated[
     str | None, typer.Option("--policy", help="a policy.json written by tune-cascade (default: the model's)")
 ]
+_LONG_HELP = (
+    "a text longer than the model's input: read in windows, the best one counting (the default), or "
+    "cut to its first tokens (one input a text: faster on long documents, less of them read)"
+)
+LongTextsOpt = Annotated[str, typer.Option("--long-texts", help=_LONG_HELP)]
 
 
 def float_list(text: str | None, option: str) -> list[float] | None:

@@ -17,6 +17,7 @@ from sieveqa.cli._app import (
     DatasetOpt,
     DeviceOpt,
     FusionOpt,
+    LongTextsOpt,
     ModelOpt,
     PolicyOpt,
     PrecisionOpt,
@@ -72,6 +73,7 @@ def evaluate(
     ] = None,
     fusion: FusionOpt = None,
     warm_up: WarmUpOpt = False,
+    long_texts: LongTextsOpt = "windows",
     profile: Annotated[
         bool,
         typer.Option(
@@ -106,9 +108,10 @@ def evaluate(
     from sieveqa.evaluation.provenance import run_info
     from sieveqa.evaluation.report import PASSAGE_SUMMARY, SUMMARY, evaluate_ranker, over_first_stage
     from sieveqa.io import atomic_write_json, check_output_file
-    from sieveqa.runtime.policy import load_ranker
+    from sieveqa.runtime.policy import check_long_texts, load_ranker, read_long_texts
 
     check_device(device, precision, backend)
+    check_long_texts(long_texts)
     if json_out is not None:
         check_output_file(json_out, "--json", {"--dataset": dataset_file(dataset)})
     if alpha and threshold:
@@ -133,6 +136,7 @@ def evaluate(
         drop_ratios=float_list(alpha, "--alpha"),
         thresholds=float_list(threshold, "--threshold"),
     )
+    read_long_texts(ranker, long_texts)
     if warm_up:
         warm_up_ranker(ranker)
     used = getattr(ranker, "model", ranker)

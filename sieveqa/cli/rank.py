@@ -14,6 +14,7 @@ from sieveqa.cli._app import (
     BatchOpt,
     DeviceOpt,
     FusionOpt,
+    LongTextsOpt,
     PolicyOpt,
     PrecisionOpt,
     WarmUpOpt,
@@ -94,6 +95,7 @@ def rank(
     alpha: AlphaOpt = None,
     policy: PolicyOpt = None,
     warm_up: WarmUpOpt = False,
+    long_texts: LongTextsOpt = "windows",
     store: Annotated[
         Path | None,
         typer.Option(help="answer store (sieveqa index build): candidates are answer ids, or none for all"),
@@ -119,9 +121,10 @@ def rank(
     from sieveqa.data.jsonl import example_dict, read_jsonl, write_jsonl
     from sieveqa.io import check_output_file
     from sieveqa.runtime.answer.fusion import Fusion, carries_scores, with_fusion
-    from sieveqa.runtime.policy import load_ranker
+    from sieveqa.runtime.policy import check_long_texts, load_ranker, read_long_texts
 
     Fusion.parse(fusion)  # a bad --fusion fails before anything loads
+    check_long_texts(long_texts)
     if scores not in SCALES:
         raise ConfigError(f"--scores must be one of {', '.join(SCALES)}, got {scores!r}")
     check_device(device, precision, backend)  # the settings first: they are checked without a file
@@ -159,6 +162,7 @@ def rank(
         backend=backend,
         drop_ratios=float_list(alpha, "--alpha"),
     )
+    read_long_texts(ranker, long_texts)
     if warm_up:
         warm_up_ranker(ranker)
     fused = Fusion.parse(fusion if fusion is not None else "auto")

@@ -10,7 +10,16 @@ from typing import Annotated, Any
 
 import typer
 
-from sieveqa.cli._app import BackendOpt, BatchOpt, DeviceOpt, PrecisionOpt, app, check_device, console
+from sieveqa.cli._app import (
+    BackendOpt,
+    BatchOpt,
+    DeviceOpt,
+    LongTextsOpt,
+    PrecisionOpt,
+    app,
+    check_device,
+    console,
+)
 from sieveqa.cli._options import Setting, given_settings, merge, settings_command, settings_of, was_given
 from sieveqa.cli.answer import BudgetMsOpt, ConfidenceOpt, MinConfidenceOpt, budget_line
 from sieveqa.errors import ConfigError, require_extra
@@ -57,8 +66,6 @@ _ALIAS_HELP = "another name a request's model may give (a Cohere client's rerank
 ModelAliasOpt = Annotated[list[str] | None, typer.Option("--model-alias", help=_ALIAS_HELP)]
 _HEAP_HELP = "heap settings: glibc (its own) or fixed (flatter memory, 1.85x the CPU a request)"
 HeapOpt = Annotated[str, typer.Option("--heap", help=_HEAP_HELP)]
-_LONG_HELP = "a text longer than the model's input: read in windows, the best one counting, or cut"
-LongTextsOpt = Annotated[str, typer.Option("--long-texts", help=_LONG_HELP)]
 
 
 @app.command(cls=settings_command(serve_settings))

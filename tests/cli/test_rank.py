@@ -277,3 +277,39 @@ def test_a_bad_fusion_or_retrieval_score_is_one_error_line(
     bad.write_text(json.dumps(row) + "\n")
     line = one_error_line(sieveqa("rank", "--model", saved_tiny, "--input", bad))
     assert "bad.jsonl:1: candidates[0]: field 'retrieval_score' must be a finite number" in line
+
+
+@pytest.mark.parametrize("command", ["rank", "eval"])
+def test_long_texts_cut_reads_only_a_texts_first_tokens(
+    sieveqa, saved_tiny: Path, tmp_path: Path, command: str
+) -> None:
+    """Only serve could cut long texts: eval and rank read a 20,000-character passage as ~60 windows."""
+    long = " ".join(f"word{i}" for i in range(400))  # far beyond the tiny model's 64 tokens
+    row = {"qid": "q", "question": "which word?", "candidates": [
+        {"id": "long", "text": long + " the answer is here", "label": 1},
+        {"id": "short", "text": "a short text", "label": 0},
+    ]}  # fmt: skip
+    data = tmp_path / "long.jsonl"
+    data.write_text(json.dumps(row) + "\n")
+    scores = {}
+    for how in ("windows", "cut"):
+        out = tmp_path / f"{how}.jsonl"
+        if command == "rank":
+            args = ["rank", "--input", data, "--output", out]
+        else:
+            args = ["eval", "--dataset", f"jsonl:{data}", "--json", out]
+        result = sieveqa(*args, "--model", saved_tiny, "--long-texts", how)
+        assert result.exit_code == 0, result.output
+        if command == "rank":
+            (ranked,) = [json.loads(line) for line in out.read_text().splitlines()]
+            scores[how] = {c["id"]: c["score"] for c in ranked["candidates"]}
+        else:
+            scores[how] = json.loads(out.read_text())["layer_units"]
+    if command == "rank":
+        assert scores["cut"]["short"] == pytest.approx(scores["windows"]["short"], abs=1e-5)
+        assert scores["cut"]["long"] != pytest.approx(scores["windows"]["long"], abs=1e-4)
+    else:
+        assert 0 < scores["cut"] < scores["windows"]  # one input a text, against a window each
+    given = ["--input", data] if command == "rank" else ["--dataset", f"jsonl:{data}"]
+    line = one_error_line(sieveqa(command, *given, "--model", saved_tiny, "--long-texts", "half"))
+    assert line == "error: --long-texts must be one of windows, cut, got 'half'"
