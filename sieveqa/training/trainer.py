@@ -314,7 +314,7 @@ class Trainer:
             dynamic_ncols=True,
         )
         accum, running, started = 0, 0.0, time.perf_counter()
-        self._since = started
+        self._since, complete = started, done >= self.total_batches
         if 0 < self.config.stop_after <= self.state.step < self.total_steps:
             return self._pause(bar)
         if self.config.eval_at_start and self.state.step == 0 and not self.state.history:
@@ -358,10 +358,10 @@ class Trainer:
         if self.state.best_step not in (-1, self.state.step):  # dev chose an earlier step: keep the
             self._save("last")  # last one too, for a next step that starts from the end (TANDA's transfer)
         self.save_checkpoint()
-        tqdm.write(
-            f"trained {self.state.step} steps in {time.perf_counter() - started:.0f}s; "
-            + self.state.outcome(self.config.metric)
-        )
+        trained = f"trained {self.state.step} steps in {time.perf_counter() - started:.0f}s"
+        if complete:  # resumed a finished run: said so, not "trained 10 steps in 0s"
+            trained = f"the run was complete at step {self.state.step} (--no-resume trains it again)"
+        tqdm.write(f"{trained}; {self.state.outcome(self.config.metric)}")
         return self.state
 
     def _pause(self, bar: tqdm) -> TrainState:

@@ -121,6 +121,14 @@ def test_resuming_with_other_settings_names_them(sieveqa, example_jsonl: Path, t
     assert "checkpoint was written with other settings (lr 0.0001 -> 0.0002)" in line
 
 
+def test_a_finished_run_run_again_says_it_was_complete(sieveqa, example_jsonl: Path, tmp_path: Path) -> None:
+    """It said "trained 10 steps in 0s"."""
+    assert _train(sieveqa, example_jsonl, tmp_path / "r", "--epochs", "1").exit_code == 0
+    result = _train(sieveqa, example_jsonl, tmp_path / "r", "--epochs", "1")
+    assert result.exit_code == 0 and "the run was complete at step " in result.output
+    assert "trained " not in result.output
+
+
 def test_resuming_on_a_training_file_edited_in_place_is_refused(
     sieveqa, example_jsonl: Path, tmp_path: Path
 ) -> None:
