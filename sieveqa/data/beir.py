@@ -126,10 +126,12 @@ def _qrels(path: Path) -> dict[str, dict[str, int]]:
     except UnicodeDecodeError as err:
         raise DataFormatError(f"{path}: not UTF-8 text (byte {err.start + 1})") from None
     for number, row in enumerate(csv.reader(text.splitlines(), delimiter="\t"), 1):
-        if number == 1 and row and not row[-1].lstrip("-").isdigit():
+        if number == 1 and len(row) >= 3 and not row[-1].lstrip("-").isdigit():
             continue  # the header
         if len(row) < 3 or not row[-1].lstrip("-").isdigit():
-            raise DataFormatError(f"{path}, line {number}: needs query-id, corpus-id and an integer score")
+            raise DataFormatError(
+                f"{path}, line {number}: needs query-id, corpus-id and an integer score, tab-separated"
+            )
         pair, score = (row[0], row[-2]), int(row[-1])
         given = qrels.setdefault(pair[0], {}).get(pair[1])
         if given is not None and given != score:

@@ -127,6 +127,10 @@ def test_the_first_stage_is_cached_until_the_corpus_changes(beir: Path) -> None:
             lambda f: (f / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\nq1\td1\tyes\n"),
             "line 2: needs query-id, corpus-id",
         ),
+        (  # spaces: the first line was taken for a header, and line 2 named
+            lambda f: (f / "qrels" / "test.tsv").write_text("q1 d1 1\nq2 d2 1\n"),
+            "test.tsv, line 1: needs query-id, corpus-id and an integer score, tab-separated",
+        ),
     ],
 )
 def test_a_damaged_folder_is_one_error_naming_the_file_and_line(beir: Path, damage, says: str) -> None:
