@@ -72,10 +72,14 @@ def search_kd(
 
     def objective(trial: optuna.Trial) -> float:
         params = {name: trial.suggest_categorical(name, values) for name, values in space.items()}
-        state = train_model(
-            arch, train, out_dir / f"trial-{trial.number}", init, dev, config, settings,
-            {"teachers": teachers, **params}, resume=False,
-        )  # fmt: skip
+        try:
+            state = train_model(
+                arch, train, out_dir / f"trial-{trial.number}", init, dev, config, settings,
+                {"teachers": teachers, **params}, resume=False,
+            )  # fmt: skip
+        except KeyboardInterrupt:  # a stop asked for (Ctrl-C, SIGTERM): Optuna marks the trial failed
+            study.enqueue_trial(params)  # and its grid takes the point as visited: queued again
+            raise
         return state.best_metric
 
     done = len(study.get_trials(states=(optuna.trial.TrialState.COMPLETE,)))

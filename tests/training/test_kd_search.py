@@ -37,3 +37,25 @@ def test_the_study_resumes_and_refuses_another_search(tmp_path: Path) -> None:
     assert second["best_metric"] == max(t["metric"] for t in second["trials"])
     with pytest.raises(ConfigError, match="another search \\(its 'space' differs\\)"):
         search_kd(*args, trials=3, config=CONFIG, settings=settings, space={"alpha": [0.1], "tau": [1.0]})
+
+
+def test_a_stopped_trial_is_tried_again_by_the_next_search(tmp_path: Path, monkeypatch) -> None:
+    """A signal stops training with KeyboardInterrupt; Optuna marked the trial failed and its grid
+    took the failed point as visited: that alpha was never tried."""
+    from sieveqa.training import kd_search
+    from sieveqa.training.trainer import TrainState
+
+    tried: list[float] = []
+
+    def train_model(arch, train, out, init, dev, config, settings, options, resume):
+        tried.append(options["alpha"])
+        if len(tried) == 1:
+            raise KeyboardInterrupt
+        return TrainState(best_metric=options["alpha"], best_step=1)
+
+    monkeypatch.setattr(kd_search, "train_model", train_model)
+    args = ("mhs", "x", "x", "tiny", tmp_path / "kd", ["t.json.gz"])
+    with pytest.raises(KeyboardInterrupt):
+        search_kd(*args, trials=2, config=CONFIG, settings={}, space=SPACE)
+    found = search_kd(*args, trials=2, config=CONFIG, settings={}, space=SPACE)
+    assert sorted(t["alpha"] for t in found["trials"]) == [0.0, 0.5] and tried[1] == tried[0]
