@@ -144,6 +144,8 @@ def rank(
             raise ConfigError(
                 "--scores: an answer store's model scores by similarity, not logits or probabilities"
             )
+        if was_given(ctx, "long_texts"):
+            raise ConfigError("--long-texts: an answer store's model read its answers when it was built")
         from sieveqa.runtime.store.settings import SearchSettings
 
         settings = SearchSettings(**searching)

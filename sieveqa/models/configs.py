@@ -7,6 +7,7 @@ own from here. A field's ``help`` becomes a ``train`` flag (per ``--arch``).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any, Literal, Self
 
@@ -260,16 +261,19 @@ class MultiHeadConfig(ModelConfig):
             )
         weights = self.head_weights
         if weights is not None and (
-            len(weights) != self.heads or not all(w >= 0 for w in weights) or not sum(weights) > 0
+            len(weights) != self.heads
+            or not all(math.isfinite(w) and w >= 0 for w in weights)
+            or not max(weights) > 0
         ):
             raise ConfigError(
-                f"--head-weights: one weight >= 0 per head ({self.heads}), not all 0; got {weights}"
+                f"--head-weights: one finite weight >= 0 per head ({self.heads}), not all 0; got {weights}"
             )
 
     def normalised_weights(self) -> list[float]:
         """The heads' weights summing to 1 (alike when none are given)."""
         weights = self.head_weights or [1.0] * self.heads
-        return [w / sum(weights) for w in weights]
+        scaled = [w / max(weights) for w in weights]  # no overflow in the sum (1e308, 1e308)
+        return [w / sum(scaled) for w in scaled]
 
     @property
     def name(self) -> str:

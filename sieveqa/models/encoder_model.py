@@ -289,7 +289,10 @@ class EncoderModel(InferenceCopies):
         if not self.one_body:
             raise ConfigError(f"--low-rank is not available for a {self.kind} model: it trains whole")
         if not self.config.freeze_word_embeddings:
-            raise ConfigError("--low-rank keeps the word embeddings frozen: drop --no-freeze-word-embeddings")
+            raise ConfigError(
+                "--low-rank keeps the word embeddings frozen, and this model trains them (given "
+                "--no-freeze-word-embeddings, or an --init model trained so): start from a backbone"
+            )
         return add_adapters(self, self.installed_base(), rank, seed)
 
     def save_pretrained(

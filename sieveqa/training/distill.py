@@ -19,6 +19,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import logging
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -50,6 +51,8 @@ from sieveqa.training.teachers import (
     texts_digest,
     weights_digest,
 )
+
+log = logging.getLogger(__name__)
 
 
 def _is_scores_file(spec: str) -> bool:
@@ -124,6 +127,8 @@ def scored_in_parts(
         values = [float(v) for v in kept] if len(kept) <= len(pairs) else []
     except (ValueError, TypeError, AttributeError):  # a damaged file of scores so far: made again
         values = []
+    if partial.is_file() and not values:
+        log.warning("%s: scores so far of other pairs, another teacher or damaged: scoring anew", partial)
     bar = tqdm(total=len(pairs), initial=len(values), desc="scoring", unit="pair", disable=not progress)
     for lo in range(len(values), len(pairs), PART):
         hi = min(lo + PART, len(pairs))

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 import torch
 
 from sieveqa.data.records import RankingExample
-from sieveqa.errors import DataFormatError
+from sieveqa.errors import ConfigError, DataFormatError
 from sieveqa.models.encoder_model import EncoderModel
 from sieveqa.models.pair_model import PairModel
 from sieveqa.training.batches import Objective, PairTensors, TrainData
@@ -115,6 +115,8 @@ class PointwiseRecipe(Recipe):
             raise DataFormatError(f"{source}: no labelled candidates to train on")
         if not pairs.n_positive:
             raise DataFormatError(f"{source}: no candidate is labelled correct (1); nothing to learn from")
+        if pairs.n_positive == len(pairs) and config.max_negatives == 0:
+            raise ConfigError("--max-negatives 0 leaves only the right candidates: nothing to rank against")
         if pairs.n_positive == len(pairs):  # a file marking only the right candidates trained on them alone
             unlabelled = sum(c.label is None for ex in examples for c in ex.candidates)
             why = f"; {unlabelled} candidates have no label (only the right ones marked?)" * bool(unlabelled)

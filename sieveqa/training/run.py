@@ -136,7 +136,8 @@ def train_model(
                 "(start from a backbone, or a model stored at this rank, to lose nothing)",
                 config.low_rank, 100 * kept, init,
             )  # fmt: skip
-    run = {"train": train, "dev": dev, "init": init, "arch": arch} | asdict(recipe.options)
+    # the model's settings too: a resume with other --head-weights (or any) trained on, silently
+    run = {"train": train, "dev": dev, "init": init, "arch": arch} | asdict(recipe.options) | (settings or {})
     with prepared(recipe, train, out_dir, dev, config, resume, "training", run) as (sample, dev_examples):
         meta = run | {"n_examples": len(sample)}
         return run_trainer(

@@ -314,7 +314,8 @@ class Trainer:
             dynamic_ncols=True,
         )
         accum, running, started = 0, 0.0, time.perf_counter()
-        self._since, complete = started, done >= self.total_batches
+        ended = bool(self.state.history) and self.state.history[-1]["step"] == self.state.step
+        self._since, complete = started, done >= self.total_batches and ended
         if 0 < self.config.stop_after <= self.state.step < self.total_steps:
             return self._pause(bar)
         if self.config.eval_at_start and self.state.step == 0 and not self.state.history:
@@ -345,7 +346,7 @@ class Trainer:
                         self.save_checkpoint()
                     if self.state.step == self.config.stop_after and done < self.total_batches:
                         return self._pause(bar)
-                    if stop.signal is not None:
+                    if stop.signal is not None and done < self.total_batches:  # at the last: it ends
                         self._stop(bar)
             if self.state.batch_in_epoch >= len(batches):
                 self.state.epoch += 1
@@ -372,7 +373,7 @@ class Trainer:
         return self.state
 
     def _stop(self, bar: tqdm) -> None:
-        """A signal asked the run to stop: its checkpoint, then KeyboardInterrupt (exit 1 on the
+        """A signal asked the run to stop: its checkpoint, then KeyboardInterrupt (exit 130 on the
         command line: a `make` chain does not go on to its next step)."""
         bar.close()
         self.save_checkpoint()

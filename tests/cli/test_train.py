@@ -121,6 +121,16 @@ def test_resuming_with_other_settings_names_them(sieveqa, example_jsonl: Path, t
     assert "checkpoint was written with other settings (lr 0.0001 -> 0.0002)" in line
 
 
+def test_resuming_with_other_model_settings_is_refused(sieveqa, example_jsonl: Path, tmp_path: Path) -> None:
+    """A stopped run resumed with another model setting (an MHS run's --head-weights, --max-length)
+    trained on with the new one."""
+    flags = ["--dev", "", "--epochs", "1"]
+    first = _train(sieveqa, example_jsonl, tmp_path / "r", *flags, "--max-length", "48", "--stop-after", "1")
+    assert first.exit_code == 0, first.output
+    line = one_error_line(_train(sieveqa, example_jsonl, tmp_path / "r", *flags, "--max-length", "64"))
+    assert "checkpoint was written with other settings (--max-length 48 -> 64)" in line
+
+
 def test_a_finished_run_run_again_says_it_was_complete(sieveqa, example_jsonl: Path, tmp_path: Path) -> None:
     """It said "trained 10 steps in 0s"."""
     assert _train(sieveqa, example_jsonl, tmp_path / "r", "--epochs", "1").exit_code == 0

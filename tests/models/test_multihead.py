@@ -87,10 +87,19 @@ def test_weighted_heads_score_as_their_weighted_mean_and_keep_it_when_saved(tmp_
     assert saved.score_pairs(QUESTIONS, TEXTS) == pytest.approx(scores.tolist(), abs=2e-2)  # fp16
 
 
-@pytest.mark.parametrize("weights", [[1.0, 1.0], [1.0, -1.0, 1.0], [0.0, 0.0, 0.0]])
-def test_head_weights_are_one_per_head_not_negative_nor_all_zero(weights: list[float]) -> None:
-    with pytest.raises(ConfigError, match=r"--head-weights: one weight >= 0 per head \(3\)"):
+@pytest.mark.parametrize(
+    "weights",
+    [[1.0, 1.0], [1.0, -1.0, 1.0], [0.0, 0.0, 0.0], [float("inf"), 1.0, 1.0], [float("nan"), 1.0, 1.0]],
+)
+def test_head_weights_are_one_per_head_finite_not_negative_nor_all_zero(weights: list[float]) -> None:
+    with pytest.raises(ConfigError, match=r"--head-weights: one finite weight >= 0 per head \(3\)"):
         _student(heads=3, head_weights=weights)
+
+
+def test_huge_head_weights_do_not_overflow() -> None:
+    """[1e308, 1e308] summed to inf: both weights became 0."""
+    config = MultiHeadConfig(backbone="tiny", heads=2, head_weights=[1e308, 1e308])
+    assert config.normalised_weights() == [0.5, 0.5]
 
 
 def test_a_shallower_student_keeps_only_the_layers_it_uses() -> None:

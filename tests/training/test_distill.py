@@ -254,7 +254,7 @@ def test_a_killed_scoring_resumes_after_its_last_part(tmp_path: Path, monkeypatc
     assert sum(len(c) for c in calls) == len(pairs) - 2  # the first part was not scored again
 
 
-def test_scores_so_far_of_other_pairs_are_not_taken_up(tmp_path: Path) -> None:
+def test_scores_so_far_of_other_pairs_are_not_taken_up(tmp_path: Path, caplog) -> None:
     """Scores so far kept beside an output (teacher-scores -o) carry what they are scores of: the same
     output asked again for other pairs or another teacher starts over (a list without its key was
     taken up as this run's first scores)."""
@@ -265,6 +265,7 @@ def test_scores_so_far_of_other_pairs_are_not_taken_up(tmp_path: Path) -> None:
     partial.write_text(json.dumps({"key": "other pairs", "scores": [9.0, 9.0]}))
     values = distill.scored_in_parts(lambda q, t: [0.5] * len(t), pairs, partial, False, key="these")
     assert values == [0.5] * len(pairs)
+    assert "scores so far of other pairs, another teacher or damaged: scoring anew" in caplog.text
     partial.write_text(json.dumps([9.0, 9.0]))  # the format before the key was kept
     values = distill.scored_in_parts(lambda q, t: [0.5] * len(t), pairs, partial, False, key="these")
     assert values == [0.5] * len(pairs)
