@@ -121,6 +121,11 @@ def test_resuming_with_other_settings_names_them(sieveqa, example_jsonl: Path, t
     assert "checkpoint was written with other settings (lr 0.0001 -> 0.0002)" in line
 
 
+def test_max_negatives_zero_is_named_not_the_file(sieveqa, example_jsonl: Path, tmp_path: Path) -> None:
+    line = one_error_line(_train(sieveqa, example_jsonl, tmp_path / "r", "--max-negatives", "0"))
+    assert line == "error: --max-negatives 0 leaves only the right candidates: nothing to rank against"
+
+
 def test_resuming_with_other_model_settings_is_refused(sieveqa, example_jsonl: Path, tmp_path: Path) -> None:
     """A stopped run resumed with another model setting (an MHS run's --head-weights, --max-length)
     trained on with the new one."""

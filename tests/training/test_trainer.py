@@ -179,6 +179,19 @@ def test_a_signal_stops_the_run_at_a_steps_end_with_its_checkpoint(
     _assert_same_weights(whole, resumed)
 
 
+def test_a_signal_its_launcher_ignores_stays_ignored() -> None:
+    """A background job starts with SIGINT ignored: the run took it over, and a SIGINT then stopped it."""
+    from sieveqa.training.checkpoint import StopRequest
+
+    before = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        with StopRequest().installed():
+            assert signal.getsignal(signal.SIGINT) == signal.SIG_IGN
+            assert signal.getsignal(signal.SIGTERM) not in (signal.SIG_IGN, signal.SIG_DFL)  # caught
+    finally:
+        signal.signal(signal.SIGINT, before)
+
+
 @pytest.mark.slow
 def test_a_stop_at_the_last_step_finishes_the_run(tiny_model, tmp_path: Path) -> None:
     state = _trainer(tiny_model, tmp_path, epochs=1, stop_after=6).train()
