@@ -1,7 +1,10 @@
 """A small, deterministic BM25 index over plain texts with string ids, built on ``bm25s``.
 
-Texts are lower-cased, split on ``\\b\\w\\w+\\b`` (the scikit-learn pattern bm25s uses) and English
-stopwords are removed; no stemming, so the index needs nothing beyond ``bm25s`` and numpy.
+Texts are lower-cased, split into words of two or more word characters (the scikit-learn pattern bm25s
+uses) and English stopwords are removed; no stemming, so the index needs nothing beyond ``bm25s`` and
+numpy. Scripts written without spaces (Chinese, Japanese; Korean's words carry their particles) would
+make a whole clause one word, so runs of those characters become their single characters and the
+pairs of neighbours (as Lucene's CJK analyzer does, unigrams kept so a one-character query matches).
 Scoring is Lucene's BM25 variant. Results are ordered by score, ties broken by id, so the same
 corpus and query always give the same list whatever order the documents were added in.
 """
@@ -9,6 +12,7 @@ corpus and query always give the same list whatever order the documents were add
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -16,9 +20,30 @@ import bm25s
 import numpy as np
 from bm25s.tokenization import Tokenizer
 
-__all__ = ["BM25Index"]
+__all__ = ["BM25Index", "split_words"]
 
 IDS = "ids.json"
+
+# Han (with extension A and compatibility ideographs), kana (half-width too) and Hangul syllables.
+_CJK_CHARS = "\u3005\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\uff66-\uff9f"
+_CJK_RUN = re.compile(f"[{_CJK_CHARS}]+")
+_WORD = re.compile(r"(?u)\b\w\w+\b")
+_PIECE = re.compile(f"[{_CJK_CHARS}]+|[^\\W{_CJK_CHARS}]+")
+
+
+def split_words(text: str) -> list[str]:
+    """The index's words of ``text``: words as bm25s splits them, runs of CJK as characters and pairs."""
+    if not _CJK_RUN.search(text):
+        return _WORD.findall(text)
+    words: list[str] = []
+    for piece in _PIECE.findall(text):
+        if not _CJK_RUN.fullmatch(piece):
+            if len(piece) > 1:
+                words.append(piece)
+            continue
+        words.extend(piece)
+        words.extend(piece[i : i + 2] for i in range(len(piece) - 1))
+    return words
 
 
 class BM25Index:
@@ -43,7 +68,7 @@ class BM25Index:
         if len(set(ids)) != len(ids):
             dupes = sorted({i for i in ids if ids.count(i) > 1})[:5]
             raise ValueError(f"BM25Index.build: duplicate ids, e.g. {dupes}")
-        tokenizer = Tokenizer(lower=True, stopwords="en", stemmer=None)
+        tokenizer = Tokenizer(lower=True, splitter=split_words, stopwords="en", stemmer=None)
         token_ids = tokenizer.tokenize(texts, update_vocab=True, return_as="ids", show_progress=False)
         model = bm25s.BM25(k1=k1, b=b, method="lucene", backend="numpy")
         model.index((token_ids, tokenizer.get_vocab_dict()), show_progress=False)
@@ -63,7 +88,7 @@ class BM25Index:
         """Read an index written by :meth:`save`."""
         folder = Path(folder)
         model = bm25s.BM25.load(str(folder), mmap=mmap, show_progress=False)
-        tokenizer = Tokenizer(lower=True, stopwords=[], stemmer=None)
+        tokenizer = Tokenizer(lower=True, splitter=split_words, stopwords=[], stemmer=None)
         tokenizer.load_vocab(str(folder))
         tokenizer.load_stopwords(str(folder))
         ids = json.loads((folder / IDS).read_text(encoding="utf-8"))

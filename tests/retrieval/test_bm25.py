@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from sieveqa.retrieval import BM25Index
+from sieveqa.retrieval.bm25 import split_words
 
 DOCS = {
     "d1": "The Eiffel Tower is a wrought-iron lattice tower in Paris, France.",
@@ -80,3 +81,32 @@ def test_retrieval_layer_imports_nothing_above_it() -> None:
     source = Path(module.__file__).read_text(encoding="utf-8")
     for layer in ("sieveqa.models", "sieveqa.runtime", "sieveqa.cli"):
         assert layer not in source
+
+
+def test_text_without_spaces_is_found_by_its_words(tmp_path: Path) -> None:
+    """Chinese and Japanese clauses have no spaces: before, a whole clause was one word and no
+    question ever matched it."""
+    docs = {
+        "ja-tower": "東京タワーは高さ333メートルの電波塔です。",
+        "ja-cat": "猫は夜行性の動物で、よく眠ります。",
+        "zh-wall": "长城位于中国北方，全长两万多公里。",
+        "ko-seoul": "서울에서 가장 높은 건물은 롯데월드타워입니다.",
+        "en": "The Eiffel Tower is in Paris.",
+    }
+    index = BM25Index.build(list(docs), list(docs.values()))
+    assert index.search("東京タワーの高さは？", 1)[0][0] == "ja-tower"
+    assert index.search("猫", 1)[0][0] == "ja-cat"  # one character is a word too
+    assert index.search("长城有多长？", 1)[0][0] == "zh-wall"
+    assert index.search("서울에서 가장 높은 건물", 1)[0][0] == "ko-seoul"
+    assert index.search("Where is the Eiffel Tower?", 1)[0][0] == "en"
+    index.save(tmp_path / "cjk")
+    assert BM25Index.load(tmp_path / "cjk").search("东京タワー 高さ", 1)[0][0] == "ja-tower"
+
+
+def test_words_without_cjk_split_as_bm25s_does() -> None:
+    """Indexes built before CJK splitting stay valid: text without CJK splits exactly as bm25s' own."""
+    import re
+
+    text = "The quick brown fox, a_b 3.14 naïve café-au-lait x I"
+    assert split_words(text) == re.findall(r"(?u)\b\w\w+\b", text)
+    assert split_words("東京tower") == ["東", "京", "東京", "tower"]
