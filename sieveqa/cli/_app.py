@@ -8,6 +8,7 @@ and keeps its traceback.
 from __future__ import annotations
 
 import errno
+import os
 import sqlite3
 import sys
 from typing import Annotated, Any
@@ -24,8 +25,18 @@ _FULL_OR_LOCKED = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.
 _ERROR_LIMIT = 2000
 
 
+class _Interrupted(Exception):
+    """Ctrl-C or SIGTERM's stop, carried past typer (which would turn it into a silent exit 130)."""
+
+
 class _Group(TyperGroup):
     """Runs a command with the errors a user can cause turned into one line and exit code 2."""
+
+    def invoke(self, ctx: Any) -> Any:
+        try:
+            return super().invoke(ctx)
+        except KeyboardInterrupt as err:
+            raise _Interrupted from err
 
     def main(self, *args: Any, standalone_mode: bool = True, **kwargs: Any) -> Any:
         try:
@@ -47,7 +58,7 @@ class _Group(TyperGroup):
             )
         except typer.TyperException as err:  # click's usage errors: bad or missing options
             _fail(err.format_message(), err.exit_code)
-        except (typer.Abort, KeyboardInterrupt) as err:
+        except (typer.Abort, KeyboardInterrupt, _Interrupted) as err:
             if isinstance(err.__cause__, EOFError):  # click turns every EOFError into an Abort
                 _fail(f"an input ended early (a truncated file?): {err.__cause__}")
             _fail("interrupted", 130)
@@ -75,8 +86,20 @@ app = typer.Typer(
     pretty_exceptions_show_locals=False,
 )
 
+
+class _Console(Console):
+    """A console that goes quiet when its reader goes away (``sieveqa rank -o F | head``) and lets the
+    command finish: the files it writes are its results (rich's own exits, leaving them unwritten)."""
+
+    def on_broken_pipe(self) -> None:
+        self.quiet = True
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())  # what is still buffered, flushed at exit, goes nowhere
+        os.close(devnull)
+
+
 # soft_wrap: long lines (paths, answers) are wrapped by the terminal, not cut with newlines by rich.
-console = Console(soft_wrap=True)
+console = _Console(soft_wrap=True)
 
 
 @app.callback()

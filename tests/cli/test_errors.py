@@ -139,6 +139,20 @@ def test_bad_text_and_repeated_ids_are_one_line_naming_the_line(sieveqa, tmp_pat
     assert line.startswith(f"error: {docs}:1: field 'sentences': sentence not found")
 
 
+def test_ctrl_c_is_one_line_and_exit_130(
+    sieveqa, saved_tiny: Path, example_jsonl: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Typer turned Ctrl-C into a silent exit 130 before the app's own line could be said."""
+    import sieveqa.data.jsonl as jsonl
+
+    def pressed(*args: object, **kwargs: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(jsonl, "read_jsonl", pressed)
+    line = one_error_line(sieveqa("rank", "-m", saved_tiny, "-i", example_jsonl), code=130)
+    assert line == "error: interrupted"
+
+
 def test_a_full_disk_is_one_line_and_leaves_nothing_half_written(
     sieveqa, saved_tiny: Path, example_jsonl: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -2,6 +2,7 @@
 
 import json
 import math
+import sys
 from pathlib import Path
 
 import pytest
@@ -313,3 +314,25 @@ def test_long_texts_cut_reads_only_a_texts_first_tokens(
     given = ["--input", data] if command == "rank" else ["--dataset", f"jsonl:{data}"]
     line = one_error_line(sieveqa(command, *given, "--model", saved_tiny, "--long-texts", "half"))
     assert line == "error: --long-texts must be one of windows, cut, got 'half'"
+
+
+@pytest.mark.slow  # a fresh process: imports torch
+def test_output_is_written_when_the_screen_reader_goes_away(
+    saved_tiny: Path, example_jsonl: Path, tmp_path: Path
+) -> None:
+    """`sieveqa rank -o F | head -3` exited 1 at the first line head did not read, before F was
+    written: the printed answers are a preview, the file is the result."""
+    import subprocess
+
+    out = tmp_path / "ranked.jsonl"
+    run = "import sys; from sieveqa.cli import main; sys.argv[0] = 'sieveqa'; main()"
+    args = ["rank", "-m", str(saved_tiny), "-i", str(example_jsonl), "-o", str(out)]
+    pipe = subprocess.PIPE
+    proc = subprocess.Popen([sys.executable, "-c", run, *args], stdout=pipe, stderr=pipe)
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.close()  # the reader is gone before the first line
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=120) == 0, err
+    assert "Traceback" not in err and "BrokenPipe" not in err, err
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert len(rows) == len(example_jsonl.read_text().splitlines()) and all(r["candidates"] for r in rows)
