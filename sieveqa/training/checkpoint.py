@@ -46,10 +46,11 @@ def set_rng_state(saved: dict[str, Any]) -> None:
 DATA = "data"
 
 
-def sample_digest(sample: Any) -> str | None:
-    """sha256 of a recipe's training sample (a dataclass of lists: texts, labels, targets), fed item by
-    item (a JSON copy of SQuAD-train-AS2's 2.16M pairs took 25 s and 3.6 GB): what the count of
-    examples a checkpoint records does not pin (a file edited in place keeps its count)."""
+def sample_digest(sample: Any, targets: list[list[float]] | None = None) -> str | None:
+    """sha256 of a recipe's training sample (a dataclass of lists: texts, labels, targets) and of what
+    else it learns from (``targets``: teachers' scores), fed item by item (a JSON copy of
+    SQuAD-train-AS2's 2.16M pairs took 25 s and 3.6 GB): what the count of examples a checkpoint
+    records does not pin (a file edited in place keeps its count)."""
     if not dataclasses.is_dataclass(sample) or isinstance(sample, type):
         return None
 
@@ -66,6 +67,9 @@ def sample_digest(sample: Any) -> str | None:
         for start in range(0, len(items), 65536):  # joined a chunk at a time: a call an item was slow
             chunk = "\x1e".join(map(text, items[start : start + 65536]))
             digest.update(("\x1e" + chunk).encode("utf-8", "surrogatepass"))
+    for i, scores in enumerate(targets or []):  # none: the digest of a sample alone, as before
+        digest.update(f"\x1dtargets{i}:{len(scores)}".encode())
+        digest.update(np.asarray(scores, dtype=np.float64).tobytes())
     return digest.hexdigest()
 
 
@@ -101,7 +105,7 @@ def check_checkpoint(
     if run is not None and isinstance(saved.get("run"), dict):
         theirs_run = saved["run"]
         diffs += [
-            "the training data's content (a file edited in place?)"
+            "the training data's content or its teachers' scores (a file edited in place?)"
             if k == DATA
             else f"--{k.replace('_', '-')} {theirs_run.get(k)!r} -> {v!r}"
             for k, v in sorted(run.items())

@@ -204,6 +204,9 @@ class DistillRecipe(PointwiseRecipe):
         self.scores = [teacher_scores(t, source, pairs, config.progress) for t in self.options.teachers]
         return pairs
 
+    def targets(self) -> list[list[float]]:
+        return [s.scores for s in self.scores]
+
     def tensors(self, model: EncoderModel, sample: LabelledPairs) -> TrainData:
         base = super().tensors(model, sample)
         assert isinstance(base, PairTensors)

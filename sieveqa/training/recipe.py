@@ -50,6 +50,11 @@ class Recipe(ABC):
     def sample(self, examples: Sequence[RankingExample], config: TrainConfig, source: str) -> Any:
         """Labelled training data as texts (sized, so a checkpoint can be checked before tokenizing)."""
 
+    def targets(self) -> list[list[float]]:
+        """What the run learns from beside ``sample``, read by ``sample`` (default: nothing; a
+        teacher's scores): part of the data a checkpoint is resumed with."""
+        return []
+
     @abstractmethod
     def tensors(self, model: EncoderModel, sample: Any) -> TrainData:
         """The sample tokenized for ``model``."""

@@ -174,7 +174,7 @@ def prepared(
             dev_examples = recipe.load(dev)
             recipe.check_dev(dev_examples, dev)
         sample = recipe.sample(recipe.load(train), config, source)
-        if (digest := sample_digest(sample)) is not None:
+        if (digest := sample_digest(sample, recipe.targets())) is not None:
             run[DATA] = digest
         if resume:
             check_checkpoint(out_dir, config, len(sample), unit="n_examples", run=run)

@@ -157,7 +157,31 @@ def test_resuming_on_a_training_file_edited_in_place_is_refused(
         row["candidates"] = [{**c, "text": c["text"].upper()} for c in row["candidates"]]
     data.write_text("".join(json.dumps(row) + "\n" for row in rows))
     line = one_error_line(_train(sieveqa, data, tmp_path / "r", *flags))
-    assert "checkpoint was written with other settings (the training data's content (a file edited" in line
+    said = "checkpoint was written with other settings (the training data's content or its teachers' scores"
+    assert said in line
+
+
+def test_resuming_on_teacher_scores_replaced_in_place_is_refused(
+    sieveqa, example_jsonl: Path, tmp_path: Path, monkeypatch
+) -> None:
+    """The sample's digest pinned the pairs, not what a student learns from them: a teacher's scores
+    file scored again (another teacher, the same pairs) resumed silently."""
+    import dataclasses
+
+    from sieveqa.training.teachers import TeacherScores
+
+    monkeypatch.setenv("SIEVEQA_CACHE", str(tmp_path / "cache"))
+    data, scores = f"jsonl:{example_jsonl}", tmp_path / "t.json.gz"
+    pairs = ["--train", data, "--max-negatives", 2, "--seed", 5]
+    assert sieveqa("teacher-scores", "--teacher", "bm25", *pairs, "-o", scores).exit_code == 0
+    train = ["train", "--arch", "mhs", "--heads", 1, "--init", "tiny", "--max-length", 64, "--no-progress"]
+    train += [*pairs, "--dev", "", "--batch-size", 2, "--epochs", 1, "--teachers", scores]
+    train += ["-o", tmp_path / "r"]
+    assert sieveqa(*train, "--stop-after", 1).exit_code == 0
+    old = TeacherScores.load(scores)
+    dataclasses.replace(old, scores=[-s for s in old.scores]).save(scores)
+    line = one_error_line(sieveqa(*train, "--stop-after", 2))
+    assert "checkpoint was written with other settings (the training data's content" in line
 
 
 def test_own_data_without_dev_says_where_the_best_step_is_chosen(
