@@ -57,8 +57,18 @@ def corpus(
     verbose: Annotated[
         bool, typer.Option("--verbose", "-v", help="list every file skipped, and why")
     ] = False,
+    sync: Annotated[
+        bool,
+        typer.Option(
+            help="an existing index is made to hold exactly the input's documents: the changed ones "
+            "replaced, those the input no longer has (deleted or renamed files) removed"
+        ),
+    ] = False,
 ) -> None:
     """Index documents for `sieveqa answer`: sentences, passages, BM25 (and dense vectors).
+
+    Run again on a folder that changed: new files are added; with --sync edited files are replaced
+    and deleted or renamed ones removed too (a running `sieveqa serve` moves to the new index).
 
     A folder is read whole: every file in a format sieveqa reads; the files it skips are listed with
     the reason (the first few, or all with --verbose).
@@ -117,14 +127,35 @@ def corpus(
             raise
         done = f"built {out}"
     else:
-        before = existing.counts["documents"]
-        index = existing.append(documents, embedder, progress=True)
-        added = index.counts["documents"] - before
-        same = f"{len(documents) - added} of the {len(documents)} documents are in it already, the same text"
-        done = f"appended {added} documents to {out}" if added else f"nothing to add to {out}"
-        done += f" ({same})" if added < len(documents) else ""
+        index = existing.append(documents, embedder, progress=True, sync=sync)
+        done = _changes(index.changes, len(documents), out)
     typer.echo(f"{done} in {time.perf_counter() - started:.1f} s")
+    if missing := index.changes.get("missing"):
+        typer.echo(
+            f"{_n(missing, 'document')} of the index {'is' if missing == 1 else 'are'} not in {source} "
+            "(deleted or renamed since, or from another input): --sync removes them",
+            err=True,
+        )
     _print_corpus(index)
+
+
+def _n(count: int, noun: str) -> str:
+    return f"{count} {noun}{'' if count == 1 else 's'}"
+
+
+def _changes(changes: dict[str, int], given: int, out: Path) -> str:
+    """What an append did, in words: ``appended 2 documents to idx, replaced 1, removed 1``."""
+    done = [(verb, changes.get(key, 0)) for key, verb in _VERBS if changes.get(key)]
+    if not done:
+        are = "is" if given == 1 else "are"
+        return f"nothing to add to {out} (the {_n(given, 'document')} given {are} in it already, same text)"
+    (verb, count), *rest = done
+    first = f"{verb} {_n(count, 'document')} {'to' if verb == 'appended' else 'in'} {out}"
+    same = given - changes.get("added", 0) - changes.get("replaced", 0)
+    return ", ".join([first, *(f"{v} {c}" for v, c in rest)]) + (f" ({same} unchanged)" if same else "")
+
+
+_VERBS = (("added", "appended"), ("replaced", "replaced"), ("removed", "removed"))
 
 
 #: Skipped files listed without --verbose.

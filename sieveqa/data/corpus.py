@@ -70,6 +70,8 @@ class CorpusIndex:
         self._stamp = stamp if stamp is not None else manifest_stamp(path)
         self._db_path = gen / DB
         self._has_places: bool | None = None  # an index from before places has none: asked once
+        #: What the ``append`` that returned this index changed (counts; empty otherwise).
+        self.changes: dict[str, int] = {}
         self._bm25 = BM25Index.load(gen / "bm25")
         self._dense = DenseIndex.load(gen / "dense") if (gen / "dense").is_dir() else None
 
@@ -174,11 +176,18 @@ class CorpusIndex:
         return cls.open(path, verify=False)
 
     def append(
-        self, documents: Iterable[Document], embedder: Embedder | None = None, progress: bool = False
+        self,
+        documents: Iterable[Document],
+        embedder: Embedder | None = None,
+        progress: bool = False,
+        sync: bool = False,
     ) -> CorpusIndex:
         """Add the documents the index does not hold yet; returns the reopened index (the same one when
-        every document is already there). A document whose id is stored with the same title and text
-        is skipped, so the same command run twice adds nothing; with another text it is refused."""
+        nothing changes), whose ``changes`` count what was ``added``, ``replaced`` and ``removed``, and
+        the stored documents the input did not have (``missing``). A document whose id is stored with
+        the same title and text is skipped, so the same command run twice adds nothing; with another
+        text it is refused, unless ``sync``: then it is replaced, and the documents the input no longer
+        has are removed (a folder's edited, deleted and renamed files)."""
         documents = list(documents)
         with exclusive(self.path, "corpus index"):
             current = CorpusIndex.open(self.path, verify=False)  # another writer may have added
@@ -195,21 +204,35 @@ class CorpusIndex:
                     row[0]: (row[1] or "", row[2])
                     for row in db.execute("SELECT id, title, text FROM documents")
                 }
-            for doc in documents:
-                if doc.id in stored and stored[doc.id] != (doc.title, doc.text):
-                    raise DataFormatError(
-                        f"document id {doc.id!r} is already in the index with another text "
-                        "(give it a new id, or index into a new folder)"
-                    )
-            documents = [doc for doc in documents if doc.id not in stored]
-            if not documents:
+            changed = [d.id for d in documents if d.id in stored and stored[d.id] != (d.title, d.text)]
+            if changed and not sync:
+                raise DataFormatError(
+                    f"document id {changed[0]!r} is already in the index with another text (changed since "
+                    "it was indexed? `sieveqa index corpus --sync` or append(..., sync=True) replaces it "
+                    "and removes the documents the input no longer has; or give it a new id)"
+                )
+            given = {doc.id for doc in documents}
+            missing = [i for i in stored if i not in given]
+            removed = [*changed, *missing] if sync else []
+            replacing = set(changed)
+            documents = [doc for doc in documents if doc.id not in stored or doc.id in replacing]
+            changes = {
+                "added": len(documents) - len(changed),
+                "replaced": len(changed),
+                "removed": len(missing) if sync else 0,
+                "missing": 0 if sync else len(missing),
+            }
+            if not documents and not removed:
                 current.close()
+                self.changes = changes
                 return self
             manifest = {k: v for k, v in current.manifest.items() if k not in ("files", "counts")}
-            write_generation(self.path, manifest, current.generation, documents, embedder, progress)
+            write_generation(self.path, manifest, current.generation, documents, embedder, progress, removed)
             current.close()
         self.close()  # readers elsewhere keep the old generation until they move on
-        return CorpusIndex.open(self.path, verify=False)
+        fresh = CorpusIndex.open(self.path, verify=False)
+        fresh.changes = changes
+        return fresh
 
     def check_embedder(self, embedder: Embedder) -> None:
         stored, ours = self.manifest.get("embedder"), embedder.signature()

@@ -159,10 +159,16 @@ def check_ids(documents: Sequence[Document], stored: set[str]) -> None:
 
 
 def insert_documents(
-    db: sqlite3.Connection, documents: Sequence[Document], options: CorpusOptions, progress: bool
+    db: sqlite3.Connection,
+    documents: Sequence[Document],
+    options: CorpusOptions,
+    progress: bool,
+    next_row: int = 1,
 ) -> set[int]:
-    """Insert documents, their sentences and passages; returns the new passages' rows."""
+    """Insert documents, their sentences and passages (rows from ``next_row`` on); returns the new
+    passages' rows."""
     new_rows: set[int] = set()
+    rows = itertools.count(next_row)
     for doc in tqdm(documents, desc="splitting documents", unit="doc", disable=not progress):
         spans = _sentences(doc)
         cur = db.execute(
@@ -188,11 +194,6 @@ def insert_documents(
             options.cut_sentences,
             breaks,
         ):
-            new_rows.add(
-                int(
-                    db.execute(
-                        "INSERT INTO passages (doc, start, end) VALUES (?, ?, ?)", (row, a, b)
-                    ).lastrowid
-                )
-            )
+            new_rows.add(passage := next(rows))
+            db.execute("INSERT INTO passages VALUES (?, ?, ?, ?)", (passage, row, a, b))
     return new_rows

@@ -59,9 +59,12 @@ def write_generation(
     documents: Sequence[Document],
     embedder: Embedder | None,
     progress: bool,
+    removed: Sequence[str] = (),
 ) -> None:
     """Write a new generation of the index at ``path`` holding ``current``'s rows (the generation
-    folder it grows from; None for a first build) and ``documents``, then the manifest naming it."""
+    folder it grows from; None for a first build) but those of the ``removed`` document ids, and
+    ``documents``, then the manifest naming it. A passage's row (its id) is never given again, so an
+    id a client kept cannot name another passage after a removal."""
     number = 0 if current is None else int(current.name.split("-")[1]) + 1
     name = f"gen-{number:05d}"
     options = CorpusOptions(**{"cut_sentences": False, **manifest["options"]})
@@ -73,7 +76,11 @@ def write_generation(
             if current is None:
                 db.executescript(SCHEMA)
             db.executescript(PLACES)
-            new_rows = insert_documents(db, documents, options, progress)
+            top = db.execute("SELECT MAX(row) FROM passages").fetchone()[0] or 0
+            next_row = max(int(manifest.get("next_row", 0)), top + 1)
+            gone = _remove_documents(db, removed)
+            new_rows = insert_documents(db, documents, options, progress, next_row)
+            next_row = max([next_row, *(r + 1 for r in new_rows)])
             db.commit()
             sections = _sections(db)
             texts = [
@@ -95,12 +102,30 @@ def write_generation(
             vectors = embedder.embed([t for _, t in fresh], progress=progress)
             if current is not None and (current / "dense").is_dir():
                 dense = DenseIndex.load(current / "dense")
+                dense.remove(str(row) for row in gone)
                 dense.add([i for i, _ in fresh], vectors)
             else:
                 dense = DenseIndex.build([i for i, _ in fresh], vectors)
             dense.save(tmp / "dense")
         files = {f.relative_to(tmp).as_posix(): file_sha256(f) for f in sorted(tmp.rglob("*")) if f.is_file()}
-    atomic_write_json(path / MANIFEST, {**manifest, "generation": name, "counts": counts, "files": files})
+    manifest = {**manifest, "generation": name, "counts": counts, "files": files, "next_row": next_row}
+    atomic_write_json(path / MANIFEST, manifest)
+
+
+def _remove_documents(db: sqlite3.Connection, ids: Sequence[str]) -> list[int]:
+    """Delete the documents ``ids`` with their sentences, places and passages; returns the passages'
+    rows."""
+    rows: list[int] = []
+    for doc_id in ids:
+        found = db.execute("SELECT row FROM documents WHERE id = ?", (doc_id,)).fetchone()
+        if found is None:
+            continue
+        (doc,) = found
+        rows += [r for (r,) in db.execute("SELECT row FROM passages WHERE doc = ?", (doc,))]
+        for table in ("sentences", "places", "passages"):
+            db.execute(f"DELETE FROM {table} WHERE doc = ?", (doc,))
+        db.execute("DELETE FROM documents WHERE row = ?", (doc,))
+    return rows
 
 
 def _sections(db: sqlite3.Connection) -> dict[tuple[int, int], str]:

@@ -5,7 +5,7 @@ FAISS's own writer. Vectors come from outside (``sieveqa.models.embedder``), so 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +43,17 @@ class DenseIndex:
         """Append vectors (the ids must be new)."""
         self._index.add(np.ascontiguousarray(vectors, dtype=np.float32))
         self._ids.extend(str(i) for i in ids)
+
+    def remove(self, ids: Iterable[str]) -> None:
+        """Drop the vectors of ``ids`` (those it does not hold are ignored)."""
+        gone = set(ids)
+        keep = [i for i, x in enumerate(self._ids) if x not in gone]
+        if len(keep) == len(self._ids):
+            return
+        vectors = self._index.reconstruct_n(0, self._index.ntotal)[keep]
+        index = _faiss().IndexFlatIP(self.dim)
+        index.add(np.ascontiguousarray(vectors, dtype=np.float32))
+        self._index, self._ids = index, [self._ids[i] for i in keep]
 
     def __len__(self) -> int:
         return len(self._ids)

@@ -122,17 +122,16 @@ def test_appending_to_an_index(sieveqa, demo_index, tmp_path: Path) -> None:
     more.write_text('{"id": "new", "title": "New", "text": "A brand new document."}\n')
     result = sieveqa("index", "corpus", "--input", more, "--out", demo_index)
     assert (
-        result.exit_code == 0 and "appended 1 documents" in result.output and "9 documents" in result.output
+        result.exit_code == 0 and "appended 1 document to" in result.output and "9 documents" in result.output
     )
     again = sieveqa("index", "corpus", "--input", more, "--out", demo_index)  # the same command twice
     assert again.exit_code == 0 and "nothing to add to" in again.output, again.output
-    assert (
-        "(1 of the 1 documents are in it already, the same text)" in again.output
-        and "9 documents" in again.output
-    )
+    assert "(the 1 document given is in it already, same text)" in again.output
+    assert "9 documents" in again.output and "8 documents of the index are not in" in again.output
     more.write_text('{"id": "new", "title": "New", "text": "Another text under the same id."}\n')
     line = one_error_line(sieveqa("index", "corpus", "--input", more, "--out", demo_index))
     assert line.startswith("error: document id 'new' is already in the index with another text")
+    assert "--sync" in line
     result = sieveqa("index", "info", demo_index)
     assert result.exit_code == 0 and "9 documents" in result.output
 

@@ -80,3 +80,38 @@ def test_a_damaged_compressed_file_given_directly_is_one_line(sieveqa, tmp_path:
 def test_an_input_that_is_nothing_is_named_by_its_flag(sieveqa, tmp_path: Path) -> None:
     line = one_error_line(sieveqa("index", "corpus", "--input", "nowhere:else", "--out", tmp_path / "x"))
     assert line.startswith("error: --input nowhere:else: not a file, a folder, nor a document dataset"), line
+
+
+def test_a_folder_that_changed_is_followed_with_sync(sieveqa, tmp_path: Path) -> None:
+    """Indexed again after an edit, the folder was refused whole; deleted and renamed files stayed."""
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "wifi.txt").write_text("The wifi password is tulip42.\n", encoding="utf-8")
+    (docs / "parking.md").write_text("Employees park in garage B.\n", encoding="utf-8")
+    (docs / "old.txt").write_text("The old printer is on floor 2.\n", encoding="utf-8")
+    index = tmp_path / "index"
+    assert sieveqa("index", "corpus", "--input", docs, "--out", index).exit_code == 0
+    (docs / "wifi.txt").write_text("The wifi password is daisy77.\n", encoding="utf-8")
+    (docs / "old.txt").unlink()
+    (docs / "parking.md").rename(docs / "garage.md")
+    (docs / "new.txt").write_text("Lunch is at noon.\n", encoding="utf-8")
+    refused = sieveqa("index", "corpus", "--input", docs, "--out", index)
+    line = refused.output.strip().splitlines()[-1]  # after what was read
+    assert refused.exit_code == 2 and "Traceback" not in refused.output
+    assert "error: document id 'wifi.txt' is already in the index with another text" in line
+    assert "--sync" in line
+    result = sieveqa("index", "corpus", "--input", docs, "--out", index, "--sync")
+    assert result.exit_code == 0, result.output
+    assert (
+        f"appended 2 documents to {index}, replaced 1, removed 2" in result.output
+    )  # new, garage; old, parking
+    assert "3 documents, 3 sentences" in result.output
+    from sieveqa.data.corpus import CorpusIndex
+
+    stored = CorpusIndex.open(index)
+    texts = [p.text for p in stored.passages([i for i, _ in stored.search_many(["wifi password"], 5)[0]])]
+    assert texts == ["The wifi password is daisy77."]
+    assert stored.search_many(["printer"], 5)[0] == [] and stored.search_many(["employees"], 5)[0]
+    (docs / "new.txt").unlink()
+    result = sieveqa("index", "corpus", "--input", docs, "--out", index)
+    assert result.exit_code == 0 and "1 document of the index is not in" in result.output, result.output

@@ -93,6 +93,35 @@ def test_append_adds_documents_and_keeps_vectors(tmp_path: Path) -> None:
         index.append([Document("new", "New text.")])
 
 
+def test_sync_replaces_changed_documents_and_removes_the_missing(tmp_path: Path) -> None:
+    """A folder indexed again after an edit was refused whole (one edited file blocked every new one),
+    and deleted or renamed files kept answering from the index."""
+    index = CorpusIndex.build(DOCS, tmp_path / "idx", embedder=WordEmbedder())
+    old_rows = {
+        p for hits in index.search_many(["bees tea glaciers"], 10, "dense", WordEmbedder()) for p, _ in hits
+    }
+    kept = index.append(DOCS[:2], WordEmbedder())  # without sync: nothing removed, the missing counted
+    assert kept is index and index.changes == {"added": 0, "replaced": 0, "removed": 0, "missing": 1}
+    edited = Document("tea", "Green tea is steamed. Matcha is ground green tea.", "Tea")
+    index = index.append(
+        [DOCS[0], edited, Document("moss", "Moss grows on stones.")], WordEmbedder(), sync=True
+    )
+    assert index.changes == {"added": 1, "replaced": 1, "removed": 1, "missing": 0}
+    assert index.counts["documents"] == 3
+    hits = index.search_many(["matcha"], 5)[0]
+    assert [index.passages([p])[0].doc_id for p, _ in hits] == ["tea"]
+    assert index.search_many(["glaciers valleys"], 5)[0] == []  # the removed document is gone from BM25
+    dense = index.search_many(["glaciers valleys"], 10, "dense", WordEmbedder())[0]
+    assert {index.passages([p])[0].doc_id for p, _ in dense} == {"bees", "tea", "moss"}  # and from FAISS
+    fresh = {p for p, _ in dense if index.passages([p])[0].doc_id in ("tea", "moss")}
+    assert fresh and not fresh & old_rows  # a passage id a client kept never names another passage
+    # Removing the last rows, then adding: the ids still are new ones.
+    index = index.append(DOCS[:1], WordEmbedder(), sync=True)
+    again = index.append([DOCS[0], Document("fern", "Ferns have fronds.")], WordEmbedder())
+    fern = again.search_many(["fronds"], 1)[0][0][0]
+    assert int(fern) > max(int(p) for p in old_rows | fresh)
+
+
 def test_a_reader_keeps_its_generation_through_an_append_and_then_moves_on(tmp_path: Path) -> None:
     """A server's open index must survive ``index add`` by another process (it lost its database
     under it before), then pick up the new documents; the old generation goes once it is let go."""
