@@ -130,6 +130,8 @@ def corpus(
         index = existing.append(documents, embedder, progress=True, sync=sync)
         done = _changes(index.changes, len(documents), out)
     typer.echo(f"{done} in {time.perf_counter() - started:.1f} s")
+    if index.changes.get("rebuilt"):
+        typer.echo("its BM25 was rebuilt: Chinese, Japanese and Korean text is now split into words")
     if missing := index.changes.get("missing"):
         typer.echo(
             f"{_n(missing, 'document')} of the index {'is' if missing == 1 else 'are'} not in {source} "

@@ -17,6 +17,7 @@ and how a generation is written and swept is ``sieveqa.data.corpus_generations``
 from __future__ import annotations
 
 import contextlib
+import logging
 import sqlite3
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, replace
@@ -44,6 +45,9 @@ from sieveqa.io import ReadLease, exclusive, file_sha256, read_manifest
 from sieveqa.retrieval import BM25Index
 from sieveqa.retrieval.dense import DenseIndex
 from sieveqa.retrieval.fusion import fuse
+
+log = logging.getLogger(__name__)
+_SAID_CJK: set[Path] = set()  # the indexes whose BM25 predates CJK splitting, said once a process
 
 __all__ = ["FORMAT", "RETRIEVERS", "CorpusIndex", "CorpusOptions", "Embedder", "IndexedPassage"]
 
@@ -73,6 +77,15 @@ class CorpusIndex:
         #: What the ``append`` that returned this index changed (counts; empty otherwise).
         self.changes: dict[str, int] = {}
         self._bm25 = BM25Index.load(gen / "bm25")
+        if not self._bm25.splits_cjk and path not in _SAID_CJK:
+            _SAID_CJK.add(path)
+            log.warning(
+                "%s: its BM25 was built before Chinese, Japanese and Korean text was split into words, "
+                "so questions in those scripts find nothing; `sieveqa index corpus --out %s` with its "
+                "input again rebuilds it",
+                path,
+                path,
+            )
         self._dense = DenseIndex.load(gen / "dense") if (gen / "dense").is_dir() else None
 
     # -- opening ---------------------------------------------------------------------------------
@@ -222,7 +235,9 @@ class CorpusIndex:
                 "removed": len(missing) if sync else 0,
                 "missing": 0 if sync else len(missing),
             }
-            if not documents and not removed:
+            if not current._bm25.splits_cjk:
+                changes["rebuilt"] = 1  # a new generation, if only for its BM25
+            if not documents and not removed and not changes.get("rebuilt"):
                 current.close()
                 self.changes = changes
                 return self

@@ -98,6 +98,12 @@ class BM25Index:
         return len(self._ids)
 
     @property
+    def splits_cjk(self) -> bool:
+        """False for an index built before CJK runs were split (a word of three or more CJK
+        characters in its vocabulary): questions in those scripts match nothing in it."""
+        return not any(len(w) > 2 and _CJK_RUN.search(w) for w in self._tokenizer.get_vocab_dict())
+
+    @property
     def ids(self) -> list[str]:
         """Document ids in insertion order."""
         return list(self._ids)

@@ -265,3 +265,28 @@ def test_an_index_from_before_cut_sentences_keeps_long_sentences_whole(tmp_path:
     del manifest["options"]["cut_sentences"]
     path.write_text(json.dumps(manifest))
     assert CorpusIndex.open(tmp_path / "idx").options.cut_sentences is False
+
+
+def test_an_index_from_before_cjk_splitting_is_said_and_rebuilt_by_an_append(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """An index built before CJK runs were split found nothing for a Japanese question, and running
+    `index corpus` again said "nothing to add" and left it so."""
+    import re
+
+    import sieveqa.retrieval.bm25 as bm25
+
+    docs = [Document("fuji", "富士山の高さは3776メートルです。"), Document("en", "Mount Fuji is tall.")]
+    monkeypatch.setattr(bm25, "split_words", re.compile(r"(?u)\b\w\w+\b").findall)  # the old splitter
+    old = CorpusIndex.build(docs, tmp_path / "idx")
+    monkeypatch.undo()
+    old.close()
+    index = CorpusIndex.open(tmp_path / "idx")
+    assert index.search_many(["富士山の高さは？"], 1)[0] == []
+    assert any(
+        "built before Chinese, Japanese and Korean text was split" in r.getMessage() for r in caplog.records
+    )
+    index = index.append(docs)
+    assert index.changes["rebuilt"] == 1 and index.counts["documents"] == 2
+    assert index.passages([index.search_many(["富士山の高さは？"], 1)[0][0][0]])[0].doc_id == "fuji"
+    assert index.append(docs) is index  # rebuilt once
