@@ -164,3 +164,22 @@ def test_read_documents_names_what_it_skips_and_refuses_what_is_no_source(tmp_pa
             read_documents(bad)  # type: ignore[arg-type]
     with pytest.raises(DatasetNotFoundError, match=r"^nowhere:else: not a file"):
         read_documents("nowhere:else")
+
+
+def test_windows_text_without_marks_reads_as_written(tmp_path: Path) -> None:
+    """A short note in Windows' Western code page came out as Baltic (cp775: "ōthe budget is 5Ć"),
+    and UTF-16 without a byte-order mark was skipped as binary."""
+    note = "The manager said \u201cthe budget is 5\u20ac per head\u201d \u2013 final."
+    (tmp_path / "note.txt").write_bytes(note.encode("cp1252"))
+    czech = "Příliš žluťoučký kůň úpěl ďábelské ódy. Praha je hlavní město České republiky."
+    (tmp_path / "czech.txt").write_bytes(czech.encode("cp1250"))
+    russian = "Москва — столица России, крупнейший город страны. Она стоит на реке Москве."
+    (tmp_path / "russian.txt").write_bytes(russian.encode("cp1251"))
+    plain = "Sea otters hold hands while they sleep."
+    (tmp_path / "le.txt").write_bytes(plain.encode("utf-16-le"))
+    (tmp_path / "be.txt").write_bytes(plain.encode("utf-16-be"))
+    reading = scan_documents(tmp_path)
+    assert {d.id: d.text for d in reading.documents} == {
+        "note.txt": note, "czech.txt": czech, "russian.txt": russian, "le.txt": plain, "be.txt": plain
+    }  # fmt: skip
+    assert reading.skipped == []
