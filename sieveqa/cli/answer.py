@@ -163,7 +163,7 @@ def answer(
     """
     from sieveqa.io import atomic_open, check_output_file
     from sieveqa.profiling import Profile, profiled
-    from sieveqa.runtime.answer.answerer import load_answerer
+    from sieveqa.runtime.answer.answerer import MAX_QUESTION_CHARS, load_answerer
 
     if (question is None) == (questions is None):
         raise ConfigError("give one question, or --questions FILE")
@@ -175,7 +175,10 @@ def answer(
     asked = _read_questions(questions) if questions is not None else [(None, question.strip())]
     if any(not q for _, q in asked):
         raise ConfigError("the question is empty")
-    for _, q in asked:
+    for qid, q in asked:
+        if len(q) > MAX_QUESTION_CHARS:  # before any model loads
+            which = "the question" if qid is None else f"{questions}: question {qid}"
+            raise ConfigError(f"{which}: {len(q)} characters, more than {MAX_QUESTION_CHARS}")
         try:
             q.encode("utf-8")
         except UnicodeEncodeError as err:  # a non-UTF-8 byte on the command line, kept as a surrogate

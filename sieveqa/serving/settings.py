@@ -30,6 +30,7 @@ class Limits:
 
     max_texts: int = field(default=1000, metadata={"help": "texts per /rerank request (413 above)"})
     max_chars: int = field(default=20_000, metadata={"help": "characters per text or query (413 above)"})
+    # (20,000: as `sieveqa answer` and load_answerer take a question, answerer.MAX_QUESTION_CHARS)
     max_body_bytes: int = field(default=4 * 2**20, metadata={"help": "request body size (413 above)"})
     max_queue: int = field(default=512, metadata={"help": "requests waiting for the model (429 above)"})
     timeout_s: float = field(

@@ -432,3 +432,13 @@ def test_a_reader_that_closes_the_pipe_stops_the_answers_quietly(demo_index, sav
     assert process.wait(timeout=120) == 1, errors
     assert json.loads(first)["question"] == "What is firn, question 0?"
     assert "Traceback" not in errors and "400/400" not in errors
+
+
+def test_a_question_too_long_is_refused_and_a_long_one_said(sieveqa, demo_index, tmp_path, caplog) -> None:
+    """The CLI cut a 5,000-word question silently where /answer answered 413."""
+    line = one_error_line(sieveqa("answer", "why " * 5001, "--index", demo_index))
+    assert line == "error: the question: 20003 characters, more than 20000"
+    asked = tmp_path / "q.txt"
+    asked.write_text("What is tea?\n" + "why " * 5001 + "\n")
+    line = one_error_line(sieveqa("answer", "--questions", asked, "--index", demo_index))
+    assert line == f"error: {asked}: question 2: 20003 characters, more than 20000"

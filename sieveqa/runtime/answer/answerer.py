@@ -41,6 +41,10 @@ __all__ = [
 #: Which answers carry a confidence: the best (what abstention reads: one judge pass a question) or
 #: all (one judge pass per distinct answer passage).
 CONFIDENCES = ("best", "all")
+#: The longest question taken (characters), as ``serve``'s default ``--max-chars``.
+MAX_QUESTION_CHARS = 20_000
+#: Past this many words a question may be cut where a model's input is full (features.py).
+READ_WHOLE_WORDS = 64
 
 
 def method_names() -> list[str]:
@@ -164,11 +168,12 @@ class Answerer:
             raise ConfigError("questions must be a list of strings, not one string (answer() takes one)")
         questions = list(questions)
         for i, question in enumerate(questions):  # the CLI and HTTP refuse these too
+            which = "the question" if len(questions) == 1 else f"question {i + 1}"
             if not isinstance(question, str) or not question.strip():
-                which = "the question" if len(questions) == 1 else f"question {i + 1}"
                 raise ConfigError(
                     f"{which} is empty" if isinstance(question, str) else f"{which} is not a string"
                 )
+            check_question_length(question, which)
         if top is not None and (not isinstance(top, int) or isinstance(top, bool) or top < 1):
             raise ConfigError(f"top must be an integer >= 1, got {top!r}")
         if confidences is not None:
@@ -226,6 +231,20 @@ class Answerer:
         this answerer's)."""
         threshold = self.min_confidence if min_confidence is None else min_confidence
         return bool(run.answers) and (run.confidence is None or run.confidence >= threshold)
+
+
+def check_question_length(question: str, which: str = "the question") -> None:
+    """Refuse a question over ``MAX_QUESTION_CHARS``; say when one is long enough to be cut."""
+    if len(question) > MAX_QUESTION_CHARS:
+        raise ConfigError(f"{which}: {len(question)} characters, more than {MAX_QUESTION_CHARS}")
+    if (words := len(question.split())) > READ_WHOLE_WORDS:
+        log.warning(
+            "%s is %d words long: the models read a question of up to about %d words whole beside a "
+            "passage; past that its end may be cut",
+            which,
+            words,
+            READ_WHOLE_WORDS,
+        )
 
 
 def load_answerer(

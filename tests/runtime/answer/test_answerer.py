@@ -123,7 +123,7 @@ def test_drop_ratios_need_a_cascade(index, saved_tiny) -> None:
         load_answerer("cascade", str(index.path), ranker=str(saved_tiny), drop_ratios="0.3", judge="none")
 
 
-def test_the_python_api_refuses_what_the_cli_and_http_refuse(index, monkeypatch) -> None:
+def test_the_python_api_refuses_what_the_cli_and_http_refuse(index, monkeypatch, caplog) -> None:
     """answer("") gave answered=True with no answers; budget_ms="100" was a raw TypeError; a number
     for drop_ratios was refused with "expected str" where load_ranker takes it (issue 42)."""
     answerer = Answerer(Peasi(KeywordRanker(), KeywordSelector(), options=TOP_PASSAGE), index)
@@ -131,6 +131,12 @@ def test_the_python_api_refuses_what_the_cli_and_http_refuse(index, monkeypatch)
         answerer.answer("  ")
     with pytest.raises(ConfigError, match=r"^question 2 is not a string$"):
         answerer.answer_many(["cats?", None])  # type: ignore[list-item]
+    # A 30,000-character question was read to its first tokens without a word (HTTP: a 413).
+    with pytest.raises(ConfigError, match=r"^question 2: 30000 characters, more than 20000$"):
+        answerer.answer_many(["cats?", "cats " * 6000])
+    answerer.answer("Why do cats " + "really " * 80 + "purr?")  # long, but taken: said
+    assert any("is 84 words long: the models read a question of up to about 64 words" in r.getMessage()
+               for r in caplog.records)  # fmt: skip
     with pytest.raises(ConfigError, match=r"^top must be an integer >= 1, got 1.5$"):
         answerer.answer("cats?", top=1.5)  # type: ignore[arg-type]
     with pytest.raises(
