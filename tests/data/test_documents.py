@@ -183,3 +183,24 @@ def test_windows_text_without_marks_reads_as_written(tmp_path: Path) -> None:
         "note.txt": note, "czech.txt": czech, "russian.txt": russian, "le.txt": plain, "be.txt": plain
     }  # fmt: skip
     assert reading.skipped == []
+
+
+def test_links_that_are_not_read_are_said(tmp_path: Path) -> None:
+    """A link to a folder, a link to nothing and a loop of links were dropped without a word."""
+    docs, outside = tmp_path / "docs", tmp_path / "outside"
+    docs.mkdir()
+    outside.mkdir()
+    (outside / "far.txt").write_text("Far away text.", encoding="utf-8")
+    (docs / "here.txt").write_text("Text here.", encoding="utf-8")
+    (docs / "linked.txt").symlink_to(outside / "far.txt")  # a link to a file is read
+    (docs / "folder").symlink_to(outside)
+    (docs / "gone.txt").symlink_to(tmp_path / "nothing.txt")
+    (docs / "loop-a").symlink_to(docs / "loop-b")
+    (docs / "loop-b").symlink_to(docs / "loop-a")
+    reading = scan_documents(docs)
+    assert sorted(d.id for d in reading.documents) == ["here.txt", "linked.txt"]
+    why = dict(reading.skipped)
+    assert why["folder"] == "a link to a folder, not followed (index that folder too)"
+    assert {why[n] for n in ("gone.txt", "loop-a", "loop-b")} == {
+        "a link to nothing (its target is gone, or links lead in a loop)"
+    }

@@ -221,11 +221,20 @@ def _folder(root: Path, progress: bool = False) -> Reading:
     from tqdm.auto import tqdm
 
     reading = Reading()
-    files = sorted(p for p in root.rglob("*") if p.is_file())
+    found = sorted(root.rglob("*"))
+    # A link to a folder is not followed, and one to nothing cannot be: said, as every file skipped.
+    files = [p for p in found if p.is_file() or (p.is_symlink() and not p.is_dir() and not p.exists())]
+    files += [p for p in found if p.is_symlink() and p.is_dir()]
     for file in tqdm(files, desc="reading", unit="file", disable=None if progress else True, leave=False):
         relative = file.relative_to(root)
         if any(part.startswith(".") for part in relative.parts):
             reading.hidden += 1
+            continue
+        if not file.is_file():
+            why = "a link to a folder, not followed (index that folder too)" if file.is_dir() else (
+                "a link to nothing (its target is gone, or links lead in a loop)"
+            )  # fmt: skip
+            reading.skipped.append((relative.as_posix(), why))
             continue
         try:
             reading.documents.append(read_file(file, relative.as_posix()))
