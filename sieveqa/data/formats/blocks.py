@@ -30,6 +30,9 @@ _SPLIT_WORD = re.compile(r"([A-Za-z]+)-$")
 _LONGEST = 64  # the longest word a line-end hyphen splits
 _WORD_START = re.compile(r"^([A-Za-z]+)")
 _WORDS = re.compile(r"\w+")
+#: A character of a script written without spaces (Han, kana; Korean spaces its words): each counts
+#: as a word, and lines wrapped between two of them are joined without a space.
+CJK = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 _DOTTED = re.compile(r"\w\.\w+\.$")  # massif.out., e.g., i.e.
 _DOTTED_TAIL = 256  # how far back a dotted name is looked for (the whole block made it quadratic)
 _GOES_ON = re.compile(r"[a-z<(,;]")
@@ -83,7 +86,9 @@ def join_lines(lines: Sequence[str], known: Iterable[str] = ()) -> str:
                 continue
             out += line
             continue
-        out = f"{out} {line}" if out else line
+        # Chinese and Japanese wrap anywhere and take no space where a line was wrapped.
+        wrapped_cjk = bool(out) and CJK.match(out[-1]) is not None and CJK.match(line) is not None
+        out = f"{out}{'' if wrapped_cjk else ' '}{line}" if out else line
     return out
 
 
@@ -96,7 +101,7 @@ def _whole(text: str, spans: Sequence[tuple[int, int]]) -> list[str]:
     merged: list[tuple[int, int]] = []
     for a, b in spans:
         end = merged[-1][1] if merged else 0
-        short = len(_WORDS.findall(text, a, b)) < 2
+        short = len(_WORDS.findall(text, a, b)) < 2 and len(CJK.findall(text, a, b)) < 2
         glued = bool(merged) and end == a and text[a - 1] == "." and not text[a].isspace()
         dotted = (
             bool(merged)

@@ -18,7 +18,7 @@ from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
 
-from sieveqa.data.formats.blocks import Block, join_lines
+from sieveqa.data.formats.blocks import CJK, Block, join_lines
 
 __all__ = ["decode", "read", "text_blocks"]
 
@@ -31,8 +31,8 @@ _COLUMNS = re.compile(r"\S {5,}\S")
 _CELLS = re.compile(r"(?<=\S) {3,}(?=\S)")
 _GUTTER = re.compile(r"^( *)[|>]( |$)")
 _CODE = re.compile(r"^(>>> |\.\.\. |\$ |% )|[;{}]$|^[\w.\[\]'\"]+ = |^(def|class|import|from) \w")
-_END = re.compile(r"[.,;:!?)]$")
-_SENTENCE = re.compile(r"[.!?]['\")\]]*$")
+_END = re.compile(r"[.,;:!?)。、！？：；]$")
+_SENTENCE = re.compile(r"[.!?。！？]['\")\]」』]*$")
 _WORD = re.compile(r"[A-Za-z]+")
 _MAX_HEADING = 70
 #: A log line's tag: "perf: ...", "cli: ...", "build(cmake): ..." (a changelog's one-line entries).
@@ -222,7 +222,9 @@ def _heading(par: list[_Line], base: int, following: list[_Line] | None) -> tupl
         return 1, first.text.rstrip(":")
     deeper = min(line.indent for line in following) > first.indent
     short = len(first.text.split()) <= 8 and not _END.search(first.text.rstrip(":"))
-    starts = first.text[0].isupper() or first.text[0].isdigit()
+    short = short and len(CJK.findall(first.text)) <= 24  # no spaces: a sentence is one "word" there
+    lead = first.text[0]  # a capital, a digit, or a letter of a script without case (Chinese, Japanese)
+    starts = lead.isupper() or lead.isdigit() or (lead.isalpha() and lead.lower() == lead.upper())
     # over one line, only a title of a few words over a sentence ("Module heapq" over its summary)
     titled = (
         len(first.text.split()) <= 4 and not first.text.endswith(":") and _SENTENCE.search(following[-1].text)

@@ -224,3 +224,19 @@ def test_a_changelogs_one_line_entries_are_units_not_one_run_on_sentence() -> No
     assert texts[:5] == [line for line in CHANGELOG.splitlines()[:5]]
     assert texts[5].startswith("Plain prose that wraps") and texts[5].endswith("in a README.")
     assert len(texts) == 6
+
+
+def test_japanese_sentences_headings_and_wrapped_lines() -> None:
+    """A Japanese paragraph was one "sentence" (its pieces counted as one word each, joined back), a
+    heading over it was prose, and a wrapped line took a space in the middle of a word."""
+    text = (
+        "富士山\n\n富士山は日本で最も高い山で\nす。高さは3776メートルです。\n\n"
+        "東京タワー\n\n東京タワーは1958年に完成しました。\n"
+    )
+    doc = assemble("f.txt", "f", text_blocks(text))
+    assert list(doc.sentences or ()) == [
+        "富士山は日本で最も高い山です。", "高さは3776メートルです。", "東京タワーは1958年に完成しました。"
+    ]  # fmt: skip
+    assert [p.section for p in doc.places] == ["富士山", "東京タワー"]
+    korean = "서울은 한국의\n수도입니다."
+    assert list(assemble("k.txt", "k", text_blocks(korean)).sentences or ()) == ["서울은 한국의 수도입니다."]
