@@ -239,7 +239,15 @@ def _at_headings(par: list[_Line], base: int) -> list[list[_Line]]:
     ``Context Line Control`` over its options, with no blank line around), so the heading heads a
     paragraph of its own."""
     cuts = [i for i in range(len(par) - 1) if _inner_heading(par, i, base)]
+    # A title over its underline with the text right below (no blank line): a paragraph of its own.
+    cuts += [c for i in range(len(par) - 2) if _underlined(par, i) for c in (i, i + 2)]
     return [par[a:b] for a, b in itertools.pairwise(sorted({0, *cuts, len(par)}))]
+
+
+def _underlined(par: list[_Line], i: int) -> bool:
+    """Line ``i`` a title underlined by the next (``Parking`` over ``-------``: about its length)."""
+    mark = _UNDERLINE.match(par[i + 1].text)
+    return bool(mark) and len(mark.group(1)) >= 3 and 0.6 <= len(mark.group(1)) / len(par[i].text) <= 1.5
 
 
 def _inner_heading(par: list[_Line], i: int, base: int) -> bool:

@@ -240,3 +240,12 @@ def test_japanese_sentences_headings_and_wrapped_lines() -> None:
     assert [p.section for p in doc.places] == ["富士山", "東京タワー"]
     korean = "서울은 한국의\n수도입니다."
     assert list(assemble("k.txt", "k", text_blocks(korean)).sentences or ()) == ["서울은 한국의 수도입니다."]
+
+
+def test_an_underlined_title_with_its_text_right_below_heads_a_section() -> None:
+    """``Parking`` over ``-------`` over its text, no blank line between, was glued into one sentence."""
+    text = "Restarting\n----------\nRun the restart command.\nThen check the log.\n\n"
+    text += "Parking\n=======\nPark in B.\n"
+    doc = assemble("f.txt", "f", text_blocks(text))
+    assert list(doc.sentences or ()) == ["Run the restart command.", "Then check the log.", "Park in B."]
+    assert [p.section for p in doc.places] == ["Restarting", "Parking"]
