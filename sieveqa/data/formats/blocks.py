@@ -115,6 +115,11 @@ def _whole(text: str, spans: Sequence[tuple[int, int]]) -> list[str]:
     return [text[a:b] for a, b in merged]
 
 
+def _short_code(text: str) -> bool:
+    """A code block short enough to be read with the sentence that introduces it (a command)."""
+    return text.count("\n") < 3 and len(text) <= 300
+
+
 def assemble(doc_id: str, title: str, blocks: Iterable[Block]) -> Document:
     """The document of a file's blocks: their texts one after the other (a blank line between), each
     prose block's sentences, items, code blocks and table rows as units, and every block's place."""
@@ -122,16 +127,20 @@ def assemble(doc_id: str, title: str, blocks: Iterable[Block]) -> Document:
     sentences: list[str] = []
     places: list[Place] = []
     at = 0
+    intro: str | None = None  # the last sentence, when it ends in ":" before what it introduces
     for block in blocks:
         text = tidy(block.text) if block.kind in ("prose", "item") else block.text.strip()
         if not text:
             continue
         if parts:
             at += 2
-        if block.kind == "prose":
+        if block.kind == "code" and intro is not None and _short_code(text):
+            sentences[-1] = f"{intro}\n\n{text}"  # "To restart the server run:" and the command: one unit
+        elif block.kind == "prose":
             sentences += _whole(text, sentence_spans(text))
         else:
             sentences.append(text)
+        intro = sentences[-1] if block.kind == "prose" and sentences[-1].endswith(":") else None
         places.append(Place(at, at + len(text), block.section, block.page, block.line))
         parts.append(text)
         at += len(text)

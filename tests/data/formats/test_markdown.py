@@ -65,3 +65,18 @@ def test_the_first_level_one_heading_is_the_title() -> None:
         ("", "Tea is a drink."),
         ("Coffee", "Coffee is another."),
     ]
+
+
+def test_a_short_command_is_read_with_the_sentence_that_introduces_it() -> None:
+    """ "How do I restart the web server?" was answered "To restart the web server run:", the command
+    only in the passage around it."""
+    text = "To restart the web server run:\n\n```\nsudo systemctl restart nginx\n```\n\n"
+    text += "Then check the log.\n\n"
+    text += "A long listing:\n\n```\n" + "line\n" * 5 + "```\n"
+    doc = assemble("ops.md", "", markdown_blocks(text)[1])
+    assert doc.sentences == (
+        "To restart the web server run:\n\nsudo systemctl restart nginx",
+        "Then check the log.",
+        "A long listing:",
+        "line\nline\nline\nline\nline",  # a listing stays a unit of its own
+    )

@@ -66,8 +66,7 @@ def test_a_listing_in_a_fixed_pitch_font_stays_text_not_headings() -> None:
     # in capitals, dropped from the text, and every later section read "END › ..."
     doc = read_file(FILES / "listing.pdf")  # groff -ms -Tpdf listing.ms: the listing set in Courier
     assert doc.sentences == (
-        "Consider this definition:",
-        "Example { 1 2 3 4 }",
+        "Consider this definition:\n\nExample { 1 2 3 4 }",  # a short listing read with its introduction
         "BEGIN",
         "Group ::= SEQUENCE { id OBJECT IDENTIFIER }",
         "END",
