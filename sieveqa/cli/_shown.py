@@ -24,7 +24,7 @@ def show(answer: Answer, method: str, min_confidence: float | None = None) -> No
     # --min-confidence" where none was given).
     cut = "--min-confidence" if min_confidence is None else f"{min_confidence:.2f}"
     if not answer.answers:
-        console.print("no answer: no passage of the index matches the question")
+        console.print(f"no answer: {answer.reason()}")
     elif not answer.answered:
         console.print(
             f"[bold]no answer found[/bold] in your documents (confidence {answer.confidence:.2f}, below "
@@ -91,6 +91,7 @@ def answer_dict(qid: str | None, answer: Answer, method: str) -> dict[str, Any]:
         **out,
         "method": method,
         "answered": answer.answered,
+        "reason": answer.reason(),
         "confidence": None if answer.confidence is None else round(answer.confidence, 6),
         "answers": [f.as_dict() for f in answer.answers],
         "inferences": answer.inferences,

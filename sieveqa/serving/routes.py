@@ -93,10 +93,12 @@ def service_routes(service: Service) -> APIRouter:
         c = found.cost
         timing_headers(response, 0.0, c.seconds, found.inferences, c.layer_units)
         assert service.answerer is not None  # service.answer refuses the request otherwise
+        answered = service.answerer.answers(found, req.min_confidence)
         return AnswerResponse(
             question=found.question,
             method=service.answerer.method.name,
-            answered=service.answerer.answers(found, req.min_confidence),
+            answered=answered,
+            reason=found.reason(answered),
             confidence=found.confidence,
             answers=[FoundAnswer(**f.as_dict()) for f in found.answers],
             passages=passages,

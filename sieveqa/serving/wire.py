@@ -216,6 +216,9 @@ class AnswerResponse(_Wire):
     answered: bool = Field(
         description="false: no answer found in the index (the answers are best guesses, shown as such)"
     )
+    reason: str | None = Field(
+        None, description="why answered is false (no passage matches, or the confidence is below the cut)"
+    )
     confidence: float | None = Field(None, description="the best answer's calibrated confidence")
     answers: list[FoundAnswer]
     passages: list[Passage] = Field(description="retrieved passages, best reranked first")

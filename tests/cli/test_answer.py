@@ -115,6 +115,12 @@ def test_a_question_nothing_matches_says_so(sieveqa, demo_index, saved_tiny, sav
     )  # fmt: skip
     assert result.exit_code == 0, result.output
     assert "no answer" in result.output
+    result = sieveqa(
+        "answer", "zzzqqq xxyyz", "--index", demo_index, "--reranker", saved_tiny, "--selector", saved_easi,
+        *_tiny_peasi(saved_tiny), "--json",
+    )  # fmt: skip
+    body = json.loads(result.output)  # the JSON said answers: [] and no more
+    assert body["answered"] is False and body["reason"] == "no passage of the index matches the question"
 
 
 def test_appending_to_an_index(sieveqa, demo_index, tmp_path: Path) -> None:

@@ -76,9 +76,10 @@ def test_calibrate_then_answer_with_confidence(
     if abs(confidence - fitted.min_confidence) > 1e-5:
         assert answer["answered"] == (confidence >= fitted.min_confidence)
     always = json.loads(sieveqa(*asked, "--confidence", out, "--min-confidence", "0", "--json").output)
-    assert always["answered"] is True
+    assert always["answered"] is True and always["reason"] is None
     never = json.loads(sieveqa(*asked, "--confidence", out, "--min-confidence", "1", "--json").output)
     assert never["answered"] is False and never["answers"]  # the best guess is still shown
+    assert never["reason"].startswith("the best answer's confidence is below the cut")
     text = sieveqa(*asked, "--confidence", out, "--min-confidence", "1").output
     assert "no answer found" in text and "below the cut 1.00" in text  # the cut said, not a flag's name
     # The answer's passage on one line around it, cut with [...] (its paragraphs' blank lines were

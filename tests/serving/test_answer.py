@@ -255,9 +255,11 @@ def test_answer_says_when_it_found_nothing_with_confidence(keyword_answerer: Ans
     with TestClient(create_app(Service(KeywordRanker(), keyword_answerer))) as c:
         body = c.post("/answer", json={"question": QUESTION}).json()
         assert (body["answered"], body["confidence"]) == (False, 0.5)
+        assert body["reason"].startswith("the best answer's confidence is below the cut")  # it said nothing
         assert body["answers"][0]["answer"] == "The answer is forty two."  # the best guess, shown as such
         assert body["answers"][0]["confidence"] == 0.5
-        assert c.post("/answer", json={"question": QUESTION, "min_confidence": 0.4}).json()["answered"]
+        taken = c.post("/answer", json={"question": QUESTION, "min_confidence": 0.4}).json()
+        assert taken["answered"] and taken["reason"] is None
 
 
 def test_the_judge_reads_one_passage_unless_every_confidence_is_asked(keyword_answerer: Answerer) -> None:

@@ -65,6 +65,16 @@ class Answer(AnswerRun):
     def best(self) -> Found | None:
         return self.answers[0] if self.answers else None
 
+    def reason(self, answered: bool | None = None) -> str | None:
+        """Why it is not answered (None when it is; ``answered``: as a request's own cut says)."""
+        if self.answered if answered is None else answered:
+            return None
+        if not self.answers:
+            return "no passage of the index matches the question" if not self.passages else (
+                "the passages retrieved hold no answer"
+            )  # fmt: skip
+        return "the best answer's confidence is below the cut: the answers are best guesses"
+
 
 class Answerer:
     """Answers questions with one method over a corpus index (or over given passages)."""
