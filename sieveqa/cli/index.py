@@ -80,7 +80,7 @@ def corpus(
 
     from sieveqa.data.corpus import RETRIEVERS, CorpusIndex, CorpusOptions
     from sieveqa.data.formats import scan_documents
-    from sieveqa.errors import ConfigError, DatasetNotFoundError
+    from sieveqa.errors import BusyError, ConfigError, DatasetNotFoundError
     from sieveqa.io import check_output_dir
 
     if retriever not in RETRIEVERS:
@@ -121,8 +121,11 @@ def corpus(
         made = not out.exists()
         try:
             index = CorpusIndex.build(documents, out, CorpusOptions(**given), embedder, progress=True)
-        except BaseException:
-            if made:  # a build that failed (a full disk, Ctrl-C) leaves no folder it made
+        except BaseException as err:
+            # A build that failed (a full disk, Ctrl-C) leaves no folder it made; but where another
+            # build started at the same moment holds the folder (busy) or has finished in it, the
+            # folder is that build's.
+            if made and not isinstance(err, BusyError) and not (out / "manifest.json").exists():
                 shutil.rmtree(out, ignore_errors=True)
             raise
         done = f"built {out}"

@@ -115,3 +115,24 @@ def test_a_folder_that_changed_is_followed_with_sync(sieveqa, tmp_path: Path) ->
     (docs / "new.txt").unlink()
     result = sieveqa("index", "corpus", "--input", docs, "--out", index)
     assert result.exit_code == 0 and "1 document of the index is not in" in result.output, result.output
+
+
+def test_a_build_that_finds_another_at_work_leaves_its_folder_alone(
+    sieveqa, tmp_path: Path, monkeypatch
+) -> None:
+    """Two builds started at once into a new folder: the one that found the other's lock removed the
+    folder the other was writing (it had made the folder, it thought)."""
+    from sieveqa.data.corpus import CorpusIndex
+    from sieveqa.errors import BusyError
+
+    out = tmp_path / "index"
+
+    def other_at_work(*args, **kwargs):
+        out.mkdir()
+        (out / ".gen-00000.tmp").mkdir()  # the other build's work so far
+        raise BusyError(f"{out}: another sieveqa process is writing this corpus index")
+
+    monkeypatch.setattr(CorpusIndex, "build", other_at_work)
+    result = sieveqa("index", "corpus", "--input", _folder(tmp_path), "--out", out)
+    assert result.exit_code == 2 and "another sieveqa process is writing" in result.output
+    assert (out / ".gen-00000.tmp").is_dir()
