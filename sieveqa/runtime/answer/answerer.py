@@ -243,8 +243,21 @@ class Answerer:
         return bool(run.answers) and (run.confidence is None or run.confidence >= threshold)
 
 
+_SAID_SCRIPT: list[bool] = []  # that the models read English, said once a process
+
+
 def check_question_length(question: str, which: str = "the question") -> None:
-    """Refuse a question over ``MAX_QUESTION_CHARS``; say when one is long enough to be cut."""
+    """Refuse a question over ``MAX_QUESTION_CHARS``; say when one is long enough to be cut, and (once)
+    when it is written in a script other than Latin: the shipped models were trained on English."""
+    letters = [c for c in question if c.isalpha()]
+    foreign = sum(not ("a" <= c.lower() <= "z" or "\u00c0" <= c <= "\u024f") for c in letters)
+    if letters and foreign > len(letters) / 2 and not _SAID_SCRIPT:
+        _SAID_SCRIPT.append(True)
+        log.warning(
+            "%s is not in the Latin alphabet: the shipped models were trained on English questions and "
+            "text, so answers in other languages are less sure to be right",
+            which,
+        )
     if len(question) > MAX_QUESTION_CHARS:
         raise ConfigError(f"{which}: {len(question)} characters, more than {MAX_QUESTION_CHARS}")
     if (words := len(question.split())) > READ_WHOLE_WORDS:

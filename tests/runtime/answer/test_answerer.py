@@ -135,6 +135,13 @@ def test_the_python_api_refuses_what_the_cli_and_http_refuse(index, monkeypatch,
     with pytest.raises(ConfigError, match=r"^question 2: 30000 characters, more than 20000$"):
         answerer.answer_many(["cats?", "cats " * 6000])
     answerer.answer("Why do cats " + "really " * 80 + "purr?")  # long, but taken: said
+    import sieveqa.runtime.answer.answerer as answerer_module
+
+    monkeypatch.setattr(answerer_module, "_SAID_SCRIPT", [])
+    answerer.answer("猫はなぜ喉を鳴らすのですか？")  # the models read English: said once
+    answerer.answer("Почему кошки мурлычут?")
+    english = [r for r in caplog.records if "the shipped models were trained on English" in r.getMessage()]
+    assert len(english) == 1 and english[0].getMessage().startswith("the question is not in the Latin")
     assert any("is 84 words long: the models read a question of up to about 64 words" in r.getMessage()
                for r in caplog.records)  # fmt: skip
     with pytest.raises(ConfigError, match=r"^top must be an integer >= 1, got 1.5$"):
