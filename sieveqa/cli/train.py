@@ -293,6 +293,9 @@ def retrofit(
             raise ConfigError(f"--pairs {pairs}: no such file")
         sources = [f"pairs:{pairs}"]  # a list: a path holding a comma is one dataset, not two
     state = retrofit_cascade(model, sources, out, layers, dev or None, cfg, tune_body, resume)
+    if state.paused:  # it said "cascade: OUT/best", which a paused run has not written
+        typer.echo(f"paused at step {state.step}; the same command with a later or no --stop-after continues")
+        return
     typer.echo(f"{state.outcome(cfg.metric)}; cascade: {out / 'best'}")
 
 

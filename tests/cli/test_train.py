@@ -422,6 +422,9 @@ def test_retrofit_takes_pairs_from_a_path_with_a_comma_and_refuses_pairs_beside_
     base = ["retrofit", "-m", saved_tiny, "--pairs", pairs, "--dev", "", "--exits", "2,4"]
     result = sieveqa(*base, "--out", tmp_path / "r", "--epochs", "1", "--batch-size", "8", "--no-progress")
     assert result.exit_code == 0, result.output
+    paused = sieveqa(*base, "--out", tmp_path / "p", "--batch-size", 2, "--stop-after", 1, "--no-progress")
+    assert "paused at step 1" in paused.output and "cascade:" not in paused.output  # no best/ written
+    assert not (tmp_path / "p" / "best").exists()
     line = one_error_line(sieveqa(*base, "--train", "squad-as2:train", "--out", tmp_path / "s"))
     assert line == "error: give --pairs or --train, not both (--pairs trains on your pairs alone)"
 
