@@ -23,7 +23,7 @@ from sieveqa.errors import ConfigError
 from sieveqa.io import read_json_object
 from sieveqa.training.config import TrainConfig
 
-__all__ = ["StopRequest", "check_checkpoint", "rng_state", "sample_digest", "set_rng_state"]
+__all__ = ["StopRequest", "check_checkpoint", "rng_state", "sample_digest", "set_rng_state", "targets_digest"]
 
 
 def rng_state() -> dict[str, Any]:
@@ -42,15 +42,17 @@ def set_rng_state(saved: dict[str, Any]) -> None:
     np.random.set_state((kind, np.asarray(keys, dtype=np.uint32), pos, has_gauss, cached))
 
 
+#: The ``run`` entry holding ``targets_digest`` of the teachers' scores (a checkpoint written before it
+#: has none, and is not refused for it).
+TARGETS = "targets"
 #: The ``run`` entry holding ``sample_digest`` of the training sample.
 DATA = "data"
 
 
-def sample_digest(sample: Any, targets: list[list[float]] | None = None) -> str | None:
-    """sha256 of a recipe's training sample (a dataclass of lists: texts, labels, targets) and of what
-    else it learns from (``targets``: teachers' scores), fed item by item (a JSON copy of
-    SQuAD-train-AS2's 2.16M pairs took 25 s and 3.6 GB): what the count of examples a checkpoint
-    records does not pin (a file edited in place keeps its count)."""
+def sample_digest(sample: Any) -> str | None:
+    """sha256 of a recipe's training sample (a dataclass of lists: texts, labels, targets), fed item by
+    item (a JSON copy of SQuAD-train-AS2's 2.16M pairs took 25 s and 3.6 GB): what the count of
+    examples a checkpoint records does not pin (a file edited in place keeps its count)."""
     if not dataclasses.is_dataclass(sample) or isinstance(sample, type):
         return None
 
@@ -67,10 +69,23 @@ def sample_digest(sample: Any, targets: list[list[float]] | None = None) -> str 
         for start in range(0, len(items), 65536):  # joined a chunk at a time: a call an item was slow
             chunk = "\x1e".join(map(text, items[start : start + 65536]))
             digest.update(("\x1e" + chunk).encode("utf-8", "surrogatepass"))
-    for i, scores in enumerate(targets or []):  # none: the digest of a sample alone, as before
-        digest.update(f"\x1dtargets{i}:{len(scores)}".encode())
-        digest.update(np.asarray(scores, dtype=np.float64).tobytes())
     return digest.hexdigest()
+
+
+def targets_digest(targets: list[list[float]]) -> str:
+    """sha256 of what a run learns from beside its sample (teachers' scores), rounded to fp16: scores
+    computed again on another machine differ in their last bits, not in what they teach."""
+    digest = hashlib.sha256()
+    for i, scores in enumerate(targets):
+        digest.update(f"\x1d{i}:{len(scores)}".encode())
+        digest.update(np.asarray(scores, dtype=np.float16).tobytes())
+    return digest.hexdigest()
+
+
+_CHANGED = {
+    DATA: "the training data's content (a file edited in place?)",
+    TARGETS: "the teachers' scores (a scores file replaced, or scored by another teacher?)",
+}
 
 
 def _comparable(config: dict[str, Any]) -> dict[str, Any]:
@@ -105,9 +120,7 @@ def check_checkpoint(
     if run is not None and isinstance(saved.get("run"), dict):
         theirs_run = saved["run"]
         diffs += [
-            "the training data's content or its teachers' scores (a file edited in place?)"
-            if k == DATA
-            else f"--{k.replace('_', '-')} {theirs_run.get(k)!r} -> {v!r}"
+            _CHANGED.get(k) or f"--{k.replace('_', '-')} {theirs_run.get(k)!r} -> {v!r}"
             for k, v in sorted(run.items())
             if k in theirs_run and theirs_run[k] != _jsonable(v)
         ]

@@ -20,7 +20,7 @@ from sieveqa.io import check_output_dir, exclusive
 from sieveqa.models.encoder_model import EncoderModel
 from sieveqa.models.zoo import SHIPPED, load_model
 from sieveqa.training.batches import Objective, TrainData
-from sieveqa.training.checkpoint import DATA, check_checkpoint, sample_digest
+from sieveqa.training.checkpoint import DATA, TARGETS, check_checkpoint, sample_digest, targets_digest
 from sieveqa.training.config import TrainConfig
 from sieveqa.training.recipe import Recipe
 from sieveqa.training.trainer import Trainer, TrainState, seed_everything
@@ -174,8 +174,10 @@ def prepared(
             dev_examples = recipe.load(dev)
             recipe.check_dev(dev_examples, dev)
         sample = recipe.sample(recipe.load(train), config, source)
-        if (digest := sample_digest(sample, recipe.targets())) is not None:
+        if (digest := sample_digest(sample)) is not None:
             run[DATA] = digest
+        if targets := recipe.targets():
+            run[TARGETS] = targets_digest(targets)
         if resume:
             check_checkpoint(out_dir, config, len(sample), unit="n_examples", run=run)
         tqdm.write(f"{verb} on {sample.summary}")
