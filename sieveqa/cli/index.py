@@ -79,6 +79,7 @@ def corpus(
     import time
 
     from sieveqa.data.corpus import RETRIEVERS, CorpusIndex, CorpusOptions
+    from sieveqa.data.corpus_sync import input_name
     from sieveqa.data.formats import scan_documents
     from sieveqa.errors import BusyError, ConfigError, DatasetNotFoundError
     from sieveqa.io import check_output_dir
@@ -120,7 +121,9 @@ def corpus(
     if existing is None:
         made = not out.exists()
         try:
-            index = CorpusIndex.build(documents, out, CorpusOptions(**given), embedder, progress=True)
+            index = CorpusIndex.build(
+                documents, out, CorpusOptions(**given), embedder, progress=True, source=input_name(source)
+            )
         except BaseException as err:
             # A build that failed (a full disk, Ctrl-C) leaves no folder it made; but where another
             # build started at the same moment holds the folder (busy) or has finished in it, the
@@ -130,7 +133,11 @@ def corpus(
             raise
         done = f"built {out}"
     else:
-        index = existing.append(documents, embedder, progress=True, sync=sync)
+        # A file there but not read this time (a reader missing, a file being written) is kept.
+        keep = [name for name, _ in reading.skipped]
+        index = existing.append(
+            documents, embedder, progress=True, sync=sync, keep=keep, source=input_name(source)
+        )
         done = _changes(index.changes, len(documents), out)
     typer.echo(f"{done} in {time.perf_counter() - started:.1f} s")
     if index.changes.get("rebuilt"):

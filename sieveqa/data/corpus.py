@@ -36,6 +36,7 @@ from sieveqa.data.corpus_format import (
     check_ids,
 )
 from sieveqa.data.corpus_generations import is_leftover, manifest_stamp, sweep_generations, write_generation
+from sieveqa.data.corpus_sync import plan
 from sieveqa.data.documents import Document, Place
 from sieveqa.data.passages import tokenizer_signature
 from sieveqa.data.sentences import SPLITTER_VERSION
@@ -81,8 +82,8 @@ class CorpusIndex:
             _SAID_CJK.add(path)
             log.warning(
                 "%s: its BM25 was built before Chinese, Japanese and Korean text was split into words, "
-                "so questions in those scripts find nothing; `sieveqa index corpus --out %s` with its "
-                "input again rebuilds it",
+                "so questions in those scripts find nothing; `sieveqa index corpus --input INPUT --out %s "
+                "--sync` with its input again rebuilds it (and rereads its files as this version reads them)",
                 path,
                 path,
             )
@@ -160,9 +161,10 @@ class CorpusIndex:
         options: CorpusOptions | None = None,
         embedder: Embedder | None = None,
         progress: bool = False,
+        source: str | None = None,
     ) -> CorpusIndex:
         """Index ``documents`` (any iterable: read once) into a new index at ``path`` (BM25, and dense
-        vectors with ``embedder``)."""
+        vectors with ``embedder``); ``source`` names the input they were read from."""
         documents = list(documents)  # checking a generator consumed it: "the corpus is empty"
         path = Path(path)
         if (path / MANIFEST).exists():
@@ -180,6 +182,7 @@ class CorpusIndex:
             "tokenizer": tokenizer_signature(),
             "splitter": SPLITTER_VERSION,
             "embedder": embedder.signature() if embedder is not None else None,
+            "inputs": [source] if source is not None else [],
             "generation": None,
         }
         with exclusive(path, "corpus index"):
@@ -194,13 +197,17 @@ class CorpusIndex:
         embedder: Embedder | None = None,
         progress: bool = False,
         sync: bool = False,
+        keep: Iterable[str] = (),
+        source: str | None = None,
     ) -> CorpusIndex:
         """Add the documents the index does not hold yet; returns the reopened index (the same one when
         nothing changes), whose ``changes`` count what was ``added``, ``replaced`` and ``removed``, and
         the stored documents the input did not have (``missing``). A document whose id is stored with
         the same title and text is skipped, so the same command run twice adds nothing; with another
         text it is refused, unless ``sync``: then it is replaced, and the documents the input no longer
-        has are removed (a folder's edited, deleted and renamed files)."""
+        has are removed (a folder's edited, deleted and renamed files), but those in ``keep`` (there,
+        but not read this time). ``source`` names the input (``corpus_sync``: a sync is refused where it
+        would remove what another input, or another folder, put there)."""
         documents = list(documents)
         with exclusive(self.path, "corpus index"):
             current = CorpusIndex.open(self.path, verify=False)  # another writer may have added
@@ -217,36 +224,22 @@ class CorpusIndex:
                     row[0]: (row[1] or "", row[2])
                     for row in db.execute("SELECT id, title, text FROM documents")
                 }
-            changed = [d.id for d in documents if d.id in stored and stored[d.id] != (d.title, d.text)]
-            if changed and not sync:
-                raise DataFormatError(
-                    f"document id {changed[0]!r} is already in the index with another text (changed since "
-                    "it was indexed? `sieveqa index corpus --sync` or append(..., sync=True) replaces it "
-                    "and removes the documents the input no longer has; or give it a new id)"
-                )
-            given = {doc.id for doc in documents}
-            missing = [i for i in stored if i not in given]
-            removed = [*changed, *missing] if sync else []
-            replacing = set(changed)
-            documents = [doc for doc in documents if doc.id not in stored or doc.id in replacing]
-            changes = {
-                "added": len(documents) - len(changed),
-                "replaced": len(changed),
-                "removed": len(missing) if sync else 0,
-                "missing": 0 if sync else len(missing),
-            }
+            change = plan(self.path, stored, documents, sync, keep, current.manifest.get("inputs"), source)
             if not current._bm25.splits_cjk:
-                changes["rebuilt"] = 1  # a new generation, if only for its BM25
-            if not documents and not removed and not changes.get("rebuilt"):
+                change.changes["rebuilt"] = 1  # a new generation, if only for its BM25
+            if not change.documents and not change.removed and not change.changes.get("rebuilt"):
                 current.close()
-                self.changes = changes
+                self.changes = change.changes
                 return self
             manifest = {k: v for k, v in current.manifest.items() if k not in ("files", "counts")}
-            write_generation(self.path, manifest, current.generation, documents, embedder, progress, removed)
+            manifest["inputs"] = change.inputs
+            write_generation(
+                self.path, manifest, current.generation, change.documents, embedder, progress, change.removed
+            )
             current.close()
         self.close()  # readers elsewhere keep the old generation until they move on
         fresh = CorpusIndex.open(self.path, verify=False)
-        fresh.changes = changes
+        fresh.changes = change.changes
         return fresh
 
     def check_embedder(self, embedder: Embedder) -> None:

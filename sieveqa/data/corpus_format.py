@@ -54,6 +54,7 @@ PLACES = """
 CREATE TABLE IF NOT EXISTS places (doc INTEGER NOT NULL, start INTEGER NOT NULL, end INTEGER NOT NULL,
                                    section TEXT NOT NULL, page INTEGER, line INTEGER);
 CREATE INDEX IF NOT EXISTS places_doc ON places (doc, start);
+CREATE INDEX IF NOT EXISTS passages_doc ON passages (doc);
 """
 
 

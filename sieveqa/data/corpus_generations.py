@@ -113,18 +113,20 @@ def write_generation(
 
 
 def _remove_documents(db: sqlite3.Connection, ids: Sequence[str]) -> list[int]:
-    """Delete the documents ``ids`` with their sentences, places and passages; returns the passages'
-    rows."""
+    """Delete the documents ``ids`` with their sentences, places and passages (a few hundred at a time,
+    by the indexes on ``doc``); returns the passages' rows."""
     rows: list[int] = []
-    for doc_id in ids:
-        found = db.execute("SELECT row FROM documents WHERE id = ?", (doc_id,)).fetchone()
-        if found is None:
+    for start in range(0, len(ids), 500):
+        chunk = list(ids[start : start + 500])
+        found = db.execute(f"SELECT row FROM documents WHERE id IN ({','.join('?' * len(chunk))})", chunk)
+        docs = [doc for (doc,) in found]
+        if not docs:
             continue
-        (doc,) = found
-        rows += [r for (r,) in db.execute("SELECT row FROM passages WHERE doc = ?", (doc,))]
+        marks = ",".join("?" * len(docs))
+        rows += [r for (r,) in db.execute(f"SELECT row FROM passages WHERE doc IN ({marks})", docs)]
         for table in ("sentences", "places", "passages"):
-            db.execute(f"DELETE FROM {table} WHERE doc = ?", (doc,))
-        db.execute("DELETE FROM documents WHERE row = ?", (doc,))
+            db.execute(f"DELETE FROM {table} WHERE doc IN ({marks})", docs)
+        db.execute(f"DELETE FROM documents WHERE row IN ({marks})", docs)
     return rows
 
 

@@ -16,6 +16,7 @@ teacher whose scores are made logits (``bm25``, ``embedder:``) is calibrated on 
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import hashlib
 import json
@@ -86,6 +87,8 @@ def teacher_scores(
         digest = weights_digest(teacher)
     precision = settings.get("precision", "fp32")  # scores of another precision are other scores
     parts = [digest, dataset, *pairs.ids, texts] + ([f"precision:{precision}"] if precision != "fp32" else [])
+    if not is_model_free_teacher(spec):  # how it reads (max_length, ...): the same weights, other scores
+        parts.append(json.dumps(dataclasses.asdict(teacher.config), sort_keys=True, default=str))
     key = hashlib.sha256("\n".join(parts).encode()).hexdigest()[:24]
     path = cache_root() / "teacher-scores" / f"{key}.json.gz"
     so_far = partial or path.with_name(f"{key}.partial.json")

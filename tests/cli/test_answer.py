@@ -133,7 +133,8 @@ def test_appending_to_an_index(sieveqa, demo_index, tmp_path: Path) -> None:
     again = sieveqa("index", "corpus", "--input", more, "--out", demo_index)  # the same command twice
     assert again.exit_code == 0 and "nothing to add to" in again.output, again.output
     assert "(the 1 document given is in it already, same text)" in again.output
-    assert "9 documents" in again.output and "8 documents of the index are not in" in again.output
+    assert "9 documents" in again.output
+    assert "of the index are not in" not in again.output  # the other 8 are another input's, not missing
     more.write_text('{"id": "new", "title": "New", "text": "Another text under the same id."}\n')
     line = one_error_line(sieveqa("index", "corpus", "--input", more, "--out", demo_index))
     assert line.startswith("error: document id 'new' is already in the index with another text")

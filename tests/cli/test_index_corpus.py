@@ -5,6 +5,9 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+import pytest
+
+from sieveqa.errors import StoreError
 from tests.cli.conftest import one_error_line
 
 FILES = Path(__file__).parents[1] / "data" / "formats" / "files"
@@ -136,3 +139,32 @@ def test_a_build_that_finds_another_at_work_leaves_its_folder_alone(
     result = sieveqa("index", "corpus", "--input", _folder(tmp_path), "--out", out)
     assert result.exit_code == 2 and "another sieveqa process is writing" in result.output
     assert (out / ".gen-00000.tmp").is_dir()
+
+
+def test_sync_refuses_what_would_empty_an_index_and_keeps_files_not_read(sieveqa, tmp_path: Path) -> None:
+    """A review found --sync removing every document given another folder, a subfolder, or one file,
+    and removing a file that was there but skipped this time."""
+    docs = tmp_path / "docs"
+    (docs / "sub").mkdir(parents=True)
+    (docs / "a.txt").write_text("Alpha is the first letter.\n", encoding="utf-8")
+    (docs / "sub" / "b.txt").write_text("Beta is the second letter.\n", encoding="utf-8")
+    (docs / "c.txt").write_text("Gamma is the third letter.\n", encoding="utf-8")
+    index = tmp_path / "index"
+    assert sieveqa("index", "corpus", "--input", docs, "--out", index).exit_code == 0
+    sync = ("--out", index, "--sync")
+    for part in (docs / "sub", docs / "a.txt"):  # a subfolder ("b.txt", not "sub/b.txt"), one file
+        refused = sieveqa("index", "corpus", "--input", part, *sync)
+        assert refused.exit_code == 2, refused.output
+        assert f"holds documents of other inputs too ({docs.resolve()})" in refused.output
+    from sieveqa.data.corpus import CorpusIndex
+    from sieveqa.data.documents import Document
+
+    with pytest.raises(StoreError, match=r"none of the 1 document given is in .* would remove all 3"):
+        CorpusIndex.open(index).append([Document("b.txt", "Beta.")], sync=True)  # no source said
+    (docs / "c.txt").write_bytes(b"\x00\x01 now binary")  # there, but not read this time
+    (docs / "a.txt").unlink()
+    result = sieveqa("index", "corpus", "--input", docs, *sync)
+    assert result.exit_code == 0 and f"removed 1 document in {index} (1 unchanged)" in result.output
+    kept = CorpusIndex.open(index)
+    assert kept.counts["documents"] == 2
+    assert {p.doc_id for p in kept.passages(["2", "3"])} == {"sub/b.txt", "c.txt"}

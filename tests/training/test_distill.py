@@ -77,6 +77,13 @@ def test_a_teacher_model_scores_the_pairs_once(data, tmp_path: Path) -> None:
     assert rounded.scores == pytest.approx(first.scores, abs=0.05) and rounded.scores != first.scores
     with pytest.raises(DataFormatError, match="are for dataset"):
         TeacherScores.load(cached[0]).check("jsonl:other.jsonl", pairs.ids)
+    # The same weights reading fewer tokens score otherwise: the cache kept the first scores for them.
+    saved = json.loads((folder / "config.json").read_text())
+    saved["config"]["max_length"] = 8
+    (folder / "config.json").write_text(json.dumps(saved))
+    shorter = teacher_scores(str(folder), dataset, pairs, progress=False)
+    assert len(list((tmp_path / "cache" / "teacher-scores").iterdir())) == 3
+    assert shorter.scores != first.scores
 
 
 def test_scores_of_other_pairs_and_a_wrong_teacher_count_are_refused(data, tmp_path: Path) -> None:

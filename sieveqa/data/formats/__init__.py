@@ -95,7 +95,8 @@ class Reading:
     def summary(self) -> str:
         """``read 12 files (text 5, pdf 4, docx 3); skipped 2`` in one line."""
         kinds = ", ".join(f"{name} {n}" for name, n in sorted(self.read.items()))
-        line = f"read {sum(self.read.values())} files ({kinds})" if self.read else "read no files"
+        n = sum(self.read.values())
+        line = f"read {n} file{'' if n == 1 else 's'} ({kinds})" if self.read else "read no files"
         if self.skipped:
             line += f"; skipped {len(self.skipped)}"
         if self.hidden:
