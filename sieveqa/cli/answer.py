@@ -163,7 +163,8 @@ def answer(
     """
     from sieveqa.io import atomic_open, check_output_file
     from sieveqa.profiling import Profile, profiled
-    from sieveqa.runtime.answer.answerer import MAX_QUESTION_CHARS, load_answerer
+    from sieveqa.runtime.answer.answerer import load_answerer
+    from sieveqa.runtime.answer.questions import MAX_QUESTION_CHARS
 
     if (question is None) == (questions is None):
         raise ConfigError("give one question, or --questions FILE")

@@ -1,8 +1,7 @@
 """What the HTTP service does, apart from HTTP: check requests against the limits, queue reranking
 for the micro-batcher, answer questions over the corpus index, and meter all of it.
 
-Every refusal is a :class:`RequestError` carrying its HTTP status and the field at fault, raised
-before the request reaches the model.
+Every refusal is a :class:`RequestError` (its HTTP status, the field at fault), before the model.
 
 Which thread runs what: the event loop parses requests and awaits futures, nothing more. Checking a
 ``/rerank`` request (tokenizing it, for ``truncate: false``) runs in the loop's thread pool; scoring
@@ -121,6 +120,8 @@ class Service:
         #: Runs every model of this service: /rerank's batches and /answer's questions (worker.py says why).
         self.thread = thread or ModelThread()
         self.limits = limits = limits or Limits()
+        if answerer is not None:
+            answerer.max_question_chars = limits.max_chars
         batching = batching or Batching()
         self.model = pair_model(ranker)
         self.metrics = Metrics(lambda: self.queue_depth)

@@ -389,3 +389,16 @@ def test_health_names_the_index_not_the_servers_path(monkeypatch: pytest.MonkeyP
     service = Service.load("keyword", index=str(tmp_path / "deep" / "my-index"))
     with TestClient(create_app(service)) as c:
         assert c.get("/health").json()["index"] == "my-index"
+
+
+def test_a_server_that_takes_longer_questions_answers_them(keyword_answerer: Answerer) -> None:
+    """A review found `serve --max-chars 50000` answering a 30,000-character question 422: the answerer
+    refused past its own 20,000."""
+    from sieveqa.serving.settings import Limits
+
+    question = QUESTION + " and" * 7500
+    wide = Service(KeywordRanker(), keyword_answerer, limits=Limits(max_chars=50_000))
+    with TestClient(create_app(wide)) as c:
+        assert c.post("/answer", json={"question": question}).status_code == 200
+    with TestClient(create_app(Service(KeywordRanker(), keyword_answerer))) as c:
+        assert c.post("/answer", json={"question": question}).status_code == 413

@@ -127,20 +127,21 @@ def assemble(doc_id: str, title: str, blocks: Iterable[Block]) -> Document:
     sentences: list[str] = []
     places: list[Place] = []
     at = 0
-    intro: str | None = None  # the last sentence, when it ends in ":" before what it introduces
+    intro: tuple[str, int | None] | None = None  # the last sentence's place, when it ends in ":"
     for block in blocks:
         text = tidy(block.text) if block.kind in ("prose", "item") else block.text.strip()
         if not text:
             continue
         if parts:
             at += 2
-        if block.kind == "code" and intro is not None and _short_code(text):
-            sentences[-1] = f"{intro}\n\n{text}"  # "To restart the server run:" and the command: one unit
+        if block.kind == "code" and intro == (block.section, block.page) and _short_code(text):
+            sentences[-1] += f"\n\n{text}"  # "To restart the server run:" and the command: one unit
         elif block.kind == "prose":
             sentences += _whole(text, sentence_spans(text))
         else:
             sentences.append(text)
-        intro = sentences[-1] if block.kind == "prose" and sentences[-1].endswith(":") else None
+        ends_in_colon = block.kind == "prose" and sentences[-1].endswith(":")
+        intro = (block.section, block.page) if ends_in_colon else None  # where what it introduces must be
         places.append(Place(at, at + len(text), block.section, block.page, block.line))
         parts.append(text)
         at += len(text)

@@ -84,8 +84,8 @@ def decode(path: Path) -> str:
         best = found[0] if found else None
         # Windows' Western code page is by far the likeliest legacy one: where it reads the text about
         # as cleanly as the best guess, it is taken (a short note with curly quotes and a euro sign came
-        # out as Baltic: cp1252 was not even among the guesses). Text in another script or a Central
-        # European language is not clean in it (no guess within the margin).
+        # out as Baltic: cp1252 was not even among the guesses). Text in another script is not clean in
+        # it (Czech in cp1250 stays Czech; short legacy Polish or Turkish text was misread before too).
         if best is not None and best.encoding not in _WESTERN:
             west = [m for m in from_bytes(raw, cp_isolation=list(_WESTERN)) if m.chaos <= best.chaos + 0.1]
             best = west[0] if west else best
@@ -105,9 +105,12 @@ def _utf16_unmarked(raw: bytes) -> str | None:
         high, low = head[nul_at::2], head[1 - nul_at :: 2]
         if high.count(0) >= 0.9 * len(high) and low.count(0) <= 0.01 * len(low):
             try:
-                return raw.decode(encoding)
+                text = raw.decode(encoding)
             except UnicodeDecodeError:
                 return None
+            # small 16-bit numbers look the same: text is mostly printable
+            shown = sum(c.isprintable() or c.isspace() for c in text[:4096])
+            return text if shown >= 0.95 * min(len(text), 4096) else None
     return None
 
 
@@ -245,9 +248,13 @@ def _at_headings(par: list[_Line], base: int) -> list[list[_Line]]:
 
 
 def _underlined(par: list[_Line], i: int) -> bool:
-    """Line ``i`` a title underlined by the next (``Parking`` over ``-------``: about its length)."""
+    """Line ``i`` a title underlined by the next (``Parking`` over ``-------``: about its length), at
+    the paragraph's start or after a sentence's end; not code (a compiler's ``^^^`` under a line)."""
     mark = _UNDERLINE.match(par[i + 1].text)
-    return bool(mark) and len(mark.group(1)) >= 3 and 0.6 <= len(mark.group(1)) / len(par[i].text) <= 1.5
+    if not mark or len(mark.group(1)) < 3 or not 0.6 <= len(mark.group(1)) / len(par[i].text) <= 1.5:
+        return False
+    after_sentence = i == 0 or (_SENTENCE.search(par[i - 1].text) is not None and mark.group(1)[0] in "=-")
+    return after_sentence and not _CODE.search(par[i].text) and not _END.search(par[i].text)
 
 
 def _inner_heading(par: list[_Line], i: int, base: int) -> bool:

@@ -30,6 +30,7 @@ from sieveqa.runtime.answer.budgeted import choose_for, load_within, models_text
 from sieveqa.runtime.answer.confidence import LOCAL_CONFIDENCE, Confidence, load_confidence
 from sieveqa.runtime.answer.judge import attach_judge, judged
 from sieveqa.runtime.answer.method import AnswerMethod, AnswerRun, Found, ModelSettings, method_options
+from sieveqa.runtime.answer.questions import MAX_QUESTION_CHARS, check_question_length
 
 log = logging.getLogger(__name__)
 
@@ -41,10 +42,6 @@ __all__ = [
 #: Which answers carry a confidence: the best (what abstention reads: one judge pass a question) or
 #: all (one judge pass per distinct answer passage).
 CONFIDENCES = ("best", "all")
-#: The longest question taken (characters), as ``serve``'s default ``--max-chars``.
-MAX_QUESTION_CHARS = 20_000
-#: Past this many words a question may be cut where a model's input is full (features.py).
-READ_WHOLE_WORDS = 64
 
 
 def method_names() -> list[str]:
@@ -96,6 +93,8 @@ class Answerer:
         _check_confidences(confidences)
         #: Which answers carry a confidence (``CONFIDENCES``); a call may ask otherwise.
         self.confidences = confidences
+        #: The longest question taken (a server's ``--max-chars`` sets its own).
+        self.max_question_chars = MAX_QUESTION_CHARS
         self.method, self.index = method, index
         self.retrieve, self.retriever, self.embedder, self.top = retrieve, retriever, embedder, top
         self.confidence = confidence
@@ -124,6 +123,7 @@ class Answerer:
             calibrated, self.min_confidence if calibrated is not None else None, self.confidences,
         )  # fmt: skip
         out.budget, out.abstention_asked = self.budget, self.abstention_asked
+        out.max_question_chars = self.max_question_chars
         return out
 
     def within(self, budget_ms: float, keep_confidence: bool | None = None) -> Answerer:
@@ -183,7 +183,7 @@ class Answerer:
                 raise ConfigError(
                     f"{which} is empty" if isinstance(question, str) else f"{which} is not a string"
                 )
-            check_question_length(question, which)
+            check_question_length(question, which, self.max_question_chars)
         if top is not None and (not isinstance(top, int) or isinstance(top, bool) or top < 1):
             raise ConfigError(f"top must be an integer >= 1, got {top!r}")
         if confidences is not None:
@@ -241,33 +241,6 @@ class Answerer:
         this answerer's)."""
         threshold = self.min_confidence if min_confidence is None else min_confidence
         return bool(run.answers) and (run.confidence is None or run.confidence >= threshold)
-
-
-_SAID_SCRIPT: list[bool] = []  # that the models read English, said once a process
-
-
-def check_question_length(question: str, which: str = "the question") -> None:
-    """Refuse a question over ``MAX_QUESTION_CHARS``; say when one is long enough to be cut, and (once)
-    when it is written in a script other than Latin: the shipped models were trained on English."""
-    letters = [c for c in question if c.isalpha()]
-    foreign = sum(not ("a" <= c.lower() <= "z" or "\u00c0" <= c <= "\u024f") for c in letters)
-    if letters and foreign > len(letters) / 2 and not _SAID_SCRIPT:
-        _SAID_SCRIPT.append(True)
-        log.warning(
-            "%s is not in the Latin alphabet: the shipped models were trained on English questions and "
-            "text, so answers in other languages are less sure to be right",
-            which,
-        )
-    if len(question) > MAX_QUESTION_CHARS:
-        raise ConfigError(f"{which}: {len(question)} characters, more than {MAX_QUESTION_CHARS}")
-    if (words := len(question.split())) > READ_WHOLE_WORDS:
-        log.warning(
-            "%s is %d words long: the models read a question of up to about %d words whole beside a "
-            "passage; past that its end may be cut",
-            which,
-            words,
-            READ_WHOLE_WORDS,
-        )
 
 
 def load_answerer(

@@ -80,3 +80,11 @@ def test_a_short_command_is_read_with_the_sentence_that_introduces_it() -> None:
         "A long listing:",
         "line\nline\nline\nline\nline",  # a listing stays a unit of its own
     )
+
+
+def test_a_command_under_another_heading_is_not_read_with_the_sentence_before() -> None:
+    """A review found the intro-and-command unit spanning a heading, the section of the command lost."""
+    text = "To restart run:\n\n## Other section\n\n```\nsudo reboot\n```\n"
+    doc = assemble("ops.md", "", markdown_blocks(text)[1])
+    assert doc.sentences == ("To restart run:", "sudo reboot")
+    assert [p.section for p in doc.places][-1] == "Other section"

@@ -249,3 +249,12 @@ def test_an_underlined_title_with_its_text_right_below_heads_a_section() -> None
     doc = assemble("f.txt", "f", text_blocks(text))
     assert list(doc.sentences or ()) == ["Run the restart command.", "Then check the log.", "Park in B."]
     assert [p.section for p in doc.places] == ["Restarting", "Parking"]
+
+
+def test_a_compilers_carets_under_a_line_of_code_make_no_title() -> None:
+    """A review found the underline cut taking a code line over ``^^^`` for a title, and the sentence
+    before it lost."""
+    text = "The build failed with this message today:\nx = foo(bar)\n^^^^^^^^^^^^\nerror: foo takes no bar.\n"
+    doc = assemble("f.txt", "f", text_blocks(text))
+    assert "The build failed with this message today:" in doc.text and "x = foo(bar)" in doc.text
+    assert {p.section for p in doc.places} == {""}

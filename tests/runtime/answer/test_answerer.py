@@ -135,7 +135,7 @@ def test_the_python_api_refuses_what_the_cli_and_http_refuse(index, monkeypatch,
     with pytest.raises(ConfigError, match=r"^question 2: 30000 characters, more than 20000$"):
         answerer.answer_many(["cats?", "cats " * 6000])
     answerer.answer("Why do cats " + "really " * 80 + "purr?")  # long, but taken: said
-    import sieveqa.runtime.answer.answerer as answerer_module
+    import sieveqa.runtime.answer.questions as answerer_module
 
     monkeypatch.setattr(answerer_module, "_SAID_SCRIPT", [])
     answerer.answer("猫はなぜ喉を鳴らすのですか？")  # the models read English: said once
