@@ -225,3 +225,20 @@ def test_the_serve_guides_sample_responses_are_what_the_service_answers() -> Non
             assert _close(json.loads(sample), answer, 10**-SAMPLE_PLACES), (
                 f"{SERVE_GUIDE}: the sample under the curl to {route} is stale (python tools/docs_pages.py)"
             )
+
+
+def test_a_rows_precision_must_be_the_one_its_result_file_ran_in(tmp_path: Path) -> None:
+    """A bf16 speed was labelled fp32 on the README, the Models and the Benchmarks pages."""
+    import json
+
+    from tools.docs_pages import _read
+
+    (tmp_path / "r.json").write_text(json.dumps({"precision": "bf16", "pairs_per_second": 498.9}))
+    row = {"file": "r.json", "key": "pairs_per_second"}
+    with pytest.raises(ValueError, match=r"the row says fp32, but r\.json ran in bf16"):
+        _read(tmp_path, "card", {**row, "set": "WikiQA test, fp32 torch"})
+    assert _read(tmp_path, "card", {**row, "set": "WikiQA test, bf16 torch"})[0] == "498.9"
+    inner = {"torch:fp32": {"precision": "fp32", "pairs_per_second": 229.5}}
+    (tmp_path / "n.json").write_text(json.dumps({"results": inner, "precision": "bf16"}))
+    key = "results.torch:fp32.pairs_per_second"  # the nearest record along the key's path counts
+    assert _read(tmp_path, "b", {"file": "n.json", "key": key, "claim": "torch fp32"})[0] == "229.5"

@@ -65,15 +65,35 @@ def _size(folder: Path) -> str:
     return f"{total / 1e6:.1f} MB"
 
 
+_PRECISIONS = re.compile(r"\b(fp32|bf16|fp16|int8)\b")
+
+
 def _read(root: Path, where: str, score: dict[str, Any]) -> tuple[str, str, str]:
-    """(value, date, machine) of ``score``'s ``key`` in its ``file``; ValueError naming ``where``."""
+    """(value, date, machine) of ``score``'s ``key`` in its ``file``; ValueError naming ``where``, and
+    where the row's label (``set`` or ``claim``) names a precision the result file says it did not run
+    in (a bf16 speed was labelled fp32)."""
     result = _result(root, where, score["file"])
     try:
         value = lookup(result, score["key"])
     except KeyError:
         raise ValueError(f"{where}: {score['file']} has no {score['key']!r}") from None
+    said = _PRECISIONS.findall(str(score.get("set") or score.get("claim") or ""))
+    ran = _ran_in(result, score["key"])
+    if said and ran is not None and ran not in said:
+        raise ValueError(f"{where}: the row says {said[0]}, but {score['file']} ran in {ran}")
     date, machine, _ = _provenance(result)
     return _number(value), date, machine
+
+
+def _ran_in(result: dict[str, Any], key: str) -> str | None:
+    """The precision recorded nearest to ``key`` along its path (a ``precision`` entry), if any."""
+    parts, ran = key.split("."), None
+    for n in range(len(parts)):
+        with contextlib.suppress(KeyError):
+            found = lookup(result, ".".join(parts[:n])) if n else result
+            if isinstance(found, dict) and isinstance(found.get("precision"), str):
+                ran = found["precision"]
+    return ran
 
 
 def _result(root: Path, where: str, file: str) -> dict[str, Any]:
@@ -227,7 +247,9 @@ def model_cards(root: Path, shipped: dict[str, Path]) -> str:
         "Every model sieveqa ships, loaded by name (`load_ranker(NAME)`, `--model NAME`, `--reranker NAME`,"
         " ...). Each card is generated from the model folder's `config.json` and the result files named in"
         " `docs/model-cards.json`: the numbers, dates and machines are those files'. Speeds compare only"
-        " within one machine.",
+        " within one machine. *reproduce* trains the model again (hours); *check* scores the shipped weights"
+        " on the first score's set (a minute or two). A result file's command may name the run folder"
+        " (`runs/...`) that made the weights now shipped under the card's name.",
         "",
     ]
     for name, card in cards.items():
@@ -252,6 +274,7 @@ def model_cards(root: Path, shipped: dict[str, Path]) -> str:
             f"| reproduce | `{card['reproduce']}` |"
             if card["reproduce"].startswith("make ")
             else f"| reproduce | {card['reproduce']} |",
+            *([f"| check the shipped weights | `{card['check']}` |"] if card.get("check") else []),
             "",
         ]
         if card["scores"]:

@@ -168,7 +168,7 @@ def evaluate(
     ran = used.precision if where == "torch" else f"{used.precision} on {where}"
     table = Table(title=f"{model} on {dataset} ({report.n_questions} questions, {ran})")
     for key in columns:
-        table.add_column(key)
+        table.add_column(key, overflow="fold")  # a narrow terminal folds a long name, never cuts it
     table.add_row(*(str(result[k]) for k in columns))
     console.print(table)
     if profile:

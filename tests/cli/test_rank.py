@@ -336,3 +336,15 @@ def test_output_is_written_when_the_screen_reader_goes_away(
     assert "Traceback" not in err and "BrokenPipe" not in err, err
     rows = [json.loads(line) for line in out.read_text().splitlines()]
     assert len(rows) == len(example_jsonl.read_text().splitlines()) and all(r["candidates"] for r in rows)
+
+
+def test_a_cascade_on_short_lists_warns_that_its_ratios_drop_too_many(
+    sieveqa, saved_cascade: Path, example_jsonl: Path
+) -> None:
+    """default-cascade ranked the shipped example's right answer third (the default: first) without a
+    word: its ratios were tuned on ~140 candidates a question."""
+    result = sieveqa("rank", "-m", saved_cascade, "-i", example_jsonl, "--precision", "fp32")
+    assert result.exit_code == 0, result.output
+    assert "warning: the cascade's drop ratios were tuned on lists of about 140 candidates" in result.output
+    quiet = sieveqa("rank", "-m", saved_cascade, "-i", example_jsonl, "--precision", "fp32", "--alpha", "0")
+    assert quiet.exit_code == 0 and "warning" not in quiet.output
