@@ -137,10 +137,13 @@ def benchmarks(root: Path) -> str:
                 f"| {row['claim']} | {row['split']} | {row['metric']} | {value} | {date} | {machine} "
                 f"| `{row['file']}` | {_command(root, where, row)} |"
             )
-        for plot in section.get("plots", []):
+        for entry in section.get("plots", []):  # a file, or {"file", "caption"}: what it plots, on what split
+            plot = entry if isinstance(entry, str) else entry["file"]
             if not (root / plot).is_file():
                 raise ValueError(f"{BENCHMARKS}: {section['title']}: {plot} is missing")
             out += ["", f"![{Path(plot).stem}](../{plot})"]  # from docs/
+            if isinstance(entry, dict) and entry.get("caption"):
+                out += ["", f"*{entry['caption']}*"]
         out.append("")
     return "\n".join(out)
 
