@@ -142,6 +142,19 @@ def test_a_reader_keeps_its_generation_through_an_append_and_then_moves_on(tmp_p
     assert [p.name for p in (tmp_path / "idx").glob("gen-*")] == [fresh.manifest["generation"]]
 
 
+def test_a_reader_keeps_a_removed_document_until_it_moves_on(tmp_path: Path) -> None:
+    """A sync removes a document under a server that is reading it: its generation still holds it,
+    the next one does not."""
+    CorpusIndex.build(DOCS, tmp_path / "idx")
+    served = CorpusIndex.open(tmp_path / "idx")
+    ice = served.search_many(["glaciers valleys"], 1)[0][0][0]
+    CorpusIndex.open(tmp_path / "idx").append(DOCS[:2], sync=True)  # the writer: "ice" removed
+    assert served.passages([ice])[0].doc_id == "ice"  # the question under way reads what it found
+    fresh = served.latest()
+    assert fresh.counts["documents"] == 2 and fresh.search_many(["glaciers valleys"], 1)[0] == []
+    served.close()
+
+
 def test_an_answerer_moves_on_and_the_old_generation_goes(tmp_path: Path) -> None:
     """Moving to a new generation used to leave the old one on disk until the next append."""
     from sieveqa.runtime.answer.answerer import Answerer
