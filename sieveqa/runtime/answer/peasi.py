@@ -43,7 +43,7 @@ from sieveqa.runtime.answer.fusion import Fusion, lexical_scores
 from sieveqa.runtime.answer.judge import judge_name, judged, load_judge
 from sieveqa.runtime.answer.method import AnswerMethod, AnswerRun, Found, ModelSettings
 from sieveqa.runtime.answer.options import PeasiOptions, parse_ratios
-from sieveqa.runtime.answer.sentence import rank_found, with_alpha
+from sieveqa.runtime.answer.sentence import questions_last, rank_found, with_alpha
 from sieveqa.runtime.policy import ranker_of
 
 __all__ = ["Peasi", "PeasiOptions"]
@@ -185,6 +185,7 @@ class Peasi(AnswerMethod):
             w = self.options.sentence_bm25_weight
             found = [replace(f, score=f.score + w * b) for f, b in zip(found, words, strict=True)]
         found.sort(key=lambda f: -f.score)  # stable: ties keep passage, then sentence order
+        found = questions_last(found)
         if self.look is not None and found:
             with stage("second look"):
                 found, look_cost = self._second_look(question, found)
@@ -201,7 +202,7 @@ class Peasi(AnswerMethod):
             joint = original.score + self.options.look_weight * f.score
             again.append(replace(original, score=joint, signals=signals))
         again.sort(key=lambda f: -f.score)
-        return again + found[k:], look_cost
+        return questions_last(again + found[k:]), look_cost
 
     def _texts(self, passages: Sequence[IndexedPassage]) -> list[str]:
         """What the passage reranker reads of each passage: its text, under its heading if asked."""

@@ -53,7 +53,15 @@ def rank_found(ranker: Ranker, question: str, found: list[Found]) -> tuple[list[
     )
     result = ranker.run([example])
     scores, order = result.own_scores()[0], result.orders()[0]
-    return [Found(found[i].passage, found[i].sentence, float(scores[i])) for i in order], result.cost
+    ranked = [Found(found[i].passage, found[i].sentence, float(scores[i])) for i in order]
+    return questions_last(ranked), result.cost
+
+
+def questions_last(found: list[Found]) -> list[Found]:
+    """``found`` with the sentences that are questions after the others, each part in its order: a
+    question is not its own answer (an FAQ's "Is there C++ bindings ?" was chosen over the answer below
+    it)."""
+    return sorted(found, key=lambda f: f.text.rstrip().endswith(("?", "\uff1f")))
 
 
 class Pointwise(AnswerMethod):

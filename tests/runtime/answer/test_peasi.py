@@ -223,3 +223,18 @@ def test_a_budget_lightens_a_loaded_peasi_without_touching_it() -> None:
     assert plain.lightened(judge="none").judge is None and plain.judge is judge
     bare = Pointwise(KeywordRanker())
     assert bare.lightened(judge="none") is bare  # nothing to drop
+
+
+def test_a_question_in_the_text_is_not_its_own_answer() -> None:
+    """An FAQ's "Is there C++ bindings ?" was chosen over the answer below it (own-files test, q076)."""
+    faq = _passage("1", "Is there C++ bindings ?", "Yes, xmlwrapp wraps it.")
+    reranker = TableReranker({faq.text: 2.0})
+    selector = TableSelector({"Is there C++ bindings ?": 3.0, "Yes, xmlwrapp wraps it.": 1.0})
+    for look in (0, 2):  # first by EASI, and after the second look re-sorts the best few
+        opts = replace(TOP_PASSAGE, read=1, second_look=look)
+        method = Peasi(reranker, selector, options=opts, look=KeywordRanker() if look else None)  # type: ignore[arg-type]
+        assert method.run("Are there C++ bindings?", [faq], 1).answers[0].text == "Yes, xmlwrapp wraps it."
+    only = _passage("2", "Why?")  # nothing else to give: the question is still the best guess
+    selector.logits["Why?"] = 0.0
+    reranker.logits[only.text] = 1.0
+    assert Peasi(reranker, selector, options=replace(TOP_PASSAGE, read=1)).run("q", [only], 1).answers  # type: ignore[arg-type]
