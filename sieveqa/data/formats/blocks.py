@@ -13,7 +13,7 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from sieveqa.data.documents import Document, Place
 from sieveqa.data.sentences import sentence_spans
@@ -113,6 +113,35 @@ def _whole(text: str, spans: Sequence[tuple[int, int]]) -> list[str]:
         else:
             merged.append((a, b))
     return [text[a:b] for a, b in merged]
+
+
+#: A prose block that stops at a word or a comma has not ended its sentence (a synopsis ending in
+#: "]" or a label has no sentence to go on with).
+_RUNS_ON = re.compile(r"[^\W\d_],?$|,$")
+
+
+def run_on(blocks: list[Block]) -> list[Block]:
+    """Paragraphs a page cut in mid-sentence joined again: a prose block that ends no sentence takes
+    the next block of its section when that goes on in lower case (``to get the compilation flags
+    and``) or is one short line of code the sentence names (``xslt-config --cflags``). An FAQ page had
+    "Use", the command, "to get the compilation flags and", ... as paragraphs of their own."""
+    out: list[Block] = []
+    for block in blocks:
+        last = out[-1] if out else None
+        text = block.text.strip()
+        named = block.kind == "code" and "\n" not in text and len(text) <= 60  # a command the sentence names
+        goes_on = bool(text) and (text[0].islower() or named)
+        if (
+            last is not None
+            and last.kind == "prose"
+            and (last.section, last.page) == (block.section, block.page)
+            and _RUNS_ON.search(last.text.strip()) is not None
+            and goes_on
+        ):
+            out[-1] = replace(last, text=f"{last.text.strip()} {text}")
+            continue
+        out.append(block)
+    return out
 
 
 def _short_code(text: str) -> bool:

@@ -14,7 +14,7 @@ from pathlib import Path
 import lxml.html
 from lxml.etree import ParserError
 
-from sieveqa.data.formats.blocks import Block, join_lines, tidy
+from sieveqa.data.formats.blocks import Block, join_lines, run_on, tidy
 
 __all__ = ["html_blocks", "read"]
 
@@ -70,7 +70,7 @@ def html_blocks(root: lxml.html.HtmlElement) -> tuple[str, list[Block]]:
     walker = _Walker(title, {w.lower() for w in _WORD.findall(root.text_content())})
     walker.walk(body if body is not None else root, inside=main is not None or len(articles) == 1)
     walker.flush()
-    return walker.title, walker.blocks
+    return walker.title, run_on(walker.blocks)
 
 
 def _links_only(el: lxml.html.HtmlElement) -> bool:
