@@ -247,4 +247,5 @@ def test_concat_numbers_the_inputs_of_every_part(featurizer) -> None:
 def test_a_lone_surrogate_is_read_as_a_replacement_character(tiny_model) -> None:
     # Found by a hostile probe: predict raised a raw UnicodeEncodeError (JSON may carry "\ud800")
     lone, replaced = tiny_model.predict([("what is \ud800", "a text"), ("what is \ufffd", "a text")])
-    assert lone == replaced
+    # the same tokens; two rows of one batch may round apart in the last bits (a GEMM's row tail)
+    assert lone == pytest.approx(replaced, abs=1e-5)
