@@ -201,6 +201,8 @@ def _print_corpus(index: CorpusIndex) -> None:
     )
     per_1000 = size / max(counts["passages"], 1) * 1000 / 2**20
     typer.echo(f"{size / 2**20:.2f} MiB on disk, {per_1000:.2f} MiB per 1,000 passages")
+    if inputs := index.manifest.get("inputs"):  # what --sync follows
+        typer.echo(f"built from: {', '.join(inputs)}")
     from sieveqa.runtime.answer.confidence import LOCAL_CONFIDENCE, load_confidence
 
     fitted = load_confidence(index.path / LOCAL_CONFIDENCE, missing_ok=True)

@@ -151,6 +151,7 @@ def test_sync_refuses_what_would_empty_an_index_and_keeps_files_not_read(sieveqa
     (docs / "c.txt").write_text("Gamma is the third letter.\n", encoding="utf-8")
     index = tmp_path / "index"
     assert sieveqa("index", "corpus", "--input", docs, "--out", index).exit_code == 0
+    assert f"built from: {docs.resolve()}" in sieveqa("index", "info", index).output
     sync = ("--out", index, "--sync")
     for part in (docs / "sub", docs / "a.txt"):  # a subfolder ("b.txt", not "sub/b.txt"), one file
         refused = sieveqa("index", "corpus", "--input", part, *sync)
